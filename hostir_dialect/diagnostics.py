@@ -1,0 +1,81 @@
+"""Diagnostics that point at the source: `file:line:col: error: 'op' op reason`.
+
+Ops parsed by `LocatingParser` carry a FileLineColLoc; ops created by passes inherit the
+location of the op they came from (`located_like`) or are reported at their nearest
+located ancestor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+
+class HostIRError(DiagnosticException):
+    """An error about the IR (verifier, pass precondition, lowering) with its location."""
+
+
+def location_of(op: Operation | None) -> str | None:
+    while op is not None:
+        if isinstance(op.location, FileLineColLoc):
+            loc = op.location
+            return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+        op = op.parent_op()
+    return None
+
+
+def describe(op: Operation, reason: str) -> str:
+    where = location_of(op)
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}error: '{op.name}' op {reason}"
+
+
+def op_error(op: Operation, reason: str) -> HostIRError:
+    """The exception a pass raises when `op` breaks one of its preconditions."""
+    return HostIRError(describe(op, reason))
+
+
+def parse_error(error: ParseError, line_offset: int = 0) -> HostIRError:
+    """MLIR's layout for a parse error: the located message, then the source line."""
+    span = dataclasses.replace(error.span, line_offset=line_offset)
+    where = span.get_location()
+    context = span.print_with_context().split("\n", 1)[1].rstrip()
+    return HostIRError(f"{where.file}:{where.line}:{where.col}: error: {error.msg}\n{context}")
+
+
+def located_like(new: Operation, original: Operation) -> Operation:
+    new.location = original.location
+    return new
+
+
+def verify_located(root: Operation) -> None:
+    """Verify every op, reporting the first failure at its source location."""
+    for op in root.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as error:
+            reason = str(error.__cause__ or error)
+            raise HostIRError(describe(op, reason.removeprefix("Operation does not verify: "))) from None
+
+
+class LocatingParser(Parser):
+    """A parser that records where each op was written (MLIR's default behaviour).
+
+    `line_offset` is the line the text starts at in its file (for split input files).
+    """
+
+    def __init__(self, ctx, text: str, name: str = "<unknown>", line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self.line_offset = line_offset
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.get_location()  # noqa: SLF001 -- where the op's text starts
+        op = super().parse_operation()
+        op.location = FileLineColLoc(
+            StringAttr(start.file), IntAttr(start.line + self.line_offset), IntAttr(start.col)
+        )
+        return op

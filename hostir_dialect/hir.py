@@ -1,0 +1,456 @@
+"""The `hir` dialect: the host program one rank runs. Buffer semantics, side effects.
+
+Every op that touches buffers, streams or the network declares a memory effect, so
+xDSL's dead-code elimination never removes it; only the value-producing queries
+(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.alias_select`) are pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    FlatSymbolRefAttr,
+    IndexType,
+    IntegerAttr,
+)
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    MemoryAllocEffect,
+    MemoryFreeEffect,
+    MemoryWriteEffect,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from .fusion import FuncOp, FunctionLikeOp, ReduceKind, ReduceKindAttr, _FuncCallable
+from .tensor_type import TensorType
+
+# --------------------------------------------------------------------------- #
+# Types and enums
+# --------------------------------------------------------------------------- #
+
+
+@irdl_attr_definition
+class StreamType(ParametrizedAttribute, TypeAttribute):
+    """A CUDA stream (a bookkeeping token on CPU)."""
+
+    name = "hir.stream"
+
+
+@irdl_attr_definition
+class WorkType(ParametrizedAttribute, TypeAttribute):
+    """The handle of a posted collective, consumed by hir.wait."""
+
+    name = "hir.work"
+
+
+class Backend(StrEnum):
+    NCCL = "nccl"
+    GLOO = "gloo"
+    UCC = "ucc"
+
+
+@irdl_attr_definition
+class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
+    name = "hir.backend"
+
+
+# --------------------------------------------------------------------------- #
+# Program
+# --------------------------------------------------------------------------- #
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    name = "hir.return"
+    values = var_operand_def(TensorType)
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ProgramOp)))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class ProgramOp(FunctionLikeOp):
+    """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program."""
+
+    name = "hir.program"
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _FuncCallable())
+    RETURN_OP: ClassVar[type[IRDLOperation]] = ReturnOp
+
+
+# --------------------------------------------------------------------------- #
+# Memory
+# --------------------------------------------------------------------------- #
+
+
+@irdl_op_definition
+class AllocateOp(IRDLOperation):
+    """%b = hir.allocate : T   -- the local buffer of T; a no-op when %b is already bound."""
+
+    name = "hir.allocate"
+    result = result_def(TensorType)
+    traits = traits_def(MemoryAllocEffect())
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, tensor_type: TensorType):
+        super().__init__(result_types=[tensor_type])
+
+
+@irdl_op_definition
+class DeallocateOp(IRDLOperation):
+    """hir.deallocate %b : T   -- drop this rank's reference to the buffer."""
+
+    name = "hir.deallocate"
+    buffer = operand_def(TensorType)
+    traits = traits_def(MemoryFreeEffect())
+    assembly_format = "$buffer attr-dict `:` type($buffer)"
+
+    def __init__(self, buffer: SSAValue):
+        super().__init__(operands=[buffer])
+
+
+@irdl_op_definition
+class AliasSelectOp(IRDLOperation):
+    """%v = hir.alias_select %t[%i] axis 0 : T -> R   -- a view of one slice, never a copy.
+
+    `axis` is a logical axis of T; on a broadcast axis the index is taken as 0.
+    """
+
+    name = "hir.alias_select"
+    input = operand_def(TensorType)
+    index = operand_def(IndexType)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `[` $index `]` `axis` $axis attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, index: SSAValue, axis: int, result_type: TensorType):
+        super().__init__(
+            operands=[input, index], result_types=[result_type],
+            properties={"axis": IntegerAttr(axis, 64)},
+        )
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        source, result = self.input.type, self.result.type
+        assert isinstance(source, TensorType) and isinstance(result, TensorType)
+        if not 0 <= self.axis_index < source.rank:
+            raise VerifyException(f"axis {self.axis_index} is out of range for rank {source.rank}")
+        if source.axes[self.axis_index].is_reduction:
+            raise VerifyException(f"axis {self.axis_index} is a reduction axis, which has no storage to select from")
+        expected = [a.extent for i, a in enumerate(source.axes) if i != self.axis_index]
+        if [a.extent for a in result.axes] != expected:
+            raise VerifyException(f"result extents {[a.extent for a in result.axes]} must be the input's without axis {self.axis_index}: {expected}")
+        if result.element_type != source.element_type:
+            raise VerifyException("a view keeps the element type of its input")
+
+
+@irdl_op_definition
+class ExtentOp(IRDLOperation):
+    """%n = hir.extent %t axis 0 : T   -- the run-time extent of a (dynamic) logical axis."""
+
+    name = "hir.extent"
+    input = operand_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `axis` $axis attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue, axis: int):
+        super().__init__(operands=[input], result_types=[IndexType()], properties={"axis": IntegerAttr(axis, 64)})
+
+    def verify_(self) -> None:
+        assert isinstance(self.input.type, TensorType)
+        if not 0 <= self.axis.value.data < self.input.type.rank:
+            raise VerifyException(f"axis {self.axis.value.data} is out of range for rank {self.input.type.rank}")
+
+
+# --------------------------------------------------------------------------- #
+# Streams
+# --------------------------------------------------------------------------- #
+
+
+@irdl_op_definition
+class GetCurrentStreamOp(IRDLOperation):
+    """%s = hir.get_current_stream   -- capture the stream the user launched us on."""
+
+    name = "hir.get_current_stream"
+    result = result_def(StreamType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[StreamType()])
+
+
+@irdl_op_definition
+class StreamOp(IRDLOperation):
+    """%s = hir.stream %key   -- the worker stream for an integer key, created once, cached."""
+
+    name = "hir.stream"
+    key = operand_def(IndexType)
+    result = result_def(StreamType)
+    traits = traits_def(Pure())
+    assembly_format = "$key attr-dict"
+
+    def __init__(self, key: SSAValue):
+        super().__init__(operands=[key], result_types=[StreamType()])
+
+
+@irdl_op_definition
+class SetCurrentStreamOp(IRDLOperation):
+    name = "hir.set_current_stream"
+    stream = operand_def(StreamType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$stream attr-dict"
+
+    def __init__(self, stream: SSAValue):
+        super().__init__(operands=[stream])
+
+
+@irdl_op_definition
+class SynchronizeOp(IRDLOperation):
+    """hir.synchronize %s   -- the current stream waits for %s; the host never blocks."""
+
+    name = "hir.synchronize"
+    stream = operand_def(StreamType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$stream attr-dict"
+
+    def __init__(self, stream: SSAValue):
+        super().__init__(operands=[stream])
+
+
+@irdl_op_definition
+class NumberOfStreamsOp(IRDLOperation):
+    """%n = hir.number_of_streams   -- a run parameter (default 4)."""
+
+    name = "hir.number_of_streams"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+# --------------------------------------------------------------------------- #
+# Kernels
+# --------------------------------------------------------------------------- #
+
+
+@irdl_op_definition
+class PostOnStreamOp(IRDLOperation):
+    """%r = hir.post_on_stream @unit(%a) (outs(%buf))? : (T) -> R
+
+    Runs the `fusion.func @unit` on the current stream, into the `outs` buffers when
+    given (all of them or none), into fresh buffers otherwise.
+    """
+
+    name = "hir.post_on_stream"
+    callee = prop_def(FlatSymbolRefAttr)
+    inputs = var_operand_def(TensorType)
+    outs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = (
+        "$callee `(` $inputs `)` (`outs` `(` $outs^ `:` type($outs) `)`)? attr-dict `:` "
+        "functional-type($inputs, $outputs)"
+    )
+
+    def __init__(self, callee: str, inputs: Sequence[SSAValue], result_types: Sequence[TensorType], outs: Sequence[SSAValue] = ()):
+        super().__init__(
+            operands=[inputs, outs], result_types=[result_types],
+            properties={"callee": FlatSymbolRefAttr(callee)},
+        )
+
+    def callee_name(self) -> str:
+        return self.callee.root_reference.data
+
+    def unit(self) -> FuncOp:
+        found = SymbolTable.lookup_symbol(self, self.callee)
+        if not isinstance(found, FuncOp):
+            raise VerifyException(f"@{self.callee_name()} is not a fusion.func in this module")
+        return found
+
+    def verify_(self) -> None:
+        signature = self.unit().function_type
+        given = tuple(v.type for v in self.inputs)
+        if given != signature.inputs.data:
+            raise VerifyException(f"inputs do not match @{self.callee_name()}'s signature: {len(given)} given, {len(signature.inputs)} expected" if len(given) != len(signature.inputs) else f"input types do not match @{self.callee_name()}'s signature")
+        if tuple(self.outputs.types) != signature.outputs.data:
+            raise VerifyException(f"results do not match @{self.callee_name()}'s signature")
+        if self.outs and tuple(v.type for v in self.outs) != signature.outputs.data:
+            raise VerifyException("outs must be given for all results or none, with the result types")
+
+
+# --------------------------------------------------------------------------- #
+# Communication
+# --------------------------------------------------------------------------- #
+
+
+class CollectiveOp(IRDLOperation):
+    """%w = hir.<collective> %in -> %out team [0, 1] (root 0)? (op sum)? (backend nccl)? : T -> R"""
+
+    input = operand_def(TensorType)
+    output = operand_def(TensorType)
+    team = prop_def(DenseArrayBase[I64])
+    root = opt_prop_def(IntegerAttr[I64])
+    reduction = opt_prop_def(ReduceKindAttr)
+    backend = prop_def(BackendAttr, default_value=BackendAttr(Backend.NCCL))
+    work = result_def(WorkType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = (
+        "$input `->` $output `team` $team (`root` $root^)? (`op` $reduction^)? "
+        "(`backend` $backend^)? attr-dict `:` type($input) `->` type($output)"
+    )
+    HAS_ROOT: ClassVar[bool] = False
+    REDUCES: ClassVar[bool] = False
+
+    def __init__(
+        self, input: SSAValue, output: SSAValue, team: Sequence[int], *,
+        root: int | None = None, reduction: ReduceKind | None = None, backend: Backend = Backend.NCCL,
+    ):
+        super().__init__(
+            operands=[input, output], result_types=[WorkType()],
+            properties={
+                "team": DenseArrayBase.from_list(I64, team),
+                "root": IntegerAttr(root, 64) if root is not None else None,
+                "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
+                "backend": BackendAttr(backend),
+            },
+        )
+
+    @property
+    def team_ids(self) -> tuple[int, ...]:
+        return self.team.get_values()
+
+    @property
+    def root_id(self) -> int | None:
+        return self.root.value.data if self.root is not None else None
+
+    def verify_(self) -> None:
+        team = self.team_ids
+        if not team:
+            raise VerifyException("team must not be empty")
+        if len(set(team)) != len(team):
+            raise VerifyException(f"team {list(team)} repeats a device")
+        if self.HAS_ROOT != (self.root is not None):
+            raise VerifyException(f"{self.name} {'needs' if self.HAS_ROOT else 'takes no'} root")
+        if self.root_id is not None and self.root_id not in team:
+            raise VerifyException(f"root {self.root_id} is not in team {list(team)}")
+        if self.REDUCES != (self.reduction is not None):
+            raise VerifyException(f"{self.name} {'needs a reduction kind (op ...)' if self.REDUCES else 'takes no reduction kind'}")
+        self.verify_buffers()
+
+    def verify_buffers(self) -> None:
+        for v in (self.input, self.output):
+            assert isinstance(v.type, TensorType)
+        if self.input.type.element_type != self.output.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException("input and output buffers have different element types")
+
+
+def _collective(op_name: str, *, has_root: bool = False, reduces: bool = False, doc: str) -> type[CollectiveOp]:
+    cls = type(
+        "".join(w.capitalize() for w in op_name.split(".")[1].split("_")) + "Op",
+        (CollectiveOp,),
+        {
+            "name": op_name, "HAS_ROOT": has_root, "REDUCES": reduces, "__doc__": doc, "__module__": __name__,
+            "__annotations__": {"HAS_ROOT": ClassVar[bool], "REDUCES": ClassVar[bool]},
+        },
+    )
+    return irdl_op_definition(cls)
+
+
+AllgatherOp = _collective("hir.allgather", doc="Every team member gets all shards, concatenated along axis 0.")
+AllreduceOp = _collective("hir.allreduce", reduces=True, doc="Every team member gets the reduction of all inputs.")
+ReduceScatterOp = _collective("hir.reduce_scatter", reduces=True, doc="Reduce, then member i keeps chunk i (axis 0).")
+ScatterOp = _collective("hir.scatter", has_root=True, doc="The root's input is split in team-size chunks, one per member.")
+GatherOp = _collective("hir.gather", has_root=True, doc="The root gets every member's input, concatenated.")
+BroadcastOp = _collective("hir.broadcast", has_root=True, doc="Every member gets the root's input.")
+ReduceOp = _collective("hir.reduce", has_root=True, reduces=True, doc="The root gets the reduction of all inputs.")
+SendRecvOp = _collective("hir.send_recv", has_root=True, doc="Team [sender, receiver], root = sender: one copy.")
+AllToAllOp = _collective("hir.all_to_all", doc="Member i sends chunk j of its input to member j.")
+
+COLLECTIVE_OPS: list[type[CollectiveOp]] = [
+    AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
+]
+
+
+class PointToPointOp(IRDLOperation):
+    """%w = hir.send %buf, %peer : T   /   %w = hir.recv %buf, %peer : T  (peer: a world rank)"""
+
+    buffer = operand_def(TensorType)
+    peer = operand_def(IndexType)
+    backend = prop_def(BackendAttr, default_value=BackendAttr(Backend.NCCL))
+    work = result_def(WorkType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$buffer `,` $peer (`backend` $backend^)? attr-dict `:` type($buffer)"
+
+    def __init__(self, buffer: SSAValue, peer: SSAValue, backend: Backend = Backend.NCCL):
+        super().__init__(operands=[buffer, peer], result_types=[WorkType()], properties={"backend": BackendAttr(backend)})
+
+
+@irdl_op_definition
+class SendOp(PointToPointOp):
+    name = "hir.send"
+
+
+@irdl_op_definition
+class RecvOp(PointToPointOp):
+    name = "hir.recv"
+
+
+@irdl_op_definition
+class WaitOp(IRDLOperation):
+    """hir.wait %w   -- the current stream waits for the collective (the host does not)."""
+
+    name = "hir.wait"
+    work = operand_def(WorkType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$work attr-dict"
+
+    def __init__(self, work: SSAValue):
+        super().__init__(operands=[work])
+
+
+HIR = Dialect(
+    "hir",
+    [
+        ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, ExtentOp,
+        GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
+        PostOnStreamOp, *COLLECTIVE_OPS, SendOp, RecvOp, WaitOp,
+    ],
+    [StreamType, WorkType, BackendAttr],
+)

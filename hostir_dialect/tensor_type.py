@@ -1,0 +1,550 @@
+"""The tensor type shared by the `fusion` and `hir` dialects.
+
+Textual form (element type first, as nvFuser prints `T0_float[...]`):
+
+    !fusion.tensor<f32[8, 64]>                       two iteration axes
+    !fusion.tensor<f32[?, r64]>                      dynamic extent; a reduction axis
+    !fusion.tensor<f32[b1, 64]>                      a broadcast axis
+    !fusion.tensor<f32[8 stream, 64]>                axis 0 pipelined over CUDA streams
+    !fusion.tensor<f32[2 didx, 64], mesh=[0, 1]>     axis 0 sharded across devices 0 and 1
+    !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
+                                                     axis 0 outer-split by 2, outer part sharded
+    !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+    !fusion.tensor<f32[8 stream, 64], alloc=[0 stream, 1]>
+                                                     allocated one stream chunk at a time
+
+Each logical axis owns its loop axes ("pieces"): an unsplit axis has one piece (its
+extent is the axis extent), an outer-split axis lists its pieces outermost first. The
+loop domain is the concatenation of all pieces in logical order; nvFuser's reordering of
+loop axes is not modelled because nothing here generates kernels from loop order.
+
+The allocation domain says how the local buffer is laid out: `alloc=[...]` lists the
+logical axes in allocation (major-to-minor) order. Device-parallel pieces are always
+sharded in the allocation; the stream piece is only if its axis carries the `stream`
+marker in `alloc` (see finalize-multidevice-domains). Reduction axes are never allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+)
+from xdsl.ir import Attribute, Data, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.str_enum import StrEnum
+
+DYNAMIC = -1
+"""Extent of an axis whose size is only known at run time (printed `?`)."""
+
+
+class IterKind(StrEnum):
+    ITERATION = "i"
+    REDUCTION = "r"
+    BROADCAST = "b"
+
+
+class ParallelType(StrEnum):
+    SERIAL = "serial"
+    STREAM = "stream"
+    DIDX = "didx"
+    DIDY = "didy"
+
+    @property
+    def is_device(self) -> bool:
+        return self in (ParallelType.DIDX, ParallelType.DIDY)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One loop axis: a whole logical axis, or one part of an outer split of it."""
+
+    extent: int
+    parallel: ParallelType = ParallelType.SERIAL
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One logical axis with its loop pieces, outermost first."""
+
+    extent: int
+    kind: IterKind = IterKind.ITERATION
+    pieces: tuple[Piece, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.pieces:
+            object.__setattr__(self, "pieces", (Piece(self.extent),))
+
+    @property
+    def is_split(self) -> bool:
+        return len(self.pieces) > 1
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.kind == IterKind.REDUCTION
+
+    @property
+    def is_broadcast(self) -> bool:
+        return self.kind == IterKind.BROADCAST
+
+    def parallel_types(self) -> set[ParallelType]:
+        return {p.parallel for p in self.pieces} - {ParallelType.SERIAL}
+
+    def with_kind(self, kind: IterKind) -> Axis:
+        return replace(self, kind=kind)
+
+    def unparallelized(self) -> Axis:
+        return Axis(self.extent, self.kind)
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """Device ids laid out in a 1-D or 2-D grid (row-major)."""
+
+    devices: tuple[int, ...]
+    shape: tuple[int, ...]
+
+    @staticmethod
+    def of(devices: Sequence[int] | Sequence[Sequence[int]]) -> Mesh:
+        if devices and not isinstance(devices[0], int):
+            rows = [tuple(r) for r in devices]  # type: ignore[arg-type]
+            if len({len(r) for r in rows}) > 1:
+                raise VerifyException("2-D device mesh rows must have equal lengths")
+            return Mesh(tuple(d for r in rows for d in r), (len(rows), len(rows[0])))
+        return Mesh(tuple(devices), (len(devices),))  # type: ignore[arg-type]
+
+    @property
+    def size(self) -> int:
+        return len(self.devices)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def axis_of(self, parallel: ParallelType) -> int | None:
+        """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one before."""
+        index = self.ndim - 1 - (0 if parallel == ParallelType.DIDX else 1)
+        return index if index >= 0 else None
+
+    def axis_size(self, parallel: ParallelType) -> int:
+        axis = self.axis_of(parallel)
+        return 1 if axis is None else self.shape[axis]
+
+    def coordinate(self, device: int) -> tuple[int, ...]:
+        flat = self.devices.index(device)
+        coordinate = []
+        for extent in reversed(self.shape):
+            coordinate.append(flat % extent)
+            flat //= extent
+        return tuple(reversed(coordinate))
+
+    def index_along(self, device: int, parallel: ParallelType) -> int:
+        """This device's position along the mesh axis of `parallel` (0 if none)."""
+        axis = self.axis_of(parallel)
+        return 0 if axis is None else self.coordinate(device)[axis]
+
+    def slice(self, device: int, parallel: ParallelType) -> tuple[int, ...]:
+        """The devices that differ from `device` only along `parallel`'s mesh axis."""
+        axis = self.axis_of(parallel)
+        if axis is None:
+            return (device,)
+        coordinate = list(self.coordinate(device))
+        team = []
+        for i in range(self.shape[axis]):
+            coordinate[axis] = i
+            team.append(self.devices[self._flat(coordinate)])
+        return tuple(team)
+
+    def rows(self) -> list[list[int]]:
+        if self.ndim == 1:
+            return [list(self.devices)]
+        width = self.shape[1]
+        return [list(self.devices[r * width : (r + 1) * width]) for r in range(self.shape[0])]
+
+    def _flat(self, coordinate: Sequence[int]) -> int:
+        flat = 0
+        for extent, c in zip(self.shape, coordinate, strict=True):
+            flat = flat * extent + c
+        return flat
+
+    def __str__(self) -> str:
+        if self.ndim == 1:
+            return "[" + ", ".join(map(str, self.devices)) + "]"
+        return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in self.rows()) + "]"
+
+
+SUPPORTED_ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType)
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    element_type: Attribute
+    axes: tuple[Axis, ...]
+    mesh: Mesh | None = None
+    alloc_order: tuple[int, ...] | None = None
+    stream_allocated: bool = False
+
+    # -- verification ---------------------------------------------------------
+    def problems(self) -> Iterator[str]:
+        """Every reason this type is invalid, most basic first."""
+        if not isinstance(self.element_type, SUPPORTED_ELEMENT_TYPES):
+            yield f"unsupported element type {self.element_type}"
+        yield from self._mesh_problems()
+        for index, axis in enumerate(self.axes):
+            yield from _axis_problems(index, axis)
+        yield from self._parallel_problems()
+        yield from self._alloc_problems()
+
+    def _mesh_problems(self) -> Iterator[str]:
+        if self.mesh is None:
+            return
+        if not self.mesh.devices:
+            yield "device mesh is empty"
+        if len(set(self.mesh.devices)) != len(self.mesh.devices):
+            yield f"duplicate device ids in mesh {self.mesh}"
+        if any(d < 0 for d in self.mesh.devices):
+            yield f"negative device id in mesh {self.mesh}"
+        if self.mesh.ndim > 2:
+            yield "device meshes have at most 2 dimensions"
+
+    def _parallel_problems(self) -> Iterator[str]:
+        pieces = [p for axis in self.axes for p in axis.pieces]
+        for parallel in ParallelType:
+            count = sum(p.parallel == parallel for p in pieces)
+            if parallel != ParallelType.SERIAL and count > 1:
+                yield f"{count} {parallel} axes; at most one is allowed"
+        for piece in pieces:
+            if not piece.parallel.is_device:
+                continue
+            if self.mesh is None:
+                yield f"{piece.parallel} axis on a tensor without a device mesh"
+            elif self.mesh.axis_of(piece.parallel) is None:
+                yield f"{piece.parallel} axis but mesh {self.mesh} has no such axis"
+            elif piece.extent not in (DYNAMIC, self.mesh.axis_size(piece.parallel)):
+                yield (
+                    f"{piece.parallel} axis of extent {piece.extent} does not match "
+                    f"the {self.mesh.axis_size(piece.parallel)} devices of mesh "
+                    f"{self.mesh} along it"
+                )
+
+    def _alloc_problems(self) -> Iterator[str]:
+        if self.alloc_order is not None and sorted(self.alloc_order) != list(range(self.rank)):
+            yield (
+                f"allocation order {list(self.alloc_order)} is not a permutation of "
+                f"the {self.rank} logical axes"
+            )
+        if self.stream_allocated and self.stream_axis() is None:
+            yield "allocation marks a stream axis but the tensor has none"
+
+    # -- queries --------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return len(self.axes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Logical extents, reduction axes included."""
+        return tuple(a.extent for a in self.axes)
+
+    def loop_domain(self) -> list[tuple[int, Piece]]:
+        """(logical axis, piece) for every loop axis, outermost first."""
+        return [(i, p) for i, axis in enumerate(self.axes) for p in axis.pieces]
+
+    def axis_with(self, parallel: ParallelType, include_reduction: bool = True) -> int | None:
+        """The logical axis owning the piece parallelized on `parallel`, if any."""
+        for index, axis in enumerate(self.axes):
+            if axis.is_reduction and not include_reduction:
+                continue
+            if any(p.parallel == parallel for p in axis.pieces):
+                return index
+        return None
+
+    def stream_axis(self) -> int | None:
+        return self.axis_with(ParallelType.STREAM)
+
+    def is_sharded(self, parallel: ParallelType | None = None) -> bool:
+        """Has a non-reduction device-parallel axis (of type `parallel` if given)."""
+        kinds = (parallel,) if parallel else (ParallelType.DIDX, ParallelType.DIDY)
+        return any(self.axis_with(k, include_reduction=False) is not None for k in kinds)
+
+    def allocation_order(self) -> tuple[int, ...]:
+        return self.alloc_order if self.alloc_order is not None else tuple(range(self.rank))
+
+    def value_shape(self) -> tuple[int, ...]:
+        """The global (unsharded) shape of the tensor's value: reduction axes dropped."""
+        return tuple(a.extent for a in self.axes if not a.is_reduction)
+
+    def local_extent(self, index: int, *, stream_sharded: bool | None = None) -> int:
+        """Extent of logical axis `index` in one rank's buffer."""
+        axis = self.axes[index]
+        if stream_sharded is None:
+            stream_sharded = self.stream_allocated
+        divisor = 1
+        for piece in axis.pieces:
+            if piece.parallel.is_device or (
+                stream_sharded and piece.parallel == ParallelType.STREAM
+            ):
+                if piece.extent == DYNAMIC:
+                    return DYNAMIC
+                divisor *= piece.extent
+        if axis.extent == DYNAMIC:
+            return DYNAMIC
+        return axis.extent // divisor
+
+    def local_shape(self, rank: int | None = None) -> tuple[int, ...] | None:
+        """Shape of the buffer rank `rank` allocates, in allocation order.
+
+        None if the tensor has a mesh that does not contain `rank`. Device-parallel
+        axes count at their local extent, so the shape is the same on every member.
+        """
+        if self.mesh is not None and rank is not None and rank not in self.mesh.devices:
+            return None
+        return tuple(
+            self.local_extent(i) for i in self.allocation_order() if not self.axes[i].is_reduction
+        )
+
+    def has_mesh_member(self, rank: int) -> bool:
+        return self.mesh is None or rank in self.mesh.devices
+
+
+def _axis_problems(index: int, axis: Axis) -> Iterator[str]:
+    where = f"axis {index}"
+    if axis.extent < DYNAMIC:
+        yield f"{where} has negative extent {axis.extent}"
+    if axis.is_broadcast and axis.extent != 1:
+        yield f"{where} is a broadcast axis of extent {axis.extent}; broadcast axes have extent 1"
+    if not axis.is_split:
+        return
+    *outer, inner = axis.pieces
+    remaining = axis.extent
+    for piece in outer:
+        if piece.extent == DYNAMIC or piece.extent <= 0:
+            yield f"{where}: split factor must be a positive static integer, got {_fmt(piece.extent)}"
+            return
+        if remaining != DYNAMIC:
+            if remaining % piece.extent:
+                yield f"{where}: split factor {piece.extent} does not divide extent {remaining}"
+                return
+            remaining //= piece.extent
+    if inner.extent != remaining:
+        yield (
+            f"{where}: innermost piece has extent {_fmt(inner.extent)} but the split "
+            f"leaves {_fmt(remaining)}"
+        )
+
+
+def _fmt(extent: int) -> str:
+    return "?" if extent == DYNAMIC else str(extent)
+
+
+# --------------------------------------------------------------------------- #
+# The xDSL type
+# --------------------------------------------------------------------------- #
+
+_KIND_PREFIX = {IterKind.REDUCTION: "r", IterKind.BROADCAST: "b"}
+
+
+@irdl_attr_definition
+class TensorType(Data[TensorDesc], TypeAttribute):
+    """!fusion.tensor<f32[8 stream, 64], mesh=[0, 1]> -- see the module docstring."""
+
+    name = "fusion.tensor"
+
+    def verify(self) -> None:
+        for problem in self.data.problems():
+            raise VerifyException(f"invalid tensor type: {problem}")
+
+    # -- convenience ------------------------------------------------------------
+    @staticmethod
+    def of(
+        element_type: Attribute,
+        axes: Sequence[Axis | int],
+        mesh: Mesh | None = None,
+        alloc_order: Sequence[int] | None = None,
+        stream_allocated: bool = False,
+    ) -> TensorType:
+        built = tuple(a if isinstance(a, Axis) else Axis(a) for a in axes)
+        order = tuple(alloc_order) if alloc_order is not None else None
+        if order == tuple(range(len(built))):
+            order = None
+        return TensorType(TensorDesc(element_type, built, mesh, order, stream_allocated))
+
+    def with_(self, **changes) -> TensorType:
+        """A copy with TensorDesc fields replaced (normalizing an identity alloc order)."""
+        desc = replace(self.data, **changes)
+        if desc.alloc_order == tuple(range(desc.rank)):
+            desc = replace(desc, alloc_order=None)
+        return TensorType(desc)
+
+    @property
+    def element_type(self) -> Attribute:
+        return self.data.element_type
+
+    @property
+    def axes(self) -> tuple[Axis, ...]:
+        return self.data.axes
+
+    @property
+    def mesh(self) -> Mesh | None:
+        return self.data.mesh
+
+    @property
+    def rank(self) -> int:
+        return self.data.rank
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    # -- syntax -----------------------------------------------------------------
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> TensorDesc:
+        start = parser.pos
+        with parser.in_angle_brackets():
+            element_type = parser.parse_type()
+            axes = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: _parse_axis(parser)
+            )
+            mesh: Mesh | None = None
+            alloc: tuple[tuple[int, ...], int | None] | None = None
+            while parser.parse_optional_punctuation(","):
+                key = parser.parse_keyword_in(("mesh", "alloc"), " in tensor type")
+                parser.parse_punctuation("=")
+                if key == "mesh":
+                    mesh = _parse_mesh(parser)
+                else:
+                    alloc = _parse_alloc(parser)
+        order, stream_marked = alloc if alloc else (None, None)
+        if order == tuple(range(len(axes))):
+            order = None
+        desc = TensorDesc(element_type, tuple(axes), mesh, order, stream_marked is not None)
+        for problem in desc.problems():
+            parser.raise_error(f"invalid tensor type: {problem}", start, parser.pos)
+        if stream_marked is not None and stream_marked != desc.stream_axis():
+            parser.raise_error(
+                f"invalid tensor type: allocation marks axis {stream_marked} as stream "
+                f"but the stream axis is {desc.stream_axis()}",
+                start,
+                parser.pos,
+            )
+        return desc
+
+    def print_parameter(self, printer: Printer) -> None:
+        desc = self.data
+        printer.print_string("<")
+        printer.print_attribute(desc.element_type)
+        printer.print_string("[" + ", ".join(_format_axis(a) for a in desc.axes) + "]")
+        if desc.mesh is not None:
+            printer.print_string(f", mesh={desc.mesh}")
+        if desc.alloc_order is not None or desc.stream_allocated:
+            stream_axis = desc.stream_axis() if desc.stream_allocated else None
+            entries = [
+                f"{i} stream" if i == stream_axis else str(i) for i in desc.allocation_order()
+            ]
+            printer.print_string(", alloc=[" + ", ".join(entries) + "]")
+        printer.print_string(">")
+
+
+def _format_axis(axis: Axis) -> str:
+    text = _KIND_PREFIX.get(axis.kind, "") + _fmt(axis.extent)
+    if axis.is_split:
+        return text + "(" + ", ".join(_format_piece(p) for p in axis.pieces) + ")"
+    if axis.pieces[0].parallel != ParallelType.SERIAL:
+        text += f" {axis.pieces[0].parallel}"
+    return text
+
+
+def _format_piece(piece: Piece) -> str:
+    if piece.parallel == ParallelType.SERIAL:
+        return _fmt(piece.extent)
+    return f"{_fmt(piece.extent)} {piece.parallel}"
+
+
+def _parse_extent(parser: AttrParser) -> int:
+    if parser.parse_optional_punctuation("?"):
+        return DYNAMIC
+    return parser.parse_integer(allow_boolean=False, allow_negative=False, context_msg=" as an extent")
+
+
+def _parse_kind_and_extent(parser: AttrParser) -> tuple[IterKind, int]:
+    """`8`, `?`, `r8`, `r?`, `b1`: the lexer reads `r8` as one identifier."""
+    token = parser._current_token  # noqa: SLF001 -- the lexer has no finer-grained API
+    if token.kind == MLIRTokenKind.BARE_IDENT and token.text[0] in "rb":
+        kind = IterKind.REDUCTION if token.text[0] == "r" else IterKind.BROADCAST
+        rest = token.text[1:]
+        if rest.isdigit():
+            parser._consume_token()  # noqa: SLF001
+            return kind, int(rest)
+        if rest == "":
+            parser._consume_token()  # noqa: SLF001
+            parser.parse_punctuation("?", " after the axis kind")
+            return kind, DYNAMIC
+        parser.raise_error(f"expected an axis like `8`, `?`, `r8` or `b1`, got `{token.text}`")
+    return IterKind.ITERATION, _parse_extent(parser)
+
+
+def _parse_parallel(parser: AttrParser) -> ParallelType:
+    return parser.parse_optional_str_enum(ParallelType) or ParallelType.SERIAL
+
+
+def _parse_piece(parser: AttrParser) -> Piece:
+    extent = _parse_extent(parser)
+    return Piece(extent, _parse_parallel(parser))
+
+
+def _parse_axis(parser: AttrParser) -> Axis:
+    kind, extent = _parse_kind_and_extent(parser)
+    if parser._current_token.kind == MLIRTokenKind.L_PAREN:  # noqa: SLF001
+        pieces = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: _parse_piece(parser)
+        )
+        return Axis(extent, kind, tuple(pieces))
+    return Axis(extent, kind, (Piece(extent, _parse_parallel(parser)),))
+
+
+def _parse_mesh(parser: AttrParser) -> Mesh:
+    start = parser.pos
+    if parser._current_token.kind == MLIRTokenKind.L_SQUARE:  # noqa: SLF001
+        parser.parse_punctuation("[")
+        if parser._current_token.kind == MLIRTokenKind.L_SQUARE:  # noqa: SLF001
+            rows = [_parse_int_list(parser)]
+            while parser.parse_optional_punctuation(","):
+                rows.append(_parse_int_list(parser))
+            parser.parse_punctuation("]")
+            if len({len(r) for r in rows}) > 1:
+                parser.raise_error("2-D device mesh rows must have equal lengths", start, parser.pos)
+            return Mesh.of(rows)
+        devices = [parser.parse_integer(allow_boolean=False)]
+        while parser.parse_optional_punctuation(","):
+            devices.append(parser.parse_integer(allow_boolean=False))
+        parser.parse_punctuation("]")
+        return Mesh.of(devices)
+    parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
+
+
+def _parse_int_list(parser: AttrParser) -> list[int]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+    )
+
+
+def _parse_alloc(parser: AttrParser) -> tuple[tuple[int, ...], int | None]:
+    def entry() -> tuple[int, bool]:
+        axis = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return axis, parser.parse_optional_keyword("stream") is not None
+
+    entries = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, entry)
+    marked = [axis for axis, stream in entries if stream]
+    if len(marked) > 1:
+        parser.raise_error("allocation marks more than one stream axis")
+    return tuple(axis for axis, _ in entries), (marked[0] if marked else None)
