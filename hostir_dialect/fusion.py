@@ -78,6 +78,11 @@ def value_axes(t: TensorType) -> list[Axis]:
     return [a for a in t.axes if not a.is_reduction]
 
 
+def value_positions(t: TensorType) -> list[int]:
+    """Logical indices of the value axes (the non-reduction ones)."""
+    return [i for i, a in enumerate(t.axes) if not a.is_reduction]
+
+
 def axis_shapes(axes: Sequence[Axis]) -> list[AxisShape]:
     return [(a.extent, a.kind) for a in axes]
 
@@ -151,6 +156,19 @@ class ComputeOp(IRDLOperation):
 
     def infer_axes(self) -> list[AxisShape]:
         raise NotImplementedError
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """Logical axis of a tensor operand -> the result's logical axis it becomes.
+
+        Axes that vanish (selected, squeezed) are absent. Reduction axes of the operand
+        are not part of its value and never mapped; a broadcast axis maps to the result
+        axis it is broadcast along. This is the "pairwise map" sharding analysis uses.
+        """
+        return dict(zip(value_positions(operand.type), self.value_axis_targets(operand)))  # type: ignore[arg-type]
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        """For each value axis of `operand`, in order, the result axis it maps to."""
+        return list(range(len(value_axes(operand.type))))  # type: ignore[arg-type]
 
     def verify_(self) -> None:
         result = self.result.type
@@ -309,6 +327,11 @@ class PermuteOp(ComputeOp):
             raise VerifyException(f"dims {list(self.dims.get_values())} is not a permutation of {len(axes)} axes")
         return [(axes[d].extent, axes[d].kind) for d in dims]
 
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        rank = len(self.dims)
+        dims = [_normalize(d, rank) for d in self.dims.get_values()]
+        return [dims.index(k) for k in range(rank)]
+
 
 @irdl_op_definition
 class ReshapeOp(UnaryComputeOp):
@@ -326,6 +349,28 @@ class ReshapeOp(UnaryComputeOp):
         if DYNAMIC not in source + target and _product(source) != _product(target):
             raise VerifyException(f"cannot reshape {source} ({_product(source)} elements) to {target} ({_product(target)} elements)")
         return axis_shapes(result.axes)
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        """Group axes whose products match; each input axis of a group maps to the
+        group's outermost output axis (as nvFuser attributes a split to its outer ID)."""
+        source = [a.extent for a in value_axes(self.input.type)]  # type: ignore[arg-type]
+        target = [a.extent for a in self.result.type.axes]  # type: ignore[attr-defined]
+        targets: list[int] = []
+        i = j = 0
+        while i < len(source) and j < len(target):
+            group_start, src_prod, dst_prod, first = j, source[i], target[j], i
+            i, j = i + 1, j + 1
+            while src_prod != dst_prod and DYNAMIC not in (src_prod, dst_prod):
+                if src_prod < dst_prod and i < len(source):
+                    src_prod *= source[i]
+                    i += 1
+                elif j < len(target):
+                    dst_prod *= target[j]
+                    j += 1
+                else:
+                    break
+            targets.extend([group_start] * (i - first))
+        return targets + [len(target) - 1] * (len(source) - len(targets))
 
 
 def _product(values: Sequence[int]) -> int:
@@ -362,6 +407,11 @@ class BroadcastOp(ComputeOp):
         inputs = iter(axes)
         return [(1, IterKind.BROADCAST) if i in new else (lambda a: (a.extent, a.kind))(next(inputs)) for i in range(rank)]
 
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        rank = len(self.result.type.axes)  # type: ignore[attr-defined]
+        new = {_normalize(d, rank) for d in self.dims.get_values()}
+        return [i for i in range(rank) if i not in new]
+
 
 @irdl_op_definition
 class SqueezeOp(ComputeOp):
@@ -388,6 +438,15 @@ class SqueezeOp(ComputeOp):
                 raise VerifyException(f"cannot squeeze axis {d} of extent {axes[d].extent}; only extent-1 axes")
             dropped.add(d)
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i not in dropped]
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
+        dropped = {_normalize(d, rank) for d in self.dims.get_values()}
+        kept = [k for k in range(rank) if k not in dropped]
+        return [kept.index(k) if k in kept else -1 for k in range(rank)]
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
 
 
 class ReduceKind(StrEnum):
@@ -469,6 +528,16 @@ class MatmulOp(ComputeOp):
             raise VerifyException(f"batched matmul operands must have equal ranks, got {len(a)} and {len(b)}")
         return batch + [(a[-2].extent, IterKind.ITERATION), (b[-1].extent, IterKind.ITERATION), (k_a.extent, IterKind.REDUCTION)]
 
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        rank = len(self.result.type.axes)  # type: ignore[attr-defined]
+        m, n, k = rank - 3, rank - 2, rank - 1
+        batch = list(range(m))
+        if operand is self.a:
+            return batch + [m, k]
+        if len(value_axes(self.b.type)) == 2:  # type: ignore[arg-type]
+            return [k, n]
+        return batch + [k, n]
+
     def verify_element_type(self) -> None:
         if self.a.type.element_type != self.b.type.element_type:  # type: ignore[attr-defined]
             raise VerifyException("matmul operands have different element types")
@@ -503,6 +572,15 @@ class LinearOp(ComputeOp):
             if len(bias) != 1 or not _extents_match(bias[0].extent, w[0].extent):
                 raise VerifyException(f"bias must have shape [{w[0].extent}] (N), got {[a.extent for a in bias]}")
         return axis_shapes(x[:-1]) + [(w[0].extent, IterKind.ITERATION), (x[-1].extent, IterKind.REDUCTION)]
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        rank = len(self.result.type.axes)  # type: ignore[attr-defined]
+        n, k = rank - 2, rank - 1
+        if operand is self.input:
+            return list(range(n)) + [k]
+        if operand is self.weight:
+            return [n, k]
+        return [n]
 
 
 @irdl_op_definition
@@ -572,6 +650,13 @@ class SelectOp(ComputeOp):
         axes = value_axes(self.input.type)  # type: ignore[arg-type]
         _check_axis(self.dim.value.data, len(axes), "select dim")
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i != self.axis]
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        if operand is not self.input:
+            return {}
+        positions = value_positions(self.input.type)  # type: ignore[arg-type]
+        kept = [p for k, p in enumerate(positions) if k != self.axis]
+        return {p: i for i, p in enumerate(kept)}
 
 
 # --------------------------------------------------------------------------- #
