@@ -13,9 +13,20 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
-PASS_NAMES: tuple[str, ...] = ()
+PASS_NAMES: tuple[str, ...] = (
+    "propagate-shardings",
+    "decompose-reshardings",
+    "finalize-multidevice-domains",
+    "lower-to-host",
+    "stream-parallel-type",
+    "convert-op-to-communication",
+    "insert-deallocations",
+)
 
-PIPELINES: dict[str, tuple[str, ...]] = {}
+PIPELINES: dict[str, tuple[str, ...]] = {
+    # DESIGN.md "The pipeline", in order.
+    "hostir-lower": PASS_NAMES,
+}
 
 
 def pass_class(name: str) -> type[ModulePass]:
