@@ -1,0 +1,151 @@
+// RUN: HOSTIR_ROUNDTRIP
+// RUN: HOSTIR_GENERIC_ROUNDTRIP
+
+// Every hir op in its custom syntax, in a host program with an scf.for stream loop.
+
+// CHECK-LABEL: hir.program @main(%in: !fusion.tensor<f32[8, 4]>, %d: !fusion.tensor<f32[?, 4]>) -> !fusion.tensor<f32[8, 4]> {
+hir.program @main(%in: !fusion.tensor<f32[8, 4]>, %d: !fusion.tensor<f32[?, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  // CHECK-NEXT: %buf = hir.allocate : !fusion.tensor<f32[8, 4]>
+  %buf = hir.allocate : !fusion.tensor<f32[8, 4]>
+  // CHECK-NEXT: %user = hir.get_current_stream
+  %user = hir.get_current_stream
+  // CHECK-NEXT: %n = hir.number_of_streams
+  %n = hir.number_of_streams
+  // CHECK-NEXT: %rows = hir.extent %d axis 0 : !fusion.tensor<f32[?, 4]>
+  %rows = hir.extent %d axis 0 : !fusion.tensor<f32[?, 4]>
+  // CHECK-NEXT: %c0 = arith.constant 0 : index
+  %c0 = arith.constant 0 : index
+  // CHECK-NEXT: %c1 = arith.constant 1 : index
+  %c1 = arith.constant 1 : index
+  // CHECK-NEXT: %c8 = arith.constant 8 : index
+  %c8 = arith.constant 8 : index
+  // CHECK-NEXT: scf.for %i = %c0 to %c8 step %c1 {
+  // CHECK-NEXT:   %key = arith.remsi %i, %n : index
+  // CHECK-NEXT:   %worker = hir.stream %key
+  // CHECK-NEXT:   hir.set_current_stream %worker
+  // CHECK-NEXT:   hir.synchronize %user
+  // CHECK-NEXT: }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %key = arith.remsi %i, %n : index
+    %worker = hir.stream %key
+    hir.set_current_stream %worker
+    hir.synchronize %user
+  }
+  // CHECK-NEXT: scf.for %i_1 = %c0 to %c8 step %c1 {
+  // CHECK-NEXT:   %key_1 = arith.remsi %i_1, %n : index
+  // CHECK-NEXT:   %worker_1 = hir.stream %key_1
+  // CHECK-NEXT:   hir.set_current_stream %worker_1
+  // CHECK-NEXT:   %in_slice = hir.alias_select %in[%i_1] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT:   %buf_slice = hir.alias_select %buf[%i_1] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT:   %copy = fusion.set %in_slice into %buf_slice : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT:   hir.set_current_stream %user
+  // CHECK-NEXT:   hir.synchronize %worker_1
+  // CHECK-NEXT: }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %key = arith.remsi %i, %n : index
+    %worker = hir.stream %key
+    hir.set_current_stream %worker
+    %in_slice = hir.alias_select %in[%i] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+    %buf_slice = hir.alias_select %buf[%i] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+    %copy = fusion.set %in_slice into %buf_slice : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+    hir.set_current_stream %user
+    hir.synchronize %worker
+  }
+  // CHECK-NEXT: %col = hir.alias_select %buf[%c1] axis 1 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8]>
+  %col = hir.alias_select %buf[%c1] axis 1 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: hir.deallocate %buf : !fusion.tensor<f32[8, 4]>
+  hir.deallocate %buf : !fusion.tensor<f32[8, 4]>
+  // CHECK-NEXT: hir.return %in : !fusion.tensor<f32[8, 4]>
+  hir.return %in : !fusion.tensor<f32[8, 4]>
+}
+
+// Views of sharded, broadcast, split and reduction-carrying tensors.
+// CHECK-LABEL: hir.program @views(
+hir.program @views(%s: !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>, %b: !fusion.tensor<f32[b1, 8]>, %r: !fusion.tensor<f32[4, 8, r2]>, %sp: !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[0, 1]>) {
+  %i = arith.constant 0 : index
+  // CHECK: %v0 = hir.alias_select %s[%i] axis 0 : !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx], mesh=[0, 1]>
+  %v0 = hir.alias_select %s[%i] axis 0 : !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx], mesh=[0, 1]>
+  // CHECK-NEXT: %v1 = hir.alias_select %b[%i] axis 0 : !fusion.tensor<f32[b1, 8]> -> !fusion.tensor<f32[8]>
+  %v1 = hir.alias_select %b[%i] axis 0 : !fusion.tensor<f32[b1, 8]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: %v2 = hir.alias_select %r[%i] axis 1 : !fusion.tensor<f32[4, 8, r2]> -> !fusion.tensor<f32[4, r2]>
+  %v2 = hir.alias_select %r[%i] axis 1 : !fusion.tensor<f32[4, 8, r2]> -> !fusion.tensor<f32[4, r2]>
+  // CHECK-NEXT: %v3 = hir.alias_select %sp[%i] axis 1 : !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>
+  %v3 = hir.alias_select %sp[%i] axis 1 : !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>
+  // CHECK-NEXT: hir.return
+  hir.return
+}
+
+// CHECK-LABEL: fusion.func @unit(
+fusion.func @unit(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[8, 4]>) -> (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>) {
+  %c = fusion.add %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  %d = fusion.reduce sum %c dims [1] : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, r4]>
+  fusion.return %c, %d : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>
+}
+// CHECK-LABEL: fusion.func @nothing() {
+fusion.func @nothing() {
+  fusion.return
+}
+// CHECK-LABEL: hir.program @kernels(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, r4]> {
+hir.program @kernels(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, r4]> {
+  // CHECK-NEXT: %c, %d = hir.post_on_stream @unit(%a, %a) : (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]>) -> (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>)
+  %c, %d = hir.post_on_stream @unit(%a, %a) : (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]>) -> (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>)
+  // CHECK-NEXT: %oc = hir.allocate : !fusion.tensor<f32[8, 4]>
+  // CHECK-NEXT: %od = hir.allocate : !fusion.tensor<f32[8, r4]>
+  // CHECK-NEXT: %c2, %d2 = hir.post_on_stream @unit(%a, %c) outs(%oc, %od : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>) : (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]>) -> (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>)
+  %oc = hir.allocate : !fusion.tensor<f32[8, 4]>
+  %od = hir.allocate : !fusion.tensor<f32[8, r4]>
+  %c2, %d2 = hir.post_on_stream @unit(%a, %c) outs(%oc, %od : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>) : (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]>) -> (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>)
+  // CHECK-NEXT: hir.post_on_stream @nothing() : () -> ()
+  hir.post_on_stream @nothing() : () -> ()
+  // CHECK-NEXT: hir.return %d2 : !fusion.tensor<f32[8, r4]>
+  hir.return %d2 : !fusion.tensor<f32[8, r4]>
+}
+
+// Every collective, with and without root / reduction kind / backend; send, recv, wait.
+// CHECK-LABEL: hir.program @communication(
+hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>, %peer: index) {
+  // CHECK-NEXT: %ag = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ag = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: hir.wait %ag
+  hir.wait %ag
+  // CHECK-NEXT: %ag_gloo = hir.allgather %x -> %y team [1, 0] backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ag_gloo = hir.allgather %x -> %y team [1, 0] backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // The default backend is not printed.
+  // CHECK-NEXT: %ag_nccl = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ag_nccl = hir.allgather %x -> %y team [0, 1] backend nccl : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: %ag_ucc = hir.allgather %x -> %y team [0, 1] backend ucc : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ag_ucc = hir.allgather %x -> %y team [0, 1] backend ucc : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %rs = hir.reduce_scatter %y -> %x team [0, 1] op prod : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  %rs = hir.reduce_scatter %y -> %x team [0, 1] op prod : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %sc = hir.scatter %y -> %x team [0, 1] root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  %sc = hir.scatter %y -> %x team [0, 1] root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %ga = hir.gather %x -> %y team [0, 1] root 1 backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ga = hir.gather %x -> %y team [0, 1] root 1 backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: %bc = hir.broadcast %x -> %x team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %bc = hir.broadcast %x -> %x team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %rd = hir.reduce %x -> %x team [0, 1] root 0 op min : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %rd = hir.reduce %x -> %x team [0, 1] root 0 op min : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %rd_gloo = hir.reduce %x -> %x team [2, 3] root 3 op sum backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %rd_gloo = hir.reduce %x -> %x team [2, 3] root 3 op sum backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %sr = hir.send_recv %x -> %x team [0, 1] root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %sr = hir.send_recv %x -> %x team [0, 1] root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // A one-member team (sender == receiver: a local copy).
+  // CHECK-NEXT: %sr_self = hir.send_recv %x -> %x team [1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %sr_self = hir.send_recv %x -> %x team [1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
+  %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
+  %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
+  // CHECK-NEXT: hir.wait %snd
+  hir.wait %snd
+  // CHECK-NEXT: hir.wait %rcv
+  hir.wait %rcv
+  // CHECK-NEXT: hir.return
+  hir.return
+}
