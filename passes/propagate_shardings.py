@@ -1,0 +1,99 @@
+"""propagate-shardings: give every tensor a mesh and a DIDx/DIDy/Stream sharding
+derived from the tensors the user annotated (nvFuser's PropagateShardingsPass, §4.2).
+
+Forward over the ops in order, each result that the user did not annotate takes the
+parallel types it lacks from its reference inputs (the weight of a matmul or linear
+first, otherwise the most parallel input), mapped through the op's axis map with the
+outer split replayed. Backward over the ops in reverse, each input that the user did
+not annotate takes what it lacks from the op's result.
+
+Annotated tensors (a mesh or any parallel piece, as written) are never changed.
+Fusion inputs only ever receive a mesh: a Stream axis on an input is not allowed by
+stream-parallel-type, and a new device sharding would change what the caller has to
+pass in -- the sharding of an input is the user's contract with the caller. (nvFuser
+lets inputs receive Stream; here an unannotated input stays replicated and whole.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from hostir_dialect.diagnostics import op_error
+from hostir_dialect.fusion import ComputeOp, FuncOp
+from hostir_dialect.sharding import (
+    PROPAGATED_TYPES,
+    ShardingError,
+    backward_axis_map,
+    forward_axis_map,
+    is_annotated,
+    propagate_parallel_types,
+    reference_inputs,
+)
+from hostir_dialect.tensor_type import ParallelType, TensorType
+
+from .retyping import retype, sync_function_type
+
+ValueKey = tuple[object, int]
+"""(owner, index) of a value: stable while values are replaced by retyped ones."""
+
+
+def _key(value: SSAValue) -> ValueKey:
+    return value.owner, value.index  # type: ignore[attr-defined]
+
+
+def propagate_in_function(func: FuncOp) -> None:
+    frozen = {_key(v) for v in _tensor_values(func) if is_annotated(v.type)}  # type: ignore[arg-type]
+    ops = [op for op in func.body.block.ops if isinstance(op, ComputeOp)]
+    for op in ops:
+        if _key(op.result) in frozen:
+            continue
+        for reference in reference_inputs(op):
+            _propagate(op, reference, op.result, forward_axis_map(op, reference), PROPAGATED_TYPES)
+    for op in reversed(ops):
+        for index in _tensor_operand_indices(op):
+            operand = op.operands[index]  # re-read: retyping replaces the value
+            if _key(operand) in frozen:
+                continue
+            # A fusion input receives a mesh and nothing else (see the module docstring).
+            types = () if operand.owner is func.body.block else PROPAGATED_TYPES
+            _propagate(op, op.result, operand, backward_axis_map(op, operand), types)
+    sync_function_type(func)
+
+
+def _propagate(
+    op: ComputeOp, source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelType]
+) -> None:
+    assert isinstance(source.type, TensorType) and isinstance(target.type, TensorType)
+    try:
+        new_type = propagate_parallel_types(source.type, target.type, axis_map, types)
+    except ShardingError as error:
+        raise op_error(op, str(error)) from None
+    retype(target, new_type)
+
+
+def _tensor_operand_indices(op: ComputeOp) -> list[int]:
+    inputs = op.tensor_inputs()
+    return [i for i, v in enumerate(op.operands) if any(v is t for t in inputs)]
+
+
+def _tensor_values(func: FuncOp) -> Iterable[SSAValue]:
+    is_tensor: Callable[[SSAValue], bool] = lambda v: isinstance(v.type, TensorType)  # noqa: E731
+    yield from filter(is_tensor, func.body.block.args)
+    for op in func.body.block.ops:
+        yield from filter(is_tensor, op.results)
+
+
+@dataclass(frozen=True)
+class PropagateShardings(ModulePass):
+    name = "propagate-shardings"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in op.walk():
+            if isinstance(func, FuncOp):
+                propagate_in_function(func)
