@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttr,
     IndexType,
     IntegerAttr,
+    i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
@@ -345,7 +346,7 @@ class CollectiveOp(IRDLOperation):
         super().__init__(
             operands=[input, output], result_types=[WorkType()],
             properties={
-                "team": DenseArrayBase.from_list(I64, team),
+                "team": DenseArrayBase.from_list(i64, team),
                 "root": IntegerAttr(root, 64) if root is not None else None,
                 "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
                 "backend": BackendAttr(backend),
