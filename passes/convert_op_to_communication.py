@@ -1,0 +1,263 @@
+"""`convert-op-to-communication`: every communicating `fusion.set` / `fusion.reduce` of a
+host program (top level or in `scf.for` bodies at any depth) becomes its destination
+buffer + collectives, each followed by `hir.wait` (nvFuser's ConvertOpToCommunication
+and convertSingleOpToCommunication, reference §2.3).
+
+Decision table (in/out sharded = DIDx-sharded with a mesh of more than one device):
+
+    op      in   out  meshes     collectives
+    set     no   yes  any        scatter, root = first sender device in the receiver mesh
+    set     yes  no   same       allgather, one per DIDx slice of the mesh
+    set     yes  no   different  gather, one per receiving device
+    set     yes  yes  any        send_recv, sender_mesh[i] -> receiver_mesh[i]
+    set     no   no   different  broadcast from sender_mesh[0]
+    reduce  yes  yes  same       reduce_scatter, one per DIDx slice
+    reduce  yes  no   same       allreduce, one per DIDx slice
+    reduce  yes  no   different  reduce, one per receiving device (root)
+
+Teams on 2-D meshes. nvFuser gives Allgather/Allreduce/ReduceScatter the team
+`mesh.getSlice(my_rank, DIDx)`, which depends on the rank; our program text is the same on
+every rank, so we emit one collective per DIDx slice (one per mesh row). A rank is in
+exactly one of them and the others are no-ops for it (ranks outside a team skip the op).
+
+Buffers are the flattened local tensors (see the buffer contracts in DESIGN), so an
+axis that is gathered or scattered must be the outermost allocated axis with a local
+extent above 1 on both sides, and the other axes must be allocated in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.sharding import device_parallel_reduced_axes, is_inner_split, placement
+from hostir_dialect.tensor_type import Mesh, ParallelType, TensorType
+
+from .segmenter import communicates
+
+DIDX, DIDY = ParallelType.DIDX, ParallelType.DIDY
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective to post: the op class, its team (world ranks) and root."""
+
+    kind: type[hir.CollectiveOp]
+    team: tuple[int, ...]
+    root: int | None = None
+
+
+# --------------------------------------------------------------------------- #
+# The decision (plain functions; they raise the located diagnostics)
+# --------------------------------------------------------------------------- #
+
+
+def plan_communication(op: Operation) -> list[Collective]:
+    """The collectives that implement the communicating op `op`, in posting order."""
+    if not isinstance(op, (fusion.SetOp, fusion.ReduceOp)):
+        raise op_error(op, "computes as well as moves data between devices, which is not one communication; run decompose-reshardings first")
+    source, target = op.input.type, op.result.type
+    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    sender, receiver = source.mesh, target.mesh
+    if sender is None or receiver is None:
+        raise op_error(op, "reshards between a tensor with a device mesh and one without; run propagate-shardings first")
+    in_sharded = source.data.is_sharded(DIDX) and sender.size > 1
+    out_sharded = target.data.is_sharded(DIDX) and receiver.size > 1
+    if isinstance(op, fusion.ReduceOp) and not in_sharded and sender.size > 1:
+        raise op_error(op, "the comm input must be sharded in case of reduce. Insert a `set` before the reduction to reshard")
+    _check_parallelization(op, source, target)
+    if isinstance(op, fusion.ReduceOp):
+        _check_reduces_only_device_axis(op)
+        return _plan_reduce(op, sender, receiver, out_sharded)
+    return _plan_set(op, sender, receiver, in_sharded, out_sharded)
+
+
+def _plan_set(op: fusion.SetOp, sender: Mesh, receiver: Mesh, in_sharded: bool, out_sharded: bool) -> list[Collective]:
+    source, target = op.input.type, op.result.type
+    if not in_sharded and out_sharded:
+        _check_layout(op, scattered=_didx_axis(target))
+        _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
+        root = next((d for d in sender.devices if d in receiver.devices), None)
+        if root is None:
+            raise op_error(op, f"No common device found between the sender mesh {sender} and the receiver mesh {receiver}: scatter needs its root in both")
+        return [Collective(hir.ScatterOp, receiver.devices, root)]
+    if in_sharded and not out_sharded:
+        gathered = op.axis_map(op.input)[_didx_axis(source)]
+        _check_layout(op, scattered=gathered)
+        if sender == receiver:
+            return [Collective(hir.AllgatherOp, team) for team in _didx_slices(sender)]
+        _check_1d(op, sender, "Gather only supported on a 1D mesh")
+        return [Collective(hir.GatherOp, _with(sender.devices, root), root) for root in receiver.devices]
+    if in_sharded and out_sharded:
+        _check_same_sharded_axis(op, source, target)
+        _check_layout(op)
+        _check_1d(op, sender, "SendRecv only supported on 1D meshes")
+        _check_1d(op, receiver, "SendRecv only supported on 1D meshes")
+        if sender.size != receiver.size:
+            raise op_error(op, f"the receiver and sender meshes have different sizes ({receiver} and {sender}); send_recv pairs them device by device")
+        return [
+            Collective(hir.SendRecvOp, (s,) if s == r else (s, r), s)
+            for s, r in zip(sender.devices, receiver.devices)
+        ]
+    _check_layout(op)
+    _check_1d(op, sender, "Broadcast only supported a 1D mesh")
+    _check_1d(op, receiver, "Broadcast only supported a 1D mesh")
+    root = sender.devices[0]
+    return [Collective(hir.BroadcastOp, _with(receiver.devices, root), root)]
+
+
+def _plan_reduce(op: fusion.ReduceOp, sender: Mesh, receiver: Mesh, out_sharded: bool) -> list[Collective]:
+    if out_sharded:
+        if sender != receiver:
+            raise op_error(op, f"ReduceScatter operation must have the same sender and receiver device mesh, got {sender} and {receiver}")
+        _check_layout(op, scattered=_didx_axis(op.result.type))
+        return [Collective(hir.ReduceScatterOp, team) for team in _didx_slices(sender)]
+    _check_layout(op)
+    if sender == receiver:
+        return [Collective(hir.AllreduceOp, team) for team in _didx_slices(sender)]
+    _check_1d(op, sender, "Reduce only supported a 1D mesh")
+    return [Collective(hir.ReduceOp, _with(sender.devices, root), root) for root in receiver.devices]
+
+
+def _didx_slices(mesh: Mesh) -> list[tuple[int, ...]]:
+    """Every team `mesh.slice(rank, DIDx)` can be, each once, in mesh order."""
+    return list(dict.fromkeys(mesh.slice(d, DIDX) for d in mesh.devices))
+
+
+def _with(team: tuple[int, ...], device: int) -> tuple[int, ...]:
+    return team if device in team else (*team, device)
+
+
+def _didx_axis(t: TensorType) -> int:
+    found = t.data.axis_with(DIDX, include_reduction=False)
+    assert found is not None
+    return found
+
+
+def _check_1d(op: Operation, mesh: Mesh, message: str) -> None:
+    if mesh.ndim != 1:
+        raise op_error(op, f"{message}, got mesh {mesh}")
+
+
+def _check_parallelization(op: Operation, source: TensorType, target: TensorType) -> None:
+    """Only DIDx may change, and only on an outer split (nvFuser rejects the rest too)."""
+    for t in (source, target):
+        for index, axis in enumerate(t.axes):
+            if is_inner_split(axis, DIDX):
+                raise op_error(op, f"DIDx on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
+    moved_didy = source.mesh != target.mesh and (source.data.is_sharded(DIDY) or target.data.is_sharded(DIDY))
+    p, c = placement(source, DIDY), placement(target, DIDY, include_reduction=True)
+    changed_didy = (p is None) != (c is None) or (
+        p is not None and c is not None and (op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors)
+    )
+    if moved_didy or changed_didy:
+        raise op_error(op, "resharding along DIDy is not lowerable: only DIDx may change, within one mesh for DIDy-sharded tensors")
+
+
+def _check_same_sharded_axis(op: Operation, source: TensorType, target: TensorType) -> None:
+    p, c = placement(source, DIDX), placement(target, DIDX)
+    assert p is not None and c is not None
+    if op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors:  # type: ignore[attr-defined]
+        raise op_error(op, f"reshards from axis {p.axis} to axis {c.axis} (an all-to-all), which is not lowerable; gather first")
+
+
+def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
+    """One communication reduces across devices only: the reduced axis must be the
+    DIDx axis, not split locally. A local part has to be reduced first (rFactor)."""
+    if device_parallel_reduced_axes(op) != op.reduced_axes() or len(op.reduced_axes()) != 1:
+        raise op_error(op, "reduces local data as well as across devices, which is not one communication; run decompose-reshardings first")
+    axis = fusion.value_axes(op.input.type)[op.reduced_axes()[0]]  # type: ignore[arg-type]
+    if axis.is_split:
+        raise op_error(op, "reduces a split device-parallel axis (a local part as well), which is not one communication; run decompose-reshardings first")
+
+
+def _check_layout(op: fusion.SetOp | fusion.ReduceOp, scattered: int | None = None) -> None:
+    """The flattened-buffer contracts must give the right result. `scattered` is the
+    result axis gathered or scattered by the collective, if any: it must lead both
+    buffers (nvFuser's isCommunicationLayoutCompliant); the other allocated axes must
+    come in the same order in both."""
+    source, target = op.input.type, op.result.type
+    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    axis_map = op.axis_map(op.input)
+    source_order = [axis_map[a] for a in _allocated(source) if a in axis_map]
+    target_order = _allocated(target)
+    if scattered is not None:
+        for order in (source_order, target_order):
+            if scattered in order and order[0] != scattered:
+                raise op_error(op, f"Resharding on an inner axis is not lowerable: axis {scattered} of the result must be the outermost allocated axis with a local extent above 1")
+    if [a for a in source_order if a != scattered] != [a for a in target_order if a != scattered]:
+        raise op_error(op, "input and result buffers allocate their axes in different orders, which no communication can convert")
+
+
+def _allocated(t: TensorType) -> list[int]:
+    """Logical axes of the local buffer in allocation order, without extent-1 ones."""
+    return [i for i in t.data.allocation_order() if not t.axes[i].is_reduction and t.data.local_extent(i) != 1]
+
+
+# --------------------------------------------------------------------------- #
+# The rewrite
+# --------------------------------------------------------------------------- #
+
+
+class ConvertToCollectives(RewritePattern):
+    """%r = fusion.set|reduce %x (into %d)? : P -> C   (communicating, planned)
+    ->  %d = hir.allocate : C                        (unless the op had a destination)
+        %w = hir.<collective> %x -> %d team [..] (root ..)? (op ..)? backend B : P -> C
+        hir.wait %w                                    (once per planned collective)
+    and every use of %r reads %d."""
+
+    def __init__(self, plans: dict[Operation, list[Collective]], backend: hir.Backend):
+        self.plans = plans
+        self.backend = backend
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fusion.SetOp | fusion.ReduceOp, rewriter: PatternRewriter) -> None:
+        plan = self.plans.get(op)
+        if plan is None:
+            return
+        new_ops: list[Operation] = []
+        buffer = op.out
+        if buffer is None:
+            allocate = located_like(hir.AllocateOp(op.result.type), op)  # type: ignore[arg-type]
+            allocate.result.name_hint = op.result.name_hint
+            new_ops.append(allocate)
+            buffer = allocate.result
+        reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
+        for c in plan:
+            collective = located_like(
+                c.kind(op.input, buffer, c.team, root=c.root, reduction=reduction, backend=self.backend), op
+            )
+            collective.work.name_hint = "w"
+            new_ops += [collective, located_like(hir.WaitOp(collective.work), op)]
+        rewriter.replace(op, new_ops, [buffer])
+
+
+@dataclass(frozen=True)
+class ConvertOpToCommunication(ModulePass):
+    name = "convert-op-to-communication"
+
+    backend: str = "nccl"
+    """Backend of the collectives; the runtime uses gloo on CPU whatever this says."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.backend not in set(hir.Backend):
+            raise ValueError(f"unknown backend {self.backend!r}; expected one of {', '.join(hir.Backend)}")
+        programs = [p for p in op.ops if isinstance(p, hir.ProgramOp)]
+        if not programs:
+            raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
+        plans = {
+            inner: plan_communication(inner)
+            for program in programs
+            for inner in program.walk()
+            if isinstance(inner, fusion.ComputeOp) and communicates(inner)
+        }
+        PatternRewriteWalker(
+            ConvertToCollectives(plans, hir.Backend(self.backend)), apply_recursively=False
+        ).rewrite_module(op)

@@ -1,0 +1,110 @@
+"""`insert-deallocations`: `hir.deallocate` each buffer a host program owns right after
+its last use (nvFuser's InsertDeallocations, §6.3 of the reference, made scope-aware).
+
+A buffer is owned by the value that created it: a `hir.allocate`, a compute op without
+destination, a `hir.post_on_stream` without `outs`. Other values alias an owner and are
+never freed themselves: a `hir.alias_select` view, the result of a compute op written
+into a destination, a `hir.post_on_stream` result written into its `outs`. The owner is
+freed in the block that defines it, after the op of that block that contains the last
+use of any of its aliases, so a buffer used only inside a loop is freed after the loop
+(nvFuser 2025 scanned top-level inputs only and never freed those). A collective reads
+and writes its buffers until its `hir.wait`, so the waits count as uses. Program inputs
+and everything aliasing a program output are never freed, nor is a buffer that already
+has a `hir.deallocate` (the pass is idempotent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.diagnostics import located_like
+from hostir_dialect.tensor_type import TensorType
+
+
+def alias_source(op: Operation, result: SSAValue) -> SSAValue | None:
+    """The value whose buffer `result` of `op` aliases, None if it owns a new one."""
+    if isinstance(op, hir.AliasSelectOp):
+        return op.input
+    if isinstance(op, fusion.ComputeOp):
+        return op.out
+    if isinstance(op, hir.PostOnStreamOp) and op.outs:
+        return op.outs[list(op.outputs).index(result)]
+    return None
+
+
+def alias_classes(program: hir.ProgramOp) -> dict[SSAValue, list[SSAValue]]:
+    """Owner (or program input) -> every tensor value sharing its buffer, itself first."""
+    root: dict[SSAValue, SSAValue] = {arg: arg for arg in program.args}
+    classes: dict[SSAValue, list[SSAValue]] = {arg: [arg] for arg in program.args}
+    for op in program.walk():
+        for result in op.results:
+            if not isinstance(result.type, TensorType):
+                continue
+            source = alias_source(op, result)
+            root[result] = result if source is None else root[source]
+            classes.setdefault(root[result], []).append(result)
+    return classes
+
+
+def uses_until_done(value: SSAValue) -> list[Operation]:
+    """Ops that use `value`'s buffer; for a collective, also the waits on its work."""
+    users: list[Operation] = []
+    for use in value.uses:
+        users.append(use.operation)
+        if isinstance(use.operation, hir.CollectiveOp):
+            users += [w.operation for w in use.operation.work.uses]
+    return users
+
+
+def insert_deallocations(program: hir.ProgramOp) -> None:
+    classes = alias_classes(program)
+    terminator = program.body.block.last_op
+    assert terminator is not None
+    kept = {value for returned in terminator.operands for value in _class_of(returned, classes)}
+    kept |= set(program.args)
+    inserted_after: dict[Operation, Operation] = {}
+    for owner, aliases in classes.items():
+        if owner in kept or any(isinstance(u, hir.DeallocateOp) for a in aliases for u in uses_until_done(a)):
+            continue
+        anchor = _last_use_in_defining_block(owner, aliases)
+        if anchor is None:
+            continue
+        owner_op = owner.owner
+        assert isinstance(owner_op, Operation)
+        dealloc = located_like(hir.DeallocateOp(owner), owner_op)
+        Rewriter.insert_op(dealloc, InsertPoint.after(inserted_after.get(anchor, anchor)))
+        inserted_after[anchor] = dealloc
+
+
+def _class_of(value: SSAValue, classes: dict[SSAValue, list[SSAValue]]) -> list[SSAValue]:
+    return next(aliases for aliases in classes.values() if value in aliases)
+
+
+def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue]) -> Operation | None:
+    """The op of the owner's block after which no alias is used any more (the owner's
+    definition if nothing uses it); None if the buffer leaves the block (a terminator)."""
+    defining = owner.owner
+    assert isinstance(defining, Operation) and defining.parent_block() is not None
+    block = defining.parent_block()
+    assert block is not None
+    anchors = [block.find_ancestor_op_in_block(user) for a in aliases for user in uses_until_done(a)]
+    last = max((a for a in anchors if a is not None), key=block.get_operation_index, default=defining)
+    return None if last is block.last_op and last.has_trait(IsTerminator) else last
+
+
+@dataclass(frozen=True)
+class InsertDeallocations(ModulePass):
+    name = "insert-deallocations"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in op.ops:
+            if isinstance(program, hir.ProgramOp):
+                insert_deallocations(program)
