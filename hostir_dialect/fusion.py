@@ -502,7 +502,9 @@ class MatmulOp(ComputeOp):
     """%c = fusion.matmul %a, %b : A<[..., M, K]>, B<[..., K, N]> -> C<[..., M, N, rK]>
 
     Batch axes broadcast as in torch.matmul; B may also be a plain [K, N] matrix. The
-    result ends with the contracted axis as a reduction axis (nvFuser's MatmulOp).
+    result ends with the contracted axis as a reduction axis (nvFuser's MatmulOp). A 1-D
+    operand follows torch.matmul: A<[K]> gives no M axis, B<[K]> no N axis (a stream loop
+    slices a matrix down to a vector).
     """
 
     name = "fusion.matmul"
@@ -515,28 +517,32 @@ class MatmulOp(ComputeOp):
 
     def infer_axes(self) -> list[AxisShape]:
         a, b = value_axes(self.a.type), value_axes(self.b.type)  # type: ignore[arg-type]
-        if len(a) < 2 or len(b) < 2:
-            raise VerifyException(f"matmul operands must have rank >= 2, got {len(a)} and {len(b)}")
-        k_a, k_b = a[-1], b[-2]
+        if not a or not b:
+            raise VerifyException(f"matmul operands must have rank >= 1, got {len(a)} and {len(b)}")
+        k_a, k_b = a[-1], b[-2 if len(b) >= 2 else 0]
         if not _extents_match(k_a.extent, k_b.extent):
             raise VerifyException(f"inner dimensions do not match: a has K={k_a.extent}, b has K={k_b.extent}")
-        if len(b) == 2:
+        if len(b) <= 2:
             batch = axis_shapes(a[:-2])
+        elif len(a) == 1:
+            batch = axis_shapes(b[:-2])
         elif len(a) == len(b):
             batch = broadcast_axes([a[:-2], b[:-2]], "matmul batch")
         else:
             raise VerifyException(f"batched matmul operands must have equal ranks, got {len(a)} and {len(b)}")
-        return batch + [(a[-2].extent, IterKind.ITERATION), (b[-1].extent, IterKind.ITERATION), (k_a.extent, IterKind.REDUCTION)]
+        m = [(a[-2].extent, IterKind.ITERATION)] if len(a) >= 2 else []
+        n = [(b[-1].extent, IterKind.ITERATION)] if len(b) >= 2 else []
+        return batch + m + n + [(k_a.extent, IterKind.REDUCTION)]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        rank = len(self.result.type.axes)  # type: ignore[attr-defined]
-        m, n, k = rank - 3, rank - 2, rank - 1
+        a_rank, b_rank = len(value_axes(self.a.type)), len(value_axes(self.b.type))  # type: ignore[arg-type]
+        k = len(self.result.type.axes) - 1  # type: ignore[attr-defined]
+        n = k - 1 if b_rank >= 2 else k
+        m = n - 1 if a_rank >= 2 else n
         batch = list(range(m))
         if operand is self.a:
-            return batch + [m, k]
-        if len(value_axes(self.b.type)) == 2:  # type: ignore[arg-type]
-            return [k, n]
-        return batch + [k, n]
+            return [k] if a_rank == 1 else batch + [m, k]
+        return {1: [k], 2: [k, n]}.get(b_rank, batch + [k, n])
 
     def verify_element_type(self) -> None:
         if self.a.type.element_type != self.b.type.element_type:  # type: ignore[attr-defined]

@@ -1,0 +1,207 @@
+// RUN: hostir-opt %s --split-input-file -p stream-parallel-type | filecheck %s
+
+// nvFuser's HirLowerStreamTest shapes (reference §7.1). Top-level op counts: nvFuser's
+// list (Allocate*, GetCurrentStream, ForLoop, ForLoop) plus, per loop, the three index
+// constants of its bounds (in front of it) and the program's hir.return.
+
+// SingleSetOp: allocate, get_current_stream, for (sync), for (main).
+hir.program @single_set(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %b : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @single_set
+// CHECK-NEXT:    %c0 = arith.constant 0 : index
+// CHECK-NEXT:    %c1 = arith.constant 1 : index
+// CHECK-NEXT:    %extent = arith.constant 4 : index
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for %i = %c0 to %extent step %c1 {
+// CHECK-NEXT:      %n = hir.number_of_streams
+// CHECK-NEXT:      %key = arith.remui %i, %n : index
+// CHECK-NEXT:      %worker = hir.stream %key
+// CHECK-NEXT:      hir.set_current_stream %worker
+// CHECK-NEXT:      hir.synchronize %user_stream
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.for %[[I:.*]] = %c0 to %extent step %c1 {
+// CHECK-NEXT:      %[[N:.*]] = hir.number_of_streams
+// CHECK-NEXT:      %[[K:.*]] = arith.remui %[[I]], %[[N]] : index
+// CHECK-NEXT:      %[[W:.*]] = hir.stream %[[K]]
+// CHECK-NEXT:      hir.set_current_stream %[[W]]
+// CHECK-NEXT:      %a_i = hir.alias_select %a[%[[I]]] axis 0 : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%[[I]]] axis 0 : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      %{{.*}} = fusion.set %a_i into %b_i : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:      hir.synchronize %[[W]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[4 stream, 8]>
+
+// -----
+
+// SingleSetOpNonOutermost: the stream axis is axis 1; both tensors are sliced on it.
+hir.program @non_outermost(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4, 8 stream]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8 stream]>
+  hir.return %b : !fusion.tensor<f32[4, 8 stream]>
+}
+// CHECK-LABEL: hir.program @non_outermost
+// CHECK:         %extent = arith.constant 8 : index
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[4, 8 stream]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           hir.set_current_stream
+// CHECK-NEXT:      %a_i = hir.alias_select %a[%{{.*}}] axis 1 : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 1 : !fusion.tensor<f32[4, 8 stream]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      fusion.set %a_i into %b_i
+
+// -----
+
+// SingleBinaryOp: both operands sliced.
+hir.program @binary(%a: !fusion.tensor<f32[4, 4]>, %b: !fusion.tensor<f32[4, 4]>) -> !fusion.tensor<f32[4 stream, 4]> {
+  %c = fusion.add %a, %b : !fusion.tensor<f32[4, 4]>, !fusion.tensor<f32[4, 4]> -> !fusion.tensor<f32[4 stream, 4]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 4]>
+}
+// CHECK-LABEL: hir.program @binary
+// CHECK:         %extent = arith.constant 4 : index
+// CHECK-NEXT:    %c = hir.allocate : !fusion.tensor<f32[4 stream, 4]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           hir.set_current_stream
+// CHECK-NEXT:      %a_i = hir.alias_select %a
+// CHECK-NEXT:      %b_i = hir.alias_select %b
+// CHECK-NEXT:      %c_i = hir.alias_select %c
+// CHECK-NEXT:      fusion.add %a_i, %b_i into %c_i : !fusion.tensor<f32[4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+
+// -----
+
+// TwoSetOps: two allocations, one merged loop with three selects and two sets; the
+// second set reads the first one's chunk.
+hir.program @two_sets(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.set %b : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @two_sets
+// CHECK:         %extent = arith.constant 4 : index
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    %c = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           hir.set_current_stream %worker
+// CHECK-NEXT:      %a_i = hir.alias_select %a
+// CHECK-NEXT:      %b_i = hir.alias_select %b
+// CHECK-NEXT:      fusion.set %a_i into %b_i
+// CHECK-NEXT:      %c_i = hir.alias_select %c
+// CHECK-NEXT:      fusion.set %b_i into %c_i
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:      hir.synchronize
+// CHECK-NEXT:    }
+// CHECK-NEXT:    hir.return %c
+// CHECK-NOT:     scf.for
+
+// -----
+
+// ThreeSetOpsWithDisjointsForLoops: %c is not stream-parallel, so it ends the first loop
+// and runs on the whole buffer. nvFuser's nine top-level ops, in order: allocate,
+// get_current_stream, for, for, set, allocate, get_current_stream, for, for (here plus
+// three index constants per loop and the hir.return: 16 ops).
+hir.program @three_sets(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.set %b : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4, 8]>
+  %d = fusion.set %c : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %d : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @three_sets
+// CHECK-NEXT:    arith.constant 0 : index
+// CHECK-NEXT:    arith.constant 1 : index
+// CHECK-NEXT:    arith.constant 4 : index
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         {{^    }$}}
+// CHECK-NEXT:    scf.for
+// CHECK:           fusion.set %a_i into %b_i
+// CHECK:         {{^    }$}}
+// CHECK-NEXT:    %c = fusion.set %b : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4, 8]>
+// CHECK-NEXT:    arith.constant 0 : index
+// CHECK-NEXT:    arith.constant 1 : index
+// CHECK-NEXT:    arith.constant 4 : index
+// CHECK-NEXT:    %d = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         {{^    }$}}
+// CHECK-NEXT:    scf.for
+// CHECK:           %c_i = hir.alias_select %c
+// CHECK-NEXT:      %d_i = hir.alias_select %d
+// CHECK-NEXT:      fusion.set %c_i into %d_i
+// CHECK:         {{^    }$}}
+// CHECK-NEXT:    hir.return %d
+
+// -----
+
+// Reduction: sum over axis 2, stream on axis 0; the chunk reduces its axis 1.
+hir.program @reduction(%a: !fusion.tensor<f32[4, 8, 2]>) -> !fusion.tensor<f32[4 stream, 8, r2]> {
+  %b = fusion.reduce sum %a dims [2] : !fusion.tensor<f32[4, 8, 2]> -> !fusion.tensor<f32[4 stream, 8, r2]>
+  hir.return %b : !fusion.tensor<f32[4 stream, 8, r2]>
+}
+// CHECK-LABEL: hir.program @reduction
+// CHECK:         %b = hir.allocate : !fusion.tensor<f32[4 stream, 8, r2]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 0 : !fusion.tensor<f32[4, 8, 2]> -> !fusion.tensor<f32[8, 2]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[4 stream, 8, r2]> -> !fusion.tensor<f32[8, r2]>
+// CHECK-NEXT:      fusion.reduce sum %a_i dims [1] into %b_i : !fusion.tensor<f32[8, 2]> -> !fusion.tensor<f32[8, r2]>
+
+// -----
+
+// Matmul_M: A's M axis is sliced (a chunk is a vector), B is passed whole.
+hir.program @matmul_m(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>) -> !fusion.tensor<f32[8 stream, 2, r4]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8 stream, 2, r4]>
+  hir.return %c : !fusion.tensor<f32[8 stream, 2, r4]>
+}
+// CHECK-LABEL: hir.program @matmul_m
+// CHECK:         %c = hir.allocate : !fusion.tensor<f32[8 stream, 2, r4]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%{{.*}}] axis 0 : !fusion.tensor<f32[8 stream, 2, r4]> -> !fusion.tensor<f32[2, r4]>
+// CHECK-NEXT:      fusion.matmul %a_i, %b into %c_i : !fusion.tensor<f32[4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[2, r4]>
+
+// -----
+
+// BatchedMatmul: the batch axis is sliced.
+hir.program @batched_matmul(%a: !fusion.tensor<f32[16, 8, 4]>, %b: !fusion.tensor<f32[4, 2]>) -> !fusion.tensor<f32[16 stream, 8, 2, r4]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[16, 8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[16 stream, 8, 2, r4]>
+  hir.return %c : !fusion.tensor<f32[16 stream, 8, 2, r4]>
+}
+// CHECK-LABEL: hir.program @batched_matmul
+// CHECK:         %extent = arith.constant 16 : index
+// CHECK-NEXT:    %c = hir.allocate : !fusion.tensor<f32[16 stream, 8, 2, r4]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 0 : !fusion.tensor<f32[16, 8, 4]> -> !fusion.tensor<f32[8, 4]>
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%{{.*}}] axis 0
+// CHECK-NEXT:      fusion.matmul %a_i, %b into %c_i : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2, r4]>
+
+// -----
+
+// Matmul_N: the stream axis is N, so A is passed whole and B is sliced on its axis 1.
+hir.program @matmul_n(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>) -> !fusion.tensor<f32[8, 2 stream, r4]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2 stream, r4]>
+  hir.return %c : !fusion.tensor<f32[8, 2 stream, r4]>
+}
+// CHECK-LABEL: hir.program @matmul_n
+// CHECK:         %extent = arith.constant 2 : index
+// CHECK-NEXT:    %c = hir.allocate : !fusion.tensor<f32[8, 2 stream, r4]>
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for
+// CHECK:           hir.set_current_stream %worker
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 1 : !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%{{.*}}] axis 1 : !fusion.tensor<f32[8, 2 stream, r4]> -> !fusion.tensor<f32[8, r4]>
+// CHECK-NEXT:      fusion.matmul %a, %b_i into %c_i : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8, r4]>

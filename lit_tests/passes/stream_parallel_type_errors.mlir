@@ -1,0 +1,91 @@
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p stream-parallel-type | filecheck %s
+
+// InputsAreNotStreamParallelized
+// CHECK: stream_parallel_type_errors.mlir:[[# @LINE + 1]]:1: error: 'hir.program' op expected no stream axis in the program inputs, but input 0 has type !fusion.tensor<f32[4 stream, 8]>
+hir.program @stream_input(%a: !fusion.tensor<f32[4 stream, 8]>) -> !fusion.tensor<f32[4, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4, 8]>
+  hir.return %b : !fusion.tensor<f32[4, 8]>
+}
+
+// -----
+
+// Split: the stream axis is a piece of a split axis, not a logical axis.
+hir.program @split(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8(2 stream, 4), 4]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.set' op cannot stream-parallelize a split axis: the stream axis must be in the logical domain, but axis 0 of the result is split
+  %b = fusion.set %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8(2 stream, 4), 4]>
+  hir.return %b : !fusion.tensor<f32[8(2 stream, 4), 4]>
+}
+
+// -----
+
+// ReductionUnsupported: the reduced axis is the stream axis.
+hir.program @reduction_axis(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[r4 stream, 8]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.reduce' op cannot stream-parallelize a reduction axis: the stream axis 0 of the result reduces
+  %b = fusion.reduce sum %a dims [0] : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[r4 stream, 8]>
+  hir.return %b : !fusion.tensor<f32[r4 stream, 8]>
+}
+
+// -----
+
+// Matmul_K: the contracted axis is the stream axis.
+hir.program @matmul_k(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>) -> !fusion.tensor<f32[8, 2, r4 stream]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.matmul' op cannot stream-parallelize a reduction axis: the stream axis 2 of the result reduces
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2, r4 stream]>
+  hir.return %c : !fusion.tensor<f32[8, 2, r4 stream]>
+}
+
+// -----
+
+// DoNotSupportPostOnStream: a kernel unit cannot be computed chunk by chunk.
+fusion.func @abs_unit(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.abs %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  fusion.return %b : !fusion.tensor<f32[4 stream, 8]>
+}
+hir.program @post_on_stream(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op stream parallel type not supported for post_on_stream @abs_unit: only a standalone host op can be stream-parallelized
+  %b = hir.post_on_stream @abs_unit(%a) : (!fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %b : !fusion.tensor<f32[4 stream, 8]>
+}
+
+// -----
+
+// A stream-parallel op must have one result.
+fusion.func @two_results(%a: !fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>) {
+  %b = fusion.abs %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.neg %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8]>
+  fusion.return %b, %c : !fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>
+}
+hir.program @several_results(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op has 2 results; a stream-parallel op must have exactly one
+  %b, %c = hir.post_on_stream @two_results(%a) : (!fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>)
+  hir.return %b : !fusion.tensor<f32[4 stream, 8]>
+}
+
+// -----
+
+// A standalone op whose axis attributes this pass does not renumber.
+hir.program @permute(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[8 stream, 4]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.permute' op stream parallel type not supported for this op: only standalone set, cast, elementwise, matmul, linear, reduce, slice and select ops can be stream-parallelized
+  %b = fusion.permute %a dims [1, 0] : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[8 stream, 4]>
+  hir.return %b : !fusion.tensor<f32[8 stream, 4]>
+}
+
+// -----
+
+// Stream-typed buffers at the top level are not lower-to-host's output (e.g. the pass ran
+// twice): only the ops of the input contract are put in loops.
+hir.program @already_lowered(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'hir.allocate' op stream parallel type not supported for this op
+  %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.set %a into %b : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+}
+
+// -----
+
+// A chunk that is not a valid op: linear sliced on N would need a 1-D weight.
+hir.program @linear_n(%x: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[2, 4]>) -> !fusion.tensor<f32[8, 2 stream, r4]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.linear' op cannot be computed one stream chunk at a time: linear needs an input of rank >= 1 and a [N, K] weight, got ranks 2 and 1
+  %y = fusion.linear %x, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[2, 4]> -> !fusion.tensor<f32[8, 2 stream, r4]>
+  hir.return %y : !fusion.tensor<f32[8, 2 stream, r4]>
+}

@@ -1,0 +1,440 @@
+"""`stream-parallel-type`: stream-parallel host ops become pipelined loops over stream
+chunks (nvFuser's hir_pass::StreamParallelType, reference §3.2).
+
+Input: `hir.program`s whose bodies list, in run order, standalone fusion compute ops
+(without destinations) and `hir.post_on_stream` calls, as `lower-to-host` builds them.
+An op is *stream-parallel* when its result has a `stream` axis. Four steps:
+
+1. group: adjacent stream-parallel ops whose stream axes map (through the ops' axis maps,
+   broadcast axes included) share one loop; any other op in between closes the loop.
+   Scalar ops (index constants) do not close it: they move in front of the loop.
+2. hoist allocations: each body output is allocated full-size before the loop, and uses of
+   the op's result after the loop read that buffer.
+3. slice the body: every tensor an op reads or writes is sliced with one
+   `hir.alias_select %t[%i] axis A` per tensor and loop (A: its logical axis mapped to the
+   loop's stream axis; tensors without one are passed whole); the op then writes through
+   its destination, `%r = fusion.matmul %a_i, %b into %c_i`.
+4. stream management: the user's stream is captured once; a separate sync loop makes every
+   worker stream `i % numberOfStreams` wait for it (syncing inside the main loop kills
+   overlap, nvFuser #4402); the main loop runs each iteration on its worker stream and makes
+   the user stream wait for it at the end of the iteration. Nothing blocks the host.
+
+Each loop becomes, at the position of its first op:
+
+    %c0, %c1, %ub                           loop bounds (%ub: constant, or hir.extent)
+    %buf = hir.allocate : T                 one per body output
+    %user = hir.get_current_stream
+    scf.for %i = %c0 to %ub step %c1 {      sync loop
+      %n = hir.number_of_streams ; %k = arith.remui %i, %n ; %w = hir.stream %k
+      hir.set_current_stream %w ; hir.synchronize %user
+    }
+    scf.for %i = %c0 to %ub step %c1 {      main loop
+      (same %w) hir.set_current_stream %w
+      hir.alias_select ... ; fusion.<op> ... into ...      the body
+      hir.set_current_stream %user ; hir.synchronize %w
+    }
+
+Improvements over nvFuser: an op is not merged into a loop when it would read, in one
+iteration, a chunk other iterations of that loop produce (an operand made in the loop but
+sliced on another axis, or read whole); ops with several non-stream results are accepted.
+
+Option `bounded-intermediates=true` (beyond nvFuser, whose code leaves it as a TODO): a body
+output that is neither returned nor used after its loop gets no full-size buffer. Each
+iteration allocates its chunk inside the body and frees it at the end of the iteration.
+Iterations sharing a worker stream then reuse one block of the stream-ordered caching
+allocator, so at most `numberOfStreams` chunks are alive instead of the full stream extent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, ModuleOp, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
+from xdsl.utils.exceptions import VerifyException
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.tensor_type import DYNAMIC, TensorType
+
+SLICEABLE_OPS: tuple[type[Operation], ...] = (
+    fusion.SetOp, fusion.CastOp, fusion.UnaryComputeOp, fusion.BinaryComputeOp,
+    fusion.MatmulOp, fusion.LinearOp, fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp,
+)
+"""Compute ops whose chunk is the same op on sliced operands: their only axis attributes
+(reduce dims, slice bounds, select dim) are renumbered when an axis is sliced away."""
+
+
+# --------------------------------------------------------------------------- #
+# Preconditions and axis mapping
+# --------------------------------------------------------------------------- #
+
+
+def check_program_inputs(program: hir.ProgramOp) -> None:
+    for index, arg in enumerate(program.args):
+        if isinstance(arg.type, TensorType) and arg.type.data.stream_axis() is not None:
+            raise op_error(
+                program,
+                f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
+            )
+
+
+def stream_axis_of(op: Operation) -> int | None:
+    """The stream axis of `op`'s result if `op` is stream-parallel, after checking that
+    `op` is an op this pass can put in a loop."""
+    streamed = [
+        r for r in op.results if isinstance(r.type, TensorType) and r.type.data.stream_axis() is not None
+    ]
+    if not streamed:
+        return None
+    if len(op.results) > 1:
+        raise op_error(op, f"has {len(op.results)} results; a stream-parallel op must have exactly one")
+    if isinstance(op, hir.PostOnStreamOp):
+        raise op_error(
+            op,
+            f"stream parallel type not supported for post_on_stream @{op.callee_name()}: "
+            "only a standalone host op can be stream-parallelized",
+        )
+    if not isinstance(op, SLICEABLE_OPS):
+        raise op_error(
+            op,
+            "stream parallel type not supported for this op: only standalone set, cast, "
+            "elementwise, matmul, linear, reduce, slice and select ops can be stream-parallelized",
+        )
+    assert isinstance(op, fusion.ComputeOp)
+    result = op.result.type
+    assert isinstance(result, TensorType)
+    axis = result.data.stream_axis()
+    assert axis is not None
+    if result.axes[axis].is_split:
+        raise op_error(
+            op,
+            f"cannot stream-parallelize a split axis: the stream axis must be in the logical "
+            f"domain, but axis {axis} of the result is split",
+        )
+    if result.axes[axis].is_reduction:
+        raise op_error(
+            op, f"cannot stream-parallelize a reduction axis: the stream axis {axis} of the result reduces"
+        )
+    return axis
+
+
+def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
+    """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
+    (the axis maps of SLICEABLE_OPS are one-to-one)."""
+    return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
+
+
+def is_scalar_op(op: Operation) -> bool:
+    """Index and scalar arithmetic: does not end a loop, moves in front of it."""
+    values = (*op.operands, *op.results)
+    return bool(op.results) and not any(isinstance(v.type, TensorType) for v in values) and (
+        not op.regions and is_side_effect_free(op)
+    )
+
+
+# --------------------------------------------------------------------------- #
+# Step 1: grouping
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class StreamLoop:
+    """Adjacent stream-parallel ops that share one loop."""
+
+    ops: list[fusion.ComputeOp]
+    extent: int
+    stream_axes: dict[SSAValue, int]
+    """Result of each body op -> its stream axis."""
+    mapped: set[tuple[SSAValue, int]]
+    """(tensor, logical axis) pairs known to run along the loop's axis."""
+    scalars: list[Operation] = field(default_factory=list)
+    """Scalar ops met between the body ops; they move in front of the loop."""
+
+    @staticmethod
+    def start(op: fusion.ComputeOp, axis: int) -> StreamLoop:
+        loop = StreamLoop([], op.result.type.axes[axis].extent, {}, set())  # type: ignore[attr-defined]
+        loop.add(op, axis)
+        return loop
+
+    def add(self, op: fusion.ComputeOp, axis: int) -> None:
+        self.ops.append(op)
+        self.stream_axes[op.result] = axis
+        self.mapped.add((op.result, axis))
+        for operand in op.tensor_inputs():
+            mapped = operand_axis(op, operand, axis)
+            if mapped is not None:
+                self.mapped.add((operand, mapped))
+
+    def accepts(self, op: fusion.ComputeOp, axis: int) -> bool:
+        """`op`'s stream axis maps to the loop's and each iteration only reads chunks
+        that the same iteration produces."""
+        if op.result.type.axes[axis].extent != self.extent:  # type: ignore[attr-defined]
+            return False
+        joined = False
+        for operand in op.tensor_inputs():
+            mapped = operand_axis(op, operand, axis)
+            if operand in self.stream_axes and mapped != self.stream_axes[operand]:
+                return False
+            joined = joined or (operand, mapped) in self.mapped
+        return joined
+
+
+def group(block: Block) -> list[StreamLoop]:
+    loops: list[StreamLoop] = []
+    current: StreamLoop | None = None
+    for op in block.ops:
+        if is_scalar_op(op):
+            if current is not None:
+                current.scalars.append(op)
+            continue
+        axis = stream_axis_of(op)
+        if axis is None:
+            current = None
+            continue
+        assert isinstance(op, fusion.ComputeOp)
+        if current is not None and current.accepts(op, axis):
+            current.add(op, axis)
+        else:
+            current = StreamLoop.start(op, axis)
+            loops.append(current)
+    return loops
+
+
+# --------------------------------------------------------------------------- #
+# Steps 2-4: building the loops
+# --------------------------------------------------------------------------- #
+
+
+def sliced_type(t: TensorType, axis: int) -> TensorType:
+    """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
+    desc = t.data
+    order = tuple(i - (i > axis) for i in desc.allocation_order() if i != axis)
+    keeps_stream = desc.stream_axis() not in (None, axis)
+    return t.with_(
+        axes=desc.axes[:axis] + desc.axes[axis + 1 :],
+        alloc_order=order,
+        stream_allocated=desc.stream_allocated and keeps_stream,
+    )
+
+
+def _value_position(t: TensorType, axis: int) -> int:
+    """The position of logical axis `axis` among the value (non-reduction) axes."""
+    return sum(not a.is_reduction for a in t.axes[:axis])
+
+
+def _renumbered_properties(op: fusion.ComputeOp, removed: dict[SSAValue, int]) -> dict[str, Attribute]:
+    """`op`'s properties once the axes in `removed` (operand -> logical axis) are gone."""
+    properties = {k: v for k, v in op.properties.items() if k != "operandSegmentSizes"}
+    if not isinstance(op, (fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp)):
+        return properties
+    source = op.input
+    assert isinstance(source.type, TensorType)
+    gone = _value_position(source.type, removed[source])
+    if isinstance(op, fusion.ReduceOp):
+        dims = [d - (d > gone) for d in op.reduced_axes()]
+        properties["dims"] = DenseArrayBase.from_list(i64, dims)
+    elif isinstance(op, fusion.SliceOp):
+        for name in ("starts", "stops", "steps"):
+            values = list(properties[name].get_values())  # type: ignore[attr-defined]
+            properties[name] = DenseArrayBase.from_list(i64, values[:gone] + values[gone + 1 :])
+    else:
+        properties["dim"] = IntegerAttr(op.axis - (op.axis > gone), 64)
+    return properties
+
+
+class _LoopBuilder:
+    """Builds the ops of one StreamLoop in front of its first op, then retires the ops."""
+
+    def __init__(self, loop: StreamLoop, bounded_intermediates: bool):
+        self.loop = loop
+        self.anchor = loop.ops[0]
+        body_ops = set(loop.ops)
+        self.loop_local = {
+            op.result
+            for op in loop.ops
+            if bounded_intermediates and all(use.operation in body_ops for use in op.result.uses)
+        }
+
+    def located(self, op: Operation) -> Operation:
+        return located_like(op, self.anchor)
+
+    def build(self) -> None:
+        for scalar in self.loop.scalars:
+            scalar.detach()
+            Rewriter.insert_op(scalar, InsertPoint.before(self.anchor))
+        lower, step, upper = self.bounds()
+        buffers = {op.result: self.allocate(op.result) for op in self.loop.ops if op.result not in self.loop_local}
+        user = self.located(hir.GetCurrentStreamOp()).results[0]
+        user.name_hint = "user_stream"
+        sync = self.for_loop(lower, upper, step, self.sync_body(user))
+        main = self.for_loop(lower, upper, step, self.main_body(user, buffers))
+        prologue = [lower.owner, step.owner, upper.owner, *buffers.values(), user.owner, sync, main]
+        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]
+        for op in self.loop.ops:
+            if op.result in buffers:
+                op.result.replace_all_uses_with(buffers[op.result].results[0])
+        for op in reversed(self.loop.ops):
+            Rewriter.erase_op(op)
+
+    def allocate(self, tensor: SSAValue) -> Operation:
+        allocate = self.located(hir.AllocateOp(tensor.type))  # type: ignore[arg-type]
+        allocate.results[0].name_hint = tensor.name_hint
+        return allocate
+
+    def bounds(self) -> tuple[SSAValue, SSAValue, SSAValue]:
+        lower = self.located(arith.ConstantOp.from_int_and_width(0, IndexType())).results[0]
+        step = self.located(arith.ConstantOp.from_int_and_width(1, IndexType())).results[0]
+        if self.loop.extent != DYNAMIC:
+            upper = arith.ConstantOp.from_int_and_width(self.loop.extent, IndexType())
+        else:
+            upper = hir.ExtentOp(*self.extent_provider())
+        lower.name_hint, step.name_hint = "c0", "c1"
+        upper_value = self.located(upper).results[0]
+        upper_value.name_hint = "extent"
+        return lower, step, upper_value
+
+    def extent_provider(self) -> tuple[SSAValue, int]:
+        """A tensor bound before the loop whose axis has the loop's run-time extent: a
+        dynamic result extent always comes from a non-broadcast operand axis."""
+        op = self.anchor
+        axis = self.loop.stream_axes[op.result]
+        return next(
+            (operand, mapped)
+            for operand in op.tensor_inputs()
+            if (mapped := operand_axis(op, operand, axis)) is not None
+            and not operand.type.axes[mapped].is_broadcast  # type: ignore[attr-defined]
+        )
+
+    def for_loop(self, lower: SSAValue, upper: SSAValue, step: SSAValue, body: Block) -> scf.ForOp:
+        body.add_op(self.located(scf.YieldOp()))
+        return self.located(scf.ForOp(lower, upper, step, [], Region(body)))  # type: ignore[return-value]
+
+    def worker_stream(self, block: Block) -> SSAValue:
+        """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""
+        count = hir.NumberOfStreamsOp()
+        key = arith.RemUIOp(block.args[0], count.result)
+        worker = hir.StreamOp(key.result)
+        count.result.name_hint, key.result.name_hint, worker.result.name_hint = "n", "key", "worker"
+        block.add_ops(self.located(o) for o in (count, key, worker, hir.SetCurrentStreamOp(worker.result)))
+        return worker.result
+
+    def sync_body(self, user: SSAValue) -> Block:
+        block = _loop_block()
+        self.worker_stream(block)
+        block.add_op(self.located(hir.SynchronizeOp(user)))
+        return block
+
+    def main_body(self, user: SSAValue, buffers: dict[SSAValue, Operation]) -> Block:
+        block = _loop_block()
+        worker = self.worker_stream(block)
+        chunks = _Chunks(block, self)
+        for op in self.loop.ops:
+            chunks.emit(op, buffers)
+        for chunk in chunks.loop_local:
+            block.add_op(self.located(hir.DeallocateOp(chunk)))
+        block.add_ops([self.located(hir.SetCurrentStreamOp(user)), self.located(hir.SynchronizeOp(worker))])
+        return block
+
+
+def _loop_block() -> Block:
+    block = Block(arg_types=[IndexType()])
+    block.args[0].name_hint = "i"
+    return block
+
+
+class _Chunks:
+    """The main-loop body: one chunk (view or loop-local buffer) per tensor and axis."""
+
+    def __init__(self, block: Block, builder: _LoopBuilder):
+        self.block = block
+        self.builder = builder
+        self.index = block.args[0]
+        self.cache: dict[tuple[SSAValue, int], SSAValue] = {}
+        self.loop_local: list[SSAValue] = []
+
+    def select(self, tensor: SSAValue, axis: int) -> SSAValue:
+        key = (tensor, axis)
+        if key not in self.cache:
+            view = hir.AliasSelectOp(tensor, self.index, axis, sliced_type(tensor.type, axis))  # type: ignore[arg-type]
+            self.block.add_op(self.builder.located(view))
+            view.result.name_hint = _chunk_name(tensor)
+            self.cache[key] = view.result
+        return self.cache[key]
+
+    def destination(self, op: fusion.ComputeOp, axis: int, buffers: dict[SSAValue, Operation]) -> SSAValue:
+        if op.result in buffers:
+            chunk = self.select(buffers[op.result].results[0], axis)
+        else:
+            allocate = self.builder.located(hir.AllocateOp(sliced_type(op.result.type, axis)))  # type: ignore[arg-type]
+            self.block.add_op(allocate)
+            chunk = allocate.results[0]
+            chunk.name_hint = _chunk_name(op.result)
+            self.loop_local.append(chunk)
+        self.cache[(op.result, axis)] = chunk
+        return chunk
+
+    def emit(self, op: fusion.ComputeOp, buffers: dict[SSAValue, Operation]) -> None:
+        axis = self.builder.loop.stream_axes[op.result]
+        removed: dict[SSAValue, int] = {}
+        for operand in op.tensor_inputs():
+            mapped = operand_axis(op, operand, axis)
+            if mapped is not None:
+                removed[operand] = mapped
+        chunks = {operand: self.select(operand, a) for operand, a in removed.items()}
+        out = self.destination(op, axis, buffers)
+        self.block.add_op(self.sliced_op(op, chunks, out, _renumbered_properties(op, removed)))
+
+    def sliced_op(
+        self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], out: SSAValue, properties: dict[str, Attribute]
+    ) -> Operation:
+        operands: list[SSAValue | None] = []
+        for name, _ in type(op).get_irdl_definition().operands:
+            value = out if name == "out" else getattr(op, name)
+            operands.append(chunks.get(value, value) if value is not None else None)
+        new = type(op).build(
+            operands=operands, result_types=[out.type], properties=properties, attributes=dict(op.attributes)
+        )
+        try:
+            new.verify()
+        except VerifyException as error:
+            raise op_error(op, f"cannot be computed one stream chunk at a time: {error}") from None
+        return self.builder.located(new)
+
+
+def _chunk_name(tensor: SSAValue) -> str | None:
+    return f"{tensor.name_hint}_i" if tensor.name_hint else None
+
+
+# --------------------------------------------------------------------------- #
+# The pass
+# --------------------------------------------------------------------------- #
+
+
+def programs(module: ModuleOp) -> Iterator[hir.ProgramOp]:
+    return (op for op in module.ops if isinstance(op, hir.ProgramOp))
+
+
+@dataclass(frozen=True)
+class StreamParallelType(ModulePass):
+    """Loops over stream chunks for stream-parallel host ops; see the module docstring.
+
+    `-p 'stream-parallel-type{bounded-intermediates=true}'` gives loop-local intermediates
+    per-iteration chunk buffers instead of full-size ones.
+    """
+
+    name = "stream-parallel-type"
+
+    bounded_intermediates: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in list(programs(op)):
+            check_program_inputs(program)
+            for loop in group(program.body.block):
+                _LoopBuilder(loop, self.bounded_intermediates).build()
