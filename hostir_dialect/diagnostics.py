@@ -73,9 +73,23 @@ class LocatingParser(Parser):
         self.line_offset = line_offset
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span.get_location()  # noqa: SLF001 -- where the op's text starts
-        op = super().parse_operation()
+        start_span = self._current_token.span  # noqa: SLF001 -- where the op's text starts
+        start = start_span.get_location()
+        try:
+            op = super().parse_operation()
+        except VerifyException as error:
+            # Custom formats check type constraints while parsing; locate that error too.
+            self.raise_error(str(error), start_span)
         op.location = FileLineColLoc(
             StringAttr(start.file), IntAttr(start.line + self.line_offset), IntAttr(start.col)
         )
         return op
+
+    def parse_module(self, allow_implicit_module: bool = True):
+        module = super().parse_module(allow_implicit_module)
+        if not isinstance(module.location, FileLineColLoc):
+            # An implicit module (its errors: symbol redefinitions) is where its text starts.
+            module.location = FileLineColLoc(
+                StringAttr(self.lexer.input.name), IntAttr(1 + self.line_offset), IntAttr(1)
+            )
+        return module

@@ -324,6 +324,8 @@ def _axis_problems(index: int, axis: Axis) -> Iterator[str]:
     if axis.is_broadcast and axis.extent != 1:
         yield f"{where} is a broadcast axis of extent {axis.extent}; broadcast axes have extent 1"
     if not axis.is_split:
+        if axis.pieces[0].extent != axis.extent:
+            yield f"{where}: its one loop axis has extent {_fmt(axis.pieces[0].extent)}, not the axis extent {_fmt(axis.extent)}"
         return
     *outer, inner = axis.pieces
     remaining = axis.extent
