@@ -1,0 +1,335 @@
+// RUN: HOSTIR_DIAGNOSTICS
+
+// Every verifier error of the hir dialect, located at the op that breaks the rule.
+
+
+// hir.alias_select: a view of one slice along a logical axis.
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op axis 2 is out of range for rank 2
+  %v = hir.alias_select %t[%i] axis 2 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, r4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op axis 1 is a reduction axis, which has no storage to select from
+  %v = hir.alias_select %t[%i] axis 1 : !fusion.tensor<f32[8, r4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op result extents [8] must be the input's without axis 0: [4]
+  %v = hir.alias_select %t[%i] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op result extents [8, 1] must be the input's without axis 1: [8]
+  %v = hir.alias_select %t[%i] axis 1 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op a view keeps the element type of its input
+  %v = hir.alias_select %t[%i] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<bf16[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: i64) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:28: error: operand is used with type index, but has been previously used or defined with type i64
+  %v = hir.alias_select %t[%i] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+
+// hir.extent
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[?, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.extent' op axis 2 is out of range for rank 2
+  %n = hir.extent %t axis 2 : !fusion.tensor<f32[?, 4]>
+  hir.return
+}
+// -----
+
+// hir.post_on_stream calls a fusion.func of this module with its signature.
+// CHECK: // {{-----}}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op @missing is not a fusion.func in this module
+  %r = hir.post_on_stream @missing(%a) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op @p is not a fusion.func in this module
+  %r = hir.post_on_stream @p(%a) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @u(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  %b = fusion.exp %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  fusion.return %b : !fusion.tensor<f32[8, 4]>
+}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op inputs do not match @u's signature: 2 given, 1 expected
+  %r = hir.post_on_stream @u(%a, %a) : (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @u(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  %b = fusion.exp %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  fusion.return %b : !fusion.tensor<f32[8, 4]>
+}
+hir.program @p(%a: !fusion.tensor<f32[4, 8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op input types do not match @u's signature
+  %r = hir.post_on_stream @u(%a) : (!fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @u(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  %b = fusion.exp %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  fusion.return %b : !fusion.tensor<f32[8, 4]>
+}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op results do not match @u's signature
+  %r = hir.post_on_stream @u(%a) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @u(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  %b = fusion.exp %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  fusion.return %b : !fusion.tensor<f32[8, 4]>
+}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op results do not match @u's signature
+  hir.post_on_stream @u(%a) : (!fusion.tensor<f32[8, 4]>) -> ()
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @u(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  %b = fusion.exp %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  fusion.return %b : !fusion.tensor<f32[8, 4]>
+}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>, %o: !fusion.tensor<f32[4, 8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op outs must be given for all results or none, with the result types
+  %r = hir.post_on_stream @u(%a) outs(%o : !fusion.tensor<f32[4, 8]>) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @u(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  %b = fusion.exp %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  fusion.return %b : !fusion.tensor<f32[8, 4]>
+}
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.post_on_stream' op outs must be given for all results or none, with the result types
+  %r = hir.post_on_stream @u(%a) outs(%a, %a : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]>) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+
+// Collectives: a non-empty team of distinct devices, a root iff the collective has one (in the team), a reduction kind iff it reduces.
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op team must not be empty
+  %w = hir.allgather %x -> %y team [] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op team [0, 1, 0] repeats a device
+  %w = hir.allgather %x -> %y team [0, 1, 0] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op hir.allgather takes no root
+  %w = hir.allgather %x -> %y team [0, 1] root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce takes no root
+  %w = hir.allreduce %x -> %x team [0, 1] root 0 op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.scatter' op hir.scatter needs root
+  %w = hir.scatter %y -> %x team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.gather' op hir.gather needs root
+  %w = hir.gather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.broadcast' op hir.broadcast needs root
+  %w = hir.broadcast %x -> %x team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.reduce' op hir.reduce needs root
+  %w = hir.reduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.send_recv' op hir.send_recv needs root
+  %w = hir.send_recv %x -> %x team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.scatter' op root 2 is not in team [0, 1]
+  %w = hir.scatter %y -> %x team [0, 1] root 2 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.reduce' op root 0 is not in team [2, 3]
+  %w = hir.reduce %x -> %x team [2, 3] root 0 op max : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce needs a reduction kind (op ...)
+  %w = hir.allreduce %x -> %x team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.reduce_scatter' op hir.reduce_scatter needs a reduction kind (op ...)
+  %w = hir.reduce_scatter %y -> %x team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.reduce' op hir.reduce needs a reduction kind (op ...)
+  %w = hir.reduce %x -> %x team [0, 1] root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op hir.allgather takes no reduction kind
+  %w = hir.allgather %x -> %y team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.all_to_all' op hir.all_to_all takes no reduction kind
+  %w = hir.all_to_all %y -> %y team [0, 1] op sum : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.broadcast' op hir.broadcast takes no reduction kind
+  %w = hir.broadcast %x -> %x team [0, 1] root 0 op max : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<bf16[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op input and output buffers have different element types
+  %w = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<bf16[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:46: error: Expected `sum`, `prod`, `max`, or `min`.
+  %w = hir.allreduce %x -> %x team [0, 1] op mean : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:51: error: Expected `nccl`, `gloo`, or `ucc`.
+  %w = hir.allgather %x -> %y team [0, 1] backend mpi : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+
+// Point-to-point and wait.
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %peer: i32) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:21: error: operand is used with type index, but has been previously used or defined with type i32
+  %w = hir.send %x, %peer : !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %s: !hir.stream) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:12: error: operand is used with type !hir.work, but has been previously used or defined with type !hir.stream
+  hir.wait %s
+  hir.return
+}
+// -----
+
+// Streams.
+// CHECK: // {{-----}}
+hir.program @p(%k: i64) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:19: error: operand is used with type index, but has been previously used or defined with type i64
+  %s = hir.stream %k
+  hir.return
+}
+// -----
+
+// hir.program / hir.return.
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:1: error: 'hir.program' op returned types (!fusion.tensor<f32[8, 4]>) do not match the declared results (!fusion.tensor<f32[4, 8]>)
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[4, 8]> {
+  hir.return %a : !fusion.tensor<f32[8, 4]>
+}
+// -----
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:1: error: 'hir.program' op returned types () do not match the declared results (!fusion.tensor<f32[8, 4]>)
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]> {
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:1: error: 'hir.program' op body must end with hir.return
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  %b = hir.allocate : !fusion.tensor<f32[8, 4]>
+}
+// -----
+// CHECK: // {{-----}}
+fusion.func @f() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.return' op 'hir.return' must be the last operation in its parent block
+  hir.return
+  fusion.return
+}
+// -----
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:1: error: 'hir.return' op 'hir.return' expects parent op 'hir.program'
+hir.return
