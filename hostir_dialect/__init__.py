@@ -1,0 +1,36 @@
+"""hostir's IR (the `fusion` and `hir` dialects, the tensor type) and its Python frontend.
+
+    from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType, DataType
+"""
+
+from .context import make_context, parse_module
+from .frontend import (
+    DataType,
+    DeviceMesh,
+    FusionDefinition,
+    FusionDefinitionError,
+    IterDomain,
+    ParallelType,
+    Scalar,
+    Tensor,
+)
+from .tensor_type import DYNAMIC, Axis, IterKind, Mesh, Piece, TensorType
+
+__all__ = [
+    "DYNAMIC",
+    "Axis",
+    "DataType",
+    "DeviceMesh",
+    "FusionDefinition",
+    "FusionDefinitionError",
+    "IterDomain",
+    "IterKind",
+    "Mesh",
+    "ParallelType",
+    "Piece",
+    "Scalar",
+    "Tensor",
+    "TensorType",
+    "make_context",
+    "parse_module",
+]

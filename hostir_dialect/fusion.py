@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     i1,
+    i64,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -317,7 +318,7 @@ class PermuteOp(ComputeOp):
     def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
         super().__init__(
             operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(I64, dims)},
+            properties={"dims": DenseArrayBase.from_list(i64, dims)},
         )
 
     def infer_axes(self) -> list[AxisShape]:
@@ -392,7 +393,7 @@ class BroadcastOp(ComputeOp):
     def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
         super().__init__(
             operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(I64, dims)},
+            properties={"dims": DenseArrayBase.from_list(i64, dims)},
         )
 
     def infer_axes(self) -> list[AxisShape]:
@@ -425,7 +426,7 @@ class SqueezeOp(ComputeOp):
     def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
         super().__init__(
             operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(I64, dims)},
+            properties={"dims": DenseArrayBase.from_list(i64, dims)},
         )
 
     def infer_axes(self) -> list[AxisShape]:
@@ -478,7 +479,7 @@ class ReduceOp(ComputeOp):
     def __init__(self, kind: ReduceKind, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
         super().__init__(
             operands=[input, out], result_types=[result_type],
-            properties={"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(I64, dims)},
+            properties={"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)},
         )
 
     def reduced_axes(self) -> list[int]:
@@ -607,9 +608,9 @@ class SliceOp(ComputeOp):
         super().__init__(
             operands=[input, out], result_types=[result_type],
             properties={
-                "starts": DenseArrayBase.from_list(I64, starts),
-                "stops": DenseArrayBase.from_list(I64, stops),
-                "steps": DenseArrayBase.from_list(I64, steps),
+                "starts": DenseArrayBase.from_list(i64, starts),
+                "stops": DenseArrayBase.from_list(i64, stops),
+                "steps": DenseArrayBase.from_list(i64, steps),
             },
         )
 

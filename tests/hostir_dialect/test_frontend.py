@@ -1,0 +1,538 @@
+"""The Python frontend: every op builds, verifies and round-trips; scheduling; errors."""
+
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from hostir_dialect import (
+    DataType,
+    DeviceMesh,
+    FusionDefinition,
+    FusionDefinitionError,
+    ParallelType,
+    TensorType,
+    parse_module,
+)
+from hostir_dialect import fusion
+from hostir_dialect.tensor_type import ParallelType as PT
+
+
+def build(body, *shapes, dtype="float32"):
+    """A fusion of inputs `shapes` whose single output is `body(fd, *inputs)`."""
+    with FusionDefinition() as fd:
+        inputs = [fd.define_tensor(s, dtype=dtype) for s in shapes]
+        out = body(fd, *inputs)
+        fd.add_output(out)
+    return fd, out
+
+
+def roundtrip(fd: FusionDefinition) -> str:
+    text = str(fd)
+    assert str(parse_module(text, "<frontend>")) == text
+    return text
+
+
+def result_type(fd: FusionDefinition) -> str:
+    return str(fd.to_module().body.block.first_op.function_type.outputs.data[0])
+
+
+# --------------------------------------------------------------------------- #
+# Every op
+# --------------------------------------------------------------------------- #
+
+OPS = {
+    "set": (lambda fd, a: fd.ops.set(a), [[8, 4]], "f32[8, 4]"),
+    "cast": (lambda fd, a: fd.ops.cast(a, DataType.BFloat16), [[8, 4]], "bf16[8, 4]"),
+    "sum": (lambda fd, a: fd.ops.sum(a, dims=[1]), [[8, 4]], "f32[8, r4]"),
+    "sum_all": (lambda fd, a: fd.ops.sum(a), [[8, 4]], "f32[r8, r4]"),
+    "sum_keepdim": (lambda fd, a: fd.ops.sum(a, dims=[0], keepdim=True), [[8, 4]], "f32[b1, 4]"),
+    "prod": (lambda fd, a: fd.ops.prod(a, dims=[-1]), [[8, 4]], "f32[8, r4]"),
+    "max": (lambda fd, a: fd.ops.max(a, dims=[0]), [[8, 4]], "f32[r8, 4]"),
+    "min": (lambda fd, a: fd.ops.min(a, dims=0), [[8, 4]], "f32[r8, 4]"),
+    "matmul": (lambda fd, a, b: fd.ops.matmul(a, b), [[8, 4], [4, 2]], "f32[8, 2, r4]"),
+    "matmul_batched": (lambda fd, a, b: fd.ops.matmul(a, b), [[3, 8, 4], [3, 4, 2]], "f32[3, 8, 2, r4]"),
+    "linear": (lambda fd, a, w: fd.ops.linear(a, w), [[8, 4], [3, 4]], "f32[8, 3, r4]"),
+    "linear_bias": (lambda fd, a, w, b: fd.ops.linear(a, w, bias=b), [[8, 4], [3, 4], [3]], "f32[8, 3, r4]"),
+    "broadcast": (lambda fd, a: fd.ops.broadcast(a, is_broadcast_dim=[True, False, False]), [[8, 4]], "f32[b1, 8, 4]"),
+    "broadcast_inner": (lambda fd, a: fd.ops.broadcast(a, [False, True, False]), [[8, 4]], "f32[8, b1, 4]"),
+    "permute": (lambda fd, a: fd.ops.permute(a, dims=[1, 0]), [[8, 4]], "f32[4, 8]"),
+    "reshape": (lambda fd, a: fd.ops.reshape(a, [32]), [[8, 4]], "f32[32]"),
+    "reshape_infer": (lambda fd, a: fd.ops.reshape(a, [2, -1]), [[8, 4]], "f32[2, 16]"),
+    "reshape_dynamic": (lambda fd, a: fd.ops.reshape(a, [-1]), [[-1, 4]], "f32[?]"),
+    "reshape_unit": (lambda fd, a: fd.ops.reshape(a, [8, -1, 4]), [[8, 4]], "f32[8, b1, 4]"),
+    "squeeze": (lambda fd, a: fd.ops.squeeze(a, dims=[0]), [[1, 8, 4]], "f32[8, 4]"),
+    "slice": (lambda fd, a: fd.ops.slice(a, [0, 1], [8, 4], [2, 1]), [[8, 4]], "f32[4, 3]"),
+    "slice_unit_strides": (lambda fd, a: fd.ops.slice(a, start_indices=[2, 0], end_indices=[6, 4]), [[8, 4]], "f32[4, 4]"),
+    "select": (lambda fd, a: fd.ops.select(a, 2, dim=0), [[8, 4]], "f32[4]"),
+    "select_scalar": (lambda fd, a: fd.ops.select(a, fd.define_scalar(3), 1), [[8, 4]], "f32[8]"),
+    "dynamic": (lambda fd, a: fd.ops.exp(a), [[-1, 4]], "f32[?, 4]"),
+    **{
+        f: ((lambda fd, a, f=f: getattr(fd.ops, f)(a)), [[8, 4]], "f32[8, 4]")
+        for f in fusion.UNARY_FUNCTIONS
+    },
+}
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_op_builds_verifies_and_roundtrips(name):
+    body, shapes, expected = OPS[name]
+    fd, _ = build(body, *shapes)
+    assert isinstance(fd.to_module(), ModuleOp)
+    assert result_type(fd) == f"!fusion.tensor<{expected}>"
+    roundtrip(fd)
+
+
+@pytest.mark.parametrize("function", fusion.BINARY_OPS)
+@pytest.mark.parametrize(
+    "operands",
+    [
+        lambda fd, a, b: (a, b),
+        lambda fd, a, b: (a, 2.5),
+        lambda fd, a, b: (3, a),
+        lambda fd, a, b: (a, fd.define_scalar(2.0, dtype="float32")),
+        lambda fd, a, b: (fd.ops.broadcast(fd.ops.sum(b, dims=[0]), [True, False]), a),
+    ],
+    ids=["tensors", "float", "int_lhs", "scalar", "broadcast"],
+)
+def test_binary_op(function, operands):
+    fd, out = build(lambda fd, a, b: getattr(fd.ops, function)(*operands(fd, a, b)), [8, 4], [8, 4])
+    element = "i1" if function in fusion.COMPARISON_FUNCTIONS else "f32"
+    assert result_type(fd) == f"!fusion.tensor<{element}[8, 4]>"
+    text = roundtrip(fd)
+    assert f"= fusion.{function} " in text
+
+
+def test_number_operands_become_constants_of_the_tensor_element_type():
+    fd, _ = build(lambda fd, a: fd.ops.mul(fd.ops.add(a, 1), True), [4], dtype=DataType.Int32)
+    text = roundtrip(fd)
+    assert "arith.constant 1 : i32" in text and "arith.constant -1 : i32" not in text
+    fd, _ = build(lambda fd, a: fd.ops.mul(a, 2), [4], dtype="bfloat16")
+    assert "arith.constant 2.000000e+00 : bf16" in roundtrip(fd)
+
+
+def everything() -> FusionDefinition:
+    """One fusion that uses every fusion op, with scheduling."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([8, 4])
+        b = fd.define_tensor([4, 2])
+        w = fd.define_tensor([3, 4])
+        bias = fd.define_tensor([3])
+        ops = [fd.ops.set(a), fd.ops.cast(a, "float16"), fd.ops.matmul(a, b), fd.ops.linear(a, w, bias)]
+        ops += [getattr(fd.ops, f)(a) for f in fusion.UNARY_FUNCTIONS]
+        ops += [getattr(fd.ops, f)(a, 2.0) for f in fusion.BINARY_OPS]
+        ops += [getattr(fd.ops, k)(a, dims=[1]) for k in ("sum", "prod", "max", "min")]
+        ops.append(fd.ops.squeeze(fd.ops.broadcast(a, [True, False, False]), [0]))
+        ops += [fd.ops.permute(a, [1, 0]), fd.ops.reshape(a, [32]), fd.ops.slice(a, [0, 0], [4, 4])]
+        ops.append(fd.ops.select(a, 1, 0))
+        for out in ops[:3]:
+            fd.add_output(out)
+    ops[0].set_device_mesh(DeviceMesh([0, 1]))
+    ops[0].outer_split(0, 2)
+    ops[0].axis(0).parallelize(ParallelType.DIDx)
+    ops[2].axis(0).parallelize(ParallelType.Stream)
+    return fd
+
+
+def test_every_fusion_op_is_reachable_from_fd_ops():
+    used = {op.name for op in everything().to_module().walk()}
+    assert {op.name for op in fusion.COMPUTE_OPS} <= used
+
+
+def test_hostir_opt_parses_the_printed_fusion_back_identically(tmp_path):
+    fd = everything()
+    path = tmp_path / "fusion.mlir"
+    path.write_text(str(fd))
+    result = subprocess.run(["hostir-opt", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip("\n") == str(fd)
+
+
+def test_values_are_named_as_nvfuser_names_them():
+    fd, _ = build(lambda fd, a: fd.ops.add(a, fd.define_scalar(1.0)), [4])
+    text = str(fd)
+    assert "fusion.func @fusion(%T0: " in text
+    assert "%S1 = arith.constant 1.000000e+00 : f64" in text
+    assert "%T2 = fusion.add %T0, %S1" in text
+
+
+def test_import_is_light():
+    code = "import sys, hostir_dialect; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --------------------------------------------------------------------------- #
+# Types and dtypes
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize(
+    "dtype, element",
+    [
+        ("float32", "f32"), ("float16", "f16"), ("bfloat16", "bf16"), ("float64", "f64"),
+        ("int32", "i32"), ("int64", "i64"), ("bool", "i1"), ("f32", "f32"),
+        (torch.float32, "f32"), (torch.half, "f16"), (torch.bfloat16, "bf16"), (torch.long, "i64"),
+        (torch.bool, "i1"), (DataType.Float, "f32"), (DataType.Half, "f16"), (DataType.BFloat16, "bf16"),
+        (DataType.Double, "f64"), (DataType.Int32, "i32"), (DataType.Int, "i64"), (DataType.Bool, "i1"),
+    ],
+)
+def test_dtypes(dtype, element):
+    fd, out = build(lambda fd, a: a, [2], dtype=dtype)
+    assert str(out.type) == f"!fusion.tensor<{element}[2]>"
+    roundtrip(fd)
+
+
+def test_cast_accepts_every_dtype_spelling():
+    fd, out = build(lambda fd, a: fd.ops.cast(a, torch.int32), [2])
+    assert out.dtype == DataType.Int32
+    roundtrip(fd)
+
+
+@pytest.mark.parametrize(
+    "value, dtype, text",
+    [
+        (True, None, "arith.constant true"),
+        (3, None, "arith.constant 3 : i64"),
+        (0.5, None, "arith.constant 5.000000e-01 : f64"),
+        (2, "float16", "arith.constant 2.000000e+00 : f16"),
+        (7, DataType.Int32, "arith.constant 7 : i32"),
+    ],
+)
+def test_define_scalar(value, dtype, text):
+    fd, _ = build(lambda fd, a: fd.ops.add(a, fd.define_scalar(value, dtype)), [2])
+    assert text in roundtrip(fd)
+
+
+def test_shape_ndim_and_kinds_follow_the_dialect_rules():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([1, 8, 4])
+        out = fd.ops.sum(a, dims=[1])
+    assert str(a.type) == "!fusion.tensor<f32[b1, 8, 4]>"  # extent 1 is a broadcast axis, as in nvFuser
+    assert str(out.type) == "!fusion.tensor<f32[b1, r8, 4]>"
+    assert out.shape == (1, 4) and out.ndim == 2  # reduction axes are not part of the value
+    assert [d.is_reduction for d in out.loop_domain] == [False, True, False]
+    assert out.dtype == DataType.Float
+
+
+# --------------------------------------------------------------------------- #
+# Scheduling
+# --------------------------------------------------------------------------- #
+
+
+def emitted_types(fd: FusionDefinition) -> dict[str, TensorType]:
+    module = fd.to_module()
+    func = module.body.block.first_op
+    values = list(func.args) + [op.results[0] for op in func.body.block.ops if op.results]
+    return {v.name_hint: v.type for v in values if isinstance(v.type, TensorType)}
+
+
+def test_stream_parallel():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [8, 64])
+    out.axis(0).parallelize(ParallelType.Stream)
+    types = emitted_types(fd)
+    assert str(types["T1"]) == "!fusion.tensor<f32[8 stream, 64]>"
+    assert types["T1"].data.stream_axis() == 0
+    assert types["T1"].data.local_shape(0) == (8, 64)  # a stream axis is allocated in full by default
+    roundtrip(fd)
+
+
+def test_didx_on_a_logical_axis_of_extent_d():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [2, 64])
+    out.set_device_mesh(DeviceMesh([0, 1]))
+    out.axis(0).parallelize(ParallelType.DIDx)
+    t = emitted_types(fd)["T1"]
+    assert str(t) == "!fusion.tensor<f32[2 didx, 64], mesh=[0, 1]>"
+    assert t.data.local_shape(1) == (1, 64)
+    assert t.data.local_shape(2) is None  # not in the mesh: no buffer
+    roundtrip(fd)
+
+
+def test_outer_split_then_didx():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [64, 8])
+    out.set_device_mesh(DeviceMesh([0, 1, 2, 3]))
+    out.outer_split(0, 4)
+    out.axis(0).parallelize(ParallelType.DIDx)
+    assert [d.extent for d in out.loop_domain] == [4, 16, 8]
+    t = emitted_types(fd)["T1"]
+    assert str(t) == "!fusion.tensor<f32[64(4 didx, 16), 8], mesh=[0, 1, 2, 3]>"
+    assert t.data.local_shape(3) == (16, 8)
+    roundtrip(fd)
+
+
+def test_outer_split_of_an_inner_axis_and_a_dynamic_axis():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [-1, 8])
+    out.outer_split(1, 2)
+    out.outer_split(0, 4)
+    out.axis(0).parallelize(ParallelType.Stream)
+    assert str(out.type) == "!fusion.tensor<f32[?(4 stream, ?), 8(2, 4)]>"
+    roundtrip(fd)
+
+
+def test_nested_splits_give_the_pieces_chain():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [64])
+    out.outer_split(0, 2)  # [2, 32]
+    out.outer_split(1, 4)  # [2, 4, 8]
+    out.outer_split(0, 2)  # [2, 1, 4, 8]
+    assert [p.extent for p in out.type.axes[0].pieces] == [2, 1, 4, 8]
+    assert str(out.type) == "!fusion.tensor<f32[64(2, 1, 4, 8)]>"
+    roundtrip(fd)
+
+
+def test_2d_mesh_didy_and_didx():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [2, 4, 8])
+    out.set_device_mesh(DeviceMesh([[0, 1], [2, 3]]))
+    out.axis(0).parallelize(ParallelType.DIDy)
+    out.outer_split(1, 2)
+    out.axis(1).parallelize(ParallelType.DIDx)
+    t = emitted_types(fd)["T1"]
+    assert str(t) == "!fusion.tensor<f32[2 didy, 4(2 didx, 2), 8], mesh=[[0, 1], [2, 3]]>"
+    assert t.data.local_shape(3) == (1, 2, 8)
+    assert t.mesh.slice(3, PT.DIDX) == (2, 3)
+    roundtrip(fd)
+
+
+def test_reduction_axis_can_be_sharded_and_inputs_scheduled():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([8, 4])
+        out = fd.ops.matmul(a, fd.define_tensor([4, 2]))
+        fd.add_output(out)
+    for t in (a, out):
+        t.set_device_mesh(DeviceMesh([0, 1]))
+    a.outer_split(1, 2)
+    a.axis(1).parallelize(ParallelType.DIDx)
+    out.outer_split(2, 2)  # the reduction axis rK
+    out.axis(2).parallelize(ParallelType.DIDx)
+    types = emitted_types(fd)
+    assert str(types["T0"]) == "!fusion.tensor<f32[8, 4(2 didx, 2)], mesh=[0, 1]>"
+    assert str(types["T2"]) == "!fusion.tensor<f32[8, 2, r4(2 didx, 2)], mesh=[0, 1]>"
+    assert types["T2"].data.local_shape(0) == (8, 2)
+    roundtrip(fd)
+
+
+def test_allocation_order():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [8, 4])
+    out.set_allocation_order([1, 0])
+    t = emitted_types(fd)["T1"]
+    assert str(t) == "!fusion.tensor<f32[8, 4], alloc=[1, 0]>"
+    assert t.data.local_shape(0) == (4, 8)
+    roundtrip(fd)
+
+
+def test_nvfuser_spellings_of_parallel_types():
+    assert ParallelType.DIDx is ParallelType.mesh_x is PT.DIDX
+    assert ParallelType.Stream is ParallelType.stream is PT.STREAM
+    fd, out = build(lambda fd, a: fd.ops.set(a), [8])
+    out.axis(0).parallelize(ParallelType.Stream)
+    out.axis(0).parallelize(ParallelType.Serial)  # undo
+    assert str(out.type) == "!fusion.tensor<f32[8]>"
+
+
+def test_device_mesh():
+    assert DeviceMesh([[0, 1], [2, 3]]).shape == (2, 2)
+    assert DeviceMesh([0, 1]) == DeviceMesh([0, 1]) != DeviceMesh([1, 0])
+    assert DeviceMesh([3, 1]).device_ids == [3, 1] and repr(DeviceMesh([0, 1])) == "DeviceMesh([0, 1])"
+
+
+# --------------------------------------------------------------------------- #
+# Errors
+# --------------------------------------------------------------------------- #
+
+
+def raises(message: str):
+    return pytest.raises(FusionDefinitionError, match=re.escape(message))
+
+
+def test_definition_errors():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([8, 4])
+        b = fd.define_tensor([8, 5])
+        with raises("fd.ops.add: fusion.add axis 1: extents 4 and 5 are not broadcast-compatible"):
+            fd.ops.add(a, b)
+        with raises("fd.ops.matmul: inner dimensions do not match"):
+            fd.ops.matmul(a, a)
+        with raises("fd.ops.sum: reduction axis 2 is out of range for rank 2"):
+            fd.ops.sum(a, dims=[2])
+        with raises("fd.ops.permute: dims [0, 0] is not a permutation of 2 axes"):
+            fd.ops.permute(a, [0, 0])
+        with raises("fd.ops.reshape: cannot reshape [8, 4] (32 elements) to [5, 6] (30 elements)"):
+            fd.ops.reshape(a, [5, 6])
+        with raises("fd.ops.squeeze: cannot squeeze axis 0 of extent 8"):
+            fd.ops.squeeze(a, [0])
+        with raises("fd.ops.slice: axis 1: slice [0, 9) is out of bounds for extent 4"):
+            fd.ops.slice(a, [0, 0], [8, 9])
+        with raises("fd.ops.select: index 8 is out of range for axis 0 of extent 8"):
+            fd.ops.select(a, 8, 0)
+        with raises("fd.ops.select: index S2 must be an integer scalar, not float64"):
+            fd.ops.select(a, fd.define_scalar(1.5), 0)
+        with raises("fd.ops.broadcast: is_broadcast_dim needs one bool per output axis with exactly 2 False"):
+            fd.ops.broadcast(a, [True, False])
+        with raises("fd.ops.add: at least one operand must be a Tensor"):
+            fd.ops.add(1, 2)
+        with raises("fd.ops.add: operand 'x' is neither a Tensor, a Scalar nor a number"):
+            fd.ops.add(a, "x")
+        with raises("fd.ops.relu: expected a Tensor of this FusionDefinition, got 3"):
+            fd.ops.relu(3)
+        with raises("fd.ops.linear: bias must have shape [3] (N)"):
+            fd.ops.linear(a, fd.define_tensor([3, 4]), fd.define_tensor([4]))
+        with raises("fd.ops.add: 0.5 is not a valid int32 value"):
+            fd.ops.add(fd.define_tensor([2], dtype="int32"), 0.5)
+        with raises("fd.ops.add: tensor operands have different element types"):
+            fd.ops.add(a, fd.define_tensor([8, 4], dtype="float16"))
+
+
+def test_a_rejected_op_records_nothing():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([8, 4])
+        with raises("fd.ops.select: select dim 5 is out of range for rank 2"):
+            fd.ops.select(a, 1, 5)
+        with raises("fd.ops.select: index 9 is out of range"):
+            fd.ops.select(a, 9, 0)
+        out = fd.ops.mul(a, 3.0)
+        fd.add_output(out)
+    text = roundtrip(fd)
+    assert text.count("arith.constant") == 1
+    assert "%S1 = arith.constant 3.000000e+00 : f32" in text and "%T2 = fusion.mul %T0, %S1" in text
+
+
+def test_type_of_an_incompletely_scheduled_tensor_is_an_error():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [2, 8])
+    out.axis(0).parallelize(ParallelType.DIDx)
+    with raises("T1: didx axis on a tensor without a device mesh"):
+        out.type
+    out.set_device_mesh(DeviceMesh([0, 1]))
+    assert out.type.data.local_shape(0) == (1, 8)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda fd: fd.define_tensor([2], dtype="complex64"), "unsupported dtype 'complex64'; use one of float64, float32"),
+        (lambda fd: fd.define_tensor([2], dtype=torch.complex64), "unsupported dtype torch.complex64"),
+        (lambda fd: fd.define_tensor([2, -3]), "define_tensor: shape must be a list of extents >= 0 (or -1 for dynamic)"),
+        (lambda fd: fd.define_tensor("ab"), "define_tensor: shape must be a list of extents"),
+        (lambda fd: fd.define_scalar("x"), "define_scalar: unsupported value 'x'"),
+        (lambda fd: fd.define_scalar(2, dtype="bool"), "define_scalar: 2 is not a valid bool value"),
+        (lambda fd: fd.define_scalar(2**40, dtype="int32"), "out of range for type i32"),
+        (lambda fd: fd.ops.cast(fd.define_tensor([2]), "float8"), "unsupported dtype 'float8'"),
+        (lambda fd: fd.ops.sum(fd.define_tensor([2]), dims=[0.5]), "fd.ops.sum: dims must be an int or a list of ints, got [0.5]"),
+        (lambda fd: fd.ops.slice(fd.define_tensor([2]), [0], "x"), "fd.ops.slice: end_indices must be an int or a list of ints"),
+        (lambda fd: fd.ops.select(fd.define_tensor([2]), 0.0, 0), "fd.ops.select: index must be an int or an integer Scalar, got 0.0"),
+    ],
+)
+def test_bad_arguments(call, message):
+    with FusionDefinition() as fd:
+        with raises(message):
+            call(fd)
+
+
+def test_lifecycle_errors():
+    fd = FusionDefinition()
+    with raises("define_tensor: define the fusion inside `with FusionDefinition() as fd:`"):
+        fd.define_tensor([2])
+    with fd:
+        a = fd.define_tensor([2])
+    with raises("fd.ops.neg: this FusionDefinition is closed"):
+        fd.ops.neg(a)
+    with raises("add_output: this FusionDefinition is closed"):
+        fd.add_output(a)
+    with raises("a FusionDefinition can be entered only once"):
+        with fd:
+            pass
+    with FusionDefinition() as other:
+        with raises("fd.ops.neg: T0 belongs to another FusionDefinition"):
+            other.ops.neg(a)
+        with raises("fd.ops.add: T0 belongs to another FusionDefinition"):
+            other.ops.add(other.define_tensor([2]), a)
+        with raises("add_output: T0 belongs to another FusionDefinition"):
+            other.add_output(a)
+        with raises("add_output: expected a Tensor of this FusionDefinition, got S1: 1 : int64"):
+            other.add_output(other.define_scalar(1))
+
+
+def test_scheduling_errors():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [8, 6])
+    with raises("T1: axis 2 is out of range for a loop domain of 2 axes"):
+        out.axis(2)
+    with raises("T1: outer_split axis 5 is out of range"):
+        out.outer_split(5, 2)
+    with raises("T1.outer_split: factor 4 does not divide extent 6 of loop axis 1"):
+        out.outer_split(1, 4)
+    with raises("T1.outer_split: factor must be a positive int, got 0"):
+        out.outer_split(0, 0)
+    with raises("unknown parallel type 'gpu'; use ParallelType.Serial, Stream, DIDx or DIDy"):
+        out.axis(0).parallelize("gpu")
+    with raises("T1.set_device_mesh expects a DeviceMesh, got [0, 1]"):
+        out.set_device_mesh([0, 1])
+    with raises("T1.set_allocation_order: [0, 0] is not a permutation of its 2 logical axes"):
+        out.set_allocation_order([0, 0])
+    out.axis(0).parallelize(ParallelType.Stream)
+    with raises("T1: loop axis 0 is already parallelized on stream; a tensor has at most one stream axis"):
+        out.axis(1).parallelize(ParallelType.Stream)
+    with raises("T1.outer_split: loop axis 0 is parallelized on stream; split before parallelizing"):
+        out.outer_split(0, 2)
+    stale = out.axis(1)
+    out.outer_split(1, 2)
+    with raises("T1: this axis is no longer in the loop domain (it was split)"):
+        stale.parallelize(ParallelType.DIDx)
+
+
+@pytest.mark.parametrize(
+    "mesh, message",
+    [
+        ([[0, 1], [2]], "2-D device mesh rows must have equal lengths"),
+        ([0, 0], "duplicate device ids in mesh [0, 0]"),
+        ([-1], "negative device id"),
+        ([], "device mesh is empty"),
+    ],
+)
+def test_bad_device_mesh(mesh, message):
+    with raises(message):
+        DeviceMesh(mesh)
+
+
+@pytest.mark.parametrize(
+    "schedule, message",
+    [
+        (lambda t: t.axis(0).parallelize(ParallelType.DIDx), "T1: didx axis on a tensor without a device mesh; call T1.set_device_mesh(DeviceMesh([...])) first"),
+        (lambda t: (t.set_device_mesh(DeviceMesh([0, 1])), t.axis(0).parallelize(ParallelType.DIDx)), "didx axis of extent 4 does not match the 2 devices of mesh [0, 1]"),
+        (lambda t: (t.set_device_mesh(DeviceMesh([0, 1])), t.axis(0).parallelize(ParallelType.DIDy)), "didy axis but mesh [0, 1] has no such axis"),
+    ],
+)
+def test_schedule_errors_are_reported_when_emitting(schedule, message):
+    fd, out = build(lambda fd, a: fd.ops.set(a), [4, 8])
+    schedule(out)
+    with raises(message):
+        fd.to_module()
+    with raises(message):
+        str(fd)
+
+
+# --------------------------------------------------------------------------- #
+# Lowering and execution entry points
+# --------------------------------------------------------------------------- #
+
+
+def test_lower_and_execute_wait_for_their_issues(monkeypatch):
+    monkeypatch.setitem(sys.modules, "passes", types.ModuleType("passes"))
+    fd, _ = build(lambda fd, a: fd.ops.set(a), [2])
+    with pytest.raises(NotImplementedError, match="lands with the lowering/runtime issue"):
+        fd.lower()
+    with pytest.raises(NotImplementedError, match="lands with the lowering/runtime issue"):
+        fd.execute([torch.zeros(2)])
+
+
+def test_lower_and_execute_delegate_to_passes_and_runtime(monkeypatch):
+    passes, runtime = types.ModuleType("passes"), types.ModuleType("runtime")
+    passes.lower = lambda module: ("host", module)
+    runtime.execute = lambda program, inputs, **options: [program, inputs, options]
+    monkeypatch.setitem(sys.modules, "passes", passes)
+    monkeypatch.setitem(sys.modules, "runtime", runtime)
+    fd, _ = build(lambda fd, a: fd.ops.set(a), [2])
+    host, module = fd.lower()
+    assert host == "host" and str(module) == str(fd)
+    program, inputs, options = fd.execute((1,), rank=1, world_size=2)
+    assert program[0] == "host" and inputs == [1] and options == {"rank": 1, "world_size": 2}
