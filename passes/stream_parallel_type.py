@@ -64,7 +64,7 @@ from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 SLICEABLE_OPS: tuple[type[Operation], ...] = (
-    fusion.SetOp, fusion.CastOp, fusion.UnaryComputeOp, fusion.BinaryComputeOp,
+    fusion.SetOp, fusion.CastOp, *fusion.UNARY_OPS.values(), fusion.BinaryComputeOp,
     fusion.MatmulOp, fusion.LinearOp, fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp,
 )
 """Compute ops whose chunk is the same op on sliced operands: their only axis attributes

@@ -205,3 +205,96 @@ hir.program @matmul_n(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2
 // CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 1 : !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[4]>
 // CHECK-NEXT:      %c_i = hir.alias_select %c[%{{.*}}] axis 1 : !fusion.tensor<f32[8, 2 stream, r4]> -> !fusion.tensor<f32[8, r4]>
 // CHECK-NEXT:      fusion.matmul %a, %b_i into %c_i : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8, r4]>
+
+// -----
+
+// A dynamic stream extent: the trip count is read from the operand that provides it.
+hir.program @dynamic(%a: !fusion.tensor<f32[?, 8]>) -> !fusion.tensor<f32[? stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[?, 8]> -> !fusion.tensor<f32[? stream, 8]>
+  hir.return %b : !fusion.tensor<f32[? stream, 8]>
+}
+// CHECK-LABEL: hir.program @dynamic
+// CHECK:         %extent = hir.extent %a axis 0 : !fusion.tensor<f32[?, 8]>
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[? stream, 8]>
+// CHECK:         scf.for %i = %c0 to %extent step %c1 {
+
+// -----
+
+// Scalar ops between two stream ops do not end the loop: they move in front of it.
+hir.program @scalar_between(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  %two = arith.constant 2.0 : f32
+  %c = fusion.mul %b, %two : !fusion.tensor<f32[4 stream, 8]>, f32 -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @scalar_between
+// CHECK-NEXT:    %two = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:    %c0 = arith.constant 0 : index
+// CHECK:         %b = hir.allocate
+// CHECK-NEXT:    %c = hir.allocate
+// CHECK:         fusion.set %a_i into %b_i
+// CHECK-NEXT:    %c_i = hir.alias_select %c
+// CHECK-NEXT:    fusion.mul %b_i, %two into %c_i
+// CHECK-NOT:     scf.for
+
+// -----
+
+// A broadcast operand axis maps to the stream axis: it is selected too (the runtime
+// reads index 0 of a broadcast axis); an operand without a mapped axis is passed whole.
+hir.program @broadcast_operand(%a: !fusion.tensor<f32[4, 8]>, %b: !fusion.tensor<f32[b1, 8]>, %c: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %d = fusion.add %a, %b : !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[b1, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %d : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @broadcast_operand
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 0 : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[b1, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      %d_i = hir.alias_select %d
+// CHECK-NEXT:      fusion.add %a_i, %b_i into %d_i
+
+// -----
+
+// An op that would read, in one iteration, chunks other iterations write (%b is made
+// along axis 0 but %c reads it along axis 1) starts a new loop, after the first one
+// finished, and reads the whole buffer. nvFuser would merge them (its stream IDs map).
+hir.program @transposed_reader(%a: !fusion.tensor<f32[4, 4]>) -> !fusion.tensor<f32[4, 4 stream]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 4]> -> !fusion.tensor<f32[4 stream, 4]>
+  %c = fusion.set %b : !fusion.tensor<f32[4 stream, 4]> -> !fusion.tensor<f32[4, 4 stream]>
+  hir.return %c : !fusion.tensor<f32[4, 4 stream]>
+}
+// CHECK-LABEL: hir.program @transposed_reader
+// CHECK:         %b = hir.allocate
+// CHECK-NEXT:    hir.get_current_stream
+// CHECK:         fusion.set %a_i into %b_i
+// CHECK:         %c = hir.allocate
+// CHECK-NEXT:    hir.get_current_stream
+// CHECK:         %b_i{{.*}} = hir.alias_select %b[%{{.*}}] axis 1
+// CHECK-NEXT:    %c_i = hir.alias_select %c[%{{.*}}] axis 1
+
+// -----
+
+// Unrelated stream ops (no tensor in common, as in nvFuser's IdModel) get separate loops.
+hir.program @unrelated(%a: !fusion.tensor<f32[4, 8]>, %b: !fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4 stream, 8]>) {
+  %c = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  %d = fusion.set %b : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c, %d : !fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @unrelated
+// CHECK-COUNT-4: scf.for
+// CHECK-NOT:     scf.for
+
+// -----
+
+// Slice and select chunks: their per-axis attributes lose the sliced axis; sharded
+// tensors keep their mesh and device axes in the chunk types.
+hir.program @slice_select(%a: !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]>) -> (!fusion.tensor<f32[4 stream, 2 didx, 4], mesh=[0, 1]>, !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>) {
+  %b = fusion.slice %a starts [0, 0, 2] stops [4, 2, 6] steps [1, 1, 1] : !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2 didx, 4], mesh=[0, 1]>
+  %k = arith.constant 1 : index
+  %c = fusion.select %b[%k] dim 2 : !fusion.tensor<f32[4 stream, 2 didx, 4], mesh=[0, 1]>, index -> !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>
+  hir.return %b, %c : !fusion.tensor<f32[4 stream, 2 didx, 4], mesh=[0, 1]>, !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>
+}
+// CHECK-LABEL: hir.program @slice_select
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 0 : !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b
+// CHECK-NEXT:      fusion.slice %a_i starts [0, 2] stops [2, 6] steps [1, 1] into %b_i : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+// CHECK-NEXT:      %c_i = hir.alias_select %c
+// CHECK-NEXT:      fusion.select %b_i[%k] dim 1 into %c_i : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, index -> !fusion.tensor<f32[2 didx], mesh=[0, 1]>

@@ -89,3 +89,12 @@ hir.program @linear_n(%x: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[2, 4
   %y = fusion.linear %x, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[2, 4]> -> !fusion.tensor<f32[8, 2 stream, r4]>
   hir.return %y : !fusion.tensor<f32[8, 2 stream, r4]>
 }
+
+// -----
+
+// A reshape has no one-to-one axis map: its chunks are not reshapes of chunks.
+hir.program @reshape(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[32 stream]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.reshape' op stream parallel type not supported for this op
+  %b = fusion.reshape %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[32 stream]>
+  hir.return %b : !fusion.tensor<f32[32 stream]>
+}
