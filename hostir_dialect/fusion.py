@@ -153,7 +153,10 @@ class ComputeOp(IRDLOperation):
     traits = traits_def(WritesDestination())
 
     def tensor_inputs(self) -> list[SSAValue]:
-        return [o for o in self.operands if o is not self.out and isinstance(o.type, TensorType)]
+        # The destination is the last operand; compare positions, not values, since an
+        # in-place op (`fusion.neg %x into %x`) has its input as destination too.
+        inputs = self.operands[:-1] if self.out is not None else self.operands
+        return [o for o in inputs if isinstance(o.type, TensorType)]
 
     def infer_axes(self) -> list[AxisShape]:
         raise NotImplementedError

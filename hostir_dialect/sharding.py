@@ -54,11 +54,19 @@ def have_different_shardings(
         c = placement(consumer, parallel, include_reduction=True)
         if p is None and c is None:
             continue
+        if p is None and not _comes_from_producer_axis(producer, c.axis, axis_map):
+            continue  # a new or broadcast axis: every device already has what its shard needs
         if p is None or c is None:
             return True
         if axis_map.get(p.axis) != c.axis or p.outer_factors != c.outer_factors:
             return True
     return False
+
+
+def _comes_from_producer_axis(producer: TensorType, consumer_axis: int, axis_map: dict[int, int]) -> bool:
+    """Is the consumer axis the image of a non-broadcast producer axis? (nvFuser leaves
+    broadcast axes out of the pairwise map.)"""
+    return any(target == consumer_axis and not producer.axes[source].is_broadcast for source, target in axis_map.items())
 
 
 def reduces_sharded_axis(op: Operation) -> bool:

@@ -1,0 +1,140 @@
+// RUN: hostir-opt %s --split-input-file -p decompose-reshardings | filecheck %s
+
+// rFactor of a reduction over a split device axis: a local view exposing the device
+// axis, a local partial sum, then a reduction of the device axis alone (an Allreduce).
+// The returned value's type changes, and the signature with it.
+// CHECK-LABEL: fusion.func @rfactor_reduce(%x: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r2], mesh=[0, 1]> {
+// CHECK-NEXT:    %0 = fusion.reshape %x : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2 didx, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.reduce sum %0 dims [2] : !fusion.tensor<f32[4, 2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2 didx, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce sum %1 dims [1] : !fusion.tensor<f32[4, 2 didx, r4], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %c : !fusion.tensor<f32[4, r2], mesh=[0, 1]>
+fusion.func @rfactor_reduce(%x: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r8(2 didx, 4)], mesh=[0, 1]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, r8(2 didx, 4)], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4, r8(2 didx, 4)], mesh=[0, 1]>
+}
+
+// -----
+
+// A whole device axis reduced with another axis: no reshape; the kind is kept.
+// CHECK-LABEL: fusion.func @rfactor_whole_axis
+// CHECK-NEXT:    %0 = fusion.reduce max %x dims [2] : !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce max %0 dims [0] : !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %d = fusion.neg %c : !fusion.tensor<f32[r2, 4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
+fusion.func @rfactor_whole_axis(%x: !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[4], mesh=[0, 1]> {
+  %c = fusion.reduce max %x dims [0, 2] : !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 4, r8], mesh=[0, 1]>
+  %d = fusion.neg %c : !fusion.tensor<f32[r2, 4, r8], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
+  fusion.return %d : !fusion.tensor<f32[4], mesh=[0, 1]>
+}
+
+// -----
+
+// The result sharded on another axis: the final reduction is a ReduceScatter.
+// CHECK-LABEL: fusion.func @rfactor_reduce_scatter
+// CHECK-NEXT:    %0 = fusion.reshape %x : {{.*}} -> !fusion.tensor<f32[8, 2 didx, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.reduce sum %0 dims [2] : {{.*}} -> !fusion.tensor<f32[8, 2 didx, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce sum %1 dims [1] : {{.*}} -> !fusion.tensor<f32[8(2 didx, 4), r2], mesh=[0, 1]>
+fusion.func @rfactor_reduce_scatter(%x: !fusion.tensor<f32[8, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[8(2 didx, 4), r8], mesh=[0, 1]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[8, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4), r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[8(2 didx, 4), r8], mesh=[0, 1]>
+}
+
+// -----
+
+// Already one communication (reduction of a whole device axis, alone): unchanged.
+// CHECK-LABEL: fusion.func @allreduce_unchanged
+// CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %c
+fusion.func @allreduce_unchanged(%x: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r2], mesh=[0, 1]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4, r2], mesh=[0, 1]>
+}
+
+// -----
+
+// K-sharded matmul: batched local matmul over the device axis, then a sum over it.
+// The consumer still sees [4, 16].
+// CHECK-LABEL: fusion.func @rfactor_matmul
+// CHECK-NEXT:    %0 = fusion.reshape %a : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2 didx, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.permute %0 dims [1, 0, 2] : !fusion.tensor<f32[4, 2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %2 = fusion.reshape %b : !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %3 = fusion.matmul %1, %2 : !fusion.tensor<f32[2 didx, 4, 4], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, 16], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, 16, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce sum %3 dims [0] : !fusion.tensor<f32[2 didx, 4, 16, r4], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 4, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %d = fusion.relu %c : !fusion.tensor<f32[r2, 4, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16], mesh=[0, 1]>
+fusion.func @rfactor_matmul(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 16], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]>
+  %d = fusion.relu %c : !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16], mesh=[0, 1]>
+  fusion.return %d : !fusion.tensor<f32[4, 16], mesh=[0, 1]>
+}
+
+// -----
+
+// Row-parallel linear with a bias: the weight is transposed, the input's batch axes
+// meet a broadcast weight, and the bias is added after the reduction across devices.
+// CHECK-LABEL: fusion.func @linear_bias(
+// CHECK-SAME:    -> !fusion.tensor<f32[3, 4, 16], mesh=[0, 1]> {
+// CHECK-NEXT:    %0 = fusion.permute %w dims [1, 0] : !fusion.tensor<f32[16, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.reshape %x : {{.*}} -> !fusion.tensor<f32[3, 4, 2 didx, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %2 = fusion.permute %1 dims [2, 0, 1, 3] : {{.*}} -> !fusion.tensor<f32[2 didx, 3, 4, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %3 = fusion.reshape %0 : {{.*}} -> !fusion.tensor<f32[2 didx, 4, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %4 = fusion.broadcast %3 dims [1] : {{.*}} -> !fusion.tensor<f32[2 didx, b1, 4, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %5 = fusion.matmul %2, %4 : {{.*}} -> !fusion.tensor<f32[2 didx, 3, 4, 16, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %6 = fusion.reduce sum %5 dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 3, 4, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %7 = fusion.broadcast %bias dims [0, 1] : !fusion.tensor<f32[16], mesh=[0, 1]> -> !fusion.tensor<f32[b1, b1, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %y = fusion.add %6, %7 : !fusion.tensor<f32[r2, 3, 4, 16], mesh=[0, 1]>, !fusion.tensor<f32[b1, b1, 16], mesh=[0, 1]> -> !fusion.tensor<f32[3, 4, 16], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %y : !fusion.tensor<f32[3, 4, 16], mesh=[0, 1]>
+fusion.func @linear_bias(%x: !fusion.tensor<f32[3, 4, 8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[16, 8(2 didx, 4)], mesh=[0, 1]>, %bias: !fusion.tensor<f32[16], mesh=[0, 1]>) -> !fusion.tensor<f32[3, 4, 16, r8(2 didx, 4)], mesh=[0, 1]> {
+  %y = fusion.linear %x, %w bias %bias : !fusion.tensor<f32[3, 4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[16, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[16], mesh=[0, 1]> -> !fusion.tensor<f32[3, 4, 16, r8(2 didx, 4)], mesh=[0, 1]>
+  fusion.return %y : !fusion.tensor<f32[3, 4, 16, r8(2 didx, 4)], mesh=[0, 1]>
+}
+
+// -----
+
+// AG_before_Matmul (MultiDeviceStreamParallelTypeTest, reference §3.4): a set in front
+// of the matmul gathers A; it takes the matmul's Stream axis, so the Allgather lands
+// in the stream loop. The replicated B needs nothing.
+// CHECK-LABEL: fusion.func @ag_before_matmul
+// CHECK-NEXT:    %0 = fusion.set %a : !fusion.tensor<f32[4, 2 didx, 8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2, 8, 16], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.matmul %0, %b : !fusion.tensor<f32[4 stream, 2, 8, 16], mesh=[0, 1]>, !fusion.tensor<f32[16, 32], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2, 8, 32, r16], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %c
+fusion.func @ag_before_matmul(%a: !fusion.tensor<f32[4, 2 didx, 8, 16], mesh=[0, 1]>, %b: !fusion.tensor<f32[16, 32], mesh=[0, 1]>) -> !fusion.tensor<f32[4 stream, 2, 8, 32, r16], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 2 didx, 8, 16], mesh=[0, 1]>, !fusion.tensor<f32[16, 32], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2, 8, 32, r16], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4 stream, 2, 8, 32, r16], mesh=[0, 1]>
+}
+
+// -----
+
+// Several inputs: one set per input whose sharding differs from the result's.
+// CHECK-LABEL: fusion.func @binary_one_set
+// CHECK-NEXT:    %0 = fusion.set %a : !fusion.tensor<f32[8(2 didx, 4), 4], mesh=[0, 1]> -> !fusion.tensor<f32[8, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.add %0, %b : !fusion.tensor<f32[8, 4], mesh=[0, 1]>, !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[8, 4], mesh=[0, 1]>
+fusion.func @binary_one_set(%a: !fusion.tensor<f32[8(2 didx, 4), 4], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 4], mesh=[0, 1]>) -> !fusion.tensor<f32[8, 4], mesh=[0, 1]> {
+  %c = fusion.add %a, %b : !fusion.tensor<f32[8(2 didx, 4), 4], mesh=[0, 1]>, !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[8, 4], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[8, 4], mesh=[0, 1]>
+}
+
+// -----
+
+// A reduction of an unsharded axis of a sharded input gathers first, then reduces locally.
+// CHECK-LABEL: fusion.func @reduce_after_gather
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[8(2 didx, 4), 8], mesh=[0, 1]> -> !fusion.tensor<f32[8, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce sum %0 dims [1] : !fusion.tensor<f32[8, 8], mesh=[0, 1]> -> !fusion.tensor<f32[8, r8], mesh=[0, 1]>
+fusion.func @reduce_after_gather(%x: !fusion.tensor<f32[8(2 didx, 4), 8], mesh=[0, 1]>) -> !fusion.tensor<f32[8, r8], mesh=[0, 1]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[8(2 didx, 4), 8], mesh=[0, 1]> -> !fusion.tensor<f32[8, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[8, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// Nothing to do: sets are communications already, local ops stay, and a batch-sharded
+// matmul with a replicated weight computes its shard locally.
+// CHECK-LABEL: fusion.func @unchanged
+// CHECK-NEXT:    %g = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %e = fusion.exp %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %m = fusion.matmul %e, %w : {{.*}} -> !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return
+fusion.func @unchanged(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %w: !fusion.tensor<f32[8, 4], mesh=[0, 1]>) -> (!fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>) {
+  %g = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %e = fusion.exp %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+  %m = fusion.matmul %e, %w : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
+  fusion.return %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
+}

@@ -1,0 +1,50 @@
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p decompose-reshardings | filecheck %s
+
+// CHECK: decompose_reshardings_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op a contraction over a device-parallel axis needs both operands sharded alike on it
+fusion.func @contraction_operands_differ(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 16], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// CHECK: error: 'fusion.reduce' op reducing more than one device-parallel axis is not supported
+fusion.func @two_device_axes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[r2, r2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.reduce sum %x dims [0, 1] : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, r2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[r2, r2], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// CHECK: error: 'fusion.reduce' op inner split for device or stream parallelization is not supported
+fusion.func @inner_split(%x: !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[r8], mesh=[0, 1, 2, 3]> {
+  %c = fusion.reduce sum %x dims [0] : !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[r8], mesh=[0, 1, 2, 3]>
+  fusion.return %c : !fusion.tensor<f32[r8], mesh=[0, 1, 2, 3]>
+}
+
+// -----
+
+// CHECK: error: 'fusion.linear' op a linear with a rank-1 input over a device-parallel axis is not supported
+fusion.func @linear_rank1(%x: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r8], mesh=[0, 1]> {
+  %y = fusion.linear %x, %w : !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, r8], mesh=[0, 1]>
+  fusion.return %y : !fusion.tensor<f32[4, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// Validation: gathering along DIDx and DIDy at once is not one communication.
+// CHECK: error: 'fusion.set' op resharding op cannot be lowered to one communication: it changes more than one parallel type (didx, didy)
+fusion.func @two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// A reduction that also gathers along DIDy gets a set in front (at its location),
+// which validation then rejects for the same reason.
+// CHECK: decompose_reshardings_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op resharding op cannot be lowered to one communication: it changes more than one parallel type (didx, didy)
+fusion.func @reduce_two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]>
+}

@@ -1,0 +1,400 @@
+"""decompose-reshardings: afterwards every op that moves data between devices is
+exactly one communication -- a `fusion.set`, or a `fusion.reduce` of one axis that is
+device-parallel as a whole -- and every other op computes locally (nvFuser's
+DecomposeReshardingsPass, §4.3 of the reference).
+
+In order:
+1. `linear` with a bias whose contracted axis is device-parallel: the bias is added
+   after the reduction across devices (`SplitShardedLinearBias`);
+2. reductions of a device-parallel axis (`reduce`, `matmul`, `linear`) are rFactored
+   into a local partial reduction that keeps the device axis as an iteration axis,
+   then a `fusion.reduce` of that axis alone (`RFactorShardedReduce`,
+   `RFactorShardedContraction`);
+3. an op that both computes and reshards gets a `fusion.set` in front of each input
+   whose sharding differs from its result's, the set taking the result's DID and
+   Stream sharding so that the communication lands in the result's stream loop;
+   with `insert-after=true` the op computes on its most parallel input's sharding and a
+   set after it reshards the result (nvFuser's InsertReshardingAfter)
+   (`InsertReshardingSets`);
+4. every remaining resharding op is checked to be one communication.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from hostir_dialect.diagnostics import HostIRError, located_like, op_error
+from hostir_dialect.fusion import (
+    AddOp,
+    BroadcastOp,
+    ComputeOp,
+    FuncOp,
+    LinearOp,
+    MatmulOp,
+    PermuteOp,
+    ReduceKind,
+    ReduceOp,
+    ReshapeOp,
+    SetOp,
+    value_axes,
+    value_positions,
+)
+from hostir_dialect.sharding import (
+    DEVICE_TYPES,
+    PROPAGATED_TYPES,
+    ShardingError,
+    backward_axis_map,
+    by_parallelism,
+    communication_problem,
+    device_parallel_reduced_axes,
+    forward_axis_map,
+    have_different_shardings,
+    propagate_parallel_types,
+    reduces_sharded_axis,
+)
+from hostir_dialect.tensor_type import DYNAMIC, Axis, IterKind, ParallelType, Piece, TensorType
+
+from .retyping import sync_function_type
+
+# --------------------------------------------------------------------------- #
+# Type helpers
+# --------------------------------------------------------------------------- #
+
+
+def _type(value: SSAValue) -> TensorType:
+    assert isinstance(value.type, TensorType)
+    return value.type
+
+
+def _tensor(like: TensorType, axes: Sequence[Axis], mesh: object = "like") -> TensorType:
+    """A tensor of `like`'s element type and mesh (or `mesh`) with these axes."""
+    return TensorType.of(like.element_type, list(axes), like.mesh if mesh == "like" else mesh)  # type: ignore[arg-type]
+
+
+def _value_type(t: TensorType) -> TensorType:
+    """What a `fusion.set` of `t` produces with the same sharding: its value axes."""
+    return _tensor(t, value_axes(t))
+
+
+@dataclass(frozen=True)
+class DeviceSplit:
+    """A logical axis whose outermost piece is device-parallel: D devices, the rest local."""
+
+    parallel: ParallelType
+    devices: int
+    local: Axis
+
+    @property
+    def device_axis(self) -> Axis:
+        return Axis(self.devices, pieces=(Piece(self.devices, self.parallel),))
+
+
+def device_split(op: Operation, axis: Axis) -> DeviceSplit | None:
+    """The device split of `axis`, if it has one (an inner device piece is an error)."""
+    for position, piece in enumerate(axis.pieces):
+        if piece.parallel.is_device:
+            if position:
+                raise op_error(op, "inner split for device or stream parallelization is not supported")
+            extent = DYNAMIC if axis.extent == DYNAMIC else axis.extent // piece.extent
+            local = Axis(extent, pieces=axis.pieces[1:])  # no pieces: a whole-axis device axis
+            return DeviceSplit(piece.parallel, piece.extent, local)
+    return None
+
+
+def _split_axis(axes: Sequence[Axis], index: int, split: DeviceSplit) -> list[Axis]:
+    return [*axes[:index], split.device_axis, split.local, *axes[index + 1 :]]
+
+
+def _as_reduction(axis: Axis) -> Axis:
+    return axis.with_kind(IterKind.REDUCTION)
+
+
+def _final_reduce(
+    kind: ReduceKind, partial: SSAValue, device_index: int, result: TensorType, rewriter: PatternRewriter, like: Operation
+) -> ReduceOp:
+    """reduce `partial` over its device axis alone; the value axes stay the original
+    result's, so every consumer sees the same value type as before."""
+    values = value_axes(result)
+    devices = value_axes(_type(partial))[device_index].extent
+    axes = [*values[:device_index], Axis(devices, IterKind.REDUCTION), *values[device_index:]]
+    final = ReduceOp(kind, partial, [device_index], _tensor(result, axes))
+    rewriter.insert(located_like(final, like))
+    return final
+
+
+def _emit(rewriter: PatternRewriter, like: Operation, op: ComputeOp) -> SSAValue:
+    rewriter.insert(located_like(op, like))
+    return op.result
+
+
+# --------------------------------------------------------------------------- #
+# 1. linear + bias over a sharded contraction
+# --------------------------------------------------------------------------- #
+
+
+def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
+    """The device split of the contracted axis K, which both operands must share."""
+    a, b = (op.a, op.b) if isinstance(op, MatmulOp) else (op.input, op.weight)
+    k_b = value_axes(_type(b))[-2 if isinstance(op, MatmulOp) else -1]
+    splits = [device_split(op, value_axes(_type(a))[-1]), device_split(op, k_b)]
+    result_k = _type(op.result).axes[-1]
+    if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_TYPES)):
+        return None
+    if splits[0] is None or splits[0] != splits[1]:
+        raise op_error(op, "a contraction over a device-parallel axis needs both operands sharded alike on it")
+    return splits[0]
+
+
+class SplitShardedLinearBias(RewritePattern):
+    """y = linear x, w bias b   (K device-parallel)
+    ->  y0 = linear x, w ; bb = broadcast b ; y = add y0, bb
+    so that the bias is added once, after the partial results are reduced."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter):
+        if op.bias is None or contraction_split(op) is None:
+            return
+        result = _type(op.result)
+        y0 = _emit(rewriter, op, LinearOp(op.input, op.weight, None, result))
+        bias, rank = _type(op.bias), len(value_axes(result))
+        if rank > 1:
+            axes = [Axis(1, IterKind.BROADCAST)] * (rank - 1) + value_axes(bias)
+            bias_value = _emit(rewriter, op, BroadcastOp(op.bias, list(range(rank - 1)), _tensor(bias, axes)))
+        else:
+            bias_value = op.bias
+        add = located_like(AddOp(y0, bias_value, _value_type(result)), op)
+        rewriter.replace(op, add)
+
+
+# --------------------------------------------------------------------------- #
+# 2. rFactor of reductions over device-parallel axes
+# --------------------------------------------------------------------------- #
+
+
+class RFactorShardedReduce(RewritePattern):
+    """c = reduce x dims [.., d, ..]   with x's axis d = E(D didx, E/D)
+    ->  x2 = reshape x               [.., D didx, E/D, ..]   (a local view)
+        p  = reduce x2 dims [.., d+1, ..]                     (local partial)
+        c  = reduce p dims [d']       [.., rD, ..]            (one communication)
+    A whole-axis device axis (E = D) needs no reshape."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReduceOp, rewriter: PatternRewriter):
+        sharded = device_parallel_reduced_axes(op)
+        if not sharded or communication_problem(op) is None:
+            return
+        if len(sharded) > 1:
+            raise op_error(op, "reducing more than one device-parallel axis is not supported")
+        (d,) = sharded
+        source = _type(op.input)
+        axes = value_axes(source)
+        split = device_split(op, axes[d])
+        assert split is not None
+        others = [i for i in op.reduced_axes() if i != d]
+        if not (axes[d].is_split or others or reduces_sharded_axis(op)):
+            return  # already reduces the device axis alone; it reshards in other ways
+        partial_input, local_dims = op.input, others
+        if axes[d].is_split:
+            split_axes = _split_axis(axes, d, split)
+            partial_input = _emit(rewriter, op, ReshapeOp(op.input, _tensor(source, split_axes)))
+            local_dims = [i if i < d else i + 1 for i in others] + [d + 1]
+        partial = partial_input
+        if local_dims:
+            kept = value_axes(_type(partial_input))
+            partial_axes = [_as_reduction(a) if i in local_dims else a for i, a in enumerate(kept)]
+            partial = _emit(
+                rewriter, op, ReduceOp(op.kind.data, partial_input, local_dims, _tensor(source, partial_axes))
+            )
+        device_index = d - sum(i < d for i in others)
+        final = _final_reduce(op.kind.data, partial, device_index, _type(op.result), rewriter, op)
+        rewriter.replace(op, [], [final.result])
+
+
+class RFactorShardedContraction(RewritePattern):
+    """c = matmul a[B.., M, K(D didx, K/D)], b[B.., K(D didx, K/D), N]   (or linear)
+    ->  a' = permute(reshape a)  [D didx, B.., M, K/D]
+        b' = permute(reshape b)  [D didx, B.., K/D, N]   (a [K, N] b broadcasts over B)
+        p  = matmul a', b'       [D didx, B.., M, N, r(K/D)]   (local partial)
+        c  = reduce sum p dims [0]  [rD, B.., M, N]             (one communication)
+    A linear's weight [N, K] is transposed first; its input needs rank >= 2."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
+        split = contraction_split(op)
+        if split is None:
+            return
+        if isinstance(op, LinearOp):
+            assert op.bias is None, "SplitShardedLinearBias runs first"
+            if len(value_axes(_type(op.input))) < 2:
+                raise op_error(op, "a linear with a rank-1 input over a device-parallel axis is not supported")
+            weight = _type(op.weight)
+            transposed = _tensor(weight, list(reversed(value_axes(weight))))
+            a, b = op.input, _emit(rewriter, op, PermuteOp(op.weight, [1, 0], transposed))
+        else:
+            a, b = op.a, op.b
+        result = _type(op.result)
+        batch = len(value_axes(result)) - 2
+        a_local = _device_axis_first(a, len(value_axes(_type(a))) - 1, split, rewriter, op)
+        b_axes = len(value_axes(_type(b)))
+        b_local = _device_axis_first(b, b_axes - 2, split, rewriter, op)
+        if b_axes == 2 and batch:
+            b_local = _broadcast_batch(b_local, batch, rewriter, op)
+        # Each device computes its whole partial product: a result axis sharded on the
+        # contraction's device type (reduce-scatter) is only sharded by the final reduce.
+        local_values = [_without(a, split.parallel) for a in value_axes(result)]
+        partial_axes = [split.device_axis, *local_values, Axis(split.local.extent, IterKind.REDUCTION)]
+        partial = _emit(rewriter, op, MatmulOp(a_local, b_local, _tensor(result, partial_axes, _type(a).mesh)))
+        final = _final_reduce(ReduceKind.SUM, partial, 0, result, rewriter, op)
+        rewriter.replace(op, [], [final.result])
+
+
+def _without(axis: Axis, parallel: ParallelType) -> Axis:
+    return axis.unparallelized() if parallel in axis.parallel_types() else axis
+
+
+def _device_axis_first(
+    value: SSAValue, index: int, split: DeviceSplit, rewriter: PatternRewriter, like: Operation
+) -> SSAValue:
+    """reshape axis `index` into [D, local] and move D to the front (local no-ops: the
+    device axis has local extent 1)."""
+    t = _type(value)
+    axes = _split_axis(value_axes(t), index, split)
+    reshaped = _emit(rewriter, like, ReshapeOp(value, _tensor(t, axes)))
+    if index == 0:
+        return reshaped
+    order = [index, *range(index), *range(index + 1, len(axes))]
+    return _emit(rewriter, like, PermuteOp(reshaped, order, _tensor(t, [axes[i] for i in order])))
+
+
+def _broadcast_batch(value: SSAValue, batch: int, rewriter: PatternRewriter, like: Operation) -> SSAValue:
+    """[D, K/D, N] -> [D, b1 x batch, K/D, N], to meet a batched A."""
+    t = _type(value)
+    axes = value_axes(t)
+    new = [axes[0], *[Axis(1, IterKind.BROADCAST)] * batch, *axes[1:]]
+    return _emit(rewriter, like, BroadcastOp(value, list(range(1, batch + 1)), _tensor(t, new)))
+
+
+# --------------------------------------------------------------------------- #
+# 3. sets before (or after) ops that compute and reshard
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class InsertReshardingSets(RewritePattern):
+    """y = op(x, ..) resharding  ->  x' = set x (y's sharding) ; y = op(x', ..)
+    or, with insert_after: y0 = op(x, ..) (x's sharding, y's Stream) ; y = set y0."""
+
+    insert_after: bool
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, ComputeOp) or isinstance(op, SetOp) or reduces_sharded_axis(op):
+            return
+        if communication_problem(op) is None:
+            return
+        try:
+            if self.insert_after:
+                _reshard_after(op, rewriter)
+            _reshard_before(op, rewriter)
+        except ShardingError as error:
+            raise op_error(op, str(error)) from None
+
+
+def _reshard_before(op: ComputeOp, rewriter: PatternRewriter) -> None:
+    result = _type(op.result)
+    for value in dict.fromkeys(op.tensor_inputs()):
+        source = _type(value)
+        if not have_different_shardings(source, result, op.axis_map(value)):
+            continue
+        target = _resharded_like(result, source, _value_index_map(value, backward_axis_map(op, value)))
+        if target == _value_type(source):
+            continue  # nothing a set could change; validation reports the op
+        resharded = SetOp(value, target)
+        rewriter.insert(located_like(resharded, op), InsertPoint.before(op))
+        for index, operand in enumerate(op.operands):
+            if operand is value and operand is not op.out:
+                op.operands[index] = resharded.result
+        rewriter.notify_op_modified(op)
+
+
+def _resharded_like(result: TensorType, source: TensorType, axis_map: dict[int, int]) -> TensorType:
+    """`source`'s value axes sharded as `result` (DID and Stream) on its mesh."""
+    plain = [a.unparallelized() for a in value_axes(source)]
+    mesh = result.mesh if result.mesh is not None else source.mesh
+    return propagate_parallel_types(result, _tensor(source, plain, mesh), axis_map, PROPAGATED_TYPES)
+
+
+def _value_index_map(value: SSAValue, axis_map: dict[int, int]) -> dict[int, int]:
+    """Re-target a map onto `value`'s logical axes to its value-axis positions."""
+    position = {logical: k for k, logical in enumerate(value_positions(_type(value)))}
+    return {source: position[target] for source, target in axis_map.items()}
+
+
+def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
+    result = _type(op.result)
+    reference = by_parallelism(op.tensor_inputs())[0]
+    plain = _tensor(result, [a.unparallelized() for a in result.axes], _type(reference).mesh)
+    identity = {i: i for i in range(result.rank)}
+    local = propagate_parallel_types(result, plain, identity, (ParallelType.STREAM,))
+    local = propagate_parallel_types(_type(reference), local, forward_axis_map(op, reference), DEVICE_TYPES)
+    if local == result:
+        return
+    computed = rewriter.replace_value_with_new_type(op.result, local)
+    resharded = SetOp(computed, _value_type(result))
+    rewriter.insert(located_like(resharded, op), InsertPoint.after(op))
+    computed.replace_uses_with_if(resharded.result, lambda use: use.operation is not resharded)
+
+
+# --------------------------------------------------------------------------- #
+# 4. validation
+# --------------------------------------------------------------------------- #
+
+
+def validate(func: FuncOp) -> None:
+    for op in func.body.block.ops:
+        problem = communication_problem(op)
+        if problem is not None:
+            raise op_error(op, f"resharding op cannot be lowered to one communication: {problem}")
+
+
+def _rewrite(module: ModuleOp, patterns: list[RewritePattern]) -> None:
+    # No DCE: an unused op of the user's fusion is not this pass's to delete.
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False))
+    try:
+        walker.rewrite_module(module)
+    except HostIRError as error:
+        error.__notes__ = []  # the walker attaches a print of the whole module
+        raise
+
+
+@dataclass(frozen=True)
+class DecomposeReshardings(ModulePass):
+    name = "decompose-reshardings"
+
+    insert_after: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        stages: list[list[RewritePattern]] = [
+            [SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
+            [InsertReshardingSets(self.insert_after)],
+        ]
+        funcs = [f for f in op.walk() if isinstance(f, FuncOp)]
+        for patterns in stages:
+            _rewrite(op, patterns)
+            for func in funcs:
+                sync_function_type(func)
+        for func in funcs:
+            validate(func)
