@@ -1,0 +1,99 @@
+"""finalize-multidevice-domains: decide how each tensor of a fusion is allocated
+(nvFuser's FinalizeMultideviceDomainsPass after PR #5353, §4.5 of the reference).
+
+Device-parallel pieces are always sharded in the allocation: the tensor type makes
+that implicit. The Stream piece is allocated one chunk at a time (`alloc=[0 stream,
+..]`) only for a tensor that is neither a fusion input nor output -- those are
+allocated by the caller -- and whose every consumer's result has the same Stream
+sharding, so that producer and consumers run in one stream loop and no iteration needs
+another iteration's chunk. Every other tensor is allocated whole.
+
+Preconditions, each reported at the op: all tensors of a fusion have a device mesh or
+none do, and resharding ops read and write buffers in logical (identity) order, as
+collectives work on contiguous buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from hostir_dialect.diagnostics import op_error
+from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
+from hostir_dialect.sharding import have_different_shardings, is_resharding
+from hostir_dialect.tensor_type import ParallelType, TensorType
+
+from .retyping import retype, sync_function_type
+
+
+def tensors(func: FuncOp) -> list[tuple[SSAValue, Operation]]:
+    """Every tensor value of `func` with the op to report it at (the func for arguments)."""
+    found: list[tuple[SSAValue, Operation]] = [(a, func) for a in func.body.block.args]
+    for op in func.body.block.ops:
+        found.extend((r, op) for r in op.results)
+    return [(v, op) for v, op in found if isinstance(v.type, TensorType)]
+
+
+def check_meshes(func: FuncOp) -> None:
+    values = tensors(func)
+    with_mesh = [v.type.mesh is not None for v, _ in values]  # type: ignore[attr-defined]
+    if any(with_mesh) and not all(with_mesh):
+        value, op = values[with_mesh.index(False)]
+        where = f"argument {value.index}" if op is func else "its result"  # type: ignore[attr-defined]
+        raise op_error(op, f"Cannot have some tensors with a device mesh and some without ({where} has none)")
+
+
+def check_contiguous_reshardings(func: FuncOp) -> None:
+    for op in func.body.block.ops:
+        if not is_resharding(op):
+            continue
+        assert isinstance(op, ComputeOp)
+        for value in [*op.tensor_inputs(), op.result]:
+            order = value.type.data.alloc_order  # type: ignore[attr-defined]
+            if order is not None:
+                raise op_error(
+                    op,
+                    "Resharding expression must have contiguous inputs and outputs: "
+                    f"a buffer is allocated in order {list(order)}",
+                )
+
+
+def allocated_per_stream_chunk(value: SSAValue) -> bool:
+    """nvFuser #5353: not a fusion input or output, and every consumer keeps the Stream axis."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    if t.data.stream_axis() is None or not isinstance(value.owner, Operation):
+        return False
+    for use in value.uses:
+        consumer = use.operation
+        if isinstance(consumer, ReturnOp):
+            return False
+        assert isinstance(consumer, ComputeOp)
+        result = consumer.result.type
+        assert isinstance(result, TensorType)
+        if have_different_shardings(t, result, consumer.axis_map(value), types=[ParallelType.STREAM]):
+            return False
+    return True
+
+
+def finalize(func: FuncOp) -> None:
+    check_meshes(func)
+    check_contiguous_reshardings(func)
+    decisions = [(v, allocated_per_stream_chunk(v)) for v, _ in tensors(func)]
+    for value, per_chunk in decisions:
+        retype(value, value.type.with_(stream_allocated=per_chunk))  # type: ignore[attr-defined]
+    sync_function_type(func)
+
+
+@dataclass(frozen=True)
+class FinalizeMultideviceDomains(ModulePass):
+    name = "finalize-multidevice-domains"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in op.walk():
+            if isinstance(func, FuncOp):
+                finalize(func)
