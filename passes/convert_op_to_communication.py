@@ -97,11 +97,11 @@ def _plan_set(op: fusion.SetOp, sender: Mesh, receiver: Mesh, in_sharded: bool, 
         return [Collective(hir.GatherOp, _with(sender.devices, root), root) for root in receiver.devices]
     if in_sharded and out_sharded:
         _check_same_sharded_axis(op, source, target)
-        _check_layout(op)
         _check_1d(op, sender, "SendRecv only supported on 1D meshes")
         _check_1d(op, receiver, "SendRecv only supported on 1D meshes")
         if sender.size != receiver.size:
             raise op_error(op, f"the receiver and sender meshes have different sizes ({receiver} and {sender}); send_recv pairs them device by device")
+        _check_layout(op)
         return [
             Collective(hir.SendRecvOp, (s,) if s == r else (s, r), s)
             for s, r in zip(sender.devices, receiver.devices)

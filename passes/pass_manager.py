@@ -62,7 +62,7 @@ def expand_specs(specs: Iterable[ArgSpec]) -> list[ArgSpec]:
     expanded: list[ArgSpec] = []
     for spec in specs:
         if spec.name in PIPELINES:
-            if spec.args:
+            if spec.parameters:
                 raise ValueError(f"pipeline {spec.name} takes no options; list its passes to configure them")
             expanded.extend(expand_specs(ArgSpec(member, {}) for member in PIPELINES[spec.name]))
         elif spec.name in PASS_NAMES:
