@@ -1,8 +1,185 @@
-"""`hostir-run`: placeholder until the runtime lands."""
+"""`hostir-run FILE --nproc N`: run a host program (or a fusion, lowered first) on N ranks.
 
+Inputs are global (unsharded) tensors, from `--inputs a.pt b.pt` or drawn from `--seed`;
+each rank receives its shard of every input (`runtime.sharding.shard_tensor`). The outputs
+are reassembled from every rank's shard and printed (shape, dtype, checksum), with the max
+error against the eager reference of the source fusion: the fusion itself when FILE holds
+one, else a `fusion.func` in FILE with the host program's signature that no
+`hir.post_on_stream` calls. Ranks are spawned locally, or, when RANK and WORLD_SIZE are set
+(torchrun), this process is one rank of that world and rank 0 prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.context import parse_module
+from hostir_dialect.tensor_type import DYNAMIC, TensorType
+
+from .evaluator import ExecutionError, find_function
+from .launcher import Job, LoweringUnavailable, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
+from .reference import run_fusion
+from .sharding import shard_tensor, torch_dtype, unshard
 
 
-def console_main() -> None:
-    print("hostir-run: no runtime yet", file=sys.stderr)
-    sys.exit(2)
+class UsageError(Exception):
+    pass
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="hostir-run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func")
+    parser.add_argument("--nproc", type=int, default=1, help="number of ranks to spawn (default 1)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--inputs", nargs="+", metavar="PT", help="global input tensors saved with torch.save")
+    source.add_argument("--seed", type=int, default=0, help="seed of the random global inputs (default 0)")
+    parser.add_argument("--number-of-streams", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per rank; the median time is printed")
+    parser.add_argument("--backend", choices=("gloo", "nccl"), help="default: nccl with enough GPUs, else gloo")
+    parser.add_argument("--program", help="the hir.program (or fusion.func) to run when FILE has several")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds before every rank is stopped")
+    return parser.parse_args(argv)
+
+
+def load_module(path: str) -> ModuleOp:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    return parse_module(text, path)
+
+
+def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hir.ProgramOp, fusion.FuncOp | None]:
+    """The module to run, its program and the fusion it is checked against (if any)."""
+    has_program = any(isinstance(op, hir.ProgramOp) for op in module.ops)
+    if not has_program:
+        source = find_function(module, name)
+        host = lower_module(module)
+        return host, find_function(host, None), source  # type: ignore[return-value]
+    program = find_function(module, name)
+    if not isinstance(program, hir.ProgramOp):
+        raise UsageError(f"@{name} is a fusion.func but the file holds host programs; name a hir.program")
+    return module, program, _matching_reference(module, program)
+
+
+def _matching_reference(module: ModuleOp, program: hir.ProgramOp) -> fusion.FuncOp | None:
+    units = {op.callee_name() for op in module.walk() if isinstance(op, hir.PostOnStreamOp)}
+    for op in module.ops:
+        if isinstance(op, fusion.FuncOp) and op.sym_name.data not in units and op.function_type == program.function_type:
+            return op
+    return None
+
+
+def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int) -> list[torch.Tensor]:
+    types = list(program.function_type.inputs.data)
+    for index, t in enumerate(types):
+        if not isinstance(t, TensorType):
+            raise UsageError(f"argument {index} of @{program.sym_name.data} is not a tensor; hostir-run passes tensors only")
+    if paths is not None:
+        if len(paths) != len(types):
+            raise UsageError(f"@{program.sym_name.data} takes {len(types)} inputs, {len(paths)} files given")
+        tensors = []
+        for path in paths:
+            try:
+                tensors.append(torch.load(path, weights_only=True))
+            except Exception as error:  # torch raises many kinds; the message is what matters
+                raise UsageError(f"cannot load {path}: {error}") from None
+        return tensors
+    generator = torch.Generator().manual_seed(seed)
+    return [_random(t, generator, index) for index, t in enumerate(types)]
+
+
+def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tensor:
+    shape = t.data.value_shape()
+    if DYNAMIC in shape:
+        raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
+    dtype = torch_dtype(t)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    return torch.randint(0, 10, shape, generator=generator, dtype=dtype)
+
+
+def shards_per_rank(program: hir.ProgramOp, inputs: Sequence[torch.Tensor], world_size: int) -> list[list]:
+    types = list(program.function_type.inputs.data)
+    per_rank = []
+    for rank in range(world_size):
+        try:
+            per_rank.append([shard_tensor(x, t, rank) for x, t in zip(inputs, types)])
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    return per_rank
+
+
+def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: list[torch.Tensor] | None,
+           world_size: int) -> str:
+    lines = []
+    output_types = list(program.function_type.outputs.data)
+    for index, t in enumerate(output_types):
+        value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]
+        line = (f"output {index}: shape {list(value.shape)} dtype {str(value.dtype).removeprefix('torch.')} "
+                f"checksum {value.double().sum().item():.6g}")
+        if reference is not None:
+            expected = reference[index]
+            if expected.shape != value.shape:
+                line += f" reference shape {list(expected.shape)} DIFFERS"
+            else:
+                error = (value.double() - expected.double()).abs().max().item() if value.numel() else 0.0
+                line += f" max error vs reference {error:.3g}"
+        lines.append(line)
+    per_run = [max(r.times[k] for r in results) for k in range(len(results[0].times))]
+    lines.append(f"median time: {statistics.median(per_run) * 1e3:.3f} ms over {len(per_run)} run(s) on {world_size} rank(s)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> str | None:
+    if args.nproc < 1:
+        raise UsageError(f"--nproc must be at least 1, got {args.nproc}")
+    module = load_module(args.file)
+    host, program, reference_func = host_and_reference(module, args.program)
+    inputs = global_inputs(program, args.inputs, args.seed)
+    reference = run_fusion(module, inputs, reference_func.sym_name.data) if reference_func is not None else None
+    joined = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    world_size = int(os.environ["WORLD_SIZE"]) if joined else args.nproc
+    job = Job(str(host), shards_per_rank(program, inputs, world_size), name=program.sym_name.data,
+              number_of_streams=args.number_of_streams, repeat=args.repeat)
+    if not joined:
+        results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout)[0]
+        return report(program, results, reference, world_size)
+    # One rank of a torchrun world: run here, collect every rank's result on rank 0.
+    if not dist.is_initialized():
+        dist.init_process_group(args.backend or ("nccl" if torch.cuda.is_available() else "gloo"))
+    (mine,) = run_jobs(dist.get_rank(), world_size, [job])
+    gathered: list = [None] * world_size if dist.get_rank() == 0 else None  # type: ignore[assignment]
+    dist.gather_object(mine, gathered, dst=0)
+    return report(program, gathered, reference, world_size) if dist.get_rank() == 0 else None
+
+
+def console_main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        text = run(args)
+    except (UsageError, LoweringUnavailable, SpmdError, ExecutionError, ValueError) as error:
+        _fail(str(error))
+    except (DiagnosticException, ParseError) as error:
+        _fail(str(error), prefixed=True)
+    if text:
+        print(text)
+
+
+def _fail(message: str, prefixed: bool = False) -> None:
+    message = message.strip()
+    print(message if prefixed and "error:" in message else f"hostir-run: error: {message}", file=sys.stderr)
+    sys.exit(1)

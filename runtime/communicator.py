@@ -1,0 +1,399 @@
+"""Collectives of a host program on top of torch.distributed.
+
+Backend: NCCL for CUDA buffers, gloo for CPU ones, picked from the device unless given.
+
+Process groups. `dist.new_group` is collective over the WORLD: every rank must call it,
+for every group, in the same order, even ranks that are not members, or the ranks
+deadlock. Creating a group lazily when a rank first reaches a collective therefore hangs
+(ranks outside the team never get there). So `Communicator.create_groups` is called when a
+program is compiled, by every rank, with every team of the program, in sorted order; each
+group is created once and cached by its team (the tuple in team order). Groups keep the
+team's order (`sort_ranks=False`), so a member's group rank is its position in the team
+and "concatenate in team order" is what the collective does natively. Roots are world
+ranks in the IR and are passed to torch as world ranks (`src=`/`dst=`), which torch
+translates for the group. Every rank must compile the same programs in the same order.
+
+Posting. Every collective is posted with `async_op=True` and returns a `Token`; a rank not
+in the team never posts (the evaluator binds `DONE`). `Token.wait()` waits for the work
+(with NCCL this makes the current CUDA stream wait; the host is not blocked) and then runs
+the copies that finish the collective's contract, enqueued on the current stream. A team
+of one member needs no process group: the collective is a local copy.
+
+Buffer contracts (one per op, shared with the passes, see the brief / reference §2.2):
+buffers are flattened in allocation order and must be dense ("contiguous") for that.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from hostir_dialect import hir
+from hostir_dialect.fusion import ReduceKind
+from hostir_dialect.tensor_type import DYNAMIC, TensorType
+
+from .sharding import flatten_in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
+
+_ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+REDUCE_OPS = {
+    ReduceKind.SUM: dist.ReduceOp.SUM, ReduceKind.PROD: dist.ReduceOp.PRODUCT,
+    ReduceKind.MAX: dist.ReduceOp.MAX, ReduceKind.MIN: dist.ReduceOp.MIN,
+}
+
+
+class CollectiveError(Exception):
+    """A collective cannot run with the buffers it was given."""
+
+
+class Token:
+    """The work handle of a posted collective (`!hir.work`)."""
+
+    __slots__ = ("work", "after")
+
+    def __init__(self, work=None, after: Callable[[], None] | None = None):
+        self.work = work
+        self.after = after
+
+    def wait(self) -> None:
+        if self.work is not None:
+            self.work.wait()
+        if self.after is not None:
+            self.after()
+
+
+DONE = Token()
+"""The token of a collective this rank does not take part in, or that was local."""
+
+
+def default_backend(device: torch.device) -> str:
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
+class Communicator:
+    """This rank's view of the world: rank, size, backend, device and the team groups."""
+
+    def __init__(self, rank: int, world_size: int, device: torch.device, timeout: float | None = None):
+        self.rank = rank
+        self.world_size = world_size
+        self.device = device
+        self.timeout = datetime.timedelta(seconds=timeout) if timeout else None
+        self._groups: dict[tuple[int, ...], object] = {}
+
+    @staticmethod
+    def for_current_process(rank: int | None, world_size: int | None, device: torch.device | None) -> Communicator:
+        """The communicator of an initialized torch.distributed world, else a single-rank one."""
+        if dist.is_available() and dist.is_initialized():
+            actual_rank, actual_size = dist.get_rank(), dist.get_world_size()
+            if rank not in (None, actual_rank) or world_size not in (None, actual_size):
+                raise ValueError(
+                    f"rank {rank}/world size {world_size} do not match the initialized process group "
+                    f"(rank {actual_rank} of {actual_size})"
+                )
+            if device is None:
+                device = _device_for_backend(dist.get_backend())
+            return Communicator(actual_rank, actual_size, device)
+        return Communicator(rank or 0, world_size or 1, device or torch.device("cpu"))
+
+    @property
+    def backend(self) -> str | None:
+        return dist.get_backend() if dist.is_available() and dist.is_initialized() else None
+
+    def team_problem(self, team: tuple[int, ...]) -> str | None:
+        """Why this world cannot run a collective over `team`, if it cannot."""
+        outside = [d for d in team if not 0 <= d < self.world_size]
+        if outside:
+            return f"team {list(team)} names devices {outside} outside the world of {self.world_size} ranks"
+        if len(team) > 1 and self.backend is None:
+            return f"team {list(team)} needs torch.distributed; run the program with run_spmd or hostir-run --nproc"
+        return None
+
+    def create_groups(self, teams: Iterable[tuple[int, ...]]) -> None:
+        """Create the process group of every team not created yet: collective, see module doc."""
+        for team in sorted(set(teams)):
+            problem = self.team_problem(team)
+            if problem:
+                raise CollectiveError(problem)
+            if len(team) == 1 or team in self._groups:
+                continue
+            if team == tuple(range(self.world_size)):
+                self._groups[team] = dist.group.WORLD
+            else:
+                self._groups[team] = dist.new_group(list(team), timeout=self.timeout, sort_ranks=False)
+
+    def group(self, team: tuple[int, ...]):
+        return self._groups.get(team)
+
+    def poster(self, op: hir.CollectiveOp) -> Callable[[torch.Tensor | None, torch.Tensor | None], Token]:
+        """The function that posts `op` for this rank (which must be in the op's team)."""
+        plan = Plan.of(self, op)
+        return _COLLECTIVES[type(op)](plan)
+
+    def point_to_point(self, op: hir.PointToPointOp) -> Callable[[torch.Tensor, int], Token]:
+        perm = value_alloc_perm(op.buffer.type)  # type: ignore[arg-type]
+        function = dist.isend if isinstance(op, hir.SendOp) else dist.irecv
+        keyword = "dst" if isinstance(op, hir.SendOp) else "src"
+        rank = self.rank
+
+        def post(buffer: torch.Tensor, peer: int) -> Token:
+            if peer == rank or not 0 <= peer < self.world_size:
+                raise CollectiveError(f"peer {peer} is not another rank of the world of {self.world_size}")
+            flat = flatten_in_allocation_order(buffer, perm, "the")
+            return Token(function(flat, **{keyword: peer}))
+
+        return post
+
+
+def _device_for_backend(backend: str) -> torch.device:
+    if backend == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+# --------------------------------------------------------------------------- #
+# One posting function per collective
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything about a collective that is fixed when the program is compiled."""
+
+    team: tuple[int, ...]
+    rank: int
+    root: int | None
+    reduce_op: object
+    reduce_kind: ReduceKind | None
+    group: object
+    in_perm: tuple[int, ...] | None
+    out_perm: tuple[int, ...] | None
+    in_numel: int | None
+    out_numel: int | None
+    dtype: torch.dtype
+    device: torch.device
+    copy_on_reduce: bool
+
+    @staticmethod
+    def of(comm: Communicator, op: hir.CollectiveOp) -> Plan:
+        in_type, out_type = op.input.type, op.output.type
+        assert isinstance(in_type, TensorType) and isinstance(out_type, TensorType)
+        kind = op.reduction.data if op.reduction is not None else None
+        return Plan(
+            team=tuple(op.team_ids), rank=comm.rank, root=op.root_id,
+            reduce_op=REDUCE_OPS[kind] if kind else None, reduce_kind=kind,
+            group=comm.group(tuple(op.team_ids)),
+            in_perm=value_alloc_perm(in_type), out_perm=value_alloc_perm(out_type),
+            in_numel=_static_numel(in_type, comm.rank), out_numel=_static_numel(out_type, comm.rank),
+            dtype=torch_dtype(in_type), device=comm.device,
+            # gloo may use a non-root's reduce buffer as scratch space; NCCL does not.
+            copy_on_reduce=comm.backend != "nccl",
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self.team)
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == self.root
+
+    def flat_in(self, t: torch.Tensor | None) -> torch.Tensor:
+        if t is None:
+            raise CollectiveError(f"rank {self.rank} is in team {list(self.team)} but holds no input buffer")
+        return flatten_in_allocation_order(t, self.in_perm, "input")
+
+    def flat_out(self, t: torch.Tensor | None) -> torch.Tensor:
+        if t is None:
+            raise CollectiveError(f"rank {self.rank} is in team {list(self.team)} but holds no output buffer")
+        return flatten_in_allocation_order(t, self.out_perm, "output")
+
+    def scratch(self, numel: int | None, fill: float = 0) -> torch.Tensor:
+        if numel is None:
+            raise CollectiveError("a rank without a buffer needs a static buffer size, but the type is dynamic")
+        return torch.full((numel,), fill, dtype=self.dtype, device=self.device)
+
+    def identity(self) -> float:
+        if self.reduce_kind == ReduceKind.PROD:
+            return 1
+        if self.reduce_kind in (ReduceKind.MAX, ReduceKind.MIN):
+            info = torch.finfo(self.dtype) if self.dtype.is_floating_point else torch.iinfo(self.dtype)
+            return info.min if self.reduce_kind == ReduceKind.MAX else info.max
+        return 0
+
+
+def _static_numel(t: TensorType, rank: int) -> int | None:
+    shape = logical_shape(t, rank)
+    if DYNAMIC in shape:
+        return None
+    numel = 1
+    for extent in shape:
+        numel *= extent
+    return numel
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise CollectiveError(message)
+
+
+def _chunks(flat: torch.Tensor, parts: int, what: str) -> list[torch.Tensor]:
+    _check(flat.numel() % parts == 0, f"{what} has {flat.numel()} elements, not divisible into {parts} team chunks")
+    return list(flat.view(parts, -1).unbind(0))
+
+
+def _allgather(p: Plan):
+    def post(inp, out) -> Token:
+        fi, fo = p.flat_in(inp), p.flat_out(out)
+        _check(fo.numel() == p.size * fi.numel(),
+               f"output has {fo.numel()} elements; allgather needs {p.size} (team size) x {fi.numel()} (input)")
+        if p.size == 1:
+            fo.copy_(fi)
+            return DONE
+        return Token(_ALL_GATHER(fo, fi, group=p.group, async_op=True))
+
+    return post
+
+
+def _allreduce(p: Plan):
+    def post(inp, out) -> Token:
+        fi, fo = p.flat_in(inp), p.flat_out(out)
+        _check(fo.numel() == fi.numel(), f"allreduce input has {fi.numel()} elements but output {fo.numel()}")
+        fo.copy_(fi)
+        if p.size == 1:
+            return DONE
+        return Token(dist.all_reduce(fo, op=p.reduce_op, group=p.group, async_op=True))
+
+    return post
+
+
+def _reduce_scatter(p: Plan):
+    def post(inp, out) -> Token:
+        fi, fo = p.flat_in(inp), p.flat_out(out)
+        _check(fi.numel() == p.size * fo.numel(),
+               f"input has {fi.numel()} elements; reduce_scatter needs {p.size} (team size) x {fo.numel()} (output)")
+        if p.size == 1:
+            fo.copy_(fi)
+            return DONE
+        return Token(_REDUCE_SCATTER(fo, fi, op=p.reduce_op, group=p.group, async_op=True))
+
+    return post
+
+
+def _scatter(p: Plan):
+    def post(inp, out) -> Token:
+        fo = p.flat_out(out) if out is not None or not p.is_root else p.scratch(p.out_numel)
+        if p.is_root:
+            chunks = _chunks(p.flat_in(inp), p.size, "scatter input")
+            _check(chunks[0].numel() == fo.numel(), f"scatter chunks have {chunks[0].numel()} elements but the output {fo.numel()}")
+            if p.size == 1:
+                fo.copy_(chunks[0])
+                return DONE
+            return Token(dist.scatter(fo, chunks, src=p.root, group=p.group, async_op=True))
+        return Token(dist.scatter(fo, None, src=p.root, group=p.group, async_op=True))
+
+    return post
+
+
+def _gather(p: Plan):
+    def post(inp, out) -> Token:
+        # A member without an input buffer contributes zeros of the chunk size.
+        fi = p.flat_in(inp) if inp is not None else p.scratch(p.in_numel)
+        if not p.is_root:
+            return Token(dist.gather(fi, None, dst=p.root, group=p.group, async_op=True))
+        fo = p.flat_out(out) if out is not None else p.scratch(p.size * fi.numel())
+        chunks = _chunks(fo, p.size, "gather output")
+        _check(chunks[0].numel() == fi.numel(), f"gather output chunks have {chunks[0].numel()} elements but the input {fi.numel()}")
+        if p.size == 1:
+            fo.copy_(fi)
+            return DONE
+        return Token(dist.gather(fi, chunks, dst=p.root, group=p.group, async_op=True))
+
+    return post
+
+
+def _broadcast(p: Plan):
+    def post(inp, out) -> Token:
+        if p.is_root:
+            if out is None:
+                buffer = p.flat_in(inp)
+            else:
+                buffer = p.flat_out(out)
+                fi = p.flat_in(inp)
+                _check(fi.numel() == buffer.numel(), f"broadcast input has {fi.numel()} elements but output {buffer.numel()}")
+                buffer.copy_(fi)
+        else:
+            buffer = p.flat_out(out)
+        if p.size == 1:
+            return DONE
+        return Token(dist.broadcast(buffer, src=p.root, group=p.group, async_op=True))
+
+    return post
+
+
+def _reduce(p: Plan):
+    def post(inp, out) -> Token:
+        if p.is_root:
+            buffer = p.flat_out(out) if out is not None else p.scratch(p.in_numel)
+            if inp is None:
+                buffer.fill_(p.identity())
+            else:
+                fi = p.flat_in(inp)
+                _check(fi.numel() == buffer.numel(), f"reduce input has {fi.numel()} elements but output {buffer.numel()}")
+                buffer.copy_(fi)
+        elif inp is None:
+            buffer = p.scratch(p.in_numel, p.identity())
+        else:
+            buffer = p.flat_in(inp)
+            if p.copy_on_reduce:
+                buffer = buffer.clone()
+        if p.size == 1:
+            return DONE
+        return Token(dist.reduce(buffer, dst=p.root, op=p.reduce_op, group=p.group, async_op=True))
+
+    return post
+
+
+def _send_recv(p: Plan):
+    _check(p.size in (1, 2), f"send_recv needs a team [sender, receiver], got {list(p.team)}")
+    sender, receiver = p.team[0], p.team[-1]
+
+    def post(inp, out) -> Token:
+        if p.size == 1:
+            p.flat_out(out).copy_(p.flat_in(inp))
+            return DONE
+        if p.rank == sender:
+            return Token(dist.isend(p.flat_in(inp), dst=receiver, group=p.group))
+        return Token(dist.irecv(p.flat_out(out), src=sender, group=p.group))
+
+    return post
+
+
+def _all_to_all(p: Plan):
+    def post(inp, out) -> Token:
+        fi, fo = p.flat_in(inp), p.flat_out(out)
+        _check(fi.numel() == fo.numel() and fi.numel() % p.size == 0,
+               f"all_to_all needs equal input and output sizes divisible by the team size {p.size}, got {fi.numel()} and {fo.numel()}")
+        if p.size == 1:
+            fo.copy_(fi)
+            return DONE
+        return Token(dist.all_to_all_single(fo, fi, group=p.group, async_op=True))
+
+    return post
+
+
+_COLLECTIVES: dict[type[hir.CollectiveOp], Callable[[Plan], Callable]] = {
+    hir.AllgatherOp: _allgather,
+    hir.AllreduceOp: _allreduce,
+    hir.ReduceScatterOp: _reduce_scatter,
+    hir.ScatterOp: _scatter,
+    hir.GatherOp: _gather,
+    hir.BroadcastOp: _broadcast,
+    hir.ReduceOp: _reduce,
+    hir.SendRecvOp: _send_recv,
+    hir.AllToAllOp: _all_to_all,
+}

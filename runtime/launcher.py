@@ -1,0 +1,242 @@
+"""Running host programs on N ranks: spawned local processes, or this process inside an
+existing torchrun world.
+
+`launch(fn, world_size)` spawns `world_size` processes (torch.multiprocessing, start method
+spawn) that join one torch.distributed world on 127.0.0.1 and a free port, calls
+`fn(rank, world_size, *args)` in each and returns every rank's result. If a rank raises,
+the others are killed and `SpmdError` names the failing rank and its exception; a launch
+that outlives `timeout` is killed too, so nothing hangs. Collectives time out after
+`collective_timeout` seconds (a rank blocked on a dead peer fails instead of waiting).
+
+Starting processes costs seconds, so `run_spmd_batch` runs many programs (`Job`s) in one
+launch; `run_spmd` is the one-program form.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import json
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from xdsl.dialects.builtin import ModuleOp
+
+from hostir_dialect.context import make_context, parse_module
+
+from .evaluator import Evaluator
+
+
+class SpmdError(RuntimeError):
+    """A multi-rank run failed: which rank, and why."""
+
+
+class LoweringUnavailable(RuntimeError):
+    """The lowering pipeline (passes/lower_to_host.py and the rest) is not there yet."""
+
+
+@dataclass
+class Job:
+    """One program to run on every rank: its text, and each rank's (local) inputs."""
+
+    program: str
+    inputs: Sequence[Sequence[Any]]
+    """inputs[rank] = that rank's list of local input tensors (None where it holds none)."""
+    name: str | None = None
+    number_of_streams: int = 4
+    repeat: int = 1
+    record_streams: bool = False
+
+
+@dataclass
+class RankResult:
+    outputs: list
+    """This rank's local outputs of the last run, on CPU."""
+    times: list[float]
+    """Wall seconds of every run (device work included)."""
+    stream_log: list[tuple[str, int]] | None
+
+
+def default_backend(world_size: int) -> str:
+    cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world_size
+    return "nccl" if cuda else "gloo"
+
+
+def device_for(backend: str, rank: int) -> torch.device:
+    if backend == "nccl":
+        return torch.device("cuda", rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+# --------------------------------------------------------------------------- #
+# Running jobs on this rank
+# --------------------------------------------------------------------------- #
+
+
+def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult]:
+    """Run every job on this rank of an initialized world (all ranks run the same jobs)."""
+    device = device_for(dist.get_backend(), rank) if dist.is_initialized() else torch.device("cpu")
+    results = []
+    for job in jobs:
+        evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
+                              number_of_streams=job.number_of_streams, device=device,
+                              record_streams=job.record_streams)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
+        times, outputs = [], []
+        for _ in range(max(job.repeat, 1)):
+            start = time.perf_counter()
+            outputs = evaluator.run(inputs)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - start)
+        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log))
+    return results
+
+
+def _to_cpu(value: Any) -> Any:
+    return value.detach().cpu().clone() if isinstance(value, torch.Tensor) else value
+
+
+# --------------------------------------------------------------------------- #
+# Spawning
+# --------------------------------------------------------------------------- #
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str, fn: Callable,
+            args: tuple, collective_timeout: float) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(device_for(backend, rank))
+        dist.init_process_group(backend, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=collective_timeout))
+        result = fn(rank, world_size, *args)
+        torch.save(result, Path(result_dir) / f"rank{rank}.pt")
+        dist.barrier()
+        dist.destroy_process_group()
+    except BaseException as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        record = {"time": time.time(), "message": f"{type(error).__name__}: {message}".rstrip(": ")}
+        (Path(result_dir) / f"rank{rank}.err").write_text(json.dumps(record))
+        raise
+
+
+def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | None = None,
+           timeout: float = 300, collective_timeout: float = 60) -> list:
+    """`fn(rank, world_size, *args)` on `world_size` spawned ranks: every rank's result.
+
+    `fn` must be a module-level function (it is pickled into the spawned processes)."""
+    if world_size < 1:
+        raise ValueError(f"world size must be at least 1, got {world_size}")
+    backend = backend or default_backend(world_size)
+    with tempfile.TemporaryDirectory(prefix="hostir-spmd-") as result_dir:
+        context = mp.start_processes(
+            _worker, args=(world_size, free_port(), backend, result_dir, fn, args, collective_timeout),
+            nprocs=world_size, join=False, start_method="spawn",
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while not context.join(timeout=0.2):
+                if time.monotonic() > deadline:
+                    _kill(context)
+                    raise SpmdError(f"the {world_size} ranks did not finish within {timeout} s; all were stopped")
+        except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
+            _kill(context)
+            raise SpmdError(_failure(Path(result_dir), error)) from None
+        return [torch.load(Path(result_dir) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
+
+
+def _kill(context) -> None:
+    for process in context.processes:
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
+
+
+def _failure(result_dir: Path, error: Exception) -> str:
+    """The rank that failed first, from the records the workers left."""
+    records = []
+    for path in result_dir.glob("rank*.err"):
+        record = json.loads(path.read_text())
+        records.append((record["time"], int(path.stem.removeprefix("rank")), record["message"]))
+    if records:
+        _, rank, message = min(records)
+        return f"rank {rank} failed: {message}"
+    rank = getattr(error, "error_index", "?")
+    return f"rank {rank} failed: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+
+
+# --------------------------------------------------------------------------- #
+# Programs
+# --------------------------------------------------------------------------- #
+
+
+def lowering_available() -> bool:
+    return importlib.util.find_spec("passes.lower_to_host") is not None
+
+
+def lower_module(module: ModuleOp) -> ModuleOp:
+    """A copy of `module` lowered by the `hostir-lower` pipeline."""
+    if not lowering_available():
+        raise LoweringUnavailable("lowering a fusion to a host program is not available yet (passes/lower_to_host.py is missing)")
+    from passes.pass_manager import build_passes, run_passes
+
+    try:
+        passes = build_passes("hostir-lower")
+    except ImportError as error:
+        raise LoweringUnavailable(f"the hostir-lower pipeline is incomplete: {error}") from None
+    lowered = module.clone()
+    run_passes(make_context(), lowered, passes)
+    return lowered
+
+
+def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
+    """A module from a ModuleOp, IR text, a path to a .mlir file or a FusionDefinition
+    (anything whose str() is IR text); lowered first when `lower`."""
+    if isinstance(module_or_fd, ModuleOp):
+        module = module_or_fd
+    elif isinstance(module_or_fd, (str, os.PathLike)) and Path(module_or_fd).suffix == ".mlir":
+        module = parse_module(Path(module_or_fd).read_text(), str(module_or_fd))
+    elif lower and hasattr(module_or_fd, "lower"):
+        return module_or_fd.lower()
+    else:
+        module = parse_module(str(module_or_fd))
+    return lower_module(module) if lower else module
+
+
+def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None = None, timeout: float = 300,
+                   collective_timeout: float = 60) -> list[list[RankResult]]:
+    """Run every job on `world_size` spawned ranks, in one launch: results[job][rank]."""
+    for job in jobs:
+        if len(job.inputs) != world_size:
+            raise ValueError(f"a job has inputs for {len(job.inputs)} ranks but the world has {world_size}")
+    per_rank = launch(run_jobs, world_size, (list(jobs),), backend=backend, timeout=timeout,
+                      collective_timeout=collective_timeout)
+    return [[per_rank[r][j] for r in range(world_size)] for j in range(len(jobs))]
+
+
+def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_size: int, *,
+             backend: str | None = None, number_of_streams: int = 4, lower: bool = False, name: str | None = None,
+             timeout: float = 300, collective_timeout: float = 60) -> list[list]:
+    """Run one program on `world_size` spawned ranks: every rank's list of local outputs."""
+    text = str(as_module(module_or_fd, lower))
+    job = Job(text, per_rank_inputs, name=name, number_of_streams=number_of_streams)
+    results = run_spmd_batch([job], world_size, backend=backend, timeout=timeout,
+                             collective_timeout=collective_timeout)[0]
+    return [r.outputs for r in results]

@@ -1,0 +1,246 @@
+"""Eager torch semantics of every `fusion` compute op: one table from op class to a
+kernel builder.
+
+`KERNELS[type(op)](op, ctx)` is called once, when a program is compiled, and returns a
+`Kernel`: `fresh(*operands)` computes a new tensor that never aliases an operand (values
+are immutable), `into(out, *operands)` writes into a bound destination and returns it.
+Operands are the op's non-destination operands in order (tensors and scalars). The same
+table serves the reference evaluation of a `fusion.func` (global shapes, `ctx.rank` None)
+and compute ops on local shards in a host program (`ctx.rank` set). A compiled backend for
+`post_on_stream` units can replace a unit's kernels without touching the evaluator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import SSAValue
+
+from hostir_dialect import fusion
+from hostir_dialect.fusion import ComputeOp, ReduceKind
+from hostir_dialect.tensor_type import TensorType
+
+from .sharding import logical_shape, torch_dtype
+
+
+class UnsupportedOp(Exception):
+    """A kernel cannot be built for this op (the evaluator reports it at the op)."""
+
+
+class Kernel(NamedTuple):
+    fresh: Callable[..., torch.Tensor]
+    into: Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class OpContext:
+    """What a kernel builder may know: the rank (None: global reference semantics)."""
+
+    rank: int | None
+    device: torch.device
+
+    def shape(self, value: SSAValue) -> tuple[int, ...]:
+        return logical_shape(value.type, self.rank)  # type: ignore[arg-type]
+
+    def dtype(self, value: SSAValue) -> torch.dtype:
+        return torch_dtype(value.type)
+
+    def is_local(self) -> bool:
+        return self.rank is not None
+
+
+def copy_into(out: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """`out.copy_(value)` that refuses to broadcast: a shape mismatch is a bug, not a feature."""
+    if out.shape != value.shape:
+        raise ValueError(f"destination has shape {list(out.shape)} but the value has shape {list(value.shape)}")
+    return out.copy_(value)
+
+
+def _clone(t: torch.Tensor) -> torch.Tensor:
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+def _view_kernel(view: Callable[..., torch.Tensor]) -> Kernel:
+    """An op that is a view of its input: fresh results copy it, destinations receive it."""
+    return Kernel(lambda *args: _clone(view(*args)), lambda out, *args: copy_into(out, view(*args)))
+
+
+# -- elementwise ---------------------------------------------------------------
+
+_UNARY: dict[str, Callable[..., torch.Tensor]] = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos, "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid, "reciprocal": torch.reciprocal,
+}
+
+
+def _unary(function: Callable[..., torch.Tensor]):
+    def build(op: ComputeOp, ctx: OpContext) -> Kernel:
+        return Kernel(function, lambda out, x: function(x, out=out))
+
+    return build
+
+
+def _relu(op: ComputeOp, ctx: OpContext) -> Kernel:
+    return Kernel(torch.relu, lambda out, x: torch.clamp_min(x, 0, out=out))
+
+
+_BINARY: dict[str, Callable[..., torch.Tensor]] = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "maximum": torch.maximum, "minimum": torch.minimum, "pow": torch.pow,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+}
+_TENSOR_SCALAR = {torch.maximum: torch.clamp_min, torch.minimum: torch.clamp_max}
+"""maximum/minimum take two tensors only; with a scalar they are clamps."""
+
+
+def _binary(function: Callable[..., torch.Tensor]):
+    def build(op: fusion.BinaryComputeOp, ctx: OpContext) -> Kernel:
+        lhs_tensor = isinstance(op.lhs.type, TensorType)
+        rhs_tensor = isinstance(op.rhs.type, TensorType)
+        f = function
+        if f is torch.div and isinstance(op.result.type.element_type, IntegerType):  # type: ignore[attr-defined]
+            f = lambda a, b, **kw: torch.div(a, b, rounding_mode="trunc", **kw)  # noqa: E731 -- integer division truncates
+        if not rhs_tensor:
+            f = _TENSOR_SCALAR.get(f, f)
+        if lhs_tensor:
+            return Kernel(f, lambda out, a, b: f(a, b, out=out))
+        # A scalar lhs becomes a 0-d tensor of the tensor operand's element type.
+        dtype, device = ctx.dtype(op.rhs), ctx.device
+        scalar = lambda s: torch.tensor(s, dtype=dtype, device=device)  # noqa: E731
+        return Kernel(lambda a, b: f(scalar(a), b), lambda out, a, b: f(scalar(a), b, out=out))
+
+    return build
+
+
+def _set(op: ComputeOp, ctx: OpContext) -> Kernel:
+    return Kernel(_clone, copy_into)
+
+
+def _cast(op: ComputeOp, ctx: OpContext) -> Kernel:
+    dtype = ctx.dtype(op.result)
+    return Kernel(lambda x: x.to(dtype, copy=True), copy_into)
+
+
+# -- shape ops -----------------------------------------------------------------
+
+
+def _permute(op: fusion.PermuteOp, ctx: OpContext) -> Kernel:
+    dims = tuple(op.dims.get_values())
+    return _view_kernel(lambda x: x.permute(dims))
+
+
+def _reshape(op: fusion.ReshapeOp, ctx: OpContext) -> Kernel:
+    # On a rank, the result's local shape comes from its type: a reshape of local data.
+    shape = ctx.shape(op.result)
+    return Kernel(lambda x: _clone(x).view(shape), lambda out, x: copy_into(out, x.reshape(out.shape)))
+
+
+def _broadcast(op: fusion.BroadcastOp, ctx: OpContext) -> Kernel:
+    rank = len(op.result.type.axes)  # type: ignore[attr-defined]
+    new = sorted(d + rank if d < 0 else d for d in op.dims.get_values())
+
+    def view(x: torch.Tensor) -> torch.Tensor:
+        for d in new:
+            x = x.unsqueeze(d)
+        return x
+
+    return _view_kernel(view)
+
+
+def _squeeze(op: fusion.SqueezeOp, ctx: OpContext) -> Kernel:
+    rank = len(ctx.shape(op.input))
+    dims = tuple(sorted(d + rank if d < 0 else d for d in op.dims.get_values()))
+    return _view_kernel(lambda x: x.squeeze(dims))
+
+
+def _sharded_axes(value: SSAValue) -> set[int]:
+    """Value axes (torch dims) of `value` that have a device-parallel piece."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    axes = fusion.value_axes(t)
+    return {k for k, a in enumerate(axes) if any(p.parallel.is_device for p in a.pieces)}
+
+
+def _slice(op: fusion.SliceOp, ctx: OpContext) -> Kernel:
+    starts, stops, steps = (list(x.get_values()) for x in (op.starts, op.stops, op.steps))
+    shape = fusion.value_axes(op.input.type)  # type: ignore[arg-type]
+    if ctx.is_local():
+        for k in _sharded_axes(op.input):
+            if (starts[k], stops[k], steps[k]) != (0, shape[k].extent, 1):
+                raise UnsupportedOp(f"slices axis {k}, which is sharded across devices; slice before sharding")
+    index = tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))
+    return _view_kernel(lambda x: x[index])
+
+
+def _select(op: fusion.SelectOp, ctx: OpContext) -> Kernel:
+    dim = op.axis
+    if ctx.is_local() and dim in _sharded_axes(op.input):
+        raise UnsupportedOp(f"selects on axis {dim}, which is sharded across devices")
+    return _view_kernel(lambda x, i: x.select(dim, i))
+
+
+# -- reductions and contractions ----------------------------------------------
+
+
+def _prod(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    for d in sorted(dims, reverse=True):
+        x = torch.prod(x, d)
+    return x
+
+
+_REDUCTIONS: dict[ReduceKind, Callable[..., torch.Tensor]] = {
+    ReduceKind.SUM: torch.sum, ReduceKind.MAX: torch.amax, ReduceKind.MIN: torch.amin,
+}
+
+
+def _reduce(op: fusion.ReduceOp, ctx: OpContext) -> Kernel:
+    dims = tuple(op.reduced_axes())
+    kind = op.kind.data
+    if kind == ReduceKind.PROD:
+        return Kernel(lambda x: _prod(x, dims), lambda out, x: copy_into(out, _prod(x, dims)))
+    function = _REDUCTIONS[kind]
+    return Kernel(lambda x: function(x, dims), lambda out, x: function(x, dims, out=out))
+
+
+def _matmul(op: ComputeOp, ctx: OpContext) -> Kernel:
+    return Kernel(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out))
+
+
+def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
+    linear_out = torch.ops.aten.linear.out
+    return Kernel(
+        torch.nn.functional.linear,
+        lambda out, x, w, b=None: linear_out(x, w, b, out=out),
+    )
+
+
+KernelBuilder = Callable[[Any, OpContext], Kernel]
+
+KERNELS: dict[type[ComputeOp], KernelBuilder] = {
+    fusion.SetOp: _set,
+    fusion.CastOp: _cast,
+    fusion.PermuteOp: _permute,
+    fusion.ReshapeOp: _reshape,
+    fusion.BroadcastOp: _broadcast,
+    fusion.SqueezeOp: _squeeze,
+    fusion.ReduceOp: _reduce,
+    fusion.MatmulOp: _matmul,
+    fusion.LinearOp: _linear,
+    fusion.SliceOp: _slice,
+    fusion.SelectOp: _select,
+    fusion.UNARY_OPS["relu"]: _relu,
+    **{fusion.UNARY_OPS[name]: _unary(f) for name, f in _UNARY.items()},
+    **{fusion.BINARY_OPS[name]: _binary(f) for name, f in _BINARY.items()},
+}
+
+
+def build_kernel(op: ComputeOp, ctx: OpContext) -> Kernel:
+    builder = KERNELS.get(type(op))
+    if builder is None:
+        raise UnsupportedOp("has no torch implementation in the runtime")
+    return builder(op, ctx)
