@@ -1,0 +1,11 @@
+// RUN: not hostir-opt %s -p no-such-pass 2>&1 | filecheck %s
+// RUN: not hostir-opt %s -p "hostir-lower{fast=true}" 2>&1 | filecheck %s --check-prefix=PIPELINE
+
+// A pass name the registry does not know: one line listing the passes, exit code 1.
+// CHECK: error: unknown pass 'no-such-pass'; available: {{.*}}decompose-reshardings{{.*}}hostir-lower{{.*}}propagate-shardings{{.*}}stream-parallel-type
+// CHECK-NOT: Traceback
+
+// Pipelines take no options.
+// PIPELINE: error: pipeline hostir-lower takes no options; list its passes to configure them
+// PIPELINE-NOT: Traceback
+%a = hir.allocate : !fusion.tensor<f32[8]>
