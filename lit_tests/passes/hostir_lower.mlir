@@ -1,0 +1,95 @@
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p hostir-lower | filecheck %s
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p hostir-lower --disable-pass insert-deallocations --print-ir-after lower-to-host 2>&1 | filecheck %s --check-prefix=OPTS
+
+// The whole pipeline on user fusions. An add that reshards: decompose-reshardings puts
+// a set before it, which becomes an allgather; relu + exp run as one kernel unit.
+// CHECK-LABEL: hir.program @allgather_add(
+// CHECK-NEXT:    %e = hir.post_on_stream @allgather_add_unit0(%x)
+// CHECK-NEXT:    %[[G:.+]] = hir.allocate : !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W:.+]] = hir.allgather %e -> %[[G]] team [0, 1] : !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:    hir.wait %[[W]]
+// CHECK-NEXT:    hir.deallocate %e
+// CHECK-NEXT:    %s = fusion.add %[[G]], %[[G]]
+// CHECK-NEXT:    hir.deallocate %[[G]]
+// CHECK-NEXT:    hir.return %s
+// CHECK:       fusion.func @allgather_add_unit0(
+// CHECK-NEXT:    fusion.relu
+// CHECK-NEXT:    fusion.exp
+// CHECK-NEXT:    fusion.return
+
+// The options reach the members of the pipeline: IR printed after lower-to-host, where
+// the set is still a set, and no deallocation at the end.
+// OPTS:       IR Dump After lower-to-host
+// OPTS:       hir.program @allgather_add(
+// OPTS:         fusion.set
+// OPTS:       hir.program @allgather_add(
+// OPTS-NOT:     hir.deallocate
+// OPTS:         hir.return
+fusion.func @allgather_add(%x: !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 8], mesh=[0, 1]> {
+  %r = fusion.relu %x : !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8]>
+  %e = fusion.exp %r : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8]>
+  %s = fusion.add %e, %e : !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+  fusion.return %s : !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+}
+
+// -----
+
+// A matmul contracting a K sharded over two devices: a local partial matmul, then an
+// allreduce of the partial sums.
+// CHECK-LABEL: hir.program @k_sharded_matmul(
+// CHECK:         %[[P:.+]] = fusion.matmul
+// CHECK-SAME:      -> !fusion.tensor<f32[2 didx, 4, 6, r4], mesh=[0, 1]>
+// CHECK:         %c = hir.allocate
+// CHECK-NEXT:    %[[W:.+]] = hir.allreduce %[[P]] -> %c team [0, 1] op sum
+// CHECK-NEXT:    hir.wait %[[W]]
+// CHECK-NEXT:    hir.deallocate %[[P]]
+// CHECK-NEXT:    hir.return %c
+fusion.func @k_sharded_matmul(%x: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[8(2 didx, 4), 6], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 6, r8]> {
+  %c = fusion.matmul %x, %w : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8(2 didx, 4), 6], mesh=[0, 1]> -> !fusion.tensor<f32[4, 6, r8]>
+  fusion.return %c : !fusion.tensor<f32[4, 6, r8]>
+}
+
+// -----
+
+// Matmul + reduce-scatter: the result is sharded on M, so the partial sums are
+// reduce-scattered.
+// CHECK-LABEL: hir.program @matmul_reduce_scatter(
+// CHECK:         %[[P:.+]] = fusion.matmul
+// CHECK:         %c = hir.allocate : !fusion.tensor<f32[r2, 8(2 didx, 4), 6], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W:.+]] = hir.reduce_scatter %[[P]] -> %c team [0, 1] op sum
+// CHECK-NEXT:    hir.wait %[[W]]
+fusion.func @matmul_reduce_scatter(%x: !fusion.tensor<f32[8, 4(2 didx, 2)], mesh=[0, 1]>, %w: !fusion.tensor<f32[4(2 didx, 2), 6], mesh=[0, 1]>) -> !fusion.tensor<f32[8(2 didx, 4), 6, r4], mesh=[0, 1]> {
+  %c = fusion.matmul %x, %w : !fusion.tensor<f32[8, 4(2 didx, 2)], mesh=[0, 1]>, !fusion.tensor<f32[4(2 didx, 2), 6], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4), 6, r4], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[8(2 didx, 4), 6, r4], mesh=[0, 1]>
+}
+
+// -----
+
+// A stream-parallel allgather: the collective lands in the main stream loop, writing
+// into the view of the output chunk, with its wait right after it.
+// CHECK-LABEL: hir.program @stream_allgather(
+// CHECK:         %s = hir.allocate
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           %[[IN:.+]] = hir.alias_select %x
+// CHECK-NEXT:      %[[OUT:.+]] = hir.alias_select %s
+// CHECK-NEXT:      %[[W:.+]] = hir.allgather %[[IN]] -> %[[OUT]] team [0, 1]
+// CHECK-NEXT:      hir.wait %[[W]]
+// CHECK-NEXT:      hir.set_current_stream
+// CHECK-NEXT:      hir.synchronize
+// CHECK-NEXT:    }
+// CHECK-NEXT:    hir.return %s
+fusion.func @stream_allgather(%x: !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1]> {
+  %s = fusion.set %x : !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1]>
+  fusion.return %s : !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1]>
+}
+
+// -----
+
+// Errors found late still point at the op the user wrote.
+// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable
+// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable
+fusion.func @inner_axis(%x: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 2], mesh=[0, 1]> {
+  %s = fusion.set %x : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2], mesh=[0, 1]>
+  fusion.return %s : !fusion.tensor<f32[4, 2], mesh=[0, 1]>
+}
