@@ -284,7 +284,10 @@ class _LoopBuilder:
             Rewriter.erase_op(op)
 
     def allocate(self, tensor: SSAValue) -> Operation:
-        allocate = self.located(hir.AllocateOp(tensor.type))  # type: ignore[arg-type]
+        """The full-size buffer of `tensor`: every chunk, even where finalize-multidevice-
+        domains marked it stream-allocated (one chunk), since all iterations write it."""
+        full = tensor.type.with_(stream_allocated=False)  # type: ignore[attr-defined]
+        allocate = self.located(hir.AllocateOp(full))
         allocate.results[0].name_hint = tensor.name_hint
         return allocate
 

@@ -298,3 +298,18 @@ hir.program @slice_select(%a: !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]>) ->
 // CHECK-NEXT:      fusion.slice %a_i starts [0, 2] stops [2, 6] steps [1, 1] into %b_i : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
 // CHECK-NEXT:      %c_i = hir.alias_select %c
 // CHECK-NEXT:      fusion.select %b_i[%k] dim 1 into %c_i : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, index -> !fusion.tensor<f32[2 didx], mesh=[0, 1]>
+
+// -----
+
+// A tensor finalize-multidevice-domains marked stream-allocated (one chunk per buffer)
+// still gets a full-size buffer here, since every iteration writes its own chunk of it
+// (see bounded-intermediates for chunk buffers).
+hir.program @stream_allocated(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.neg %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8], alloc=[0 stream, 1]>
+  %c = fusion.neg %b : !fusion.tensor<f32[4 stream, 8], alloc=[0 stream, 1]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @stream_allocated
+// CHECK:         %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK:           %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      fusion.neg %a_i into %b_i

@@ -1,0 +1,140 @@
+"""stream-parallel-type: grouping, slicing and stream handling checked on the IR (the
+exact op sequences are in lit_tests/passes/stream_parallel_type*.mlir)."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import f32
+
+from hostir_dialect import hir
+from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.diagnostics import HostIRError
+from hostir_dialect.tensor_type import TensorType
+from passes.pass_manager import build_passes
+from passes.stream_parallel_type import StreamParallelType, group, sliced_type
+
+
+def t(shape: str) -> str:
+    return f"!fusion.tensor<f32[{shape}]>"
+
+
+def program(body: str, args: str = f"%a: {t('4, 8')}", results: str = t("4 stream, 8")) -> str:
+    return f"hir.program @p({args}) -> {results} {{\n{body}\n}}"
+
+
+TWO_OPS = program(f"""
+  %b = fusion.set %a : {t('4, 8')} -> {t('4 stream, 8')}
+  %c = fusion.add %b, %a : {t('4 stream, 8')}, {t('4, 8')} -> {t('4 stream, 8')}
+  %d = fusion.mul %c, %a : {t('4 stream, 8')}, {t('4, 8')} -> {t('4 stream, 8')}
+  hir.return %d : {t('4 stream, 8')}""")
+
+THREE_SETS = program(f"""
+  %b = fusion.set %a : {t('4, 8')} -> {t('4 stream, 8')}
+  %c = fusion.set %b : {t('4 stream, 8')} -> {t('4, 8')}
+  %d = fusion.set %c : {t('4, 8')} -> {t('4 stream, 8')}
+  hir.return %d : {t('4 stream, 8')}""")
+
+
+def lowered(text: str, **options) -> hir.ProgramOp:
+    module = parse_module(text)
+    StreamParallelType(**options).apply(make_context(), module)
+    module.verify()
+    (prog,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
+    return prog
+
+
+def loops(prog: hir.ProgramOp) -> list[scf.ForOp]:
+    return [op for op in prog.body.block.ops if isinstance(op, scf.ForOp)]
+
+
+def names(block) -> list[str]:
+    return [op.name for op in block.ops]
+
+
+def test_grouping_merges_adjacent_mapped_ops_and_splits_at_other_ops():
+    merged = group(parse_module(TWO_OPS).body.block.first_op.body.block)
+    assert [len(loop.ops) for loop in merged] == [3]
+    split = group(parse_module(THREE_SETS).body.block.first_op.body.block)
+    assert [[op.result.name_hint for op in loop.ops] for loop in split] == [["b"], ["d"]]
+
+
+def test_top_level_shape_per_stream_region():
+    prog = lowered(THREE_SETS)
+    kinds = [n for n in names(prog.body.block) if n != "arith.constant"]
+    assert kinds == [
+        "hir.allocate", "hir.get_current_stream", "scf.for", "scf.for",
+        "fusion.set",
+        "hir.allocate", "hir.get_current_stream", "scf.for", "scf.for",
+        "hir.return",
+    ]
+
+
+def test_sync_loop_only_synchronizes_and_main_loop_returns_to_the_user_stream():
+    prog = lowered(TWO_OPS)
+    user = next(op for op in prog.body.block.ops if isinstance(op, hir.GetCurrentStreamOp)).result
+    sync, main = loops(prog)
+    assert names(sync.body.block) == [
+        "hir.number_of_streams", "arith.remui", "hir.stream", "hir.set_current_stream", "hir.synchronize", "scf.yield",
+    ]
+    assert sync.body.block.ops.last.prev_op.stream is user  # type: ignore[union-attr]
+    ops = list(main.body.block.ops)
+    worker = ops[2].result
+    assert isinstance(ops[3], hir.SetCurrentStreamOp) and ops[3].stream is worker
+    assert isinstance(ops[-3], hir.SetCurrentStreamOp) and ops[-3].stream is user
+    assert isinstance(ops[-2], hir.SynchronizeOp) and ops[-2].stream is worker
+    assert not any(isinstance(op, hir.SynchronizeOp) and op.stream is user for op in ops)
+
+
+def test_one_select_per_tensor_per_loop():
+    (_, main) = loops(lowered(TWO_OPS))
+    selected = [op.input.name_hint for op in main.body.block.ops if isinstance(op, hir.AliasSelectOp)]
+    assert sorted(selected) == ["a", "b", "c", "d"]
+
+
+def test_results_after_the_loop_read_the_full_buffer():
+    prog = lowered(THREE_SETS)
+    middle = next(op for op in prog.body.block.ops if op.name == "fusion.set")
+    assert isinstance(middle.input.owner, hir.AllocateOp)
+    returned = prog.body.block.last_op.operands[0]
+    assert isinstance(returned.owner, hir.AllocateOp)
+
+
+def test_bounded_intermediates_allocates_chunks_in_the_loop():
+    prog = lowered(TWO_OPS, bounded_intermediates=True)
+    top = [op.result.name_hint for op in prog.body.block.ops if isinstance(op, hir.AllocateOp)]
+    assert top == ["d"]
+    (_, main) = loops(prog)
+    local = [op.result for op in main.body.block.ops if isinstance(op, hir.AllocateOp)]
+    freed = [op.buffer for op in main.body.block.ops if isinstance(op, hir.DeallocateOp)]
+    assert [v.name_hint for v in local] == ["b_i", "c_i"] and freed == local
+
+
+def test_pass_option_from_the_pipeline_spelling():
+    (spt,) = build_passes("stream-parallel-type{bounded-intermediates=true}")
+    assert isinstance(spt, StreamParallelType) and spt.bounded_intermediates
+
+
+def test_program_without_stream_axes_is_unchanged():
+    text = program(f"""
+  %b = fusion.neg %a : {t('4, 8')} -> {t('4, 8')}
+  hir.return %b : {t('4, 8')}""", results=t("4, 8"))
+    module = parse_module(text)
+    before = str(module)
+    StreamParallelType().apply(make_context(), module)
+    assert str(module) == before
+
+
+def test_chunk_type_drops_the_axis_from_the_allocation_order():
+    full = TensorType.of(f32, [4, 8, 2], alloc_order=[2, 0, 1])
+    chunk = sliced_type(full, 0)
+    assert chunk.shape == (8, 2) and chunk.data.allocation_order() == (1, 0)
+
+
+def test_precondition_errors_name_the_op_and_its_location():
+    text = program(f"""
+  %b = fusion.permute %a dims [1, 0] : {t('4, 8')} -> {t('8 stream, 4')}
+  hir.return %b : {t('8 stream, 4')}""", results=t("8 stream, 4"))
+    module = parse_module(text, "prog.mlir")
+    with pytest.raises(HostIRError, match=r"^prog.mlir:3:3: error: 'fusion.permute' op stream parallel type not supported"):
+        StreamParallelType().apply(make_context(), module)
