@@ -68,7 +68,7 @@ from hostir_dialect.sharding import (
 )
 from hostir_dialect.tensor_type import DYNAMIC, Axis, IterKind, ParallelType, Piece, TensorType
 
-from .retyping import sync_function_type
+from .fusion_rewriting import sync_function_type, user_fusions
 
 # --------------------------------------------------------------------------- #
 # Type helpers
@@ -370,11 +370,11 @@ def validate(func: FuncOp) -> None:
             raise op_error(op, f"resharding op cannot be lowered to one communication: {problem}")
 
 
-def _rewrite(module: ModuleOp, patterns: list[RewritePattern]) -> None:
+def _rewrite(func: FuncOp, patterns: list[RewritePattern]) -> None:
     # No DCE: an unused op of the user's fusion is not this pass's to delete.
     walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False))
     try:
-        walker.rewrite_module(module)
+        walker.rewrite_region(func.body)
     except HostIRError as error:
         error.__notes__ = []  # the walker attaches a print of the whole module
         raise
@@ -391,10 +391,8 @@ class DecomposeReshardings(ModulePass):
             [SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
             [InsertReshardingSets(self.insert_after)],
         ]
-        funcs = [f for f in op.walk() if isinstance(f, FuncOp)]
-        for patterns in stages:
-            _rewrite(op, patterns)
-            for func in funcs:
+        for func in user_fusions(op):
+            for patterns in stages:
+                _rewrite(func, patterns)
                 sync_function_type(func)
-        for func in funcs:
             validate(func)

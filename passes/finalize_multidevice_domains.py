@@ -27,15 +27,7 @@ from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
 from hostir_dialect.sharding import have_different_shardings, is_resharding
 from hostir_dialect.tensor_type import ParallelType, TensorType
 
-from .retyping import retype, sync_function_type
-
-
-def tensors(func: FuncOp) -> list[tuple[SSAValue, Operation]]:
-    """Every tensor value of `func` with the op to report it at (the func for arguments)."""
-    found: list[tuple[SSAValue, Operation]] = [(a, func) for a in func.body.block.args]
-    for op in func.body.block.ops:
-        found.extend((r, op) for r in op.results)
-    return [(v, op) for v, op in found if isinstance(v.type, TensorType)]
+from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
 
 
 def check_meshes(func: FuncOp) -> None:
@@ -94,6 +86,5 @@ class FinalizeMultideviceDomains(ModulePass):
     name = "finalize-multidevice-domains"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in op.walk():
-            if isinstance(func, FuncOp):
-                finalize(func)
+        for func in user_fusions(op):
+            finalize(func)

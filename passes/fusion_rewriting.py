@@ -1,4 +1,5 @@
-"""Changing the type of values in a `fusion.func` while keeping it verifying.
+"""What the sharding passes share: which `fusion.func`s they work on, and changing the
+type of values in one while keeping it verifying.
 
 Sharding passes change only parallelization, allocation and mesh, which compute ops'
 verifiers do not look at; what must follow is the function's signature when an argument
@@ -7,11 +8,12 @@ or a returned value changes.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FunctionType
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from hostir_dialect.fusion import FunctionLikeOp
+from hostir_dialect import hir
+from hostir_dialect.fusion import FuncOp, FunctionLikeOp
 from hostir_dialect.tensor_type import TensorType
 
 
@@ -30,3 +32,18 @@ def sync_function_type(func: FunctionLikeOp) -> None:
     new = FunctionType.from_lists(block.arg_types, [v.type for v in terminator.operands])
     if new != func.function_type:
         func.properties["function_type"] = new
+
+
+def user_fusions(module: ModuleOp) -> list[FuncOp]:
+    """The user's fusions: every `fusion.func` except the kernel units a host program
+    calls with `hir.post_on_stream` (those were lowered already)."""
+    units = {op.callee_name() for op in module.walk() if isinstance(op, hir.PostOnStreamOp)}
+    return [op for op in module.walk() if isinstance(op, FuncOp) and op.sym_name.data not in units]
+
+
+def tensors(func: FuncOp) -> list[tuple[SSAValue, Operation]]:
+    """Every tensor value of `func` with the op to report it at (the func for arguments)."""
+    found: list[tuple[SSAValue, Operation]] = [(a, func) for a in func.body.block.args]
+    for op in func.body.block.ops:
+        found.extend((r, op) for r in op.results)
+    return [(v, op) for v, op in found if isinstance(v.type, TensorType)]

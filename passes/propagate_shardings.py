@@ -16,7 +16,7 @@ lets inputs receive Stream; here an unannotated input stays replicated and whole
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -37,7 +37,7 @@ from hostir_dialect.sharding import (
 )
 from hostir_dialect.tensor_type import ParallelType, TensorType
 
-from .retyping import retype, sync_function_type
+from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
 
 ValueKey = tuple[object, int]
 """(owner, index) of a value: stable while values are replaced by retyped ones."""
@@ -48,7 +48,7 @@ def _key(value: SSAValue) -> ValueKey:
 
 
 def propagate_in_function(func: FuncOp) -> None:
-    frozen = {_key(v) for v in _tensor_values(func) if is_annotated(v.type)}  # type: ignore[arg-type]
+    frozen = {_key(v) for v, _ in tensors(func) if is_annotated(v.type)}  # type: ignore[arg-type]
     ops = [op for op in func.body.block.ops if isinstance(op, ComputeOp)]
     for op in ops:
         if _key(op.result) in frozen:
@@ -82,18 +82,10 @@ def _tensor_operand_indices(op: ComputeOp) -> list[int]:
     return [i for i, v in enumerate(op.operands) if any(v is t for t in inputs)]
 
 
-def _tensor_values(func: FuncOp) -> Iterable[SSAValue]:
-    is_tensor: Callable[[SSAValue], bool] = lambda v: isinstance(v.type, TensorType)  # noqa: E731
-    yield from filter(is_tensor, func.body.block.args)
-    for op in func.body.block.ops:
-        yield from filter(is_tensor, op.results)
-
-
 @dataclass(frozen=True)
 class PropagateShardings(ModulePass):
     name = "propagate-shardings"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in op.walk():
-            if isinstance(func, FuncOp):
-                propagate_in_function(func)
+        for func in user_fusions(op):
+            propagate_in_function(func)

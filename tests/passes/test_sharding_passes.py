@@ -138,3 +138,28 @@ def test_propagation_fills_every_tensor_with_the_mesh() -> None:
     assert all(v.type.mesh is not None for v in values)
     # The unannotated fusion input %y gets the mesh but stays replicated.
     assert not func.body.block.args[1].type.data.is_sharded()
+
+
+def test_kernel_units_of_a_host_program_are_left_alone() -> None:
+    """Only user fusions are sharded and allocated: a unit called by hir.post_on_stream
+    was lowered already (its intermediate would otherwise become per-chunk)."""
+    t = _t("f32[8 stream, 4]")
+    module = parse_module(f"""
+hir.program @main(%a: {t}) -> {t} {{
+  %r = hir.post_on_stream @unit(%a) : ({t}) -> {t}
+  hir.return %r : {t}
+}}
+fusion.func @unit(%a: {t}) -> {t} {{
+  %b = fusion.exp %a : {t} -> {t}
+  %c = fusion.neg %b : {t} -> {t}
+  fusion.return %c : {t}
+}}
+fusion.func @user(%a: {t}) -> {t} {{
+  %b = fusion.exp %a : {t} -> {t}
+  %c = fusion.neg %b : {t} -> {t}
+  fusion.return %c : {t}
+}}""")
+    _apply(module, PIPELINES["all"])
+    unit, user = (str(op) for op in module.ops if op.name == "fusion.func")
+    assert "alloc=" not in unit
+    assert "alloc=[0 stream, 1]" in user
