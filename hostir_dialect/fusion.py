@@ -526,14 +526,14 @@ class MatmulOp(ComputeOp):
         k_a, k_b = a[-1], b[-2 if len(b) >= 2 else 0]
         if not _extents_match(k_a.extent, k_b.extent):
             raise VerifyException(f"inner dimensions do not match: a has K={k_a.extent}, b has K={k_b.extent}")
-        if len(b) <= 2:
-            batch = axis_shapes(a[:-2])
-        elif len(a) == 1:
-            batch = axis_shapes(b[:-2])
-        elif len(a) == len(b):
-            batch = broadcast_axes([a[:-2], b[:-2]], "matmul batch")
-        else:
-            raise VerifyException(f"batched matmul operands must have equal ranks, got {len(a)} and {len(b)}")
+        # torch.matmul: batch axes align from the right; the longer batch's extra leading
+        # axes pass through (nvFuser's matmul_AR multiplies [S, D, M, K] by [D, K, N]).
+        a_batch, b_batch = a[:-2], b[:-2]
+        shared = min(len(a_batch), len(b_batch))
+        longer = a_batch if len(a_batch) >= len(b_batch) else b_batch
+        batch = axis_shapes(longer[: len(longer) - shared])
+        if shared:
+            batch += broadcast_axes([a_batch[len(a_batch) - shared :], b_batch[len(b_batch) - shared :]], "matmul batch")
         m = [(a[-2].extent, IterKind.ITERATION)] if len(a) >= 2 else []
         n = [(b[-1].extent, IterKind.ITERATION)] if len(b) >= 2 else []
         return batch + m + n + [(k_a.extent, IterKind.REDUCTION)]
@@ -543,10 +543,9 @@ class MatmulOp(ComputeOp):
         k = len(self.result.type.axes) - 1  # type: ignore[attr-defined]
         n = k - 1 if b_rank >= 2 else k
         m = n - 1 if a_rank >= 2 else n
-        batch = list(range(m))
         if operand is self.a:
-            return [k] if a_rank == 1 else batch + [m, k]
-        return {1: [k], 2: [k, n]}.get(b_rank, batch + [k, n])
+            return [k] if a_rank == 1 else list(range(m - (a_rank - 2), m)) + [m, k]
+        return [k] if b_rank == 1 else list(range(m - (b_rank - 2), m)) + [k, n]
 
     def verify_element_type(self) -> None:
         if self.a.type.element_type != self.b.type.element_type:  # type: ignore[attr-defined]

@@ -204,10 +204,19 @@ fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[8, 2]>) {
   fusion.return
 }
 // -----
+
+// Batch axes align from the right, as in torch.matmul.
+// CHECK: // {{-----}}
+fusion.func @f(%a: !fusion.tensor<f32[7, 3, 8, 4]>, %b: !fusion.tensor<f32[2, 4, 2]>) {
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.matmul' op matmul batch axis 0: extents 3 and 2 are not broadcast-compatible
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[7, 3, 8, 4]>, !fusion.tensor<f32[2, 4, 2]> -> !fusion.tensor<f32[7, 3, 8, 2, r4]>
+  fusion.return
+}
+// -----
 // CHECK: // {{-----}}
 fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[3, 4, 2]>) {
-  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.matmul' op batched matmul operands must have equal ranks, got 2 and 3
-  %c = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4, 2]> -> !fusion.tensor<f32[3, 8, 2, r4]>
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.matmul' op result axes [8, 2, r4] do not match the expected [3, 8, 2, r4]
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4, 2]> -> !fusion.tensor<f32[8, 2, r4]>
   fusion.return
 }
 // -----

@@ -137,7 +137,7 @@ fusion.func @reductions(%a: !fusion.tensor<f32[4, 8, 2]>) -> !fusion.tensor<f32[
 }
 
 // CHECK-LABEL: fusion.func @matmuls(
-fusion.func @matmuls(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>, %ba: !fusion.tensor<f32[16, 8, 4]>, %bb: !fusion.tensor<f32[16, 4, 2]>, %b1: !fusion.tensor<f32[b1, 4, 2]>, %w: !fusion.tensor<f32[3, 4]>, %bias: !fusion.tensor<f32[3]>) -> !fusion.tensor<f32[8, 2, r4]> {
+fusion.func @matmuls(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>, %ba: !fusion.tensor<f32[16, 8, 4]>, %bb: !fusion.tensor<f32[16, 4, 2]>, %b1: !fusion.tensor<f32[b1, 4, 2]>, %bbb: !fusion.tensor<f32[2, 16, 4, 2]>, %k: !fusion.tensor<f32[4]>, %w: !fusion.tensor<f32[3, 4]>, %bias: !fusion.tensor<f32[3]>) -> !fusion.tensor<f32[8, 2, r4]> {
   // CHECK-NEXT: %mm = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2, r4]>
   %mm = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2, r4]>
   // A batched A times a plain [K, N] matrix.
@@ -148,6 +148,14 @@ fusion.func @matmuls(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]
   // A broadcast batch axis takes the other operand's extent.
   // CHECK-NEXT: %bcast_batch = fusion.matmul %ba, %b1 : !fusion.tensor<f32[16, 8, 4]>, !fusion.tensor<f32[b1, 4, 2]> -> !fusion.tensor<f32[16, 8, 2, r4]>
   %bcast_batch = fusion.matmul %ba, %b1 : !fusion.tensor<f32[16, 8, 4]>, !fusion.tensor<f32[b1, 4, 2]> -> !fusion.tensor<f32[16, 8, 2, r4]>
+  // Batch axes align from the right: [16] against [2, 16] (nvFuser's matmul_AR shape).
+  // CHECK-NEXT: %rank_bcast = fusion.matmul %ba, %bbb : !fusion.tensor<f32[16, 8, 4]>, !fusion.tensor<f32[2, 16, 4, 2]> -> !fusion.tensor<f32[2, 16, 8, 2, r4]>
+  %rank_bcast = fusion.matmul %ba, %bbb : !fusion.tensor<f32[16, 8, 4]>, !fusion.tensor<f32[2, 16, 4, 2]> -> !fusion.tensor<f32[2, 16, 8, 2, r4]>
+  // 1-D operands as in torch.matmul: no M (or no N) axis.
+  // CHECK-NEXT: %vec_mat = fusion.matmul %k, %b : !fusion.tensor<f32[4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[2, r4]>
+  %vec_mat = fusion.matmul %k, %b : !fusion.tensor<f32[4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[2, r4]>
+  // CHECK-NEXT: %mat_vec = fusion.matmul %a, %k : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8, r4]>
+  %mat_vec = fusion.matmul %a, %k : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8, r4]>
   // CHECK-NEXT: %lin = fusion.linear %a, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]> -> !fusion.tensor<f32[8, 3, r4]>
   %lin = fusion.linear %a, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]> -> !fusion.tensor<f32[8, 3, r4]>
   // CHECK-NEXT: %lin_bias = fusion.linear %a, %w bias %bias : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]>, !fusion.tensor<f32[3]> -> !fusion.tensor<f32[8, 3, r4]>
