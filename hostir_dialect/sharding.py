@@ -215,8 +215,14 @@ def unsharded(t: TensorType) -> TensorType:
 def sharding_changes(
     producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType] = DEVICE_TYPES
 ) -> list[ParallelType]:
-    """The parallel types whose placement differs between producer and consumer."""
-    return [t for t in types if have_different_shardings(producer, consumer, axis_map, (t,))]
+    """The parallel types whose placement differs between producer and consumer. A mesh
+    change counts only for the types either side is parallelized on: moving a tensor
+    sharded on DIDx to another mesh changes DIDx alone, a replicated one changes none."""
+    return [
+        t for t in types
+        if have_different_shardings(producer, consumer, axis_map, (t,))
+        and (placement(producer, t) is not None or placement(consumer, t, include_reduction=True) is not None)
+    ]
 
 
 def device_parallel_reduced_axes(op: ReduceOp) -> list[int]:
