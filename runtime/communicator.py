@@ -97,7 +97,11 @@ class Communicator:
                 )
             if device is None:
                 device = _device_for_backend(dist.get_backend())
-            return Communicator(actual_rank, actual_size, device)
+            # One communicator per world and device, so each team's group is created once.
+            key = (id(dist.group.WORLD), device)
+            if key not in _WORLD_COMMUNICATORS:
+                _WORLD_COMMUNICATORS[key] = Communicator(actual_rank, actual_size, device)
+            return _WORLD_COMMUNICATORS[key]
         return Communicator(rank or 0, world_size or 1, device or torch.device("cpu"))
 
     @property
@@ -147,6 +151,9 @@ class Communicator:
             return Token(function(flat, **{keyword: peer}))
 
         return post
+
+
+_WORLD_COMMUNICATORS: dict[tuple[int, torch.device], Communicator] = {}
 
 
 def _device_for_backend(backend: str) -> torch.device:

@@ -1,0 +1,442 @@
+"""Hand-written host programs on one rank, mirroring nvFuser's test_host_irs.cpp (reference §7.3)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import HostIRError
+from hostir_dialect.fusion import ARITHMETIC_FUNCTIONS, COMPARISON_FUNCTIONS
+from runtime import Evaluator, ExecutionError, InputError, execute, run_fusion
+
+F = "!fusion.tensor<f32[8, 64]>"
+B = "!fusion.tensor<i1[8, 64]>"
+TORCH_BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "maximum": torch.maximum,
+    "minimum": torch.minimum, "pow": torch.pow, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt,
+    "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+}
+
+
+def inputs(*shapes, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(s, generator=generator) for s in shapes]
+
+
+def program(body: str, args: str, results: str) -> str:
+    return f"hir.program @main({args}) -> ({results}) {{\n{body}\n}}"
+
+
+# -- Set, binary ops, reduction: with and without pre-allocated outputs --------
+
+
+def test_set_without_preallocated_output_copies():
+    (a,) = inputs((8, 64))
+    m = parse_module(program(f"%b = fusion.set %a : {F} -> {F}\n hir.return %b : {F}", f"%a: {F}", F))
+    (b,) = execute(m, [a])
+    assert torch.equal(b, a) and b.data_ptr() != a.data_ptr()
+
+
+def test_set_into_preallocated_output():
+    (a,) = inputs((8, 64))
+    out = torch.zeros(8, 64)
+    m = parse_module(program(f"%b = fusion.set %a into %o : {F} -> {F}\n hir.return %b : {F}", f"%a: {F}, %o: {F}", F))
+    (b,) = execute(m, [a, out])
+    assert b is out and torch.equal(out, a)
+
+
+@pytest.mark.parametrize("name", ARITHMETIC_FUNCTIONS + COMPARISON_FUNCTIONS)
+@pytest.mark.parametrize("preallocated", [False, True])
+def test_binary(name, preallocated):
+    a, b = inputs((8, 64), (8, 64))
+    if name == "pow":
+        a = a.abs()
+    result = B if name in COMPARISON_FUNCTIONS else F
+    into = " into %o" if preallocated else ""
+    args = f"%a: {F}, %b: {F}" + (f", %o: {result}" if preallocated else "")
+    m = parse_module(program(f"%c = fusion.{name} %a, %b{into} : {F}, {F} -> {result}\n hir.return %c : {result}",
+                             args, result))
+    given = [a, b] + ([torch.empty(8, 64, dtype=torch.bool if result == B else torch.float32)] if preallocated else [])
+    (c,) = execute(m, given)
+    torch.testing.assert_close(c, TORCH_BINARY[name](a, b), equal_nan=True)
+    if preallocated:
+        assert c is given[2]
+
+
+@pytest.mark.parametrize("preallocated", [False, True])
+def test_sum_reduction(preallocated):
+    (a,) = inputs((8, 64))
+    R = "!fusion.tensor<f32[8, r64]>"
+    into = " into %o" if preallocated else ""
+    args = f"%a: {F}" + (f", %o: {R}" if preallocated else "")
+    m = parse_module(program(f"%c = fusion.reduce sum %a dims [1]{into} : {F} -> {R}\n hir.return %c : {R}", args, R))
+    given = [a] + ([torch.empty(8)] if preallocated else [])
+    (c,) = execute(m, given)
+    torch.testing.assert_close(c, a.sum(1))
+    if preallocated:
+        assert c is given[1]
+
+
+def test_scalar_operands_on_either_side():
+    (a,) = inputs((8, 64))
+    body = f"""
+    %two = arith.constant 2.0 : f32
+    %x = fusion.sub %two, %a : f32, {F} -> {F}
+    %y = fusion.div %a, %two : {F}, f32 -> {F}
+    %z = fusion.maximum %a, %two : {F}, f32 -> {F}
+    hir.return %x, %y, %z : {F}, {F}, {F}"""
+    x, y, z = execute(parse_module(program(body, f"%a: {F}", f"{F}, {F}, {F}")), [a])
+    torch.testing.assert_close(x, 2 - a)
+    torch.testing.assert_close(y, a / 2)
+    torch.testing.assert_close(z, a.clamp_min(2))
+
+
+# -- views and allocation -------------------------------------------------------
+
+
+def test_alias_select_is_a_view():
+    T, R = "!fusion.tensor<f32[32, 32]>", "!fusion.tensor<f32[32]>"
+    body = f"""
+    %i = arith.constant 3 : index
+    %v = hir.alias_select %t[%i] axis 1 : {T} -> {R}
+    %zero = arith.constant 0.0 : f32
+    %w = fusion.mul %v, %zero into %v : {R}, f32 -> {R}
+    hir.return %v : {R}"""
+    (t,) = inputs((32, 32))
+    original = t.clone()
+    (v,) = execute(parse_module(program(body, f"%t: {T}", R)), [t])
+    assert v.data_ptr() == t[:, 3].data_ptr()
+    assert torch.equal(t[:, 3], torch.zeros(32)) and torch.equal(t[:, :3], original[:, :3])
+
+
+def test_alias_select_forces_index_zero_on_a_broadcast_axis_and_skips_reduction_axes():
+    T, R = "!fusion.tensor<f32[r4, b1, 8]>", "!fusion.tensor<f32[r4, 8]>"
+    body = f"""
+    %i = arith.constant 5 : index
+    %v = hir.alias_select %t[%i] axis 1 : {T} -> {R}
+    hir.return %v : {R}"""
+    t = torch.arange(8.0).reshape(1, 8)
+    (v,) = execute(parse_module(program(body, f"%t: {T}", R)), [t])
+    assert torch.equal(v, t[0])
+
+
+def test_allocate_inside_a_loop_allocates_once(monkeypatch):
+    T, R = "!fusion.tensor<f32[4, 4]>", "!fusion.tensor<f32[4]>"
+    body = f"""
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    scf.for %i = %c0 to %c4 step %c1 {{
+      %buf = hir.allocate : {T}
+      %row = hir.alias_select %buf[%i] axis 0 : {T} -> {R}
+      %x = hir.alias_select %src[%i] axis 0 : {T} -> {R}
+      %r = fusion.set %x into %row : {R} -> {R}
+      %o = fusion.set %buf into %acc : {T} -> {T}
+    }}
+    hir.return %acc : {T}"""
+    evaluator = Evaluator(parse_module(program(body, f"%src: {T}, %acc: {T}", T)))
+    calls = []
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: calls.append(a) or real_empty(*a, **k))
+    (src,) = inputs((4, 4))
+    (acc,) = evaluator.run([src, torch.zeros(4, 4)])
+    assert len(calls) == 1
+    assert torch.equal(acc, src)  # every row landed in the one buffer
+
+
+def test_deallocate_drops_the_binding_and_a_later_write_is_refused():
+    body = f"""
+    %o = hir.allocate : {F}
+    hir.deallocate %o : {F}
+    %c = fusion.add %a, %a into %o : {F}, {F} -> {F}
+    hir.return %c : {F}"""
+    with pytest.raises(ExecutionError, match=r"'fusion.add' op failed: destination %o is not bound"):
+        execute(parse_module(program(body, f"%a: {F}", F)), inputs((8, 64)))
+
+
+def test_allocation_order_is_realized_as_strides():
+    T = "!fusion.tensor<f32[4, 6], alloc=[1, 0]>"
+    m = parse_module(program(f"%o = hir.allocate : {T}\n hir.return %o : {T}", "", T))
+    (o,) = execute(m, [])
+    assert o.shape == (4, 6) and o.stride() == (1, 4)
+
+
+# -- post_on_stream -----------------------------------------------------------------
+
+X, S = "!fusion.tensor<f32[4, 8, 32]>", "!fusion.tensor<f32[r4, 8, 32]>"
+UNIT = f"""
+fusion.func @unit(%x: {X}) -> ({S}, {X}) {{
+  %d = fusion.add %x, %x : {X}, {X} -> {X}
+  %s = fusion.reduce sum %d dims [0] : {X} -> {S}
+  %r = fusion.relu %d : {X} -> {X}
+  fusion.return %s, %r : {S}, {X}
+}}"""
+
+
+def test_post_on_stream_of_a_multi_op_unit_into_fresh_buffers():
+    body = f"""
+    %s, %r = hir.post_on_stream @unit(%x) : ({X}) -> ({S}, {X})
+    hir.return %s, %r : {S}, {X}"""
+    (x,) = inputs((4, 8, 32))
+    s, r = execute(parse_module(program(body, f"%x: {X}", f"{S}, {X}") + UNIT), [x])
+    torch.testing.assert_close(s, (2 * x).sum(0))
+    torch.testing.assert_close(r, torch.relu(2 * x))
+
+
+def test_post_on_stream_writes_into_its_outs():
+    body = f"""
+    %s, %r = hir.post_on_stream @unit(%x) outs(%os, %or : {S}, {X}) : ({X}) -> ({S}, {X})
+    hir.return %s, %r : {S}, {X}"""
+    (x,) = inputs((4, 8, 32))
+    out_s, out_r = torch.empty(8, 32), torch.empty(4, 8, 32)
+    s, r = execute(parse_module(program(body, f"%x: {X}, %os: {S}, %or: {X}", f"{S}, {X}") + UNIT), [x, out_s, out_r])
+    assert s is out_s and r is out_r
+    torch.testing.assert_close(out_s, (2 * x).sum(0))
+    torch.testing.assert_close(out_r, torch.relu(2 * x))
+
+
+def test_post_on_stream_accumulating_in_place_in_a_loop():
+    T = "!fusion.tensor<f32[8, 32]>"
+    body = f"""
+    %c1 = arith.constant 1 : index
+    %c7 = arith.constant 7 : index
+    %c2 = arith.constant 2 : index
+    scf.for %i = %c1 to %c7 step %c2 {{
+      %r = hir.post_on_stream @accumulate(%acc, %x) outs(%acc : {T}) : ({T}, {T}) -> {T}
+    }}
+    hir.return %acc : {T}
+    }}
+    fusion.func @accumulate(%acc: {T}, %x: {T}) -> {T} {{
+      %twice = fusion.add %x, %x : {T}, {T} -> {T}
+      %y = fusion.add %acc, %twice : {T}, {T} -> {T}
+      fusion.return %y : {T}"""
+    (x,) = inputs((8, 32))
+    acc = torch.ones(8, 32)
+    (r,) = execute(parse_module(program(body, f"%acc: {T}, %x: {T}", T)), [acc, x])
+    assert r is acc
+    torch.testing.assert_close(acc, 1 + 6 * x)
+
+
+# -- streams ---------------------------------------------------------------------
+
+
+def test_streams_by_key_are_cached_and_set_get_synchronize_keep_the_books():
+    body = """
+    %user = hir.get_current_stream
+    %k2 = arith.constant 2 : index
+    %k3 = arith.constant 3 : index
+    %s2 = hir.stream %k2
+    %s2b = hir.stream %k2
+    %s3 = hir.stream %k3
+    hir.set_current_stream %s2
+    hir.synchronize %user
+    hir.set_current_stream %s3
+    hir.synchronize %s2b
+    hir.set_current_stream %user
+    hir.synchronize %s3
+    hir.return"""
+    evaluator = Evaluator(parse_module(program(body, "", "")))
+    evaluator.run([])
+    streams = evaluator.streams
+    assert streams.keys == [2, 3]
+    s2, s3 = streams.get(2), streams.get(3)
+    assert s2.waited_for == [streams.default.id] and s3.waited_for == [s2.id]
+    assert streams.default.waited_for == [s3.id]
+    assert streams.current() is streams.default
+
+
+LOOP = f"""
+    %user = hir.get_current_stream
+    %n = hir.number_of_streams
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    scf.for %i = %c0 to %c8 step %c1 {{
+      %k = arith.remsi %i, %n : index
+      %s = hir.stream %k
+      hir.set_current_stream %s
+      hir.synchronize %user
+      %v = hir.alias_select %a[%i] axis 0 : {F} -> !fusion.tensor<f32[64]>
+      %w = fusion.neg %v into %v : !fusion.tensor<f32[64]> -> !fusion.tensor<f32[64]>
+      hir.set_current_stream %user
+      hir.synchronize %s
+    }}
+    hir.return %a : {F}"""
+
+
+@pytest.mark.parametrize("number_of_streams", [1, 4])
+def test_loop_rotates_over_streams_i_mod_n(number_of_streams):
+    evaluator = Evaluator(parse_module(program(LOOP, f"%a: {F}", F)), number_of_streams=number_of_streams,
+                          record_streams=True)
+    (a,) = inputs((8, 64))
+    expected = -a
+    (out,) = evaluator.run([a])
+    torch.testing.assert_close(out, expected)
+    assert evaluator.streams.keys == list(range(number_of_streams))
+    ids = [evaluator.streams.get(i % number_of_streams).id for i in range(8)]
+    assert evaluator.stream_log == [("fusion.neg", s) for s in ids]
+
+
+def test_compiled_once_run_many():
+    evaluator = Evaluator(parse_module(program(LOOP, f"%a: {F}", F)))
+    steps = evaluator.compiled.steps
+    for seed in range(3):
+        (a,) = inputs((8, 64), seed=seed)
+        expected = -a
+        (out,) = evaluator.run([a])
+        torch.testing.assert_close(out, expected)
+    assert evaluator.compiled.steps is steps
+
+
+def test_fresh_buffers_per_run():
+    m = parse_module(program(f"%o = hir.allocate : {F}\n %c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n"
+                             f" hir.return %c : {F}", f"%a: {F}", F))
+    evaluator = Evaluator(m)
+    a, b = inputs((8, 64), (8, 64))
+    (first,) = evaluator.run([a])
+    (second,) = evaluator.run([b])
+    assert first.data_ptr() != second.data_ptr()
+    torch.testing.assert_close(first, 2 * a)
+
+
+# -- errors -------------------------------------------------------------------------
+
+SHARDED = "!fusion.tensor<f32[2 didx, 64], mesh=[0, 1]>"
+
+
+@pytest.mark.parametrize("given, message", [
+    ([torch.zeros(8, 64)], r"takes 2 inputs, got 1"),
+    ([torch.zeros(8, 64), torch.zeros(8, 63)], r"argument 1 \(%o\): expected shape \[8, 64\] .* got \[8, 63\]"),
+    ([torch.zeros(8, 64, dtype=torch.float64), torch.zeros(8, 64)], r"argument 0 \(%a\): expected dtype torch.float32, got torch.float64"),
+    ([torch.zeros(8, 64, device="meta"), torch.zeros(8, 64)], r"argument 0 \(%a\): expected a tensor on cpu, got one on meta"),
+    ([None, torch.zeros(8, 64)], r"argument 0 \(%a\): expected a tensor of shape \[8, 64\] .* got None"),
+])
+def test_bad_inputs_are_refused_before_anything_runs(given, message):
+    m = parse_module(program(f"%c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n hir.return %c : {F}",
+                             f"%a: {F}, %o: {F}", F))
+    before = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" else None for x in given]
+    with pytest.raises(InputError, match=message):
+        execute(m, given)
+    for x, y in zip(given, before):
+        if y is not None:
+            assert torch.equal(x, y)
+
+
+def test_inputs_are_local_shards():
+    m = parse_module(program(f"%c = fusion.neg %a : {SHARDED} -> {SHARDED}\n hir.return %c : {SHARDED}",
+                             f"%a: {SHARDED}", SHARDED))
+    with pytest.raises(InputError, match=r"expected shape \[1, 64\] \(local shard on rank 0 of"):
+        execute(m, [torch.zeros(2, 64)])
+    (c,) = execute(m, [torch.ones(1, 64)])
+    assert torch.equal(c, -torch.ones(1, 64))
+
+
+def test_ops_of_a_mesh_without_this_rank_are_skipped():
+    T = "!fusion.tensor<f32[4], mesh=[0]>"
+    m = parse_module(program(f"%o = hir.allocate : {T}\n %c = fusion.neg %a into %o : {T} -> {T}\n hir.return %c : {T}",
+                             f"%a: {T}", T))
+    assert execute(m, [None], rank=1, world_size=2) == [None]
+    with pytest.raises(InputError, match=r"expected None \(rank 1 is not in mesh \[0\]\)"):
+        execute(m, [torch.zeros(4)], rank=1, world_size=2)
+
+
+@pytest.mark.parametrize("op, result", [
+    (f"fusion.set %a : {SHARDED} -> !fusion.tensor<f32[2, 64], mesh=[0, 1]>", "!fusion.tensor<f32[2, 64], mesh=[0, 1]>"),
+    (f"fusion.reduce sum %a dims [0] : {SHARDED} -> !fusion.tensor<f32[r2 didx, 64], mesh=[0, 1]>",
+     "!fusion.tensor<f32[r2 didx, 64], mesh=[0, 1]>"),
+])
+def test_unlowered_communication_is_refused(op, result):
+    m = parse_module(program(f"%c = {op}\n hir.return %c : {result}", f"%a: {SHARDED}", result), "prog.mlir")
+    with pytest.raises(HostIRError, match=r"prog.mlir:2:\d+: error: '(fusion.set|fusion.reduce)' op needs a communication"):
+        Evaluator(m)
+
+
+def test_slicing_a_sharded_axis_is_refused():
+    A = "!fusion.tensor<f32[4(2 didx, 2), 64], mesh=[0, 1]>"
+    R = "!fusion.tensor<f32[2(2 didx, 1), 64], mesh=[0, 1]>"
+    m = parse_module(program(f"%c = fusion.slice %a starts [0, 0] stops [2, 64] steps [1, 1] : {A} -> {R}\n"
+                             f" hir.return %c : {R}", f"%a: {A}", R))
+    with pytest.raises(HostIRError, match=r"'fusion.slice' op slices axis 0, which is sharded"):
+        Evaluator(m)
+
+
+def test_a_collective_over_other_ranks_needs_torch_distributed():
+    G = "!fusion.tensor<f32[2, 64], mesh=[0, 1]>"
+    body = f"""
+    %o = hir.allocate : {G}
+    %w = hir.allgather %a -> %o team [0, 1] : {SHARDED} -> {G}
+    hir.wait %w
+    hir.return %o : {G}"""
+    with pytest.raises(HostIRError, match=r"'hir.allgather' op team \[0, 1\] needs torch.distributed"):
+        Evaluator(parse_module(program(body, f"%a: {SHARDED}", G)), world_size=2)
+
+
+def test_a_team_of_one_is_a_local_copy():
+    T = "!fusion.tensor<f32[8]>"
+    body = f"""
+    %o = hir.allocate : {T}
+    %w = hir.allreduce %a -> %o team [0] op sum : {T} -> {T}
+    hir.wait %w
+    hir.return %o : {T}"""
+    a = torch.arange(8.0)
+    assert torch.equal(execute(parse_module(program(body, f"%a: {T}", T)), [a])[0], a)
+
+
+# -- the reference semantics ------------------------------------------------------------
+
+
+def test_run_fusion_covers_every_kind_of_op():
+    text = ALL_OPS
+    a, b, w, bias = inputs((8, 4), (4, 2), (3, 4), (3,))
+    outs = run_fusion(parse_module(text), [a, b, w, bias])
+    expected = [
+        a @ b, torch.nn.functional.linear(a, w, bias), a.t(), a.reshape(32), a[::2, 1:], a[2],
+        a.to(torch.bfloat16), torch.relu(a), a * 2, a < 2, a.unsqueeze(0), a.prod(1), a.amax(0), torch.exp(a),
+    ]
+    assert len(outs) == len(expected)
+    for got, want in zip(outs, expected):
+        torch.testing.assert_close(got, want)
+
+
+ALL_OPS = """
+!a = !fusion.tensor<f32[8, 4]>
+fusion.func @g(%a: !a, %b: !fusion.tensor<f32[4, 2]>, %w: !fusion.tensor<f32[3, 4]>, %bias: !fusion.tensor<f32[3]>)
+    -> (!fusion.tensor<f32[8, 2, r4]>, !fusion.tensor<f32[8, 3, r4]>, !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[32]>,
+        !fusion.tensor<f32[4, 3]>, !fusion.tensor<f32[4]>, !fusion.tensor<bf16[8, 4]>, !a, !a, !fusion.tensor<i1[8, 4]>,
+        !fusion.tensor<f32[b1, 8, 4]>, !fusion.tensor<f32[8, r4]>, !fusion.tensor<f32[r8, 4]>, !a) {
+  %c = fusion.matmul %a, %b : !a, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2, r4]>
+  %d = fusion.linear %a, %w bias %bias : !a, !fusion.tensor<f32[3, 4]>, !fusion.tensor<f32[3]> -> !fusion.tensor<f32[8, 3, r4]>
+  %f = fusion.permute %a dims [1, 0] : !a -> !fusion.tensor<f32[4, 8]>
+  %g = fusion.broadcast %a dims [0] : !a -> !fusion.tensor<f32[b1, 8, 4]>
+  %h = fusion.squeeze %g dims [0] : !fusion.tensor<f32[b1, 8, 4]> -> !a
+  %i = fusion.reshape %h : !a -> !fusion.tensor<f32[32]>
+  %j = fusion.slice %a starts [0, 1] stops [8, 4] steps [2, 1] : !a -> !fusion.tensor<f32[4, 3]>
+  %k = arith.constant 2 : index
+  %l = fusion.select %a[%k] dim 0 : !a, index -> !fusion.tensor<f32[4]>
+  %m = fusion.cast %a : !a -> !fusion.tensor<bf16[8, 4]>
+  %n = fusion.relu %a : !a -> !a
+  %s = arith.constant 2.0 : f32
+  %o = fusion.mul %a, %s : !a, f32 -> !a
+  %p = fusion.lt %a, %s : !a, f32 -> !fusion.tensor<i1[8, 4]>
+  %q = fusion.reduce prod %a dims [1] : !a -> !fusion.tensor<f32[8, r4]>
+  %r = fusion.reduce max %a dims [0] : !a -> !fusion.tensor<f32[r8, 4]>
+  %e = fusion.exp %a : !a -> !a
+  fusion.return %c, %d, %f, %i, %j, %l, %m, %n, %o, %p, %g, %q, %r, %e : !fusion.tensor<f32[8, 2, r4]>,
+    !fusion.tensor<f32[8, 3, r4]>, !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[32]>, !fusion.tensor<f32[4, 3]>,
+    !fusion.tensor<f32[4]>, !fusion.tensor<bf16[8, 4]>, !a, !a, !fusion.tensor<i1[8, 4]>,
+    !fusion.tensor<f32[b1, 8, 4]>, !fusion.tensor<f32[8, r4]>, !fusion.tensor<f32[r8, 4]>, !a
+}
+"""
+
+
+def test_reference_results_never_alias_inputs():
+    A = "!fusion.tensor<f32[8, 4]>"
+    text = f"""fusion.func @f(%a: {A}) -> ({A}, !fusion.tensor<f32[32]>) {{
+      %s = fusion.set %a : {A} -> {A}
+      %r = fusion.reshape %a : {A} -> !fusion.tensor<f32[32]>
+      fusion.return %s, %r : {A}, !fusion.tensor<f32[32]>
+    }}"""
+    (a,) = inputs((8, 4))
+    for out in run_fusion(parse_module(text), [a]):
+        assert out.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
