@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import parse_error
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import ExecutionError, find_function
@@ -57,7 +58,10 @@ def load_module(path: str) -> ModuleOp:
         text = Path(path).read_text()
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
-    return parse_module(text, path)
+    try:
+        return parse_module(text, path)
+    except ParseError as error:
+        raise parse_error(error) from None
 
 
 def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hir.ProgramOp, fusion.FuncOp | None]:
@@ -173,13 +177,13 @@ def console_main(argv: Sequence[str] | None = None) -> None:
         text = run(args)
     except (UsageError, LoweringUnavailable, SpmdError, ExecutionError, ValueError) as error:
         _fail(str(error))
-    except (DiagnosticException, ParseError) as error:
+    except DiagnosticException as error:
         _fail(str(error), prefixed=True)
     if text:
         print(text)
 
 
 def _fail(message: str, prefixed: bool = False) -> None:
-    message = message.strip()
+    message = message.strip().splitlines()[0]  # one line: located diagnostics carry source context
     print(message if prefixed and "error:" in message else f"hostir-run: error: {message}", file=sys.stderr)
     sys.exit(1)

@@ -121,6 +121,7 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
             args: tuple, collective_timeout: float) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    finished = False
     try:
         if backend == "nccl":
             torch.cuda.set_device(device_for(backend, rank))
@@ -128,11 +129,15 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
                                 timeout=datetime.timedelta(seconds=collective_timeout))
         result = fn(rank, world_size, *args)
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
+        finished = True
         dist.barrier()
         dist.destroy_process_group()
     except BaseException as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        record = {"time": time.time(), "message": f"{type(error).__name__}: {message}".rstrip(": ")}
+        # A rank that finished its work and then timed out waiting for the others is a
+        # victim, not the culprit: `_failure` reports it only if no rank failed working.
+        record = {"finished": finished, "time": time.time(),
+                  "message": f"{type(error).__name__}: {message}".rstrip(": ")}
         (Path(result_dir) / f"rank{rank}.err").write_text(json.dumps(record))
         raise
 
@@ -174,9 +179,9 @@ def _failure(result_dir: Path, error: Exception) -> str:
     records = []
     for path in result_dir.glob("rank*.err"):
         record = json.loads(path.read_text())
-        records.append((record["time"], int(path.stem.removeprefix("rank")), record["message"]))
+        records.append((record["finished"], record["time"], int(path.stem.removeprefix("rank")), record["message"]))
     if records:
-        _, rank, message = min(records)
+        *_, rank, message = min(records)
         return f"rank {rank} failed: {message}"
     rank = getattr(error, "error_index", "?")
     return f"rank {rank} failed: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"

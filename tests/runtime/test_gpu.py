@@ -1,0 +1,84 @@
+"""The runtime on 2 GPUs: NCCL collectives and real CUDA streams.
+
+Run on a machine with 2 CUDA devices:  pytest -m gpu tests/runtime
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from hostir_dialect.context import parse_module
+from runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
+from test_collectives import RING, cases, local_inputs  # the CPU cases, rerun with NCCL
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices"),
+]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def nccl_results():
+    found = cases(2)
+    jobs, data = [], {}
+    for seed, (name, case) in enumerate(found.items()):
+        data[name] = local_inputs(case, 2, seed)
+        jobs.append(Job(case.program(), [[data[name].get(r)] for r in range(2)]))
+    ring = [torch.full((6,), float(r)) for r in range(2)]
+    jobs.append(Job(RING, [[ring[r], (r + 1) % 2, (r - 1) % 2] for r in range(2)]))
+    module = parse_module((EXAMPLES / "host_allgather_matmul.mlir").read_text())
+    program = module.ops.first
+    while program.name != "hir.program":
+        program = program.next_op
+    generator = torch.Generator().manual_seed(0)
+    global_inputs = [torch.randn(t.data.value_shape(), generator=generator) for t in program.function_type.inputs.data]
+    shards = [[shard_tensor(x, t, r) for x, t in zip(global_inputs, program.function_type.inputs.data)] for r in range(2)]
+    jobs.append(Job(str(module), shards, number_of_streams=2, record_streams=True, repeat=2))
+    results = run_spmd_batch(jobs, 2, backend="nccl", timeout=300)
+    return found, data, results, ring, (module, program, global_inputs)
+
+
+def test_every_collective_with_nccl(nccl_results):
+    found, data, results, _, _ = nccl_results
+    for k, (name, case) in enumerate(found.items()):
+        for rank, want in case.expected(data[name]).items():
+            got = results[k][rank].outputs[0]
+            torch.testing.assert_close(got.reshape(-1), want.reshape(-1), msg=f"{name} rank {rank}")
+
+
+def test_send_recv_ring_with_nccl(nccl_results):
+    _, _, results, ring, _ = nccl_results
+    for rank, result in enumerate(results[-2]):
+        assert torch.equal(result.outputs[0], ring[(rank - 1) % 2])
+
+
+def test_stream_pipelined_allgather_matmul_runs_on_two_cuda_streams(nccl_results):
+    _, _, results, _, (module, program, global_inputs) = nccl_results
+    per_rank = results[-1]
+    (expected,) = run_fusion(module, global_inputs, "reference")
+    got = unshard([r.outputs[0] for r in per_rank], program.function_type.outputs.data[0])
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)  # TF32 may be on for matmuls
+    for result in per_rank:
+        matmul_streams = [stream for name, stream in result.stream_log if name == "fusion.matmul"]
+        assert len(matmul_streams) == 4  # 2 iterations x 2 runs
+        first_run = matmul_streams[:2]
+        assert first_run[0] != first_run[1], f"both iterations ran on stream {first_run[0]}"
+        assert matmul_streams[2:] == first_run  # streams are cached across runs
+
+
+def test_single_rank_programs_on_cuda():
+    F = "!fusion.tensor<f32[8, 64]>"
+    text = f"""hir.program @main(%a: {F}, %b: {F}, %o: {F}) -> ({F}, !fusion.tensor<f32[8, r64]>) {{
+  %c = fusion.mul %a, %b into %o : {F}, {F} -> {F}
+  %s = fusion.reduce sum %c dims [1] : {F} -> !fusion.tensor<f32[8, r64]>
+  hir.return %c, %s : {F}, !fusion.tensor<f32[8, r64]>
+}}"""
+    a, b, o = (torch.randn(8, 64, device="cuda") for _ in range(3))
+    c, s = execute(parse_module(text), [a, b, o], device="cuda")
+    assert c is o
+    torch.testing.assert_close(s, (a * b).sum(1))
