@@ -294,6 +294,8 @@ class TensorDesc:
             if piece.parallel.is_device or (
                 stream_sharded and piece.parallel == ParallelType.STREAM
             ):
+                if not axis.is_split:
+                    return 1  # the whole axis is the parallel piece, even when dynamic
                 if piece.extent == DYNAMIC:
                     return DYNAMIC
                 divisor *= piece.extent
