@@ -2,11 +2,11 @@
 (torch.distributed), the multi-rank launcher and the `hostir-run` entry point."""
 
 from .evaluator import Evaluator, ExecutionError, InputError, compile_program, execute
-from .launcher import Job, RankResult, SpmdError, run_spmd, run_spmd_batch
+from .launcher import Job, RankResult, SpmdError, launch, run_spmd, run_spmd_batch
 from .reference import run_fusion
 from .sharding import shard_tensor, unshard
 
 __all__ = [
-    "Evaluator", "ExecutionError", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute",
+    "Evaluator", "ExecutionError", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute", "launch",
     "run_fusion", "run_spmd", "run_spmd_batch", "shard_tensor", "unshard",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import statistics
 import sys
 from collections.abc import Sequence
@@ -166,9 +167,22 @@ def run(args: argparse.Namespace) -> str | None:
     if not dist.is_initialized():
         dist.init_process_group(args.backend or ("nccl" if torch.cuda.is_available() else "gloo"))
     (mine,) = run_jobs(dist.get_rank(), world_size, [job])
-    gathered: list = [None] * world_size if dist.get_rank() == 0 else None  # type: ignore[assignment]
-    dist.gather_object(mine, gathered, dst=0)
+    gathered = all_gather_pickled(mine)
     return report(program, gathered, reference, world_size) if dist.get_rank() == 0 else None
+
+
+def all_gather_pickled(value) -> list:
+    """Every rank's `value` (dist.all_gather_object needs numpy, which may be absent)."""
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    data = torch.tensor(list(pickle.dumps(value)), dtype=torch.uint8, device=device)
+    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(sizes, torch.tensor([data.numel()], device=device))
+    longest = max(int(s.item()) for s in sizes)
+    padded = torch.zeros(longest, dtype=torch.uint8, device=device)
+    padded[: data.numel()] = data
+    chunks = [torch.empty_like(padded) for _ in sizes]
+    dist.all_gather(chunks, padded)
+    return [pickle.loads(bytes(c[: int(s.item())].tolist())) for c, s in zip(chunks, sizes)]
 
 
 def console_main(argv: Sequence[str] | None = None) -> None:

@@ -207,7 +207,10 @@ def _reduce(op: fusion.ReduceOp, ctx: OpContext) -> Kernel:
     return Kernel(lambda x: function(x, dims), lambda out, x: function(x, dims, out=out))
 
 
-def _matmul(op: ComputeOp, ctx: OpContext) -> Kernel:
+def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
+    if 1 in (len(fusion.value_axes(op.a.type)), len(fusion.value_axes(op.b.type))):  # type: ignore[arg-type]
+        # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
+        return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
     return Kernel(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out))
 
 

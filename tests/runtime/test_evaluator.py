@@ -440,3 +440,32 @@ def test_reference_results_never_alias_inputs():
     (a,) = inputs((8, 4))
     for out in run_fusion(parse_module(text), [a]):
         assert out.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("op, arg_types, result, expected", [
+    ("fusion.matmul %a, %b", "!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]>", "f32[8, 2, r4]",
+     lambda a, b, w: a @ b),
+    ("fusion.matmul %a1, %b", "!fusion.tensor<f32[4]>, !fusion.tensor<f32[4, 2]>", "f32[2, r4]",
+     lambda a, b, w: a[0] @ b),
+    ("fusion.linear %a, %w", "!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]>", "f32[8, 3, r4]",
+     lambda a, b, w: a @ w.t()),
+    ("fusion.linear %a, %w bias %bias", "!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]>, !fusion.tensor<f32[3]>",
+     "f32[8, 3, r4]", lambda a, b, w: a @ w.t() + w[:, 0]),
+    ("fusion.permute %a dims [1, 0]", "!fusion.tensor<f32[8, 4]>", "f32[4, 8]", lambda a, b, w: a.t()),
+    ("fusion.reshape %a", "!fusion.tensor<f32[8, 4]>", "f32[2, 16]", lambda a, b, w: a.reshape(2, 16)),
+    ("fusion.cast %a", "!fusion.tensor<f32[8, 4]>", "f64[8, 4]", lambda a, b, w: a.double()),
+])
+@pytest.mark.parametrize("preallocated", [False, True])
+def test_standalone_ops_with_and_without_destination(op, arg_types, result, expected, preallocated):
+    R = f"!fusion.tensor<{result}>"
+    body = f"""
+    %c0 = arith.constant 0 : index
+    %a1 = hir.alias_select %a[%c0] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+    %bias = hir.alias_select %w[%c0] axis 1 : !fusion.tensor<f32[3, 4]> -> !fusion.tensor<f32[3]>
+    %o = hir.allocate : {R}
+    %c = {op}{" into %o" if preallocated else ""} : {arg_types} -> {R}
+    hir.return %c : {R}"""
+    args = "%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>, %w: !fusion.tensor<f32[3, 4]>"
+    a, b, w = inputs((8, 4), (4, 2), (3, 4))
+    (c,) = execute(parse_module(program(body, args, R)), [a, b, w])
+    torch.testing.assert_close(c, expected(a, b, w))
