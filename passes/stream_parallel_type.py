@@ -39,10 +39,13 @@ iteration, a chunk other iterations of that loop produce (an operand made in the
 sliced on another axis, or read whole); ops with several non-stream results are accepted.
 
 Option `bounded-intermediates=true` (beyond nvFuser, whose code leaves it as a TODO): a body
-output that is neither returned nor used after its loop gets no full-size buffer. Each
-iteration allocates its chunk inside the body and frees it at the end of the iteration.
-Iterations sharing a worker stream then reuse one block of the stream-ordered caching
-allocator, so at most `numberOfStreams` chunks are alive instead of the full stream extent.
+output that is neither returned nor read after its loop (such as the ones
+finalize-multidevice-domains marks stream-allocated) gets no full-size buffer. Each
+iteration allocates its chunk in the body and frees it at the end of the iteration, so
+iterations on one worker stream reuse one block of the stream-ordered caching allocator:
+about `numberOfStreams` chunks are alive instead of the whole stream extent
+(benchmarks/stream_memory.py measures it). Without the option these tensors get full-size
+buffers, and a stream-allocated mark (one chunk) is dropped from them.
 """
 
 from __future__ import annotations
