@@ -19,8 +19,19 @@ in the team never posts (the evaluator binds `DONE`). `Token.wait()` waits for t
 the copies that finish the collective's contract, enqueued on the current stream. A team
 of one member needs no process group: the collective is a local copy.
 
-Buffer contracts (one per op, shared with the passes, see the brief / reference §2.2):
-buffers are flattened in allocation order and must be dense ("contiguous") for that.
+Buffer contracts (shared with the passes; nvFuser's postSingleCommunication). Buffers are
+flattened in allocation order and must be dense for that; `None` on a rank outside a
+tensor's mesh; "chunks" are team-size equal parts, member i = position i in the team.
+- allgather: out = concat over the team of every in.
+- allreduce: out = in, then reduced in place.
+- reduce_scatter: member i gets the reduction of everyone's chunk i.
+- scatter: member i gets chunk i of the root's in.
+- gather: the root's out = concat of every member's in; a member without in sends zeros; a
+  root without in whose out has one chunk less gets no slot for itself.
+- broadcast: every member's out = the root's in (the root copies in -> out if it has out).
+- reduce: the root's out = the reduction of every in (a member without in adds the identity).
+- send_recv: team [sender, receiver], root = sender: receiver's out = sender's in.
+- all_to_all: member j's out chunk i = member i's in chunk j.
 """
 
 from __future__ import annotations
@@ -313,7 +324,13 @@ def _gather(p: Plan):
         if not p.is_root:
             return Token(dist.gather(fi, None, dst=p.root, group=p.group, async_op=True))
         fo = p.flat_out(out) if out is not None else p.scratch(p.size * fi.numel())
-        chunks = _chunks(fo, p.size, "gather output")
+        if inp is None and fo.numel() == (p.size - 1) * fi.numel():
+            # A root that sends nothing may have no slot for itself (nvFuser's postGather):
+            # its own chunk lands in scratch space.
+            chunks = _chunks(fo, p.size - 1, "gather output")
+            chunks.insert(p.team.index(p.rank), p.scratch(fi.numel()))
+        else:
+            chunks = _chunks(fo, p.size, "gather output")
         _check(chunks[0].numel() == fi.numel(), f"gather output chunks have {chunks[0].numel()} elements but the input {fi.numel()}")
         if p.size == 1:
             fo.copy_(fi)

@@ -78,6 +78,10 @@ def gather(team, root):
     return lambda xs: {root: torch.cat([xs[m].reshape(-1) if m in xs else torch.zeros(next(iter(xs.values())).numel()) for m in team])}
 
 
+def gather_without_root(team, root):
+    return lambda xs: {root: torch.cat([xs[m].reshape(-1) for m in team if m != root])}
+
+
 def broadcast(team, root):
     return lambda xs: {r: xs[root] for r in team}
 
@@ -122,6 +126,9 @@ def cases(world: int) -> dict[str, Case]:
         # The root holds no input (input mesh [0, 2]): it contributes zeros.
         found["gather_member_without_input"] = Case("gather", (0, 1, 2), "3", "3, 3", gather((0, 1, 2), 1), root=1,
                                                      in_mesh=(0, 2))
+        # A root outside the senders' mesh, whose output has no slot for itself.
+        found["gather_root_without_slot"] = Case("gather", (1, 2, 0), "3", "2, 3", gather_without_root((1, 2, 0), 0),
+                                                 root=0, in_mesh=(1, 2))
         found["send_recv_3_to_2"] = Case("send_recv", (3, 2), "4", "4", send_recv(3, 2), root=3)
     return found
 
