@@ -128,12 +128,6 @@ def mlp(s: int) -> str:
 }}"""
 
 
-MATMUL_1D_OUT = pytest.mark.xfail(
-    strict=True,
-    reason="runtime/torch_ops.py: torch.matmul(a_1d, b_2d, out=o) wants o of shape [1, N] "
-    "(a torch quirk); the runtime's matmul kernel must unsqueeze for a 1-D first operand",
-)
-
 SINGLE_DEVICE = [
     pytest.param(single_set, PIPELINE, id="SingleSetOp"),
     pytest.param(non_outermost, PIPELINE, id="SingleSetOpNonOutermost"),
@@ -141,7 +135,7 @@ SINGLE_DEVICE = [
     pytest.param(two_sets, PIPELINE, id="TwoOps"),
     pytest.param(three_sets, PIPELINE, id="ThreeOpsWithDisjointForLoops"),
     pytest.param(reduction, PIPELINE, id="Reduction"),
-    pytest.param(matmul_m, PIPELINE, id="Matmul_M", marks=MATMUL_1D_OUT),
+    pytest.param(matmul_m, PIPELINE, id="Matmul_M"),
     pytest.param(batched_matmul, PIPELINE, id="BatchedMatmul"),
     pytest.param(matmul_n, PIPELINE, id="Matmul_N"),
     pytest.param(broadcast_operand, PIPELINE, id="BroadcastOperand"),
