@@ -1,6 +1,8 @@
 """Collectives of a host program on top of torch.distributed.
 
-Backend: NCCL for CUDA buffers, gloo for CPU ones, picked from the device unless given.
+Backend: the initialized world's (the launcher picks NCCL when every rank has a GPU, else
+gloo, unless told otherwise). An op's `backend` attribute names the transport the
+compiler intended; this runtime posts every collective on the world's backend.
 
 Process groups. `dist.new_group` is collective over the WORLD: every rank must call it,
 for every group, in the same order, even ranks that are not members, or the ranks
@@ -80,10 +82,6 @@ class Token:
 
 DONE = Token()
 """The token of a collective this rank does not take part in, or that was local."""
-
-
-def default_backend(device: torch.device) -> str:
-    return "nccl" if device.type == "cuda" else "gloo"
 
 
 class Communicator:
