@@ -324,10 +324,11 @@ hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
 }
 // -----
 // CHECK: // {{-----}}
-fusion.func @f() {
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.return' op 'hir.return' must be the last operation in its parent block
   hir.return
-  fusion.return
+  hir.deallocate %t : !fusion.tensor<f32[8, 4]>
+  hir.return
 }
 // -----
 // CHECK: // {{-----}}
