@@ -11,7 +11,9 @@ deadlock. Creating a group lazily when a rank first reaches a collective therefo
 program is compiled, by every rank, with every team of the program, in sorted order; each
 group is created once and cached by its team (the tuple in team order). Groups keep the
 team's order (`sort_ranks=False`), so a member's group rank is its position in the team
-and "concatenate in team order" is what the collective does natively. Roots are world
+and "concatenate in team order" is what the collective does natively. torch < 2.12 has no
+`sort_ranks` and always sorts: then a team not in ascending order posts its chunks through
+lists in group-rank order (`Plan.order`). Roots are world
 ranks in the IR and are passed to torch as world ranks (`src=`/`dst=`), which torch
 translates for the group. Every rank must compile the same programs in the same order.
 
@@ -39,6 +41,7 @@ tensor's mesh; "chunks" are team-size equal parts, member i = position i in the 
 from __future__ import annotations
 
 import datetime
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -93,6 +96,7 @@ class Communicator:
         self.device = device
         self.timeout = datetime.timedelta(seconds=timeout) if timeout else None
         self._groups: dict[tuple[int, ...], object] = {}
+        self._orders: dict[tuple[int, ...], tuple[int, ...] | None] = {}
 
     @staticmethod
     def for_current_process(rank: int | None, world_size: int | None, device: torch.device | None) -> Communicator:
@@ -137,10 +141,14 @@ class Communicator:
             if team == tuple(range(self.world_size)):
                 self._groups[team] = dist.group.WORLD
             else:
-                self._groups[team] = dist.new_group(list(team), timeout=self.timeout, sort_ranks=False)
+                self._groups[team], self._orders[team] = _new_group(team, self.timeout)
 
     def group(self, team: tuple[int, ...]):
         return self._groups.get(team)
+
+    def order(self, team: tuple[int, ...]) -> tuple[int, ...] | None:
+        """Team positions by group rank, when the group does not keep the team's order."""
+        return self._orders.get(team)
 
     def poster(self, op: hir.CollectiveOp) -> Callable[[torch.Tensor | None, torch.Tensor | None], Token]:
         """The function that posts `op` for this rank (which must be in the op's team)."""
@@ -165,6 +173,17 @@ class Communicator:
 _WORLD_COMMUNICATORS: dict[tuple[int, torch.device], Communicator] = {}
 
 
+_KEEPS_TEAM_ORDER = "sort_ranks" in inspect.signature(dist.new_group).parameters
+
+
+def _new_group(team: tuple[int, ...], timeout) -> tuple[object, tuple[int, ...] | None]:
+    if _KEEPS_TEAM_ORDER:
+        return dist.new_group(list(team), timeout=timeout, sort_ranks=False), None
+    ranks = sorted(team)
+    order = tuple(team.index(d) for d in ranks)
+    return dist.new_group(ranks, timeout=timeout), (None if ranks == list(team) else order)
+
+
 def _device_for_backend(backend: str) -> torch.device:
     if backend == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
@@ -186,6 +205,8 @@ class Plan:
     reduce_op: object
     reduce_kind: ReduceKind | None
     group: object
+    order: tuple[int, ...] | None
+    """Team positions by group rank; None when they coincide (see the module doc)."""
     in_perm: tuple[int, ...] | None
     out_perm: tuple[int, ...] | None
     in_numel: int | None
@@ -202,7 +223,7 @@ class Plan:
         return Plan(
             team=tuple(op.team_ids), rank=comm.rank, root=op.root_id,
             reduce_op=REDUCE_OPS[kind] if kind else None, reduce_kind=kind,
-            group=comm.group(tuple(op.team_ids)),
+            group=comm.group(tuple(op.team_ids)), order=comm.order(tuple(op.team_ids)),
             in_perm=value_alloc_perm(in_type), out_perm=value_alloc_perm(out_type),
             in_numel=_static_numel(in_type, comm.rank), out_numel=_static_numel(out_type, comm.rank),
             dtype=torch_dtype(in_type), device=comm.device,
@@ -213,6 +234,10 @@ class Plan:
     @property
     def size(self) -> int:
         return len(self.team)
+
+    def by_group_rank(self, chunks: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Per-member chunks in team order -> in the group's rank order."""
+        return chunks if self.order is None else [chunks[k] for k in self.order]
 
     @property
     def is_root(self) -> bool:
@@ -262,6 +287,11 @@ def _chunks(flat: torch.Tensor, parts: int, what: str) -> list[torch.Tensor]:
     return list(flat.view(parts, -1).unbind(0))
 
 
+def _copy_chunks(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    for target, source in zip(targets, sources):
+        target.copy_(source)
+
+
 def _allgather(p: Plan):
     def post(inp, out) -> Token:
         fi, fo = p.flat_in(inp), p.flat_out(out)
@@ -270,6 +300,9 @@ def _allgather(p: Plan):
         if p.size == 1:
             fo.copy_(fi)
             return DONE
+        if p.order is not None:
+            return Token(dist.all_gather(p.by_group_rank(_chunks(fo, p.size, "allgather output")), fi,
+                                         group=p.group, async_op=True))
         return Token(_ALL_GATHER(fo, fi, group=p.group, async_op=True))
 
     return post
@@ -295,6 +328,9 @@ def _reduce_scatter(p: Plan):
         if p.size == 1:
             fo.copy_(fi)
             return DONE
+        if p.order is not None:
+            return Token(dist.reduce_scatter(fo, p.by_group_rank(_chunks(fi, p.size, "reduce_scatter input")),
+                                             op=p.reduce_op, group=p.group, async_op=True))
         return Token(_REDUCE_SCATTER(fo, fi, op=p.reduce_op, group=p.group, async_op=True))
 
     return post
@@ -309,7 +345,7 @@ def _scatter(p: Plan):
             if p.size == 1:
                 fo.copy_(chunks[0])
                 return DONE
-            return Token(dist.scatter(fo, chunks, src=p.root, group=p.group, async_op=True))
+            return Token(dist.scatter(fo, p.by_group_rank(chunks), src=p.root, group=p.group, async_op=True))
         return Token(dist.scatter(fo, None, src=p.root, group=p.group, async_op=True))
 
     return post
@@ -333,7 +369,7 @@ def _gather(p: Plan):
         if p.size == 1:
             fo.copy_(fi)
             return DONE
-        return Token(dist.gather(fi, chunks, dst=p.root, group=p.group, async_op=True))
+        return Token(dist.gather(fi, p.by_group_rank(chunks), dst=p.root, group=p.group, async_op=True))
 
     return post
 
@@ -403,7 +439,14 @@ def _all_to_all(p: Plan):
         if p.size == 1:
             fo.copy_(fi)
             return DONE
-        return Token(dist.all_to_all_single(fo, fi, group=p.group, async_op=True))
+        if p.order is None:
+            return Token(dist.all_to_all_single(fo, fi, group=p.group, async_op=True))
+        # Exchange through buffers in group-rank order, then put the chunks back in team order.
+        sent = torch.cat(p.by_group_rank(_chunks(fi, p.size, "all_to_all input")))
+        received = torch.empty_like(fo)
+        work = dist.all_to_all_single(received, sent, group=p.group, async_op=True)
+        targets = p.by_group_rank(_chunks(fo, p.size, "all_to_all output"))
+        return Token(work, lambda: _copy_chunks(targets, _chunks(received, p.size, "all_to_all output")))
 
     return post
 
