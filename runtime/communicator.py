@@ -36,6 +36,10 @@ tensor's mesh; "chunks" are team-size equal parts, member i = position i in the 
 - reduce: the root's out = the reduction of every in (a member without in adds the identity).
 - send_recv: team [sender, receiver], root = sender: receiver's out = sender's in.
 - all_to_all: member j's out chunk i = member i's in chunk j.
+`hir.send`/`hir.recv` post on the world group with the peer's world rank. With NCCL a send
+completes only when the peer posts its receive, and a rank's operations run in order: a
+program must order them so that they pair up (e.g. in a ring, rank 0 sends first and the
+others receive first), as with nvFuser's P2P communications.
 """
 
 from __future__ import annotations

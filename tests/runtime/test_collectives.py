@@ -134,16 +134,30 @@ def cases(world: int) -> dict[str, Case]:
 
 
 RING = """!t = !fusion.tensor<f32[6]>
-hir.program @main(%x: !t, %next: index, %prev: index) -> !t {
+hir.program @main(%x: !t, %next: index, %prev: index, %send_first: i1) -> !t {
   %o = hir.allocate : !t
-  %s = hir.send %x, %next : !t
-  %r = hir.recv %o, %prev : !t
-  hir.wait %s
-  hir.wait %r
+  scf.if %send_first {
+    %s = hir.send %x, %next : !t
+    %r = hir.recv %o, %prev : !t
+    hir.wait %s
+    hir.wait %r
+  } else {
+    %r = hir.recv %o, %prev : !t
+    %s = hir.send %x, %next : !t
+    hir.wait %r
+    hir.wait %s
+  }
   hir.return %o : !t
 }"""
 """Point-to-point ring: every rank sends to rank + 1 and receives from rank - 1 (peers are
-program inputs: the same program text runs on every rank)."""
+program inputs: the same program text runs on every rank). With NCCL a send completes only
+once its peer posts the matching receive and each rank's operations run in order, so, as
+in nvFuser's RingPairwiseExchange, rank 0 sends first and the others receive first."""
+
+
+def ring_inputs(world: int) -> tuple[list[torch.Tensor], list[list]]:
+    data = [torch.full((6,), float(r)) for r in range(world)]
+    return data, [[data[r], (r + 1) % world, (r - 1) % world, r == 0] for r in range(world)]
 
 
 def run_cases(world: int):
@@ -153,8 +167,8 @@ def run_cases(world: int):
         xs = local_inputs(case, world, seed)
         data[name] = xs
         jobs.append(Job(case.program(), [[xs.get(r)] for r in range(world)]))
-    ring = [torch.full((6,), float(r)) for r in range(world)]
-    jobs.append(Job(RING, [[ring[r], (r + 1) % world, (r - 1) % world] for r in range(world)]))
+    ring, ring_args = ring_inputs(world)
+    jobs.append(Job(RING, ring_args))
     results = run_spmd_batch(jobs, world, backend="gloo", timeout=240)
     by_name = {name: (found[name], data[name], results[k]) for k, name in enumerate(found)}
     by_name["ring"] = (ring, results[-1])

@@ -12,7 +12,7 @@ import torch
 
 from hostir_dialect.context import parse_module
 from runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
-from test_collectives import RING, cases, local_inputs  # the CPU cases, rerun with NCCL
+from test_collectives import RING, cases, local_inputs, ring_inputs  # the CPU cases, rerun with NCCL
 
 pytestmark = [
     pytest.mark.gpu,
@@ -29,8 +29,8 @@ def nccl_results():
     for seed, (name, case) in enumerate(found.items()):
         data[name] = local_inputs(case, 2, seed)
         jobs.append(Job(case.program(), [[data[name].get(r)] for r in range(2)]))
-    ring = [torch.full((6,), float(r)) for r in range(2)]
-    jobs.append(Job(RING, [[ring[r], (r + 1) % 2, (r - 1) % 2] for r in range(2)]))
+    ring, ring_args = ring_inputs(2)
+    jobs.append(Job(RING, ring_args))
     module = parse_module((EXAMPLES / "host_allgather_matmul.mlir").read_text())
     program = module.ops.first
     while program.name != "hir.program":
