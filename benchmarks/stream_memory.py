@@ -136,7 +136,7 @@ def measure(rank: int, world_size: int, texts: dict, extent: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--extent", type=int, default=8, help="stream extent S (default 8)")
-    parser.add_argument("--json", default="stream_memory.json", help="where to write the results")
+    parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = parser.parse_args()
     rows = []
     for case, (fusion_text, world_size) in CASES.items():
@@ -150,8 +150,9 @@ def main() -> None:
                 for b in (False, True)
             )
             print(f"{case:<15}{streams:>8}{full / MIB:>12.2f}{bounded / MIB:>15.2f}{bounded / full:>8.2f}")
-    with open(args.json, "w") as f:
-        json.dump(rows, f, indent=1)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=4, help="stream extent S (default 4)")
     parser.add_argument("--streams", type=int, default=4, help="numberOfStreams of the pipelined run (default 4)")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs after one warm-up (default 10)")
-    parser.add_argument("--json", default="stream_overlap.json", help="where to write the results")
+    parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     parser.add_argument("--tiny", action="store_true", help="tiny sizes: a smoke run of the plumbing on CPUs")
     args = parser.parse_args()
     sizes = {"m": 8, "k": 16, "n": 8} if args.tiny else {}
@@ -124,8 +124,9 @@ def main() -> None:
         rows.append(row)
         print(f"{case:<11}{row['pipelined']:>10.3f}{row['serial']:>9.3f}{row['comm']:>8.3f}{row['compute']:>9.3f}"
               f"{row['ideal']:>8.3f}{row['pipelined'] / row['serial']:>13.2f}{row['pipelined'] / row['ideal']:>12.2f}")
-    with open(args.json, "w") as f:
-        json.dump(rows, f, indent=1)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

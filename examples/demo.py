@@ -48,7 +48,7 @@ def main() -> int:
     section("fusion IR (Python frontend)")
     print(fusion_text)
 
-    reparsed = subprocess.run(["hostir-opt"], input=fusion_text, capture_output=True, text=True, check=True).stdout
+    reparsed = subprocess.run([sys.executable, "-m", "passes.opt"], input=fusion_text, capture_output=True, text=True, check=True).stdout
     assert reparsed.strip() == fusion_text.strip(), "hostir-opt did not print the fusion back identically"
     print("hostir-opt round trip: identical")
 

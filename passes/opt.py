@@ -100,3 +100,7 @@ def _one_diagnostic(error: Exception) -> str:
 
 def console_main() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()
