@@ -33,6 +33,13 @@ class HostIROptMain(xDSLOptMain):
     def register_all_passes(self):
         pass  # passes are resolved by the pass manager, pipelines included
 
+    def register_all_targets(self):
+        # Only textual IR; named directly instead of scanning installed entry points,
+        # which is slower and finds nothing where xdsl is on the path without metadata.
+        from xdsl.targets import get_all_targets
+
+        self.available_targets["mlir"] = get_all_targets()["mlir"]
+
     def register_all_frontends(self):
         def parse_mlir(io: IO[bytes], line_offset: int = 0):
             text = io.read().decode()
