@@ -19,7 +19,6 @@ disagree about shapes.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -513,25 +512,20 @@ class FusionDefinition:
     def __str__(self) -> str:
         return str(self.to_module())
 
-    def lower(self) -> ModuleOp:
-        """The host program: this fusion through the `hostir-lower` pipeline."""
-        return _entry_point("passes", "lower")(self.to_module())
+    def lower(self, options=None) -> ModuleOp:
+        """The host program: this fusion through the `hostir-lower` pipeline
+        (`options`: a `passes.pass_manager.PassManagerOptions`)."""
+        from passes import lower  # imported here: the IR package does not depend on the passes
+
+        return lower(self.to_module(), options)
 
     def execute(self, inputs: Sequence[object], **options) -> list:
-        """Run on this rank (`rank=`, `world_size=`, ... as `runtime.execute`); local shards in and out."""
-        return _entry_point("runtime", "execute")(self.lower(), list(inputs), **options)
+        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`, ...
+        as `runtime.execute`): local shards in, local shards out. For several ranks at
+        once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N, lower=True)`."""
+        from runtime import execute
 
-
-def _entry_point(module: str, attribute: str) -> Callable:
-    """`module.attribute`, or NotImplementedError while the issue providing it is open."""
-    try:
-        return getattr(importlib.import_module(module), attribute)
-    except ModuleNotFoundError as error:
-        if error.name != module:
-            raise
-    except AttributeError:
-        pass
-    raise NotImplementedError(f"{module}.{attribute} is missing: it lands with the lowering/runtime issue")
+        return execute(self.lower(), list(inputs), **options)
 
 
 def _extents(what: str, shape: object) -> list[AxisShape]:
