@@ -328,6 +328,21 @@ def _value_name(value: SSAValue) -> str:
     return f"%{value.name_hint}" if value.name_hint else "its destination"
 
 
+def _aliases(buffer: SSAValue) -> list[SSAValue]:
+    """`buffer` and the results of ops that wrote into it, transitively."""
+    found, pending = [], [buffer]
+    while pending:
+        value = pending.pop()
+        found.append(value)
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, fusion.ComputeOp) and user.out is value:
+                pending.append(user.result)
+            elif isinstance(user, hir.PostOnStreamOp) and use.index >= len(user.inputs):
+                pending.append(user.outputs[use.index - len(user.inputs)])
+    return found
+
+
 class _Compiler:
     """Compiles one function body. `local`: host-program semantics on this rank's shards."""
 
@@ -466,10 +481,13 @@ class _Compiler:
         return step
 
     def deallocate(self, op: hir.DeallocateOp) -> Step | None:
-        buffer = self.slot(op.buffer)
+        """Drop the buffer and every value that aliases it (results written into it), so
+        the memory really goes back to the allocator."""
+        slots = [self.slot(v) for v in _aliases(op.buffer)]
 
         def step(env: list) -> None:
-            env[buffer] = None
+            for slot in slots:
+                env[slot] = None
 
         return step
 

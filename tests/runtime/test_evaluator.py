@@ -155,6 +155,31 @@ def test_deallocate_drops_the_binding_and_a_later_write_is_refused():
         execute(parse_module(program(body, f"%a: {F}", F)), inputs((8, 64)))
 
 
+def test_deallocate_frees_the_buffer_even_when_a_result_written_into_it_is_unused(monkeypatch):
+    """The result of `fusion.add ... into %o` aliases %o; deallocating %o must drop that
+    alias too, or the memory stays alive until the next write (one chunk per loop)."""
+    import weakref
+
+    freed = []
+    real_empty = torch.empty
+
+    def tracking_empty(*args, **kwargs):
+        buffer = real_empty(*args, **kwargs)
+        freed.append(weakref.ref(buffer))
+        return buffer
+
+    monkeypatch.setattr(torch, "empty", tracking_empty)
+    body = f"""
+    %o = hir.allocate : {F}
+    %c = fusion.add %a, %a into %o : {F}, {F} -> {F}
+    hir.deallocate %o : {F}
+    %r = fusion.neg %a : {F} -> {F}
+    hir.return %r : {F}"""
+    evaluator = Evaluator(parse_module(program(body, f"%a: {F}", F)))
+    evaluator.run(inputs((8, 64)))
+    assert freed and freed[0]() is None, "the deallocated buffer is still referenced"
+
+
 def test_allocation_order_is_realized_as_strides():
     T = "!fusion.tensor<f32[4, 6], alloc=[1, 0]>"
     m = parse_module(program(f"%o = hir.allocate : {T}\n hir.return %o : {T}", "", T))
