@@ -30,7 +30,7 @@ from hostir_dialect.diagnostics import parse_error
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import ExecutionError, find_function
-from .launcher import Job, LoweringUnavailable, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
+from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
 from .reference import run_fusion
 from .sharding import shard_tensor, torch_dtype, unshard
 
@@ -189,7 +189,7 @@ def console_main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         text = run(args)
-    except (UsageError, LoweringUnavailable, SpmdError, ExecutionError, ValueError) as error:
+    except (UsageError, SpmdError, ExecutionError, ValueError) as error:
         _fail(str(error))
     except DiagnosticException as error:
         _fail(str(error), prefixed=True)

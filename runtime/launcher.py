@@ -15,7 +15,6 @@ launch; `run_spmd` is the one-program form.
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import os
 import socket
@@ -31,17 +30,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
-from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.context import parse_module
 
 from .evaluator import Evaluator
 
 
 class SpmdError(RuntimeError):
     """A multi-rank run failed: which rank, and why."""
-
-
-class LoweringUnavailable(RuntimeError):
-    """The lowering pipeline (passes/lower_to_host.py and the rest) is not there yet."""
 
 
 @dataclass
@@ -192,23 +187,11 @@ def _failure(result_dir: Path, error: Exception) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def lowering_available() -> bool:
-    return importlib.util.find_spec("passes.lower_to_host") is not None
-
-
 def lower_module(module: ModuleOp) -> ModuleOp:
     """A copy of `module` lowered by the `hostir-lower` pipeline."""
-    if not lowering_available():
-        raise LoweringUnavailable("lowering a fusion to a host program is not available yet (passes/lower_to_host.py is missing)")
-    from passes.pass_manager import build_passes, run_passes
+    from passes import lower  # imported here: running a host program needs no compiler
 
-    try:
-        passes = build_passes("hostir-lower")
-    except ImportError as error:
-        raise LoweringUnavailable(f"the hostir-lower pipeline is incomplete: {error}") from None
-    lowered = module.clone()
-    run_passes(make_context(), lowered, passes)
-    return lowered
+    return lower(module.clone())
 
 
 def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
