@@ -133,7 +133,10 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
         # victim, not the culprit: `_failure` reports it only if no rank failed working.
         record = {"finished": finished, "time": time.time(),
                   "message": f"{type(error).__name__}: {message}".rstrip(": ")}
-        (Path(result_dir) / f"rank{rank}.err").write_text(json.dumps(record))
+        # Written whole and renamed: the launcher may read it while other ranks still write theirs.
+        partial = Path(result_dir) / f"rank{rank}.err.partial"
+        partial.write_text(json.dumps(record))
+        partial.replace(Path(result_dir) / f"rank{rank}.err")
         raise
 
 
