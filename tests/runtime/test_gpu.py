@@ -63,8 +63,9 @@ def test_stream_pipelined_allgather_matmul_runs_on_two_cuda_streams(nccl_results
     (expected,) = run_fusion(module, global_inputs, "reference")
     got = unshard([r.outputs[0] for r in per_rank], program.function_type.outputs.data[0])
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)  # TF32 may be on for matmuls
-    for result in per_rank:
+    for rank, result in enumerate(per_rank):
         matmul_streams = [stream for name, stream in result.stream_log if name == "fusion.matmul"]
+        print(f"rank {rank}: CUDA stream of each loop iteration's matmul (2 runs): {matmul_streams}")
         assert len(matmul_streams) == 4  # 2 iterations x 2 runs
         first_run = matmul_streams[:2]
         assert first_run[0] != first_run[1], f"both iterations ran on stream {first_run[0]}"
