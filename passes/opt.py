@@ -20,7 +20,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
-from .pass_manager import ALL, PassManagerOptions, build_passes, run_passes
+from .pass_manager import ALL, PassManagerOptions, build_passes, known_names, run_passes
 
 
 class HostIROptMain(xDSLOptMain):
@@ -31,7 +31,8 @@ class HostIROptMain(xDSLOptMain):
             self.ctx.register_dialect(dialect.name, lambda dialect=dialect: dialect)
 
     def register_all_passes(self):
-        pass  # passes are resolved by the pass manager, pipelines included
+        # Named here for --help only: the pass manager builds passes and expands pipelines.
+        self.available_passes = dict.fromkeys(sorted(known_names()))  # type: ignore[arg-type]
 
     def register_all_targets(self):
         # Only textual IR; named directly instead of scanning installed entry points,

@@ -9,8 +9,6 @@ printing IR after one apply to its members.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-
 from xdsl.passes import ModulePass
 
 PASS_NAMES: tuple[str, ...] = (
@@ -35,7 +33,3 @@ def pass_class(name: str) -> type[ModulePass]:
         if isinstance(value, type) and issubclass(value, ModulePass) and getattr(value, "name", None) == name:
             return value
     raise LookupError(f"module passes.{name.replace('-', '_')} defines no pass named {name!r}")
-
-
-def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {name: (lambda name=name: pass_class(name)) for name in PASS_NAMES}
