@@ -9,6 +9,7 @@ printing IR after one apply to its members.
 from __future__ import annotations
 
 import importlib
+
 from xdsl.passes import ModulePass
 
 PASS_NAMES: tuple[str, ...] = (
