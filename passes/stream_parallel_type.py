@@ -134,6 +134,16 @@ def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | No
     return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
 
 
+def reads_other_chunks(op: fusion.ComputeOp, operand: SSAValue, axis: int | None) -> bool:
+    """Does result chunk `i` read an operand chunk other than `i` along `axis`? A slice
+    with a start or a step on that axis reads chunk `start + step * i`."""
+    if axis is None or not isinstance(op, fusion.SliceOp) or operand is not op.input:
+        return False
+    assert isinstance(operand.type, TensorType)
+    position = _value_position(operand.type, axis)
+    return (op.starts.get_values()[position], op.steps.get_values()[position]) != (0, 1)
+
+
 def is_scalar_op(op: Operation) -> bool:
     """Index and scalar arithmetic: does not end a loop, moves in front of it."""
     values = (*op.operands, *op.results)
@@ -172,7 +182,7 @@ class StreamLoop:
         self.mapped.add((op.result, axis))
         for operand in op.tensor_inputs():
             mapped = operand_axis(op, operand, axis)
-            if mapped is not None:
+            if mapped is not None and not reads_other_chunks(op, operand, mapped):
                 self.mapped.add((operand, mapped))
 
     def accepts(self, op: fusion.ComputeOp, axis: int) -> bool:
@@ -183,9 +193,11 @@ class StreamLoop:
         joined = False
         for operand in op.tensor_inputs():
             mapped = operand_axis(op, operand, axis)
-            if operand in self.stream_axes and mapped != self.stream_axes[operand]:
+            if operand in self.stream_axes and (
+                mapped != self.stream_axes[operand] or reads_other_chunks(op, operand, mapped)
+            ):
                 return False
-            joined = joined or (operand, mapped) in self.mapped
+            joined = joined or ((operand, mapped) in self.mapped and not reads_other_chunks(op, operand, mapped))
         return joined
 
 
@@ -365,14 +377,33 @@ class _Chunks:
         self.cache: dict[tuple[SSAValue, int], SSAValue] = {}
         self.loop_local: list[SSAValue] = []
 
-    def select(self, tensor: SSAValue, axis: int) -> SSAValue:
-        key = (tensor, axis)
+    def select(self, tensor: SSAValue, axis: int, index: SSAValue | None = None) -> SSAValue:
+        """The view of chunk `index` (default: the loop index) of `tensor` along `axis`."""
+        index = index or self.index
+        key = (tensor, axis, index)
         if key not in self.cache:
-            view = hir.AliasSelectOp(tensor, self.index, axis, sliced_type(tensor.type, axis))  # type: ignore[arg-type]
+            view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor.type, axis))  # type: ignore[arg-type]
             self.block.add_op(self.builder.located(view))
             view.result.name_hint = _chunk_name(tensor)
             self.cache[key] = view.result
         return self.cache[key]
+
+    def strided_index(self, start: int, step: int) -> SSAValue:
+        """`start + step * i`: the input position of result chunk `i` of a slice."""
+        index = self.index
+        if step != 1:
+            factor = arith.ConstantOp.from_int_and_width(step, IndexType())
+            scaled = arith.MuliOp(index, factor.result)
+            factor.result.name_hint, scaled.result.name_hint = "step", "j"
+            self.block.add_ops([self.builder.located(factor), self.builder.located(scaled)])
+            index = scaled.result
+        if start:
+            offset = arith.ConstantOp.from_int_and_width(start, IndexType())
+            shifted = arith.AddiOp(index, offset.result)
+            offset.result.name_hint, shifted.result.name_hint = "start", "j"
+            self.block.add_ops([self.builder.located(offset), self.builder.located(shifted)])
+            index = shifted.result
+        return index
 
     def destination(self, op: fusion.ComputeOp, axis: int, buffers: dict[SSAValue, Operation]) -> SSAValue:
         if op.result in buffers:
@@ -383,7 +414,7 @@ class _Chunks:
             chunk = allocate.results[0]
             chunk.name_hint = _chunk_name(op.result)
             self.loop_local.append(chunk)
-        self.cache[(op.result, axis)] = chunk
+        self.cache[(op.result, axis, self.index)] = chunk
         return chunk
 
     def emit(self, op: fusion.ComputeOp, buffers: dict[SSAValue, Operation]) -> None:
@@ -393,9 +424,18 @@ class _Chunks:
             mapped = operand_axis(op, operand, axis)
             if mapped is not None:
                 removed[operand] = mapped
-        chunks = {operand: self.select(operand, a) for operand, a in removed.items()}
+        chunks = {operand: self.select(operand, a, self.operand_index(op, a)) for operand, a in removed.items()}
         out = self.destination(op, axis, buffers)
         self.block.add_op(self.sliced_op(op, chunks, out, _renumbered_properties(op, removed)))
+
+    def operand_index(self, op: fusion.ComputeOp, operand_axis: int) -> SSAValue:
+        """The operand chunk that result chunk `i` reads: chunk `i`, except through a
+        slice, whose result chunk `i` is input chunk `start + step * i`."""
+        if not isinstance(op, fusion.SliceOp):
+            return self.index
+        assert isinstance(op.input.type, TensorType)
+        position = _value_position(op.input.type, operand_axis)
+        return self.strided_index(op.starts.get_values()[position], op.steps.get_values()[position])
 
     def sliced_op(
         self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], out: SSAValue, properties: dict[str, Attribute]

@@ -313,3 +313,22 @@ hir.program @stream_allocated(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f
 // CHECK:         %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
 // CHECK:           %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[8]>
 // CHECK-NEXT:      fusion.neg %a_i into %b_i
+
+// -----
+
+// A slice with a start and a step on the stream axis: chunk i reads input chunk 1 + 2 * i.
+hir.program @strided_slice(%a: !fusion.tensor<f32[7, 3]>) -> !fusion.tensor<f32[3 stream, 3]> {
+  %b = fusion.slice %a starts [1, 0] stops [7, 3] steps [2, 1] : !fusion.tensor<f32[7, 3]> -> !fusion.tensor<f32[3 stream, 3]>
+  hir.return %b : !fusion.tensor<f32[3 stream, 3]>
+}
+// CHECK-LABEL: hir.program @strided_slice
+// CHECK:         scf.for
+// CHECK:         scf.for %[[I:.*]] = %c0 to %extent step %c1 {
+// CHECK:           hir.set_current_stream
+// CHECK-NEXT:      %step = arith.constant 2 : index
+// CHECK-NEXT:      %[[SCALED:.*]] = arith.muli %[[I]], %step : index
+// CHECK-NEXT:      %start = arith.constant 1 : index
+// CHECK-NEXT:      %[[J:.*]] = arith.addi %[[SCALED]], %start : index
+// CHECK-NEXT:      %a_i = hir.alias_select %a[%[[J]]] axis 0 : !fusion.tensor<f32[7, 3]> -> !fusion.tensor<f32[3]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%[[I]]] axis 0 : !fusion.tensor<f32[3 stream, 3]> -> !fusion.tensor<f32[3]>
+// CHECK-NEXT:      %{{.*}} = fusion.slice %a_i starts [0] stops [3] steps [1] into %b_i : !fusion.tensor<f32[3]> -> !fusion.tensor<f32[3]>

@@ -138,3 +138,46 @@ def test_precondition_errors_name_the_op_and_its_location():
     module = parse_module(text, "prog.mlir")
     with pytest.raises(HostIRError, match=r"^prog.mlir:3:3: error: 'fusion.permute' op stream parallel type not supported"):
         StreamParallelType().apply(make_context(), module)
+
+
+def run_lowered(fd, inputs):
+    import runtime
+
+    return runtime.execute(fd.lower(), inputs)
+
+
+@pytest.mark.parametrize("start, stop, step", [(1, 6, 1), (1, 7, 2), (0, 7, 3), (2, 7, 1)])
+def test_stream_parallel_slice_reads_from_its_start_with_its_step(start, stop, step):
+    # Regression (issue 11, defect 1): chunk i of the result is input chunk start + step * i.
+    import torch
+
+    from hostir_dialect import FusionDefinition, ParallelType
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([7, 3])
+        y = fd.ops.slice(x, [start, 0], [stop, 3], [step, 1])
+        fd.add_output(y)
+    y.axis(0).parallelize(ParallelType.Stream)
+    data = torch.randn(7, 3)
+    (got,) = run_lowered(fd, [data])
+    torch.testing.assert_close(got, data[start:stop:step])
+
+
+def test_an_offset_slice_does_not_join_the_loop_of_its_producer():
+    # Chunk i of the slice reads chunk i + 1 of `e`, which a later iteration produces.
+    import torch
+
+    from hostir_dialect import FusionDefinition, ParallelType
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([6, 3])
+        e = fd.ops.mul(x, 2.0)
+        y = fd.ops.slice(e, [1, 0], [6, 3])
+        fd.add_output(y)
+    e.axis(0).parallelize(ParallelType.Stream)
+    y.axis(0).parallelize(ParallelType.Stream)
+    program = [op for op in fd.lower().ops if isinstance(op, hir.ProgramOp)][0]
+    assert len(loops(program)) == 4  # a sync loop and a main loop for each of the two ops
+    data = torch.randn(6, 3)
+    (got,) = run_lowered(fd, [data])
+    torch.testing.assert_close(got, (data * 2)[1:])
