@@ -207,19 +207,34 @@ def _reduce(op: fusion.ReduceOp, ctx: OpContext) -> Kernel:
     return Kernel(lambda x: function(x, dims), lambda out, x: function(x, dims, out=out))
 
 
+def _contraction_into(function: Callable[..., torch.Tensor], out_variant: Callable[..., torch.Tensor]):
+    """`into` for matmul and linear. Their `out=` variants may re-stride a destination
+    that is not contiguous (silently, or with a warning from C++) and so write elements
+    to the wrong places of the buffer it views: such a destination gets a copy of a fresh
+    result. A contiguous destination of the right shape is written in place."""
+
+    def into(out: torch.Tensor, *operands: torch.Tensor) -> torch.Tensor:
+        if out.is_contiguous():
+            return out_variant(out, *operands)
+        return copy_into(out, function(*operands))
+
+    return into
+
+
 def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
     if 1 in (len(fusion.value_axes(op.a.type)), len(fusion.value_axes(op.b.type))):  # type: ignore[arg-type]
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
-    return Kernel(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out))
+    return Kernel(torch.matmul, _contraction_into(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out)))
 
 
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
+    linear = torch.nn.functional.linear
+    if len(fusion.value_axes(op.input.type)) == 1:  # type: ignore[arg-type]
+        # aten.linear.out re-strides the destination of a 1-D input: compute, then copy.
+        return Kernel(linear, lambda out, *operands: copy_into(out, linear(*operands)))
     linear_out = torch.ops.aten.linear.out
-    return Kernel(
-        torch.nn.functional.linear,
-        lambda out, x, w, b=None: linear_out(x, w, b, out=out),
-    )
+    return Kernel(linear, _contraction_into(linear, lambda out, x, w, b=None: linear_out(x, w, b, out=out)))
 
 
 KernelBuilder = Callable[[Any, OpContext], Kernel]
