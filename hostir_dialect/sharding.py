@@ -60,7 +60,16 @@ def have_different_shardings(
             return True
         if axis_map.get(p.axis) != c.axis or p.outer_factors != c.outer_factors:
             return True
+        if not _is_outermost_source(p.axis, axis_map):
+            return True  # an inner axis of a merge: its shards interleave in the result
     return False
+
+
+def _is_outermost_source(axis: int, axis_map: dict[int, int]) -> bool:
+    """Is `axis` the outermost of the producer axes merged into its result axis? A
+    reshape merges [a, b] into one axis whose outer split follows `a`'s, never `b`'s."""
+    target = axis_map.get(axis)
+    return all(source >= axis for source, mapped in axis_map.items() if mapped == target)
 
 
 def _comes_from_producer_axis(producer: TensorType, consumer_axis: int, axis_map: dict[int, int]) -> bool:

@@ -56,6 +56,13 @@ def matmul_fusion(a: str, b: str, c: str) -> str:
 }}"""
 
 
+def reshape_fusion(source: str, target: str) -> str:
+    return f"""fusion.func @f(%a: {t(source)}) -> {t(target)} {{
+  %b = fusion.reshape %a : {t(source)} -> {t(target)}
+  fusion.return %b : {t(target)}
+}}"""
+
+
 ALLGATHER_ADD = f"""fusion.func @f(%x: {t('4(2 didx, 2), 8], mesh=[0, 1')}) -> {t('4, 8], mesh=[0, 1')} {{
   %r = fusion.relu %x : {t('4(2 didx, 2), 8], mesh=[0, 1')} -> {t('4, 8')}
   %e = fusion.exp %r : {t('4, 8')} -> {t('4, 8')}
@@ -93,6 +100,7 @@ CASES: dict[str, tuple[str, int]] = {
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
+    "reshape_merging_the_sharded_outer_axis": (reshape_fusion("2 didx, 4], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1"), 2),
     # 4 ranks: nvFuser's mesh pairs and 2-D meshes (one collective per mesh row)
     "allgather_loop_split_4": (set_fusion("16(4 didx, 4)], mesh=[0, 1, 2, 3", "16], mesh=[0, 1, 2, 3"), 4),
     "allgather_2d": (set_fusion("2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]", "2 didy, 2, 8], mesh=[[0, 1], [2, 3]"), 4),
@@ -254,3 +262,10 @@ def test_disabling_a_required_pass_is_refused(disabled_outcomes):
     """The test above is not vacuous: without these passes the allgather cannot run."""
     for pass_name in ("lower-to-host", "convert-op-to-communication"):
         assert disabled_outcomes[("allgather_add", pass_name)].error is not None, pass_name
+
+
+def test_a_reshape_merging_a_sharded_inner_axis_is_refused_not_computed_locally():
+    # Regression (issue 11, defect 2): rank 0 returned [0, 1, 4, 5] for elements [0, 4).
+    text = reshape_fusion("2, 4(2 didx, 2)], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1")
+    with pytest.raises(HostIRError, match=r"^<string>:2:\d+: error: 'fusion.set' op .*not lowerable"):
+        prepare(text, 2)
