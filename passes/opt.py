@@ -10,8 +10,12 @@ xdsl-opt); `--debug` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from io import StringIO
+from pathlib import Path
 from typing import IO
 
 from xdsl.utils.exceptions import DiagnosticException, ParseError
@@ -23,8 +27,40 @@ from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_locat
 from .pass_manager import ALL, PassManagerOptions, build_passes, known_names, run_passes
 
 
+class _PendingOutput(StringIO):
+    """The text for `-o FILE`, held until the run has succeeded (xDSLOptMain closes its
+    output stream whether or not the run fails)."""
+
+    def close(self) -> None:
+        pass
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` by `text` in one step: a failure leaves it untouched, and the
+    input file may be the output file, since it was read in full before."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
 class HostIROptMain(xDSLOptMain):
     version_format = "hostir-opt (xdsl {xdsl_version})"
+
+    def run(self):
+        super().run()
+        if self.args.output_file is not None:
+            write_atomically(Path(self.args.output_file), self._pending.getvalue())
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        self._pending = _PendingOutput()
+        return self._pending
 
     def register_all_dialects(self):
         for dialect in DIALECTS:

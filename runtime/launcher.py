@@ -113,7 +113,7 @@ def free_port() -> int:
 
 
 def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str, fn: Callable,
-            args: tuple, collective_timeout: float) -> None:
+            args: tuple, collective_timeout: float, launch_timeout: float) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     finished = False
@@ -122,10 +122,15 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
             torch.cuda.set_device(device_for(backend, rank))
         dist.init_process_group(backend, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=collective_timeout))
+        # A rank that is done waits for the others as long as the launch may last: with
+        # the collective timeout it would give up first and close its connections, and a
+        # peer still blocked in a collective would report "connection closed" instead of
+        # its own timeout (the launcher stops everyone as soon as a rank fails).
+        finish_line = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=launch_timeout))
         result = fn(rank, world_size, *args)
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
         finished = True
-        dist.barrier()
+        dist.barrier(group=finish_line)
         dist.destroy_process_group()
     except BaseException as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -150,7 +155,7 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
     backend = backend or default_backend(world_size)
     with tempfile.TemporaryDirectory(prefix="hostir-spmd-") as result_dir:
         context = mp.start_processes(
-            _worker, args=(world_size, free_port(), backend, result_dir, fn, args, collective_timeout),
+            _worker, args=(world_size, free_port(), backend, result_dir, fn, args, collective_timeout, timeout),
             nprocs=world_size, join=False, start_method="spawn",
         )
         deadline = time.monotonic() + timeout

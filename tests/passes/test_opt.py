@@ -323,3 +323,18 @@ def test_nvfuser_seed_is_one_fusion_func(name: str) -> None:
     ops = list(module.ops)
     assert [op.name for op in ops] == ["fusion.func"]
     assert ops[0].sym_name.data == name  # type: ignore[attr-defined]
+
+
+def test_output_file_may_be_the_input_file(capsys, write) -> None:
+    # Regression (issue 13, defect 2): `-o X` truncated X before it was read.
+    path = write(GOOD)
+    assert run_opt(capsys, path, "-o", path)[0] == 0
+    assert Path(path).read_text() == PRINTED + "\n"
+
+
+def test_a_failed_run_leaves_the_output_file_untouched(capsys, write, tmp_path: Path) -> None:
+    target = tmp_path / "out.mlir"
+    target.write_text("previous contents\n")
+    assert run_opt(capsys, write(SYNTAX_ERROR), "-o", str(target))[0] == 1
+    assert target.read_text() == "previous contents\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
