@@ -1,0 +1,221 @@
+"""Symmetric memory: buffers that every member of a team allocates alike and that each
+member reads and writes in the others' memory, plus flags that members set in each other's
+memory to say, in stream order, that data has arrived or that a buffer is free again.
+
+This is what the copy-engine transport of `hir` collectives runs on (docs/copy_engine.md).
+
+- CUDA: `torch.distributed._symmetric_memory` maps every member's buffer into this process
+  (NVLink peer mappings), so a `copy_` between a local tensor and a peer's is a
+  `cudaMemcpyAsync` on the copy engines, using no SM. Flags are 32-bit words in a symmetric
+  buffer, written with `cuStreamWriteValue32` and waited for with `cuStreamWaitValue32`
+  (CUDA stream memory operations, from `cuda-bindings`): neither uses an SM, and both can be
+  captured in a CUDA graph.
+- CPU: each member's buffer is a file in shared memory (`/dev/shm`) that every member maps;
+  work runs synchronously in program order, so a signal is a plain store and a wait spins
+  (with back-off and a timeout) until the flag is set.
+
+Every member must create the same buffers in the same order (creation is collective over
+the team's process group), as process groups are.
+
+Flags are binary and reset by their waiter (`wait` sets the flag back to 0), so a program
+replayed from a CUDA graph writes and waits for the same values every run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+class SymmetricMemoryError(RuntimeError):
+    """Symmetric memory cannot be set up here, or a wait for a peer timed out."""
+
+
+class SymmetricTensor:
+    """One member's view of a tensor allocated on every member of `team`.
+
+    `local` is this rank's instance; `peer(position)` is the instance of the member at
+    `position` in the team (this rank's own instance for its own position).
+    """
+
+    def __init__(self, team: tuple[int, ...], position: int, instances: Sequence[torch.Tensor]):
+        self.team = team
+        self.position = position
+        self._instances = list(instances)
+
+    @property
+    def local(self) -> torch.Tensor:
+        return self._instances[self.position]
+
+    def peer(self, position: int) -> torch.Tensor:
+        return self._instances[position]
+
+
+def peer_view(symmetric: SymmetricTensor, view: torch.Tensor, position: int) -> torch.Tensor:
+    """The view of member `position`'s instance that `view` is of this rank's instance:
+    same shape, strides and offset (`view` must share storage with `symmetric.local`)."""
+    local = symmetric.local
+    offset = view.storage_offset() - local.storage_offset()
+    if view.untyped_storage().data_ptr() != local.untyped_storage().data_ptr():
+        raise SymmetricMemoryError("the tensor is not a view of a symmetric buffer")
+    target = symmetric.peer(position)
+    return target.as_strided(view.shape, view.stride(), target.storage_offset() + offset)
+
+
+class Flags:
+    """`slots` flags per member of `team`, in symmetric memory: flag (slot, source) of a
+    member is set by the member at position `source`."""
+
+    def __init__(self, heap: SymmetricHeap, team: tuple[int, ...], slots: int):
+        self.heap = heap
+        self.team = team
+        self.size = len(team)
+        self.memory = heap.allocate(team, (slots, self.size), torch.int32)
+        self.memory.local.zero_()
+        heap.barrier(team)
+
+    def signal(self, position: int, slot: int) -> None:
+        """Set flag (slot, me) of member `position`, after the current stream's prior work."""
+        self.heap.write_flag(self.memory.peer(position)[slot, self.memory.position], 1)
+
+    def wait(self, position: int, slot: int) -> None:
+        """The current stream waits until member `position` set flag (slot, it), then clears it."""
+        self.heap.wait_flag(self.memory.local[slot, position], f"slot {slot} from rank {self.team[position]}")
+
+    def set_local(self, slot: int, value: int) -> None:
+        """Set all of this rank's flags of `slot` now (the initial state of a handshake)."""
+        self.memory.local[slot].fill_(value)
+
+
+class SymmetricHeap:
+    """Creates symmetric tensors and moves flags for one rank; see the module docstring."""
+
+    def __init__(self, rank: int, device: torch.device, groups, timeout: float = 60.0):
+        """`groups(team)` is the process group of a team (None for a team of one)."""
+        self.rank = rank
+        self.device = device
+        self.groups = groups
+        self.timeout = timeout
+        self._count = 0
+        self._backend = _CudaBackend(device) if device.type == "cuda" else _SharedFileBackend()
+
+    def allocate(self, team: tuple[int, ...], shape: Sequence[int], dtype: torch.dtype) -> SymmetricTensor:
+        """A tensor of `shape` and `dtype` on every member of `team` (collective over the team)."""
+        if self.rank not in team:
+            raise SymmetricMemoryError(f"rank {self.rank} allocates symmetric memory of team {list(team)} without being in it")
+        self._count += 1
+        position = team.index(self.rank)
+        if len(team) == 1:
+            return SymmetricTensor(team, 0, [torch.empty(tuple(shape), dtype=dtype, device=self.device)])
+        instances = self._backend.allocate(self.groups(team), team, position, tuple(shape), dtype, self._count)
+        return SymmetricTensor(team, position, instances)
+
+    def barrier(self, team: tuple[int, ...]) -> None:
+        if len(team) > 1:
+            dist.barrier(group=self.groups(team))
+
+    def write_flag(self, flag: torch.Tensor, value: int) -> None:
+        self._backend.write_flag(flag, value)
+
+    def wait_flag(self, flag: torch.Tensor, what: str) -> None:
+        self._backend.wait_flag(flag, self.timeout, what)
+
+
+# --------------------------------------------------------------------------- #
+# Backends
+# --------------------------------------------------------------------------- #
+
+
+class _SharedFileBackend:
+    """CPU ranks: one file per member in shared memory, mapped by every member."""
+
+    def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
+        token = _agree_on_token(group, team)
+        directory = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+        paths = [directory / f"hostir-{token}-{count}-{member}" for member in range(len(team))]
+        numel = math.prod(shape)
+        nbytes = max(1, numel * torch.empty((), dtype=dtype).element_size())
+        with open(paths[position], "wb") as file:
+            file.truncate(nbytes)
+        dist.barrier(group=group)  # every file exists
+        instances = [torch.from_file(str(path), shared=True, size=numel, dtype=dtype).view(shape) for path in paths]
+        dist.barrier(group=group)  # every member mapped every file: the names can go
+        os.unlink(paths[position])
+        return instances
+
+    def write_flag(self, flag: torch.Tensor, value: int) -> None:
+        flag.fill_(value)
+
+    def wait_flag(self, flag: torch.Tensor, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        pause = 1e-6
+        while int(flag.item()) != 1:
+            if time.monotonic() > deadline:
+                raise SymmetricMemoryError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
+        flag.fill_(0)
+
+
+def _agree_on_token(group, team: tuple[int, ...]) -> int:
+    """A random number every member of the team knows (names the shared files)."""
+    token = torch.tensor([uuid.uuid4().int & (2**62 - 1)], dtype=torch.int64)
+    dist.broadcast(token, src=team[0], group=group)
+    return int(token.item())
+
+
+class _CudaBackend:
+    """GPUs of one host: torch symmetric memory and CUDA stream memory operations."""
+
+    def __init__(self, device: torch.device):
+        try:
+            from cuda.bindings import driver
+        except ImportError as error:
+            raise SymmetricMemoryError(
+                "the copy-engine transport on GPUs needs cuda-bindings (pip install cuda-bindings): "
+                "it waits for peers with cuStreamWaitValue32, which torch does not expose"
+            ) from error
+        import torch.distributed._symmetric_memory as symm_mem
+
+        self.driver = driver
+        self.symm_mem = symm_mem
+        self.device = device
+
+    def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
+        local = self.symm_mem.empty(*shape, dtype=dtype, device=self.device)
+        handle = self.symm_mem.rendezvous(local, group)
+        return [local if member == position else handle.get_buffer(member, shape, dtype)
+                for member in range(len(team))]
+
+    def _stream(self):
+        return self.driver.CUstream(torch.cuda.current_stream(self.device).cuda_stream)
+
+    def _check(self, result, what: str) -> None:
+        error = result[0] if isinstance(result, tuple) else result
+        if error != self.driver.CUresult.CUDA_SUCCESS:
+            raise SymmetricMemoryError(f"{what} failed: {error}")
+
+    def write_flag(self, flag: torch.Tensor, value: int) -> None:
+        driver = self.driver
+        result = driver.cuStreamWriteValue32(self._stream(), driver.CUdeviceptr(flag.data_ptr()), value,
+                                             driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT)
+        self._check(result, "cuStreamWriteValue32")
+
+    def wait_flag(self, flag: torch.Tensor, timeout: float, what: str) -> None:
+        # The stream (not the host) waits; a peer that never signals shows up as a
+        # stuck stream, which the caller's synchronization or the launcher's timeout reports.
+        driver = self.driver
+        stream, address = self._stream(), driver.CUdeviceptr(flag.data_ptr())
+        self._check(driver.cuStreamWaitValue32(stream, address, 1, driver.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_EQ),
+                    "cuStreamWaitValue32")
+        self._check(driver.cuStreamWriteValue32(stream, address, 0,
+                                                driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT),
+                    "cuStreamWriteValue32")
