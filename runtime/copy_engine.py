@@ -1,0 +1,218 @@
+"""The copy-engine transport of `hir.allgather`, `hir.reduce_scatter` and `hir.allreduce`
+(docs/copy_engine.md): pushes into the other members' symmetric buffers, one flag per
+member and post, reductions done locally when waited for.
+
+A post runs on a communication stream that first waits for the current stream (one such
+stream per posting stream, so the posts of different loop iterations overlap), as an NCCL
+collective runs on NCCL's stream. On CPU ranks streams are bookkeeping and the same code
+runs in program order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from hostir_dialect.fusion import ReduceKind
+
+from .symmetric_memory import Flags, SymmetricTensor, peer_view
+
+_COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
+    ReduceKind.SUM: torch.add, ReduceKind.PROD: torch.mul,
+    ReduceKind.MAX: torch.maximum, ReduceKind.MIN: torch.minimum,
+}
+
+
+class Ordering:
+    """Runs work on a side stream after the current stream's prior work, and makes the
+    current stream wait for it later (no-ops on CPU, where work runs in program order)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.device = device
+        self._side: dict[int, torch.cuda.Stream] = {}
+
+    def side_stream(self):
+        """The communication stream of the current stream, after the current stream's work."""
+        if not self.cuda:
+            return _NO_STREAM
+        current = torch.cuda.current_stream(self.device)
+        side = self._side.get(current.cuda_stream)
+        if side is None:
+            side = self._side[current.cuda_stream] = torch.cuda.Stream(device=self.device)
+        side.wait_stream(current)
+        return torch.cuda.stream(side)
+
+    def mark(self):
+        """A point in the current stream's work that another stream can wait for."""
+        if not self.cuda:
+            return None
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(self.device))
+        return event
+
+    def join(self, mark) -> None:
+        if mark is not None:
+            torch.cuda.current_stream(self.device).wait_event(mark)
+
+
+class _NoStream:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+_NO_STREAM = _NoStream()
+
+
+class CopyEngineWork:
+    """The `!hir.work` of a copy-engine post: wait for one member's part, or for all."""
+
+    __slots__ = ("_collective", "_slot", "_local_done", "_all_done", "_pending", "_finish")
+
+    def __init__(self, collective: CopyEngineCollective, slot: int, local_done, all_done,
+                 finish: Callable[[], None] | None):
+        self._collective = collective
+        self._slot = slot
+        self._local_done = local_done
+        self._all_done = all_done
+        self._pending = set(collective.peers)
+        self._finish = finish
+
+    def wait(self, position: int | None = None) -> None:
+        """All members' parts (None), or the part of the member at `position` in the team."""
+        collective = self._collective
+        if position is None:
+            for peer in sorted(self._pending):
+                collective.flags.wait(peer, self._slot)
+            self._pending.clear()
+        elif position == collective.position:
+            collective.ordering.join(self._local_done)
+            return
+        elif position in self._pending:
+            collective.flags.wait(position, self._slot)
+            self._pending.discard(position)
+        if not self._pending:
+            # Every part has arrived; this rank's own pushes (which read the input) are done
+            # too once the current stream waits for them.
+            collective.ordering.join(self._all_done)
+            if self._finish is not None:
+                self._finish()
+                self._finish = None
+
+
+class CopyEngineCollective:
+    """One copy-engine collective op of a program, compiled for this rank.
+
+    `slots` flags of `flags`, from `first_slot` on, are this op's: one per post in a run
+    (a post inside loops posts once per iteration). `begin_run` rewinds to the first.
+    """
+
+    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering):
+        self.flags = flags
+        self.first_slot = first_slot
+        self.slots = slots
+        self.ordering = ordering
+        self.position = flags.memory.position
+        self.peers = tuple(p for p in range(flags.size) if p != self.position)
+        self._next = 0
+
+    def begin_run(self) -> None:
+        self._next = 0
+
+    def next_slot(self) -> int:
+        slot = self.first_slot + self._next % self.slots
+        self._next += 1
+        return slot
+
+    def push_and_signal(self, pushes: Callable[[int], None], slot: int):
+        """On the side stream: `pushes(peer)` for every other member then its flag. Returns
+        the mark of the end of this work."""
+        with self.ordering.side_stream():
+            for peer in self.peers:
+                pushes(peer)
+                self.flags.signal(peer, slot)
+            return self.ordering.mark()
+
+
+class CopyEngineAllgather(CopyEngineCollective):
+    """out (a view of `symmetric_out`) = concat over the team of every member's input."""
+
+    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering, symmetric_out: SymmetricTensor):
+        super().__init__(flags, first_slot, slots, ordering)
+        self.symmetric_out = symmetric_out
+
+    def post(self, inp: torch.Tensor, out: torch.Tensor) -> CopyEngineWork:
+        """`inp`, `out`: the flat buffers (views of dense memory)."""
+        slot = self.next_slot()
+        mine = _chunks(out, self.flags.size)[self.position]
+        source = inp
+        with self.ordering.side_stream():
+            mine.copy_(source)
+            local_done = self.ordering.mark()
+        all_done = self.push_and_signal(
+            lambda peer: peer_view(self.symmetric_out, mine, peer).copy_(source), slot
+        )
+        return CopyEngineWork(self, slot, local_done, all_done, None)
+
+
+class CopyEngineReduceScatter(CopyEngineCollective):
+    """out = the reduction over the team of every member's input chunk `me`; the other
+    members' chunks arrive in `via` (a view of `symmetric_via`, the input's shape)."""
+
+    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering,
+                 symmetric_via: SymmetricTensor, kind: ReduceKind):
+        super().__init__(flags, first_slot, slots, ordering)
+        self.symmetric_via = symmetric_via
+        self.combine = _COMBINE[kind]
+
+    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
+        """`inp`, `out`, `via`: the flat buffers (views of dense memory)."""
+        slot = self.next_slot()
+        size, me = self.flags.size, self.position
+        chunks, received = _chunks(inp, size), _chunks(via, size)
+
+        def push(peer: int) -> None:
+            # Peer's chunk of my input lands in slot `me` of the peer's `via`.
+            peer_view(self.symmetric_via, received[me], peer).copy_(chunks[peer])
+
+        all_done = self.push_and_signal(push, slot)
+        parts = [chunks[me] if p == me else received[p] for p in range(size)]
+        return CopyEngineWork(self, slot, None, all_done, lambda: _reduce_into(out, parts, self.combine))
+
+
+class CopyEngineAllreduce(CopyEngineCollective):
+    """out = the reduction over the team of every member's input; the other members'
+    inputs arrive in `via` (a view of `symmetric_via`, [team size, input...])."""
+
+    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering,
+                 symmetric_via: SymmetricTensor, kind: ReduceKind):
+        super().__init__(flags, first_slot, slots, ordering)
+        self.symmetric_via = symmetric_via
+        self.combine = _COMBINE[kind]
+
+    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
+        slot = self.next_slot()
+        size, me = self.flags.size, self.position
+        received = _chunks(via, size)
+        source = inp
+        all_done = self.push_and_signal(
+            lambda peer: peer_view(self.symmetric_via, received[me], peer).copy_(source), slot
+        )
+        parts = [source if p == me else received[p] for p in range(size)]
+        return CopyEngineWork(self, slot, None, all_done, lambda: _reduce_into(out, parts, self.combine))
+
+
+def _chunks(flat: torch.Tensor, parts: int) -> list[torch.Tensor]:
+    """A flat buffer as `parts` equal chunks (views)."""
+    return list(flat.view(parts, -1).unbind(0))
+
+
+def _reduce_into(out: torch.Tensor, parts: list[torch.Tensor], combine: Callable[..., torch.Tensor]) -> None:
+    """out = parts[0] ∘ parts[1] ∘ ... in team order (the same order on every member)."""
+    combine(parts[0], parts[1], out=out)
+    for part in parts[2:]:
+        combine(out, part, out=out)
