@@ -1,0 +1,232 @@
+"""How the benchmarks measure: the torchrun world, timing, reference checks, tables.
+
+Method (every benchmark here):
+- every variant is checked before it is timed: fresh random inputs, its preallocated outputs
+  filled with NaN, one run, relative Frobenius error against a float64 torch reference, the
+  max over ranks (NaN counts as infinite, so it always fails);
+- then `warmup` runs, then `repeat` timed runs, each preceded by a barrier and a device
+  synchronize; CUDA events around each run on GPUs (the host clock on CPUs);
+- the median per rank, then the max over ranks: a run is as slow as its slowest rank.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+
+from runtime.launcher import device_for
+
+TOLERANCE = {torch.bfloat16: 2e-2, torch.float32: 1e-3}
+"""Relative Frobenius error a checked run must stay under (float32: TF32 may be on)."""
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+# --------------------------------------------------------------------------- #
+# The world
+# --------------------------------------------------------------------------- #
+
+
+def join_world() -> tuple[torch.device, bool]:
+    """This rank's device, joining the torchrun world unless the caller already did
+    (`runtime.launch`); True when this call joined it (and so must leave it)."""
+    if dist.is_initialized():
+        return device_for(dist.get_backend(), dist.get_rank()), False
+    if "RANK" not in os.environ:
+        raise SystemExit("start the benchmark with torchrun, e.g. torchrun --nproc-per-node 2 benchmarks/overlap.py")
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.device_count() >= int(os.environ.get("LOCAL_WORLD_SIZE", 1)):
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return device, True
+
+
+def settle(device: torch.device) -> None:
+    """Nothing of a previous run is still in flight on any rank."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    dist.barrier()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def max_over_ranks(values: Sequence[float], device: torch.device) -> list[float]:
+    # NaN is made infinite first: a max that skips NaN would let a NaN rank pass.
+    nan_as_inf = [math.inf if math.isnan(v) else v for v in values]
+    tensor = torch.tensor(nan_as_inf, dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.tolist()
+
+
+def machine_info(device: torch.device, dtype_name: str) -> dict:
+    cuda = device.type == "cuda"
+    return {
+        "gpu": torch.cuda.get_device_name(device) if cuda else None,
+        "gpu_count": torch.cuda.device_count(),
+        "world_size": dist.get_world_size(),
+        "backend": dist.get_backend(),
+        "torch": torch.__version__,
+        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
+        "tf32": torch.backends.cuda.matmul.allow_tf32,
+        "python": platform.python_version(),
+        "dtype": dtype_name,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def machine_kind(device: torch.device) -> str:
+    """`h200x2` for two NVIDIA H200 ranks, `cpux2` for two CPU ranks: result file names."""
+    if device.type != "cuda":
+        return f"cpux{dist.get_world_size()}"
+    words = [w for w in torch.cuda.get_device_name(device).split() if w.upper() != "NVIDIA"]
+    model = "".join(ch for ch in (words[0] if words else "gpu") if ch.isalnum()).lower()
+    return f"{model}x{dist.get_world_size()}"
+
+
+# --------------------------------------------------------------------------- #
+# Variants, checks, timing
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Variant:
+    """One way of computing a case, built on this rank with its buffers."""
+
+    run: Callable[[], object]
+    result: Callable[[], torch.Tensor]
+    """This rank's output of the last run."""
+    load: Callable[[object], None]
+    """Copy a problem's fresh global inputs into this rank's input buffers."""
+    expected: Callable[[object], torch.Tensor]
+    """What `result()` must hold for those inputs (same number of elements, same order)."""
+    poisoned: Sequence[torch.Tensor] = field(default_factory=tuple)
+    """Preallocated outputs, NaN-filled before the checked run. Variants that allocate their
+    outputs (hostir programs, torch's fused ops) have none: the fresh inputs of each check
+    make stale memory fail it instead."""
+
+
+def relative_error(result: torch.Tensor, expected: torch.Tensor) -> float:
+    got, want = result.double().reshape(-1), expected.double().reshape(-1)
+    if got.numel() != want.numel():
+        return math.inf
+    return ((got - want).norm() / want.norm()).item()
+
+
+def check(variant: Variant, inputs: object, device: torch.device) -> float:
+    """The variant's relative error on `inputs` (max over ranks)."""
+    variant.load(inputs)
+    for buffer in variant.poisoned:
+        buffer.fill_(math.nan)
+    settle(device)  # every rank has poisoned before any rank writes into a peer's buffer
+    variant.run()
+    settle(device)  # every rank's writes have landed before any rank reads
+    return max_over_ranks([relative_error(variant.result(), variant.expected(inputs))], device)[0]
+
+
+@dataclass(frozen=True)
+class Timing:
+    device_ms: float
+    """CUDA events around the run (on CPU: the host clock, as wall_ms)."""
+    wall_ms: float
+    """Host clock from the start of the run to the end of the device synchronize after it."""
+    host_ms: float
+    """Host clock around the call alone: the time to issue the run."""
+
+
+def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warmup: int) -> Timing:
+    """Per-rank medians over `repeat` runs after `warmup` runs; the max over ranks of each."""
+    for _ in range(warmup):
+        run()
+    samples = []
+    for _ in range(repeat):
+        settle(device)
+        samples.append(_one_run(run, device))
+    medians = [statistics.median(column) for column in zip(*samples)]
+    return Timing(*max_over_ranks(medians, device))
+
+
+def _one_run(run: Callable[[], object], device: torch.device) -> tuple[float, float, float]:
+    if device.type != "cuda":
+        start = time.perf_counter()
+        run()
+        ms = 1e3 * (time.perf_counter() - start)
+        return ms, ms, ms
+    start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start = time.perf_counter()
+    start_event.record()
+    run()
+    issued = time.perf_counter()
+    end_event.record()
+    torch.cuda.synchronize(device)
+    done = time.perf_counter()
+    return start_event.elapsed_time(end_event), 1e3 * (done - start), 1e3 * (issued - start)
+
+
+def checked_timing(build: Callable[[], Variant], operands: Callable[[], object], device: torch.device,
+                   dtype: torch.dtype, repeat: int, warmup: int) -> dict:
+    """Build a variant, check it on `operands()` and, when right, time it, on every rank:
+    {"status": "ok", "error": e, "timing": Timing}, {"status": "WRONG <e>", "error": e} or
+    {"status": "ERROR", "message": why}. The ranks agree after the build and after the check,
+    so that a rank that failed alone does not leave the others waiting in a collective."""
+    variant, failure = _attempt(build)
+    if failure := agreed_failure(failure):
+        return {"status": "ERROR", "message": failure}
+    error, failure = _attempt(lambda: check(variant, operands(), device))
+    if failure := agreed_failure(failure):
+        return {"status": "ERROR", "message": failure}
+    if not error < TOLERANCE[dtype]:
+        return {"status": f"WRONG {error:.1e}", "error": error}
+    return {"status": "ok", "error": error, "timing": time_runs(variant.run, device, repeat, warmup)}
+
+
+def _attempt(step: Callable[[], object]) -> tuple[object, str | None]:
+    """(step's result, None), or (None, why it raised): reported with the results, and the
+    other variants still run."""
+    try:
+        return step(), None
+    except Exception as exception:
+        return None, f"{type(exception).__name__}: {exception}".splitlines()[0]
+
+
+def agreed_failure(message: str | None) -> str | None:
+    """The first rank's failure message, on every rank (None when all ranks succeeded), so
+    that all ranks agree whether to go on with a variant."""
+    messages: list[str | None] = [None] * dist.get_world_size()
+    dist.all_gather_object(messages, message)
+    return next((m for m in messages if m is not None), None)
+
+
+# --------------------------------------------------------------------------- #
+# Output
+# --------------------------------------------------------------------------- #
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned first column, right-aligned others, two spaces between columns."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    lines = []
+    for row in (header, *rows):
+        cells = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """`16384x8192x4096` -> (M, K, N)."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"a shape is MxKxN, e.g. 16384x8192x4096; got {text!r}")
+    m, k, n = (int(p) for p in parts)
+    return m, k, n

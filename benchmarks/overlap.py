@@ -1,0 +1,252 @@
+"""Communication/computation overlap: hostir's pipelines against their peers, in one launch.
+
+For AG+matmul, matmul+RS and matmul+AR (cases.py) at each shape M×K×N, this checks and then
+times on every rank (method: measure.py):
+
+  comm_nccl, comm_ce, matmul     the communication alone (NCCL; copy engine) and the GEMM alone
+  ideal                          max(fastest communication alone, matmul alone)
+  naive                          the collective and the matmul one after the other
+  handwritten_nccl_S{2,4,8}      hostir's stream schedule written in torch, S chunks on S streams
+  torch_fused                    torch's fused symmetric-memory op (none for matmul+AR: —)
+  <hostir label>_S{2,4,8}        the fusion built with the Python frontend, lowered with the
+                                 label's pipeline options, run by runtime.Evaluator with
+                                 numberOfStreams = S
+
+and prints one row per case and shape: ms of comm, matmul and ideal, then each variant's time
+over the ideal (`_best` columns: the best S). A variant whose check fails is reported
+`WRONG <error>` and not timed.
+
+    torchrun --nproc-per-node 2 benchmarks/overlap.py [--dtype bf16|fp32] [--shapes MxKxN ...]
+        [--json PATH] [--png PATH] [--tiny]
+
+On GPUs it writes benchmarks/results/overlap_<gpu>x<ranks>_<dtype>.json and .png unless told
+otherwise. --tiny runs toy sizes (on CPU ranks with gloo where there are no GPUs) to prove the
+plumbing and the checks; its times mean nothing, and it writes files only where told.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
+from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, parse_shape
+
+HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]]], ...] = (
+    # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}); each
+    # label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
+    ("hostir_nccl", {}),
+)
+CHUNK_COUNTS = (2, 4, 8)
+SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")
+TINY_SHAPES = ("64x32x16",)
+BASELINES = ("comm_nccl", "comm_ce", "matmul")
+COMMUNICATION = ("comm_nccl", "comm_ce")
+NEEDS_CUDA = "n/a (needs CUDA)"
+NO_FUSED_OP = "—"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--shapes", nargs="+", type=parse_shape, help="MxKxN ... (default: the three overlap shapes)")
+    parser.add_argument("--repeat", type=int, help="timed runs per variant (default 30; --tiny 3)")
+    parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--png", type=Path, help="write the chart here (needs matplotlib)")
+    parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
+    args = parser.parse_args(argv)
+    args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
+    args.repeat = args.repeat or (3 if args.tiny else 30)
+    args.warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 5)
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Run the benchmark on this rank (every rank returns the same report)."""
+    args = parse_args(argv)
+    device, joined = join_world()
+    try:
+        report = benchmark(args, device)
+        if dist.get_rank() == 0:
+            print(table(report))
+            write_outputs(report, args, device)
+        return report
+    finally:
+        if joined:
+            dist.destroy_process_group()
+
+
+def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
+    world = dist.get_world_size()
+    for m, k, _ in args.shapes:
+        problem = unsupported(m, k, world, list(CHUNK_COUNTS))
+        if problem:
+            raise SystemExit(f"overlap.py: {problem}")
+    dtype = DTYPES[args.dtype]
+    seeds = itertools.count(1)  # a fresh input per check, the same on every rank
+    rows = []
+    for case_class in CASES.values():
+        for m, k, n in args.shapes:
+            case = case_class(Problem(m, k, n, dtype, device, dist.get_rank(), world))
+            rows.append(measure_case(case, seeds, args))
+    return {
+        "benchmark": "overlap",
+        "machine": machine_info(device, args.dtype),
+        "repeat": args.repeat,
+        "warmup": args.warmup,
+        "hostir_variants": {label: lowering_pipeline(options) for label, options in HOSTIR_VARIANTS},
+        "cases": rows,
+    }
+
+
+def variant_builders(case: Case) -> list[tuple[str, Callable[[], Variant] | str]]:
+    """Every variant of the case by name: how to build it, or why it does not run here."""
+    cuda = case.p.device.type == "cuda"
+    fused = case.torch_fused if cuda else NEEDS_CUDA
+    if case.torch_fused is None:
+        fused = NO_FUSED_OP
+    return [
+        ("comm_nccl", case.comm_nccl),
+        ("comm_ce", case.comm_ce if cuda else NEEDS_CUDA),
+        ("matmul", case.matmul),
+        ("naive", case.naive),
+        *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in CHUNK_COUNTS),
+        ("torch_fused", fused),
+        *((f"{label}_S{s}", partial(hostir, case, s, options)) for label, options in HOSTIR_VARIANTS for s in CHUNK_COUNTS),
+    ]
+
+
+def families() -> list[str]:
+    """Variants swept over S, whose best S gets a column of its own."""
+    return ["handwritten_nccl", *(label for label, _ in HOSTIR_VARIANTS)]
+
+
+def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace) -> dict:
+    variants = {name: measure_variant(build, case, next(seeds), args) for name, build in variant_builders(case)}
+    ideal = ideal_ms(variants)
+    for name, result in variants.items():
+        if name not in BASELINES and "ms" in result and ideal:
+            result["ratio"] = result["ms"] / ideal
+    best = {}
+    for family in families():
+        swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in CHUNK_COUNTS]
+        timed = [(ratio, s) for ratio, s in swept if ratio is not None]
+        if timed:
+            ratio, s = min(timed)
+            best[family] = {"S": s, "ratio": ratio}
+    return {"op": case.name, "shape": [case.p.m, case.p.k, case.p.n], "ideal_ms": ideal,
+            "variants": variants, "best": best}
+
+
+def measure_variant(build: Callable[[], Variant] | str, case: Case, seed: int, args: argparse.Namespace) -> dict:
+    """Build, check and (when right) time one variant on every rank."""
+    if isinstance(build, str):
+        return {"status": build}
+    result = checked_timing(build, lambda: Operands(case.p, seed), case.p.device, case.p.dtype, args.repeat, args.warmup)
+    if "timing" in result:
+        result["ms"] = result.pop("timing").device_ms
+    return result
+
+
+def ideal_ms(variants: dict) -> float | None:
+    communication = [variants[name]["ms"] for name in COMMUNICATION if "ms" in variants[name]]
+    if not communication or "ms" not in variants["matmul"]:
+        return None
+    return max(min(communication), variants["matmul"]["ms"])
+
+
+# --------------------------------------------------------------------------- #
+# Output
+# --------------------------------------------------------------------------- #
+
+
+def table(report: dict) -> str:
+    first = report["cases"][0]["variants"]
+    variant_columns = [name for name in first if name not in BASELINES]
+    for family in families():  # the best-S column right after its family's last S
+        variant_columns.insert(variant_columns.index(f"{family}_S{CHUNK_COUNTS[-1]}") + 1, f"{family}_best")
+    header = ["case", *(f"{name} ms" for name in BASELINES), "ideal ms", *variant_columns]
+    rows, failures = [], []
+    for row in report["cases"]:
+        label = f"{row['op']} {'x'.join(map(str, row['shape']))}"
+        cells = [label, *(_ms_cell(row["variants"][name]) for name in BASELINES),
+                 "—" if row["ideal_ms"] is None else f"{row['ideal_ms']:.3f}"]
+        cells += [_variant_cell(row, name) for name in variant_columns]
+        rows.append(cells)
+        failures += [f"  {label} {name}: {r['message']}" for name, r in row["variants"].items() if "message" in r]
+    machine = report["machine"]
+    title = (f"overlap, {machine['dtype']}, {machine['world_size']} ranks on {machine['gpu'] or 'CPU'} "
+             f"(median of {report['repeat']} runs after {report['warmup']}; variants: time / ideal)")
+    return "\n".join([title, format_table(header, rows), *(["errors:", *failures] if failures else [])])
+
+
+def _variant_cell(row: dict, name: str) -> str:
+    if name.endswith("_best"):
+        best = row["best"].get(name.removesuffix("_best"))
+        return f"{best['ratio']:.2f}× S{best['S']}" if best else "—"
+    return _ratio_cell(row["variants"][name])
+
+
+def _ms_cell(result: dict) -> str:
+    return f"{result['ms']:.3f}" if "ms" in result else result["status"]
+
+
+def _ratio_cell(result: dict) -> str:
+    if "ratio" in result:
+        return f"{result['ratio']:.2f}×"
+    return f"{result['ms']:.3f} ms" if "ms" in result else result["status"]
+
+
+def write_outputs(report: dict, args: argparse.Namespace, device: torch.device) -> None:
+    stem = f"overlap_{machine_kind(device)}_{args.dtype}"
+    json_path = args.json or (None if args.tiny else RESULTS / f"{stem}.json")
+    png_path = args.png or (None if args.tiny else RESULTS / f"{stem}.png")
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {json_path}")
+    if png_path:
+        write_chart(report, png_path)
+
+
+def write_chart(report: dict, path: Path) -> None:
+    """Grouped bars: each case, each variant's time over the ideal; a line at 1 (the ideal)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"matplotlib is not installed: no chart ({path})")
+        return
+    rows = report["cases"]
+    names = [name for name in rows[0]["variants"] if any("ratio" in row["variants"][name] for row in rows)]
+    width = 0.8 / max(len(names), 1)
+    figure, axes = plt.subplots(figsize=(max(8, 1.6 * len(rows)), 5))
+    for index, name in enumerate(names):
+        positions = [case + (index - len(names) / 2 + 0.5) * width for case in range(len(rows))]
+        axes.bar(positions, [row["variants"][name].get("ratio", 0) for row in rows], width, label=name)
+    axes.axhline(1.0, color="black", linewidth=0.8)
+    axes.set_xticks(range(len(rows)), [f"{row['op']}\n{'x'.join(map(str, row['shape']))}" for row in rows], fontsize=8)
+    axes.set_ylabel("time / ideal")
+    machine = report["machine"]
+    axes.set_title(f"overlap, {machine['dtype']}, {machine['world_size']} x {machine['gpu'] or 'CPU'}")
+    axes.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

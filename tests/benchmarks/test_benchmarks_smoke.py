@@ -1,0 +1,57 @@
+"""The GPU benchmarks' --tiny modes on 2 CPU ranks (gloo), so that they cannot rot where no
+GPU runs them: every variant must build, pass its reference check and be timed. One launch
+runs both benchmarks (starting ranks costs more than the toy runs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from runtime import launch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import gpu_host_overhead  # noqa: E402
+import overlap  # noqa: E402
+
+NOT_RUN_HERE = {overlap.NEEDS_CUDA, overlap.NO_FUSED_OP}
+
+
+def both_tiny(rank: int, world_size: int) -> tuple[dict, dict]:
+    return overlap.main(["--tiny"]), gpu_host_overhead.main(["--tiny"])
+
+
+@pytest.fixture(scope="module")
+def reports() -> tuple[dict, dict]:
+    return launch(both_tiny, 2, timeout=120)[0]
+
+
+def test_overlap_checks_and_times_every_variant(reports):
+    report, _ = reports
+    assert [case["op"] for case in report["cases"]] == list(overlap.CASES)
+    for case in report["cases"]:
+        assert case["ideal_ms"] > 0
+        for name, result in case["variants"].items():
+            where = f"{case['op']} {name}"
+            if result["status"] in NOT_RUN_HERE:
+                continue
+            assert result["status"] == "ok", f"{where}: {result}"
+            assert result["ms"] > 0, where
+        assert set(case["best"]) == set(overlap.families())
+
+
+def test_overlap_runs_every_hostir_variant_at_every_chunk_count(reports):
+    report, _ = reports
+    expected = {f"{label}_S{s}" for label, _ in overlap.HOSTIR_VARIANTS for s in overlap.CHUNK_COUNTS}
+    for case in report["cases"]:
+        assert expected <= {name for name, r in case["variants"].items() if r["status"] == "ok"}
+
+
+def test_gpu_host_overhead_checks_both_schedules_and_times_every_op_kind(reports):
+    _, report = reports
+    for row in report["pipelines"]:
+        for name in ("hostir", "handwritten"):
+            assert row[name]["status"] == "ok", f"{row['op']} {name}: {row[name]}"
+            assert row[name]["timing"]["wall_ms"] > 0
+    assert [row["kind"] for row in report["host_ops"]] == list(gpu_host_overhead.host_op_kinds(2))
