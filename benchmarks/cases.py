@@ -38,7 +38,7 @@ from measure import Variant
 from passes.pass_manager import build_passes, run_passes
 from passes.registry import PIPELINES
 from runtime import Evaluator
-from runtime.sharding import logical_shape
+from runtime.layouts import logical_shape
 
 # The entry points hostir's runtime posts through (newer torch renamed them).
 all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

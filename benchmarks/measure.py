@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
+from runtime.cli import all_gather_pickled
+
 from runtime.launcher import device_for
 
 TOLERANCE = {torch.bfloat16: 2e-2, torch.float32: 1e-3}
@@ -203,8 +205,7 @@ def _attempt(step: Callable[[], object]) -> tuple[object, str | None]:
 def agreed_failure(message: str | None) -> str | None:
     """The first rank's failure message, on every rank (None when all ranks succeeded), so
     that all ranks agree whether to go on with a variant."""
-    messages: list[str | None] = [None] * dist.get_world_size()
-    dist.all_gather_object(messages, message)
+    messages = all_gather_pickled(message)  # dist.all_gather_object needs numpy
     return next((m for m in messages if m is not None), None)
 
 
