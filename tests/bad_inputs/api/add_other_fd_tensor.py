@@ -1,0 +1,8 @@
+# add with a tensor of another definition.
+# EXPECT-RAISES: FusionDefinitionError: belongs to another FusionDefinition
+from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+with FusionDefinition() as other:
+    t = other.define_tensor([4, 8])
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 8])
+    fd.ops.add(a, t)

@@ -1,0 +1,8 @@
+# Entering one FusionDefinition twice.
+# EXPECT-RAISES: FusionDefinitionError: entered only once
+from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+fd = FusionDefinition()
+with fd:
+    pass
+with fd:
+    pass

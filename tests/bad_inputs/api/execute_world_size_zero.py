@@ -1,0 +1,8 @@
+# fd.execute(..., world_size=0).
+# EXPECT-RAISES: ValueError|InputError: (?i)world.size
+from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+import torch
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 8])
+    fd.add_output(fd.ops.neg(a))
+fd.execute([torch.zeros(4, 8)], rank=0, world_size=0)

@@ -1,0 +1,4 @@
+# DeviceMesh([]).
+# EXPECT-RAISES: FusionDefinitionError: mesh is empty
+from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+DeviceMesh([])

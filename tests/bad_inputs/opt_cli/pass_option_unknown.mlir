@@ -1,0 +1,3 @@
+// An option the pass does not have.
+// RUN: hostir-opt %inputs/neg.mlir -p 'decompose-reshardings{no_such_option=1}'
+// EXPECT-ERROR: ^error: .*no_such_option

@@ -1,0 +1,3 @@
+// --nproc -1.
+// RUN: hostir-run %inputs/host_2ranks.mlir --nproc -1
+// EXPECT-ERROR: ^hostir-run: error: --nproc must be at least 1

@@ -1,0 +1,4 @@
+// A bool tensor for an f32 argument.
+// RUN: hostir-run %inputs/host_2ranks.mlir --nproc 2 --inputs %t/x.pt
+// SETUP: %t/x.pt = torch.zeros(2, 8, dtype=torch.bool)
+// EXPECT-ERROR: ^hostir-run: error: (?!.*rank \d+ failed).*dtype

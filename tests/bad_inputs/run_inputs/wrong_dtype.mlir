@@ -1,0 +1,4 @@
+// A float64 tensor for an f32 argument: refused before spawning.
+// RUN: hostir-run %inputs/host_2ranks.mlir --nproc 2 --inputs %t/x.pt
+// SETUP: %t/x.pt = torch.zeros(2, 8, dtype=torch.float64)
+// EXPECT-ERROR: ^hostir-run: error: (?!.*rank \d+ failed).*expected dtype torch.float32, got torch.float64
