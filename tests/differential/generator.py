@@ -285,7 +285,9 @@ def op_matmul(w: _Writer, x: str) -> str | None:
         return None
     k = shape[-1]
     n = w.pick(w.extents[:-1])
-    form = w.pick(("matrix", "vector_b", "batched_b", "vector_a"))
+    # [M, K] @ [K] crashes decompose-reshardings today (TRIAGE.md): rarer, so that it does
+    # not hide the rest of the programs that contain one
+    form = w.pick(("matrix", "matrix", "batched_b", "vector_a", "matrix", "batched_b", "vector_a", "vector_b"))
     if form == "vector_a" and len(shape) >= 2:  # [K] @ x[..., K, N]
         a = w.input((shape[-2],), dtype)
         return None if a is None else w.op(f"fd.ops.matmul({a}, {x})", False)
@@ -486,7 +488,7 @@ def schedule_tensor(w: _Writer, var: str, main_mesh: str, annotated: bool, is_in
                 schedule_device_axis(w, var, parallel, devices)
     if streams and not is_input and w.chance(0.3):
         schedule_stream_axis(w, var)
-    if w.chance(0.1):
+    if w.chance(0.2):
         axes = len(w.tensor(var).type.axes)  # logical axes, reduction axes included
         if axes >= 2:
             w.run(f"{var}.set_allocation_order({list(w.draw(st.permutations(range(axes))))})", w.schedule)
@@ -544,7 +546,8 @@ def _make_some_inputs_dynamic(w: _Writer, program: Program) -> Program:
 @st.composite
 def programs(draw, world_sizes=(1, 2, 4)) -> Program:
     """A random fusion for a world size drawn from `world_sizes`."""
-    world_size = draw(st.sampled_from(world_sizes))
+    # multi-rank programs are where communication happens: twice as likely as one rank
+    world_size = draw(st.sampled_from([w for w in world_sizes for _ in range(1 if w == 1 else 2)]))
     w = _Writer(draw, world_size)
     outputs = _draw_definition(w)
     w.run("fd.__exit__(None, None, None)", [])

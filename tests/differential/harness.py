@@ -35,6 +35,7 @@ CLI: python -m tests.differential.harness --programs N --seed S --ranks 1,2,4 --
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -70,7 +71,7 @@ TOLERANCES = {  # dtype -> (rtol, atol before scaling)
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),  # 8 bits of mantissa, partial sums rounded per rank
 }
-COLLECTIVE_TIMEOUT = 15.0
+COLLECTIVE_TIMEOUT = 60.0
 """Seconds a collective may block before its rank gives up (a hang)."""
 MAX_JOBS_PER_LAUNCH = 150
 
@@ -195,6 +196,9 @@ class Case:
     output_types: list = field(default_factory=list)
     per_rank_inputs: list = field(default_factory=list)
     expected: list = field(default_factory=list)
+    reference_problem: str = ""
+    """Why eager evaluation of the scheduled fusion failed (reported unless the lowered
+    program itself fails, which matters more)."""
 
     def result(self, outcome: str, phase: str = "", message: str = "", where: str = "") -> Result:
         return Result(self.index, self.program.world_size, self.disabled, outcome, phase, message[:2000], where,
@@ -226,10 +230,12 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     except Exception as error:  # noqa: BLE001 -- a frontend bug
         return case.result("crash", "build", *classify(error)[1:])
     inputs = global_inputs(case.program, torch.Generator().manual_seed(seed_value))
-    try:
-        case.expected = runtime.run_fusion(fusion_module, inputs)
+    try:  # the definition without its schedule: a schedule must not change values
+        unscheduled = build(dataclasses.replace(case.program, schedule=[]))[0].to_module()
+        case.expected = runtime.run_fusion(unscheduled, inputs)
     except Exception as error:  # noqa: BLE001 -- the eager semantics itself failed
         return case.result("crash", "reference", *classify(error)[1:])
+    case.reference_problem = _scheduled_reference_problem(case, fusion_module, inputs)
     declared = fusion_module.body.block.first_op.function_type
     try:
         case.module = lower_fusion(fusion_module.clone(), frozenset({case.disabled} if case.disabled else ()))
@@ -252,6 +258,20 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     except Exception as error:  # noqa: BLE001
         return case.result("crash", "shard", *classify(error)[1:])
     return None
+
+
+def _scheduled_reference_problem(case: Case, fusion_module: ModuleOp, inputs: list) -> str:
+    """`runtime.run_fusion` on the scheduled fusion ignores shardings but not allocation
+    orders: it must compute what the unscheduled one computes."""
+    try:
+        scheduled = runtime.run_fusion(fusion_module, inputs)
+        for i, (got, want) in enumerate(zip(scheduled, case.expected)):
+            _assert_close(got, want, f"eager output {i} of the scheduled fusion")
+    except AssertionError as error:
+        return f"runtime.run_fusion: {error}"
+    except Exception as error:  # noqa: BLE001
+        return f"runtime.run_fusion: {classify(error)[1]}"
+    return ""
 
 
 def _caller_view(t) -> tuple:
@@ -479,7 +499,15 @@ def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None) -> list[R
             results[case_id] = ran if isinstance(ran, Result) else compare(case, ran)
             results[case_id].communicated = True
         log(f"world size {world_size}: {len(batch)} programs in {time.monotonic() - start:.0f} s")
-    return [results[id(c)] for c in cases]
+    return [_with_reference_problem(c, results[id(c)]) for c in cases]
+
+
+def _with_reference_problem(case: Case, result: Result) -> Result:
+    if case.reference_problem and result.outcome in ("correct", "refused"):
+        ended = case.result("crash", "reference", case.reference_problem)
+        ended.communicated = result.communicated
+        return ended
+    return result
 
 
 def run_profile(count: int, seed_value: int, world_sizes: Sequence[int] = (1, 2, 4), disable_every: int = 5,
@@ -514,9 +542,9 @@ def summary(results: list[Result]) -> str:
     communicated = [r for r in whole if r.communicated]
     lines.append(f"programs that communicated (ran on spawned ranks): {len(communicated)}, of which correct: "
                  f"{sum(r.outcome == 'correct' for r in communicated)}")
-    refusals = Counter(r.cause for r in whole if r.outcome == "refused")
+    refusals = Counter(f"[{r.phase}] {r.cause}" for r in whole if r.outcome == "refused")
     if refusals:
-        lines.append(f"refusals by cause (whole pipeline, {sum(refusals.values())} of {len(whole)} programs "
+        lines.append(f"refusals by [phase] cause (whole pipeline, {sum(refusals.values())} of {len(whole)} programs "
                      f"= {100 * sum(refusals.values()) / max(len(whole), 1):.0f}%):")
         lines += [f"  {n:>5} {cause}" for cause, n in refusals.most_common()]
     notes = Counter(reason_of(r.note) for r in results if r.note)
