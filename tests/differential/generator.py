@@ -42,6 +42,7 @@ EXTENTS = {1: (2, 4, 8, 3, 6, 1), 2: (2, 4, 8, 4, 2, 8, 6, 3, 1), 4: (4, 8, 4, 8
 OP_KINDS = ("unary", "binary", "binary", "reduce", "matmul", "linear", "broadcast", "permute",
             "reshape", "squeeze", "slice", "select", "cast", "set", "compare")
 MAX_OPS = 12
+_INPUT_LINE = re.compile(r"(\w+) = fd\.define_tensor\((\[[-\d, ]*\]), dtype='(\w+)'\)(?:\s*# concrete: (\[[\d, ]*\]))?")
 
 
 @dataclass
@@ -61,15 +62,21 @@ class Program:
     """Exceptions other than FusionDefinitionError raised by the frontend while drawing."""
 
     def source(self) -> str:
-        return "\n".join(["with FusionDefinition() as fd:", *("    " + line for line in self.definition),
-                          *self.schedule])
+        """The program as a user writes it; a dynamic input's line says its concrete shape."""
+        concrete = {var: shape for var, shape, _ in self.inputs}
+        definition = []
+        for line in self.definition:
+            match = _INPUT_LINE.match(line)
+            if match and "-1" in match.group(2):
+                line = f"{line}  # concrete: {list(concrete[match.group(1)])}"
+            definition.append(line)
+        return "\n".join(["with FusionDefinition() as fd:", *("    " + line for line in definition), *self.schedule])
 
     @property
     def op_count(self) -> int:
         return sum(" = fd.ops." in line for line in self.definition)
 
 
-_INPUT_LINE = re.compile(r"(\w+) = fd\.define_tensor\((\[[-\d, ]*\]), dtype='(\w+)'\)(?:\s*# concrete: (\[[\d, ]*\]))?")
 
 
 def program_from_source(source: str, world_size: int, number_of_streams: int = 2) -> Program:

@@ -3,18 +3,23 @@ CPU ranks, compared with eager torch on the unsharded data.
 
 Every program ends in exactly one outcome:
 - correct: it ran and every output matches the eager reference;
-- refused: lowering or compiling raised a located HostIRError, or the runtime refused the
-  inputs before running (InputError); the message is kept and grouped by cause;
-- wrong: it ran, and an output (global, or one rank's replica) differs in value or shape;
-- crash: any other exception: a raw Python/torch error, invalid IR, a failure while
-  running (ExecutionError), a frontend or reference failure;
+- refused: a pass or the runtime's compiler raised a located HostIRError, or the runtime
+  refused the inputs before running (InputError); the message is grouped by cause;
+- wrong: it ran, and an output (unsharded, or any rank's own shard or replica) differs
+  in value, dtype or shape; or the lowering changed the type of an annotated input/output;
+- crash: anything else: a raw Python/torch error, IR that fails to verify after a pass,
+  a failure while running (ExecutionError), a frontend or eager-reference failure;
 - hang: a collective or the launch timed out.
 Definitions the frontend rejects while being built are not programs: counted as `invalid`.
 
+The reference is `runtime.run_fusion` on the definition WITHOUT its schedule (meshes,
+splits, parallel types and allocation orders must not change values); run_fusion on the
+scheduled fusion must agree, else that is reported as a crash in phase "reference".
+
 How programs run (spawning ranks costs ~10 s on 2 cores, so as few launches as possible):
-1. In this process: build, reference (`runtime.run_fusion`), lower, then compile every
-   rank's program. A program with no collective of two or more ranks runs here, rank by
-   rank (ranks do not interact, and compiling needs no process group).
+1. In this process: build, reference, lower, then compile every rank's program. A
+   program without a collective of two or more ranks runs here, rank by rank (ranks do
+   not interact, and compiling needs no process group).
 2. A program with collectives is first dry-run here on every rank with a communicator
    that posts nothing: local compile errors and crashes are found without a launch.
 3. The survivors of one world size run in ONE launch (`runtime.run_spmd_batch`). A crash
@@ -29,7 +34,10 @@ still compare equal to NaN (equal_nan) rather than hide a mismatch elsewhere.
 Tolerances (rtol, atol): see TOLERANCES; atol is scaled by the largest |expected| value,
 because sums of sharded partial results round differently from one eager sum.
 
-CLI: python -m tests.differential.harness --programs N --seed S --ranks 1,2,4 --report out.json
+CLI:
+  python -m tests.differential.harness --programs N --seed S --ranks 1,2,4 --report out.json
+  python -m tests.differential.harness --shrink out.json       # a reproducer per failure
+  python -m tests.differential.harness --replay repro.py --ranks 2   # one program, all variants
 """
 
 from __future__ import annotations
@@ -64,6 +72,9 @@ from runtime.sharding import is_on_rank, logical_shape, torch_dtype, value_alloc
 from .generator import Program, build, program_from_source, programs
 
 PASSES = PIPELINES["hostir-lower"]
+DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
+"""What is disabled in the variants of a sampled program ("+" joins passes): each pass in
+turn, and the pair that leaves no host program at all (the fusion then runs as is)."""
 OUTCOMES = ("correct", "refused", "wrong", "crash", "hang")
 TOLERANCES = {  # dtype -> (rtol, atol before scaling)
     torch.float64: (1e-7, 1e-9),
@@ -98,7 +109,7 @@ class Result:
     """The program's index in the drawn sequence."""
     world_size: int
     disabled: str | None
-    """The pass disabled for this variant (None: the whole pipeline)."""
+    """The passes disabled for this variant, "+"-joined (None: the whole pipeline)."""
     outcome: str
     phase: str = ""
     """Where it ended: build, reference, lower, compile, input, run, spawn, compare."""
@@ -238,7 +249,7 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     case.reference_problem = _scheduled_reference_problem(case, fusion_module, inputs)
     declared = fusion_module.body.block.first_op.function_type
     try:
-        case.module = lower_fusion(fusion_module.clone(), frozenset({case.disabled} if case.disabled else ()))
+        case.module = lower_fusion(fusion_module.clone(), frozenset(case.disabled.split("+") if case.disabled else ()))
         case.text = str(case.module)
     except Exception as error:  # noqa: BLE001
         outcome, message, where = classify(error)
@@ -464,12 +475,12 @@ def draw_programs(count: int, seed_value: int, world_sizes: Sequence[int]) -> li
 
 def variants(programs_: list[Program], disable_every: int) -> list[Case]:
     """Every program through the whole pipeline; every `disable_every`-th one also with
-    each pass disabled in turn."""
+    each of DISABLED_VARIANTS."""
     cases = []
     for index, program in enumerate(programs_):
         cases.append(Case(program, index, None))
         if disable_every and index % disable_every == disable_every - 1:
-            cases.extend(Case(program, index, name) for name in PASSES)
+            cases.extend(Case(program, index, name) for name in DISABLED_VARIANTS)
     return cases
 
 
@@ -558,12 +569,73 @@ def summary(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- #
+# Shrinking a failure to a reproducer
+# --------------------------------------------------------------------------- #
+
+
+def signature(result: Result) -> tuple[str, str, str]:
+    return result.outcome, result.where, result.cause
+
+
+def run_in_process(program: Program, disabled: str | None, seed_value: int = 0) -> Result:
+    """One variant, entirely in this process (collectives dry-run): what shrinking can
+    afford to call hundreds of times. A failure that needs real collectives (a wrong
+    answer or a crash in a communication) does not reproduce here."""
+    case = Case(program, 0, disabled)
+    ended = prepare(case, seed_value)
+    if ended is None:
+        ran = run_here(case, dry_run=needs_processes(case.module))
+        ended = ran if isinstance(ran, Result) else compare(case, ran)
+    return _with_reference_problem(case, ended)
+
+
+def shrink(result: Result, seed_value: int = 0) -> str | None:
+    """Greedily drop source lines while the failure keeps its signature; the shortest
+    source found, or None if the failure does not reproduce in this process."""
+    def same_failure(source: str) -> bool:
+        try:
+            program = program_from_source(source, result.world_size)
+            return signature(run_in_process(program, result.disabled, seed_value)) == signature(result)
+        except Exception:  # noqa: BLE001 -- a dropped line broke the source
+            return False
+
+    lines = result.source.splitlines()
+    if not same_failure("\n".join(lines)):
+        return None
+    shrunk = True
+    while shrunk:
+        shrunk = False
+        for i in range(len(lines) - 1, 0, -1):  # never the `with` line
+            candidate = lines[:i] + lines[i + 1:]
+            if same_failure("\n".join(candidate)):
+                lines, shrunk = candidate, True
+    return "\n".join(lines)
+
+
+def shrink_report(path: str, seed_value: int) -> int:
+    """A shrunk reproducer for each failure signature of a report (its smallest example)."""
+    with open(path) as f:
+        results = [Result(**{k: v for k, v in r.items() if k != "cause"}) for r in json.load(f)]
+    groups: dict[tuple, list[Result]] = defaultdict(list)
+    for r in results:
+        if r.outcome in ("wrong", "crash", "hang"):
+            groups[signature(r)].append(r)
+    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        smallest = min(members, key=lambda r: (r.ops, len(r.source)))
+        print(f"### {len(members)} x {key[0]} {key[1]} {key[2]}")
+        print(f"# world size {smallest.world_size}, disabled pass: {smallest.disabled}; {smallest.message[:300]}")
+        print(shrink(smallest, seed_value) or f"# (does not reproduce in-process; unshrunk)\n{smallest.source}")
+        print()
+    return 0
+
+
 def replay(path: str, world_size: int, seed_value: int) -> int:
     """Run one reproducer through the whole pipeline and with each pass disabled; print
     each outcome (and, for a wrong answer, both tensors)."""
     with open(path) as f:
         program = program_from_source(f.read(), world_size)
-    cases = [Case(program, 0, None)] + [Case(program, 0, name) for name in PASSES]
+    cases = [Case(program, 0, None)] + [Case(program, 0, name) for name in DISABLED_VARIANTS]
     for case, result in zip(cases, run_cases(cases, seed_value)):
         print(f"{case.disabled or 'whole pipeline'}: {result.outcome} {result.phase} {result.where}\n  {result.message}")
     return 0
@@ -579,9 +651,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report", help="write every result as JSON here")
     parser.add_argument("--replay", help="run the program in this Python file (a reproducer) instead, on the "
                                          "one world size given by --ranks, with each pass disabled too")
+    parser.add_argument("--shrink", help="print a shrunk reproducer for each failure signature of this report")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(args.replay, int(args.ranks.split(",")[0]), args.seed)
+    if args.shrink:
+        return shrink_report(args.shrink, args.seed)
     start = time.monotonic()
     log = lambda message: print(f"[{time.monotonic() - start:6.0f} s] {message}", file=sys.stderr, flush=True)  # noqa: E731
     results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log)
