@@ -76,6 +76,7 @@ DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
 """What is disabled in the variants of a sampled program ("+" joins passes): each pass in
 turn, and the pair that leaves no host program at all (the fusion then runs as is)."""
 OUTCOMES = ("correct", "refused", "wrong", "crash", "hang")
+COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, hir.AliasSelectOp)
 TOLERANCES = {  # dtype -> (rtol, atol before scaling)
     torch.float64: (1e-7, 1e-9),
     torch.float32: (1e-4, 1e-5),
@@ -122,6 +123,8 @@ class Result:
     """Something odd about a correct run (see _dtype_note)."""
     communicated: bool = False
     """Ran on spawned ranks because it has collectives."""
+    host_ops: list[str] = field(default_factory=list)
+    """Communication and stream ops of the lowered program (for coverage)."""
 
     @property
     def cause(self) -> str:
@@ -212,8 +215,11 @@ class Case:
     program itself fails, which matters more)."""
 
     def result(self, outcome: str, phase: str = "", message: str = "", where: str = "") -> Result:
-        return Result(self.index, self.program.world_size, self.disabled, outcome, phase, message[:2000], where,
-                      self.program.source(), self.program.op_count)
+        result = Result(self.index, self.program.world_size, self.disabled, outcome, phase, message[:2000], where,
+                        self.program.source(), self.program.op_count)
+        if self.module is not None:
+            result.host_ops = sorted({op.name for op in self.module.walk() if isinstance(op, COVERED_OPS)})
+        return result
 
     @property
     def world_size(self) -> int:
@@ -558,6 +564,9 @@ def summary(results: list[Result]) -> str:
         lines.append(f"refusals by [phase] cause (whole pipeline, {sum(refusals.values())} of {len(whole)} programs "
                      f"= {100 * sum(refusals.values()) / max(len(whole), 1):.0f}%):")
         lines += [f"  {n:>5} {cause}" for cause, n in refusals.most_common()]
+    covered = Counter(name for r in whole if r.outcome == "correct" for name in r.host_ops)
+    lines.append("correct programs using each communication/stream op: "
+                 + ", ".join(f"{name} {n}" for name, n in sorted(covered.items())))
     notes = Counter(reason_of(r.note) for r in results if r.note)
     if notes:
         lines.append("notes on correct runs:")
