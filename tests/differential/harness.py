@@ -542,7 +542,7 @@ def run_profile(count: int, seed_value: int, world_sizes: Sequence[int] = (1, 2,
 def summary(results: list[Result]) -> str:
     lines = []
     for title, selected in (("whole pipeline", [r for r in results if r.disabled is None]),
-                            ("one pass disabled", [r for r in results if r.disabled is not None])):
+                            ("variants with passes disabled", [r for r in results if r.disabled is not None])):
         if not selected:
             continue
         lines.append(f"{title}:")
@@ -555,6 +555,12 @@ def summary(results: list[Result]) -> str:
             programs_ = len(rs) - counts["invalid"]
             lines.append(f"  {world!s:>5} {programs_:>8} " + " ".join(f"{counts[o]:>8}" for o in OUTCOMES)
                          + f" {counts['invalid']:>8}")
+    variants = [r for r in results if r.disabled is not None and r.outcome != "invalid"]
+    if variants:
+        lines.append("variants by disabled passes:")
+        for name in DISABLED_VARIANTS:
+            counts = Counter(r.outcome for r in variants if r.disabled == name)
+            lines.append(f"  {name:<42} " + " ".join(f"{o} {counts[o]}" for o in OUTCOMES))
     whole = [r for r in results if r.disabled is None and r.outcome != "invalid"]
     communicated = [r for r in whole if r.communicated]
     lines.append(f"programs that communicated (ran on spawned ranks): {len(communicated)}, of which correct: "
@@ -622,10 +628,14 @@ def shrink(result: Result, seed_value: int = 0) -> str | None:
     return "\n".join(lines)
 
 
+def load_report(path: str) -> list[Result]:
+    with open(path) as f:
+        return [Result(**{k: v for k, v in r.items() if k != "cause"}) for r in json.load(f)]
+
+
 def shrink_report(path: str, seed_value: int) -> int:
     """A shrunk reproducer for each failure signature of a report (its smallest example)."""
-    with open(path) as f:
-        results = [Result(**{k: v for k, v in r.items() if k != "cause"}) for r in json.load(f)]
+    results = load_report(path)
     groups: dict[tuple, list[Result]] = defaultdict(list)
     for r in results:
         if r.outcome in ("wrong", "crash", "hang"):
@@ -661,11 +671,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--replay", help="run the program in this Python file (a reproducer) instead, on the "
                                          "one world size given by --ranks, with each pass disabled too")
     parser.add_argument("--shrink", help="print a shrunk reproducer for each failure signature of this report")
+    parser.add_argument("--summarize", nargs="+", help="print the summary of these reports together")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(args.replay, int(args.ranks.split(",")[0]), args.seed)
     if args.shrink:
         return shrink_report(args.shrink, args.seed)
+    if args.summarize:
+        print(summary([r for path in args.summarize for r in load_report(path)]))
+        return 0
     start = time.monotonic()
     log = lambda message: print(f"[{time.monotonic() - start:6.0f} s] {message}", file=sys.stderr, flush=True)  # noqa: E731
     results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log)
