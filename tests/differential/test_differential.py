@@ -30,7 +30,9 @@ def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
     count, seed = PROFILES.get(PROFILE, CI_PROFILE)
     results = harness.run_profile(count, seed)
     bad = [r for r in results if r.outcome in ("wrong", "crash", "hang")]
-    assert not bad, f"{len(bad)} of {len(results)} runs failed\n{harness.summary(results)}"
+    if bad:
+        pytest.fail(f"{len(bad)} of {len(results)} runs gave a wrong answer, crashed or hung; reproduce one with "
+                    f"`python -m tests.differential.harness --replay FILE`\n{harness.summary(results)}", pytrace=False)
 
 
 def test_the_generator_draws_mostly_valid_definitions_covering_every_op():
