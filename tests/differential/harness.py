@@ -155,21 +155,23 @@ def _innermost_project_frame(error: BaseException) -> str:
     return "" if frame is None else f"{frame.filename.rsplit('/', 2)[-2]}/{frame.filename.rsplit('/', 1)[-1]}:{frame.name}"
 
 
+_TIMED_OUT = re.compile(r"timed out|timeout|did not finish", re.IGNORECASE)
+"""A collective's timeout (gloo) or the launcher's: the program hung."""
+
+
 def classify(error: BaseException) -> tuple[str, str, str]:
     """(outcome, message, where) of an exception raised while lowering or running."""
     message = str(error).strip()
+    if _TIMED_OUT.search(message):
+        return "hang", message, ""
     if isinstance(error, runtime.SpmdError):  # "rank R failed: Type: message" from a spawned rank
         kind = re.match(r"rank \d+ failed: (\w+)", message)
         refused = kind is not None and kind.group(1) in ("HostIRError", "InputError")
-        if re.search(r"timed out|timeout|did not finish", message, re.IGNORECASE):
-            return "hang", message, ""
         return ("refused" if refused else "crash"), message, ""
     if isinstance(error, HostIRError) and _raised_by_verifier(error):
         return "crash", f"invalid IR after {_last_pass(error)}: {message}", "passes/pass_manager.py:run_passes"
     if isinstance(error, (HostIRError, runtime.InputError)):
         return "refused", message, ""
-    if re.search(r"timed out|timeout|did not finish", message, re.IGNORECASE):
-        return "hang", message, ""
     if not isinstance(error, runtime.ExecutionError):
         message = f"{type(error).__name__}: {message}"
     return "crash", message, _innermost_project_frame(error)

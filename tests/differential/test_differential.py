@@ -17,7 +17,9 @@ from hostir_dialect import FusionDefinitionError
 from hostir_dialect.frontend import Ops
 
 from . import harness
-from .generator import build
+from .generator import ARITHMETIC, COMPARISONS, GUARDED_UNARY, REDUCTIONS, SAFE_UNARY, build
+
+OTHER_OPS = ("matmul", "linear", "broadcast", "permute", "reshape", "squeeze", "slice", "select", "cast", "set")
 
 PROFILES = {"long": (3000, 1)}  # HOSTIR_DIFFERENTIAL value -> (programs, seed)
 CI_PROFILE = (300, 0)
@@ -37,7 +39,8 @@ def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
 
 def test_the_generator_draws_mostly_valid_definitions_covering_every_op():
     """Guards the generator against rot: if the frontend changes, most draws must still
-    build (a FusionDefinitionError counts against it) and every op must still appear."""
+    build (a FusionDefinitionError counts against it) and every kind of op and schedule
+    must still appear."""
     drawn = harness.draw_programs(120, 7, (1, 2, 4))
     built = 0
     for program in drawn:
@@ -49,8 +52,12 @@ def test_the_generator_draws_mostly_valid_definitions_covering_every_op():
             pass
     assert len(drawn) >= 100 and built >= 0.9 * len(drawn), f"{built} of {len(drawn)} draws build"
     sources = "\n".join(p.source() for p in drawn)
-    missing = {name for name in dir(Ops) if not name.startswith("_")} - set(re.findall(r"fd\.ops\.(\w+)\(", sources))
-    assert not missing, f"no draw used fd.ops.{', '.join(sorted(missing))}"
+    used = set(re.findall(r"fd\.ops\.(\w+)\(", sources))
+    assert used <= {name for name in dir(Ops) if not name.startswith("_")}
+    kinds = {"unary": SAFE_UNARY + GUARDED_UNARY, "arithmetic": ARITHMETIC, "comparison": COMPARISONS,
+             "reduction": REDUCTIONS, **{name: (name,) for name in OTHER_OPS}}
+    missing = [kind for kind, names in kinds.items() if not used & set(names)]
+    assert not missing, f"no draw used an op of kind {', '.join(missing)}"
     for feature in ("DIDx", "DIDy", "Stream", "outer_split", "set_allocation_order", "[-1", "DeviceMesh([0, 1])",
                     "DeviceMesh([[0, 1], [2, 3]])"):
         assert feature in sources, feature
