@@ -1,0 +1,701 @@
+"""Differential testing: random fusions (generator.py) lowered by `hostir-lower`, run on
+CPU ranks, compared with eager torch on the unsharded data.
+
+Every program ends in exactly one outcome:
+- correct: it ran and every output matches the eager reference;
+- refused: a pass or the runtime's compiler raised a located HostIRError, or the runtime
+  refused the inputs before running (InputError); the message is grouped by cause;
+- wrong: it ran, and an output (unsharded, or any rank's own shard or replica) differs
+  in value, dtype or shape; or the lowering changed the type of an annotated input/output;
+- crash: anything else: a raw Python/torch error, IR that fails to verify after a pass,
+  a failure while running (ExecutionError), a frontend or eager-reference failure;
+- hang: a collective or the launch timed out.
+Definitions the frontend rejects while being built are not programs: counted as `invalid`.
+
+The reference is `runtime.run_fusion` on the definition WITHOUT its schedule (meshes,
+splits, parallel types and allocation orders must not change values); run_fusion on the
+scheduled fusion must agree, else that is reported as a crash in phase "reference".
+
+How programs run (spawning ranks costs ~10 s on 2 cores, so as few launches as possible):
+1. In this process: build, reference, lower, then compile every rank's program. A
+   program without a collective of two or more ranks runs here, rank by rank (ranks do
+   not interact, and compiling needs no process group).
+2. A program with collectives is first dry-run here on every rank with a communicator
+   that posts nothing: local compile errors and crashes are found without a launch.
+3. The survivors of one world size run in ONE launch (`runtime.run_spmd_batch`). A crash
+   inside one job kills the launch; the failing job is identified from the location of
+   its diagnostic (each job's text is shifted by its own number of blank lines, so the
+   line number names the job), recorded, and the rest relaunched. A failure without a
+   location is found by bisection.
+
+Inputs: floats uniform in [-1, 1), integers in [-3, 3], so every value stays finite
+(the generator guards log/sqrt/rsqrt/reciprocal/div/pow; see generator.py). NaN would
+still compare equal to NaN (equal_nan) rather than hide a mismatch elsewhere.
+Tolerances (rtol, atol): see TOLERANCES; atol is scaled by the largest |expected| value,
+because sums of sharded partial results round differently from one eager sum.
+
+CLI:
+  python -m tests.differential.harness --programs N --seed S --ranks 1,2,4 --report out.json
+  python -m tests.differential.harness --shrink out.json       # a reproducer per failure
+  python -m tests.differential.harness --replay repro.py --ranks 2   # one program, all variants
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import torch
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from xdsl.dialects.builtin import ModuleOp
+
+import runtime
+from hostir_dialect import FusionDefinitionError, hir
+from hostir_dialect.diagnostics import HostIRError
+from hostir_dialect.sharding import is_annotated
+from hostir_dialect.tensor_type import DYNAMIC
+from passes.pass_manager import PassManagerOptions
+from passes.registry import PIPELINES
+from runtime.communicator import DONE, Communicator
+from runtime.evaluator import find_function
+from runtime.sharding import is_on_rank, logical_shape, torch_dtype, value_alloc_perm
+
+from .generator import Program, build, program_from_source, programs
+
+PASSES = PIPELINES["hostir-lower"]
+DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
+"""What is disabled in the variants of a sampled program ("+" joins passes): each pass in
+turn, and the pair that leaves no host program at all (the fusion then runs as is)."""
+OUTCOMES = ("correct", "refused", "wrong", "crash", "hang")
+COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, hir.AliasSelectOp)
+TOLERANCES = {  # dtype -> (rtol, atol before scaling)
+    torch.float64: (1e-7, 1e-9),
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (5e-2, 5e-2),  # 8 bits of mantissa, partial sums rounded per rank
+}
+COLLECTIVE_TIMEOUT = 60.0
+"""Seconds a collective may block before its rank gives up (a hang)."""
+MAX_JOBS_PER_LAUNCH = 150
+
+# Spawned ranks inherit this: c10d's C++ warnings (a peer closing its store connection
+# when a launch is stopped) would bury the summary.
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+
+
+def lower_fusion(module: ModuleOp, disabled: frozenset[str] = frozenset()) -> ModuleOp:
+    """The one call of the pass pipeline: `hostir-lower` with `disabled` passes skipped."""
+    import passes
+
+    return passes.lower(module, PassManagerOptions(disabled=disabled))
+
+
+# --------------------------------------------------------------------------- #
+# Outcomes
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Result:
+    index: int
+    """The program's index in the drawn sequence."""
+    world_size: int
+    disabled: str | None
+    """The passes disabled for this variant, "+"-joined (None: the whole pipeline)."""
+    outcome: str
+    phase: str = ""
+    """Where it ended: build, reference, lower, compile, input, run, spawn, compare."""
+    message: str = ""
+    where: str = ""
+    """The innermost project frame of a raw exception (file:function)."""
+    source: str = ""
+    ops: int = 0
+    note: str = ""
+    """Something odd about a correct run (see _dtype_note)."""
+    communicated: bool = False
+    """Ran on spawned ranks because it has collectives."""
+    host_ops: list[str] = field(default_factory=list)
+    """Communication and stream ops of the lowered program (for coverage)."""
+
+    @property
+    def cause(self) -> str:
+        return reason_of(self.message)
+
+
+def reason_of(message: str) -> str:
+    """A message without its location, names and numbers: the key refusals group by."""
+    text = message.split("\n")[0]
+    text = re.sub(r"^.*?error: ", "", text)
+    text = re.sub(r"^rank \d+ failed: \w+: ", "", text)
+    text = re.sub(r"<job>:\d+:\d+: error: ", "", text)
+    text = re.sub(r"!fusion\.tensor<[^>]*>", "T", text)
+    text = re.sub(r"\[[-\d, \[\]?']*\]", "[..]", text)
+    text = re.sub(r"[%@][\w.]+", "%v", text)
+    text = re.sub(r"\b\d+(\.\d+)?\b", "N", text)
+    return text[:160]
+
+
+def _innermost_project_frame(error: BaseException) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    cause = error.__cause__
+    while cause is not None:  # the evaluator wraps kernel errors: look at what it wrapped
+        frames = traceback.extract_tb(cause.__traceback__) or frames
+        cause = cause.__cause__
+    ours = [f for f in frames if re.search(r"/(hostir_dialect|passes|runtime)/", f.filename)]
+    frame = (ours or frames or [None])[-1]
+    return "" if frame is None else f"{frame.filename.rsplit('/', 2)[-2]}/{frame.filename.rsplit('/', 1)[-1]}:{frame.name}"
+
+
+_TIMED_OUT = re.compile(r"timed out|timeout|did not finish", re.IGNORECASE)
+"""A collective's timeout (gloo) or the launcher's: the program hung."""
+
+
+def classify(error: BaseException) -> tuple[str, str, str]:
+    """(outcome, message, where) of an exception raised while lowering or running."""
+    message = str(error).strip()
+    if _TIMED_OUT.search(message):
+        return "hang", message, ""
+    if isinstance(error, runtime.SpmdError):  # "rank R failed: Type: message" from a spawned rank
+        kind = re.match(r"rank \d+ failed: (\w+)", message)
+        refused = kind is not None and kind.group(1) in ("HostIRError", "InputError")
+        return ("refused" if refused else "crash"), message, ""
+    if isinstance(error, HostIRError) and _raised_by_verifier(error):
+        return "crash", f"invalid IR after {_last_pass(error)}: {message}", "passes/pass_manager.py:run_passes"
+    if isinstance(error, (HostIRError, runtime.InputError)):
+        return "refused", message, ""
+    if not isinstance(error, runtime.ExecutionError):
+        message = f"{type(error).__name__}: {message}"
+    return "crash", message, _innermost_project_frame(error)
+
+
+def _raised_by_verifier(error: BaseException) -> bool:
+    """A diagnostic from verifying the IR a pass produced, not from a pass refusing its
+    input (the frontend's own IR is verified before lowering)."""
+    return any(frame.name == "verify_located" for frame in traceback.extract_tb(error.__traceback__))
+
+
+def _last_pass(error: BaseException) -> str:
+    """The pass that had just run when the verifier failed (from the pass manager's frame)."""
+    tb = error.__traceback__
+    while tb is not None:
+        module_pass = tb.tb_frame.f_locals.get("module_pass")
+        if module_pass is not None:
+            return getattr(module_pass, "name", "?")
+        tb = tb.tb_next
+    return "a pass"
+
+
+# --------------------------------------------------------------------------- #
+# Preparing a program: build, reference, lower, shard
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Case:
+    """One program variant through the pipeline, up to the point where it must run."""
+
+    program: Program
+    index: int
+    disabled: str | None
+    module: ModuleOp | None = None
+    text: str = ""
+    input_types: list = field(default_factory=list)
+    output_types: list = field(default_factory=list)
+    per_rank_inputs: list = field(default_factory=list)
+    expected: list = field(default_factory=list)
+    reference_problem: str = ""
+    """Why eager evaluation of the scheduled fusion failed (reported unless the lowered
+    program itself fails, which matters more)."""
+
+    def result(self, outcome: str, phase: str = "", message: str = "", where: str = "") -> Result:
+        result = Result(self.index, self.program.world_size, self.disabled, outcome, phase, message[:2000], where,
+                        self.program.source(), self.program.op_count)
+        if self.module is not None:
+            result.host_ops = sorted({op.name for op in self.module.walk() if isinstance(op, COVERED_OPS)})
+        return result
+
+    @property
+    def world_size(self) -> int:
+        return self.program.world_size
+
+
+def global_inputs(program: Program, generator: torch.Generator) -> list[torch.Tensor]:
+    tensors = []
+    for _, shape, dtype in program.inputs:
+        torch_dtype = getattr(torch, dtype)
+        if torch_dtype.is_floating_point:
+            tensors.append((torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1).to(torch_dtype))
+        else:
+            tensors.append(torch.randint(-3, 4, shape, generator=generator, dtype=torch_dtype))
+    return tensors
+
+
+def prepare(case: Case, seed_value: int) -> Result | None:
+    """Build, evaluate the reference, lower and shard; a Result if it ends here."""
+    try:
+        fd, _ = build(case.program)
+        fusion_module = fd.to_module()
+    except FusionDefinitionError as error:
+        return case.result("invalid", "build", str(error))
+    except Exception as error:  # noqa: BLE001 -- a frontend bug
+        return case.result("crash", "build", *classify(error)[1:])
+    inputs = global_inputs(case.program, torch.Generator().manual_seed(seed_value))
+    try:  # the definition without its schedule: a schedule must not change values
+        unscheduled = build(dataclasses.replace(case.program, schedule=[]))[0].to_module()
+        case.expected = runtime.run_fusion(unscheduled, inputs)
+    except Exception as error:  # noqa: BLE001 -- the eager semantics itself failed
+        return case.result("crash", "reference", *classify(error)[1:])
+    case.reference_problem = _scheduled_reference_problem(case, fusion_module, inputs)
+    declared = fusion_module.body.block.first_op.function_type
+    try:
+        case.module = lower_fusion(fusion_module.clone(), frozenset(case.disabled.split("+") if case.disabled else ()))
+        case.text = str(case.module)
+    except Exception as error:  # noqa: BLE001
+        outcome, message, where = classify(error)
+        return case.result(outcome if outcome != "hang" else "crash", "lower", message, where)
+    # The caller's contract is the lowered signature: propagate-shardings gives tensors the
+    # user left unannotated a mesh and a sharding; it must not change annotated ones.
+    signature = find_function(case.module).function_type
+    case.input_types, case.output_types = list(signature.inputs.data), list(signature.outputs.data)
+    for kind, before, after in (("input", declared.inputs.data, case.input_types),
+                                ("output", declared.outputs.data, case.output_types)):
+        for i, (b, a) in enumerate(zip(before, after)):
+            if is_annotated(b) and _caller_view(b) != _caller_view(a):
+                return case.result("wrong", "lower", f"annotated {kind} {i} changed type from {b} to {a}")
+    try:
+        case.per_rank_inputs = [[runtime.shard_tensor(x, t, r) for x, t in zip(inputs, case.input_types)]
+                                for r in range(case.world_size)]
+    except Exception as error:  # noqa: BLE001
+        return case.result("crash", "shard", *classify(error)[1:])
+    return None
+
+
+def _scheduled_reference_problem(case: Case, fusion_module: ModuleOp, inputs: list) -> str:
+    """`runtime.run_fusion` on the scheduled fusion ignores shardings but not allocation
+    orders: it must compute what the unscheduled one computes."""
+    try:
+        scheduled = runtime.run_fusion(fusion_module, inputs)
+        for i, (got, want) in enumerate(zip(scheduled, case.expected)):
+            _assert_close(got, want, f"eager output {i} of the scheduled fusion")
+    except AssertionError as error:
+        return f"runtime.run_fusion: {error}"
+    except Exception as error:  # noqa: BLE001
+        return f"runtime.run_fusion: {classify(error)[1]}"
+    return ""
+
+
+def _caller_view(t) -> tuple:
+    """What a caller sees of a tensor type: mesh, value axes with their pieces, layout
+    (reduction axes are not part of the value)."""
+    return t.mesh, [(a.extent, a.pieces) for a in t.axes if not a.is_reduction], value_alloc_perm(t)
+
+
+def needs_processes(module: ModuleOp) -> bool:
+    """Whether the program communicates between ranks (else each rank runs on its own)."""
+    return any((isinstance(op, hir.CollectiveOp) and len(op.team_ids) > 1) or isinstance(op, hir.PointToPointOp)
+               for op in module.walk())
+
+
+# --------------------------------------------------------------------------- #
+# Running in this process
+# --------------------------------------------------------------------------- #
+
+
+class DryRunCommunicator(Communicator):
+    """A communicator that creates no process group and posts nothing: a rank's program
+    compiles and runs its local work, with collective outputs left as allocated."""
+
+    backend = "dry-run"
+
+    def create_groups(self, teams) -> None:
+        pass
+
+    def poster(self, op):
+        return lambda source, dest: DONE
+
+    def point_to_point(self, op):
+        return lambda buffer, peer: DONE
+
+
+def run_here(case: Case, dry_run: bool) -> Result | list[list]:
+    """Every rank's outputs, or the Result of the first rank that failed."""
+    outputs = []
+    for rank in range(case.world_size):
+        phase = "compile"
+        try:
+            evaluator = runtime.compile_program(
+                case.module, rank=rank, world_size=case.world_size, number_of_streams=case.program.number_of_streams,
+                communicator=DryRunCommunicator(rank, case.world_size, torch.device("cpu")) if dry_run else None)
+            phase = "run"
+            outputs.append(evaluator.run(case.per_rank_inputs[rank]))
+        except Exception as error:  # noqa: BLE001
+            outcome, message, where = classify(error)
+            if isinstance(error, runtime.InputError):
+                phase = "input"
+            suffix = " (dry run: collectives not posted)" if dry_run and outcome != "refused" else ""
+            return case.result(outcome, phase, f"rank {rank}: {message}{suffix}", where)
+    return outputs
+
+
+# --------------------------------------------------------------------------- #
+# Running in spawned processes, many programs per launch
+# --------------------------------------------------------------------------- #
+
+
+def run_launches(cases: list[Case], world_size: int, log=lambda *_: None) -> dict[int, Result | list[list]]:
+    """id(case) -> every rank's outputs, or the Result of a failure; one launch when
+    nothing fails, one more per failing job."""
+    done: dict[int, Result | list[list]] = {}
+    for start in range(0, len(cases), MAX_JOBS_PER_LAUNCH):
+        done |= _run_until_clean(cases[start:start + MAX_JOBS_PER_LAUNCH], world_size, log)
+    return done
+
+
+def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None) -> dict[int, Result | list[list]]:
+    done: dict[int, Result | list[list]] = {}
+    while pending:
+        stride = max(c.text.count("\n") for c in pending) + 2
+        jobs = [runtime.Job("\n" * (k * stride) + c.text, c.per_rank_inputs, name=None,
+                            number_of_streams=c.program.number_of_streams) for k, c in enumerate(pending)]
+        try:
+            results = runtime.run_spmd_batch(jobs, world_size, backend="gloo", timeout=120 + 2 * len(jobs),
+                                             collective_timeout=COLLECTIVE_TIMEOUT)
+        except runtime.SpmdError as error:
+            message = str(error)
+            log(f"launch of {len(pending)} programs on {world_size} ranks failed: {message[:300]}")
+            culprit = _job_named_by(message, stride, len(pending))
+            if culprit is None and len(pending) > 1:  # no location: bisect
+                half = len(pending) // 2
+                return (done | _run_until_clean(pending[:half], world_size, log)
+                        | _run_until_clean(pending[half:], world_size, log))
+            case = pending.pop(culprit or 0)
+            outcome, _, where = classify(error)
+            done[id(case)] = case.result(outcome, "spawn", _unshifted(message, stride), where)
+            continue
+        for case, per_rank in zip(pending, results):
+            done[id(case)] = [r.outputs for r in per_rank]
+        pending = []
+    return done
+
+
+def _unshifted(message: str, stride: int) -> str:
+    """The message with the line number its job's own text has."""
+    return re.sub(r"<job>:(\d+):", lambda m: f"<job>:{(int(m.group(1)) - 1) % stride + 1}:", message)
+
+
+def _job_named_by(message: str, stride: int, jobs: int) -> int | None:
+    match = re.search(r"<job>:(\d+):\d+: error", message)
+    if match is None:
+        return None
+    index = (int(match.group(1)) - 1) // stride
+    return index if 0 <= index < jobs else None
+
+
+# --------------------------------------------------------------------------- #
+# Comparing
+# --------------------------------------------------------------------------- #
+
+
+def _assert_close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    if got.dtype != want.dtype:
+        raise AssertionError(f"{what}: dtype {got.dtype}, expected {want.dtype}")
+    if got.shape != want.shape:
+        raise AssertionError(f"{what}: shape {list(got.shape)}, expected {list(want.shape)}")
+    rtol, atol = TOLERANCES.get(want.dtype, (0, 0))
+    finite = want[torch.isfinite(want)] if want.dtype.is_floating_point else want.new_zeros(0)
+    scale = max(1.0, finite.abs().max().item()) if finite.numel() else 1.0
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol * scale, equal_nan=True,
+                               msg=lambda m: f"{what}: {m}")
+
+
+def compare(case: Case, outputs: list[list]) -> Result:
+    """Outputs of every rank against the reference: shapes per rank, the unsharded value,
+    and every rank's own shard (replicas included, which unshard reads from one rank)."""
+    try:
+        for rank, local in enumerate(outputs):
+            if len(local) != len(case.expected):
+                raise AssertionError(f"rank {rank} returned {len(local)} outputs, expected {len(case.expected)}")
+        for i, (out_type, want) in enumerate(zip(case.output_types, case.expected)):
+            for rank, local in enumerate(outputs):
+                if not is_on_rank(out_type, rank):
+                    continue
+                shape = logical_shape(out_type, rank)
+                got = local[i]
+                if not isinstance(got, torch.Tensor) or got.dim() != len(shape) or any(
+                        e not in (DYNAMIC, g) for e, g in zip(shape, got.shape)):
+                    got_shape = list(got.shape) if isinstance(got, torch.Tensor) else got
+                    raise AssertionError(f"output {i} on rank {rank}: local shape {got_shape}, expected {list(shape)}")
+            unsharded = runtime.unshard({r: local[i] for r, local in enumerate(outputs)}, out_type)
+            _assert_close(unsharded, want, f"output {i} (unsharded)")
+            for rank, local in enumerate(outputs):
+                if is_on_rank(out_type, rank):
+                    shard = runtime.shard_tensor(want, out_type, rank).to(want.dtype)  # in the type's layout
+                    _assert_close(local[i], shard, f"output {i} on rank {rank}")
+    except AssertionError as error:
+        return case.result("wrong", "compare", str(error))
+    except Exception as error:  # noqa: BLE001 -- unshard/shard_tensor could not read the outputs
+        return case.result("crash", "compare", *classify(error)[1:])
+    result = case.result("correct")
+    result.note = _dtype_note(case)
+    return result
+
+
+def _dtype_note(case: Case) -> str:
+    """Eager torch and the program agree, but not with the IR type (e.g. torch sums
+    int32 into int64): not a wrong answer, a note."""
+    for i, (out_type, want) in enumerate(zip(case.output_types, case.expected)):
+        if want.dtype != torch_dtype(out_type):
+            return f"output {i} is {want.dtype} in eager torch and the program, but its type says {torch_dtype(out_type)}"
+    return ""
+
+
+# --------------------------------------------------------------------------- #
+# A whole run
+# --------------------------------------------------------------------------- #
+
+
+def draw_programs(count: int, seed_value: int, world_sizes: Sequence[int]) -> list[Program]:
+    """`count` distinct programs from the strategy, reproducibly for a seed (hypothesis
+    drives the draws; nothing fails inside, so it never shrinks). Hypothesis repeats
+    simple programs early on: duplicates are dropped, so it draws more than `count`."""
+    drawn: dict[str, Program] = {}
+
+    @seed(seed_value)
+    @settings(max_examples=count * 3 // 2 + 10, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs(tuple(world_sizes)))
+    def collect(program: Program) -> None:
+        if len(drawn) < count:
+            drawn.setdefault(f"{program.world_size}\n{program.source()}", program)
+
+    collect()
+    return list(drawn.values())
+
+
+def variants(programs_: list[Program], disable_every: int) -> list[Case]:
+    """Every program through the whole pipeline; every `disable_every`-th one also with
+    each of DISABLED_VARIANTS."""
+    cases = []
+    for index, program in enumerate(programs_):
+        cases.append(Case(program, index, None))
+        if disable_every and index % disable_every == disable_every - 1:
+            cases.extend(Case(program, index, name) for name in DISABLED_VARIANTS)
+    return cases
+
+
+def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None) -> list[Result]:
+    results: dict[int, Result] = {}
+    to_launch: dict[int, list[Case]] = defaultdict(list)
+    for number, case in enumerate(cases):
+        if number and number % 500 == 0:
+            log(f"prepared {number} of {len(cases)} cases")
+        ended = prepare(case, seed_value * 100_003 + case.index)
+        if ended is None:
+            spawn = needs_processes(case.module)
+            ran = run_here(case, dry_run=spawn)
+            if isinstance(ran, Result):
+                ended = ran
+            elif spawn:
+                to_launch[case.world_size].append(case)
+                continue
+            else:
+                ended = compare(case, ran)
+        results[id(case)] = ended
+    log(f"prepared {len(cases)} cases; launching {sum(map(len, to_launch.values()))} on spawned ranks")
+    for world_size, batch in sorted(to_launch.items()):
+        start = time.monotonic()
+        for case_id, ran in run_launches(batch, world_size, log).items():
+            case = next(c for c in batch if id(c) == case_id)
+            results[case_id] = ran if isinstance(ran, Result) else compare(case, ran)
+            results[case_id].communicated = True
+        log(f"world size {world_size}: {len(batch)} programs in {time.monotonic() - start:.0f} s")
+    return [_with_reference_problem(c, results[id(c)]) for c in cases]
+
+
+def _with_reference_problem(case: Case, result: Result) -> Result:
+    if case.reference_problem and result.outcome in ("correct", "refused"):
+        ended = case.result("crash", "reference", case.reference_problem)
+        ended.communicated = result.communicated
+        return ended
+    return result
+
+
+def run_profile(count: int, seed_value: int, world_sizes: Sequence[int] = (1, 2, 4), disable_every: int = 5,
+                log=lambda *_: None) -> list[Result]:
+    drawn = draw_programs(count, seed_value, world_sizes)
+    log(f"drew {len(drawn)} programs")
+    return run_cases(variants(drawn, disable_every), seed_value, log)
+
+
+# --------------------------------------------------------------------------- #
+# Reporting
+# --------------------------------------------------------------------------- #
+
+
+def summary(results: list[Result]) -> str:
+    lines = []
+    for title, selected in (("whole pipeline", [r for r in results if r.disabled is None]),
+                            ("variants with passes disabled", [r for r in results if r.disabled is not None])):
+        if not selected:
+            continue
+        lines.append(f"{title}:")
+        lines.append(f"  {'ranks':>5} {'programs':>8} " + " ".join(f"{o:>8}" for o in OUTCOMES) + f" {'invalid':>8}")
+        by_world = defaultdict(list)
+        for r in selected:
+            by_world[r.world_size].append(r)
+        for world, rs in sorted(by_world.items()) + [("all", selected)]:
+            counts = Counter(r.outcome for r in rs)
+            programs_ = len(rs) - counts["invalid"]
+            lines.append(f"  {world!s:>5} {programs_:>8} " + " ".join(f"{counts[o]:>8}" for o in OUTCOMES)
+                         + f" {counts['invalid']:>8}")
+    variants = [r for r in results if r.disabled is not None and r.outcome != "invalid"]
+    if variants:
+        lines.append("variants by disabled passes:")
+        for name in DISABLED_VARIANTS:
+            counts = Counter(r.outcome for r in variants if r.disabled == name)
+            lines.append(f"  {name:<42} " + " ".join(f"{o} {counts[o]}" for o in OUTCOMES))
+    whole = [r for r in results if r.disabled is None and r.outcome != "invalid"]
+    communicated = [r for r in whole if r.communicated]
+    lines.append(f"programs that communicated (ran on spawned ranks): {len(communicated)}, of which correct: "
+                 f"{sum(r.outcome == 'correct' for r in communicated)}")
+    refusals = Counter(f"[{r.phase}] {r.cause}" for r in whole if r.outcome == "refused")
+    if refusals:
+        lines.append(f"refusals by [phase] cause (whole pipeline, {sum(refusals.values())} of {len(whole)} programs "
+                     f"= {100 * sum(refusals.values()) / max(len(whole), 1):.0f}%):")
+        lines += [f"  {n:>5} {cause}" for cause, n in refusals.most_common()]
+    covered = Counter(name for r in whole if r.outcome == "correct" for name in r.host_ops)
+    lines.append("correct programs using each communication/stream op: "
+                 + ", ".join(f"{name} {n}" for name, n in sorted(covered.items())))
+    notes = Counter(reason_of(r.note) for r in results if r.note)
+    if notes:
+        lines.append("notes on correct runs:")
+        lines += [f"  {n:>5} {note}" for note, n in notes.most_common()]
+    failures = Counter((r.outcome, r.cause, r.where) for r in results if r.outcome in ("wrong", "crash", "hang"))
+    if failures:
+        lines.append("failures by signature (all variants):")
+        lines += [f"  {n:>5} {outcome:<5} {where} {cause}" for (outcome, cause, where), n in failures.most_common()]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- #
+# Shrinking a failure to a reproducer
+# --------------------------------------------------------------------------- #
+
+
+def signature(result: Result) -> tuple[str, str, str]:
+    return result.outcome, result.where, result.cause
+
+
+def run_in_process(program: Program, disabled: str | None, seed_value: int = 0) -> Result:
+    """One variant, entirely in this process (collectives dry-run): what shrinking can
+    afford to call hundreds of times. A failure that needs real collectives (a wrong
+    answer or a crash in a communication) does not reproduce here."""
+    case = Case(program, 0, disabled)
+    ended = prepare(case, seed_value)
+    if ended is None:
+        dry_run = needs_processes(case.module)
+        ran = run_here(case, dry_run)
+        if isinstance(ran, Result):
+            ended = ran
+        else:  # the outputs of a dry run are not values: nothing to compare
+            ended = case.result("unverified", "dry run") if dry_run else compare(case, ran)
+    return _with_reference_problem(case, ended)
+
+
+def shrink(result: Result, seed_value: int = 0) -> str | None:
+    """Greedily drop source lines while the failure keeps its signature; the shortest
+    source found, or None if the failure does not reproduce in this process."""
+    def same_failure(source: str) -> bool:
+        try:
+            program = program_from_source(source, result.world_size)
+            return signature(run_in_process(program, result.disabled, seed_value)) == signature(result)
+        except Exception:  # noqa: BLE001 -- a dropped line broke the source
+            return False
+
+    lines = result.source.splitlines()
+    if not same_failure("\n".join(lines)):
+        return None
+    shrunk = True
+    while shrunk:
+        shrunk = False
+        for i in range(len(lines) - 1, 0, -1):  # never the `with` line
+            candidate = lines[:i] + lines[i + 1:]
+            if same_failure("\n".join(candidate)):
+                lines, shrunk = candidate, True
+    return "\n".join(lines)
+
+
+def load_report(path: str) -> list[Result]:
+    with open(path) as f:
+        return [Result(**{k: v for k, v in r.items() if k != "cause"}) for r in json.load(f)]
+
+
+def shrink_report(path: str, seed_value: int) -> int:
+    """A shrunk reproducer for each failure signature of a report (its smallest example)."""
+    results = load_report(path)
+    groups: dict[tuple, list[Result]] = defaultdict(list)
+    for r in results:
+        if r.outcome in ("wrong", "crash", "hang"):
+            groups[signature(r)].append(r)
+    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        smallest = min(members, key=lambda r: (r.ops, len(r.source)))
+        print(f"### {len(members)} x {key[0]} {key[1]} {key[2]}")
+        print(f"# world size {smallest.world_size}, disabled pass: {smallest.disabled}; {smallest.message[:300]}")
+        print(shrink(smallest, seed_value) or f"# (does not reproduce in-process; unshrunk)\n{smallest.source}")
+        print()
+    return 0
+
+
+def replay(path: str, world_size: int, seed_value: int) -> int:
+    """Run one reproducer through the whole pipeline and with each pass disabled; print
+    each outcome (and, for a wrong answer, both tensors)."""
+    with open(path) as f:
+        program = program_from_source(f.read(), world_size)
+    cases = [Case(program, 0, None)] + [Case(program, 0, name) for name in DISABLED_VARIANTS]
+    for case, result in zip(cases, run_cases(cases, seed_value)):
+        print(f"{case.disabled or 'whole pipeline'}: {result.outcome} {result.phase} {result.where}\n  {result.message}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--programs", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ranks", default="1,2,4", help="world sizes, comma-separated")
+    parser.add_argument("--disable-every", type=int, default=5,
+                        help="also run every N-th program with each pass disabled in turn (0: never)")
+    parser.add_argument("--report", help="write every result as JSON here")
+    parser.add_argument("--replay", help="run the program in this Python file (a reproducer) instead, on the "
+                                         "one world size given by --ranks, with each pass disabled too")
+    parser.add_argument("--shrink", help="print a shrunk reproducer for each failure signature of this report")
+    parser.add_argument("--summarize", nargs="+", help="print the summary of these reports together")
+    args = parser.parse_args(argv)
+    if args.replay:
+        return replay(args.replay, int(args.ranks.split(",")[0]), args.seed)
+    if args.shrink:
+        return shrink_report(args.shrink, args.seed)
+    if args.summarize:
+        print(summary([r for path in args.summarize for r in load_report(path)]))
+        return 0
+    start = time.monotonic()
+    log = lambda message: print(f"[{time.monotonic() - start:6.0f} s] {message}", file=sys.stderr, flush=True)  # noqa: E731
+    results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log)
+    print(summary(results))
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump([asdict(r) | {"cause": r.cause} for r in results], f, indent=1)
+    log("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Differential testing against eager torch (harness.py), and a guard on the generator.
+
+The differential test runs only when HOSTIR_DIFFERENTIAL is set: `ci` (or any value) runs
+the fixed-seed CI profile (300 programs over 1, 2 and 4 ranks, about 2 minutes on 2 CPU
+cores), `long` runs 3,000. It fails today (see TRIAGE.md); it is switched on by default
+once those defects are fixed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from hostir_dialect import FusionDefinitionError
+from hostir_dialect.frontend import Ops
+
+from . import harness
+from .generator import ARITHMETIC, COMPARISONS, GUARDED_UNARY, REDUCTIONS, SAFE_UNARY, build
+
+OTHER_OPS = ("matmul", "linear", "broadcast", "permute", "reshape", "squeeze", "slice", "select", "cast", "set")
+
+PROFILES = {"long": (3000, 1)}  # HOSTIR_DIFFERENTIAL value -> (programs, seed)
+CI_PROFILE = (300, 0)
+PROFILE = os.environ.get("HOSTIR_DIFFERENTIAL")
+
+
+@pytest.mark.skipif(PROFILE is None, reason="differential testing is opt-in until the defects in "
+                                            "tests/differential/TRIAGE.md are fixed: set HOSTIR_DIFFERENTIAL=ci or long")
+def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
+    count, seed = PROFILES.get(PROFILE, CI_PROFILE)
+    results = harness.run_profile(count, seed)
+    bad = [r for r in results if r.outcome in ("wrong", "crash", "hang")]
+    if bad:
+        pytest.fail(f"{len(bad)} of {len(results)} runs gave a wrong answer, crashed or hung; reproduce one with "
+                    f"`python -m tests.differential.harness --replay FILE`\n{harness.summary(results)}", pytrace=False)
+
+
+def test_the_generator_draws_mostly_valid_definitions_covering_every_op():
+    """Guards the generator against rot: if the frontend changes, most draws must still
+    build (a FusionDefinitionError counts against it) and every kind of op and schedule
+    must still appear."""
+    drawn = harness.draw_programs(120, 7, (1, 2, 4))
+    built = 0
+    for program in drawn:
+        assert not program.frontend_errors, program.frontend_errors
+        try:
+            build(program)[0].to_module()
+            built += 1
+        except FusionDefinitionError:
+            pass
+    assert len(drawn) >= 100 and built >= 0.9 * len(drawn), f"{built} of {len(drawn)} draws build"
+    sources = "\n".join(p.source() for p in drawn)
+    used = set(re.findall(r"fd\.ops\.(\w+)\(", sources))
+    assert used <= {name for name in dir(Ops) if not name.startswith("_")}
+    kinds = {"unary": SAFE_UNARY + GUARDED_UNARY, "arithmetic": ARITHMETIC, "comparison": COMPARISONS,
+             "reduction": REDUCTIONS, **{name: (name,) for name in OTHER_OPS}}
+    missing = [kind for kind, names in kinds.items() if not used & set(names)]
+    assert not missing, f"no draw used an op of kind {', '.join(missing)}"
+    for feature in ("DIDx", "DIDy", "Stream", "outer_split", "set_allocation_order", "[-1", "DeviceMesh([0, 1])",
+                    "DeviceMesh([[0, 1], [2, 3]])"):
+        assert feature in sources, feature
