@@ -67,7 +67,7 @@ from passes.pass_manager import PassManagerOptions
 from passes.registry import PIPELINES
 from runtime.communicator import DONE, Communicator
 from runtime.evaluator import find_function
-from runtime.sharding import is_on_rank, logical_shape, torch_dtype, value_alloc_perm
+from runtime.layouts import is_on_rank, logical_shape, torch_dtype, value_alloc_perm
 
 from .generator import Program, build, program_from_source, programs
 
