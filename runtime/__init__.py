@@ -10,7 +10,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 from .evaluator import Evaluator, ExecutionError, InputError, compile_program, execute
 from .launcher import Job, RankResult, SpmdError, launch, run_spmd, run_spmd_batch
 from .reference import run_fusion
-from .sharding import shard_tensor, unshard
+from .layouts import shard_tensor, unshard
 
 __all__ = [
     "Evaluator", "ExecutionError", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute", "launch",

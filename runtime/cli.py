@@ -1,7 +1,7 @@
 """`hostir-run FILE --nproc N`: run a host program (or a fusion, lowered first) on N ranks.
 
 Inputs are global (unsharded) tensors, from `--inputs a.pt b.pt` or drawn from `--seed`;
-each rank receives its shard of every input (`runtime.sharding.shard_tensor`). The outputs
+each rank receives its shard of every input (`runtime.layouts.shard_tensor`). The outputs
 are reassembled from every rank's shard and printed (shape, dtype, checksum), with the max
 error against the eager reference of the source fusion: the fusion itself when FILE holds
 one, else a `fusion.func` in FILE with the host program's signature that no
@@ -32,7 +32,7 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType
 from .evaluator import ExecutionError, find_function
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
 from .reference import run_fusion
-from .sharding import shard_tensor, torch_dtype, unshard
+from .layouts import shard_tensor, torch_dtype, unshard
 
 
 class UsageError(Exception):

@@ -56,7 +56,7 @@ from hostir_dialect import hir
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
-from .sharding import flatten_in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
+from .layouts import flatten_in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
 
 _ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor

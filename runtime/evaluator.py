@@ -43,7 +43,7 @@ from hostir_dialect.sharding import is_resharding, reduces_sharded_axis
 from hostir_dialect.tensor_type import DYNAMIC, ParallelType, TensorType
 
 from .communicator import DONE, CollectiveError, Communicator
-from .sharding import empty_buffer, is_on_rank, logical_shape, torch_dtype, value_alloc_perm
+from .layouts import empty_buffer, is_on_rank, logical_shape, torch_dtype, value_alloc_perm
 from .streams import make_streams
 from .torch_ops import OpContext, UnsupportedOp, build_kernel, copy_into
 

@@ -24,7 +24,7 @@ from hostir_dialect import fusion
 from hostir_dialect.fusion import ComputeOp, ReduceKind
 from hostir_dialect.tensor_type import TensorType
 
-from .sharding import logical_shape, torch_dtype
+from .layouts import logical_shape, torch_dtype
 
 
 class UnsupportedOp(Exception):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from hostir_dialect.context import parse_module
-from runtime.sharding import shard_tensor, unshard
+from runtime.layouts import shard_tensor, unshard
 
 
 def tensor_type(text: str):
