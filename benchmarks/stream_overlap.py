@@ -86,7 +86,7 @@ def job(text: str, streams: int, repeat: int) -> Job:
     run_passes(make_context(), module, build_passes("hostir-lower"))
     (program,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
     generator = torch.Generator().manual_seed(0)
-    inputs = [torch.randn(arg.type.data.value_shape(), generator=generator) for arg in program.args]
+    inputs = [torch.randn(arg.type.value_shape(), generator=generator) for arg in program.args]
     per_rank = [[shard_tensor(x, arg.type, r) for x, arg in zip(inputs, program.args)] for r in range(WORLD)]
     return Job(str(module), per_rank, number_of_streams=streams, repeat=repeat + 1)
 

@@ -62,7 +62,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .tensor_type import DYNAMIC, Axis, IterKind, TensorType
+from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Shape rules
@@ -72,16 +72,6 @@ AxisShape = tuple[int, IterKind]
 """A logical axis without parallelization: what shape rules compute."""
 
 SCALAR_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType, IndexType)
-
-
-def value_axes(t: TensorType) -> list[Axis]:
-    """The axes a consumer sees: reduction axes of a producer are not part of its value."""
-    return [a for a in t.axes if not a.is_reduction]
-
-
-def value_positions(t: TensorType) -> list[int]:
-    """Logical indices of the value axes (the non-reduction ones)."""
-    return [i for i, a in enumerate(t.axes) if not a.is_reduction]
 
 
 def axis_shapes(axes: Sequence[Axis]) -> list[AxisShape]:
@@ -168,11 +158,11 @@ class ComputeOp(IRDLOperation):
         are not part of its value and never mapped; a broadcast axis maps to the result
         axis it is broadcast along. This is the "pairwise map" sharding analysis uses.
         """
-        return dict(zip(value_positions(operand.type), self.value_axis_targets(operand)))  # type: ignore[arg-type]
+        return dict(zip(tensor_type(operand).value_positions(), self.value_axis_targets(operand)))
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """For each value axis of `operand`, in order, the result axis it maps to."""
-        return list(range(len(value_axes(operand.type))))  # type: ignore[arg-type]
+        return list(range(len(tensor_type(operand).value_axes())))
 
     def verify_(self) -> None:
         result = self.result.type
@@ -220,7 +210,7 @@ class UnaryComputeOp(ComputeOp):
 
     def infer_axes(self) -> list[AxisShape]:
         assert isinstance(self.input.type, TensorType)
-        return axis_shapes(value_axes(self.input.type))
+        return axis_shapes(tensor_type(self.input).value_axes())
 
 
 @irdl_op_definition
@@ -273,7 +263,7 @@ class BinaryComputeOp(ComputeOp):
                 raise VerifyException(f"operand of type {operand.type} is neither a tensor nor a scalar")
         if not tensors:
             raise VerifyException("at least one operand must be a tensor")
-        return broadcast_axes([value_axes(t.type) for t in tensors], self.name)  # type: ignore[arg-type]
+        return broadcast_axes([tensor_type(t).value_axes() for t in tensors], self.name)
 
     def verify_element_type(self) -> None:
         element_types = {t.type.element_type for t in self.tensor_inputs()}  # type: ignore[attr-defined]
@@ -325,7 +315,7 @@ class PermuteOp(ComputeOp):
         )
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         dims = [_normalize(d, len(axes)) for d in self.dims.get_values()]
         if sorted(dims) != list(range(len(axes))):
             raise VerifyException(f"dims {list(self.dims.get_values())} is not a permutation of {len(axes)} axes")
@@ -346,7 +336,7 @@ class ReshapeOp(UnaryComputeOp):
     def infer_axes(self) -> list[AxisShape]:
         result = self.result.type
         assert isinstance(result, TensorType) and isinstance(self.input.type, TensorType)
-        source = [a.extent for a in value_axes(self.input.type)]
+        source = [a.extent for a in tensor_type(self.input).value_axes()]
         target = [a.extent for a in result.axes]
         if any(a.is_reduction for a in result.axes):
             raise VerifyException("a reshape result has no reduction axes")
@@ -357,7 +347,7 @@ class ReshapeOp(UnaryComputeOp):
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """Group axes whose products match; each input axis of a group maps to the
         group's outermost output axis (as nvFuser attributes a split to its outer ID)."""
-        source = [a.extent for a in value_axes(self.input.type)]  # type: ignore[arg-type]
+        source = [a.extent for a in tensor_type(self.input).value_axes()]
         target = [a.extent for a in self.result.type.axes]  # type: ignore[attr-defined]
         targets: list[int] = []
         i = j = 0
@@ -400,7 +390,7 @@ class BroadcastOp(ComputeOp):
         )
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         rank = len(axes) + len(self.dims)
         new = set()
         for d in self.dims.get_values():
@@ -433,7 +423,7 @@ class SqueezeOp(ComputeOp):
         )
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         dropped = set()
         for d in self.dims.get_values():
             _check_axis(d, len(axes), "squeeze dim")
@@ -444,7 +434,7 @@ class SqueezeOp(ComputeOp):
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i not in dropped]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
+        rank = len(tensor_type(self.input).value_axes())
         dropped = {_normalize(d, rank) for d in self.dims.get_values()}
         kept = [k for k in range(rank) if k not in dropped]
         return [kept.index(k) if k in kept else -1 for k in range(rank)]
@@ -486,11 +476,11 @@ class ReduceOp(ComputeOp):
         )
 
     def reduced_axes(self) -> list[int]:
-        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
+        rank = len(tensor_type(self.input).value_axes())
         return sorted({_normalize(d, rank) for d in self.dims.get_values()})
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         if not len(self.dims):
             raise VerifyException("reduce needs at least one axis in dims")
         for d in self.dims.get_values():
@@ -520,7 +510,7 @@ class MatmulOp(ComputeOp):
         super().__init__(operands=[a, b, out], result_types=[result_type])
 
     def infer_axes(self) -> list[AxisShape]:
-        a, b = value_axes(self.a.type), value_axes(self.b.type)  # type: ignore[arg-type]
+        a, b = tensor_type(self.a).value_axes(), tensor_type(self.b).value_axes()
         if not a or not b:
             raise VerifyException(f"matmul operands must have rank >= 1, got {len(a)} and {len(b)}")
         k_a, k_b = a[-1], b[-2 if len(b) >= 2 else 0]
@@ -539,7 +529,7 @@ class MatmulOp(ComputeOp):
         return batch + m + n + [(k_a.extent, IterKind.REDUCTION)]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        a_rank, b_rank = len(value_axes(self.a.type)), len(value_axes(self.b.type))  # type: ignore[arg-type]
+        a_rank, b_rank = len(tensor_type(self.a).value_axes()), len(tensor_type(self.b).value_axes())
         k = len(self.result.type.axes) - 1  # type: ignore[attr-defined]
         n = k - 1 if b_rank >= 2 else k
         m = n - 1 if a_rank >= 2 else n
@@ -571,13 +561,13 @@ class LinearOp(ComputeOp):
         super().__init__(operands=[input, weight, bias, out], result_types=[result_type])
 
     def infer_axes(self) -> list[AxisShape]:
-        x, w = value_axes(self.input.type), value_axes(self.weight.type)  # type: ignore[arg-type]
+        x, w = tensor_type(self.input).value_axes(), tensor_type(self.weight).value_axes()
         if len(x) < 1 or len(w) != 2:
             raise VerifyException(f"linear needs an input of rank >= 1 and a [N, K] weight, got ranks {len(x)} and {len(w)}")
         if not _extents_match(x[-1].extent, w[1].extent):
             raise VerifyException(f"inner dimensions do not match: input has K={x[-1].extent}, weight has K={w[1].extent}")
         if self.bias is not None:
-            bias = value_axes(self.bias.type)  # type: ignore[arg-type]
+            bias = tensor_type(self.bias).value_axes()
             if len(bias) != 1 or not _extents_match(bias[0].extent, w[0].extent):
                 raise VerifyException(f"bias must have shape [{w[0].extent}] (N), got {[a.extent for a in bias]}")
         return axis_shapes(x[:-1]) + [(w[0].extent, IterKind.ITERATION), (x[-1].extent, IterKind.REDUCTION)]
@@ -617,7 +607,7 @@ class SliceOp(ComputeOp):
         )
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         starts, stops, steps = (x.get_values() for x in (self.starts, self.stops, self.steps))
         if not len(starts) == len(stops) == len(steps) == len(axes):
             raise VerifyException(f"starts, stops and steps need one entry per axis ({len(axes)})")
@@ -652,18 +642,18 @@ class SelectOp(ComputeOp):
 
     @property
     def axis(self) -> int:
-        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
+        rank = len(tensor_type(self.input).value_axes())
         return _normalize(self.dim.value.data, rank)
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         _check_axis(self.dim.value.data, len(axes), "select dim")
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i != self.axis]
 
     def axis_map(self, operand: SSAValue) -> dict[int, int]:
         if operand is not self.input:
             return {}
-        positions = value_positions(self.input.type)  # type: ignore[arg-type]
+        positions = tensor_type(self.input).value_positions()
         kept = [p for k, p in enumerate(positions) if k != self.axis]
         return {p: i for i, p in enumerate(kept)}
 

@@ -71,9 +71,11 @@ class WorkType(ParametrizedAttribute, TypeAttribute):
 
 
 class Backend(StrEnum):
+    """The transport the compiler intends for a communication (informative: the runtime
+    posts every collective on the world's backend, docs/design_notes.md "Runtime")."""
+
     NCCL = "nccl"
     GLOO = "gloo"
-    UCC = "ucc"
 
 
 @irdl_attr_definition

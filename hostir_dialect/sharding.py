@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
-from .fusion import ComputeOp, LinearOp, MatmulOp, ReduceOp, SetOp, value_axes
-from .tensor_type import DYNAMIC, Axis, ParallelType, Piece, TensorType
+from .fusion import ComputeOp, LinearOp, MatmulOp, ReduceOp, SetOp
+from .tensor_type import DYNAMIC, Axis, ParallelKind, Piece, TensorType, tensor_type
 
-DEVICE_TYPES = (ParallelType.DIDX, ParallelType.DIDY)
+DEVICE_TYPES = (ParallelKind.DIDX, ParallelKind.DIDY)
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Placement:
     extent: int
 
 
-def placement(t: TensorType, parallel: ParallelType, include_reduction: bool = False) -> Placement | None:
+def placement(t: TensorType, parallel: ParallelKind, include_reduction: bool = False) -> Placement | None:
     for index, axis in enumerate(t.axes):
         if axis.is_reduction and not include_reduction:
             continue
@@ -35,13 +35,13 @@ def placement(t: TensorType, parallel: ParallelType, include_reduction: bool = F
     return None
 
 
-def is_inner_split(axis: Axis, parallel: ParallelType) -> bool:
+def is_inner_split(axis: Axis, parallel: ParallelKind) -> bool:
     """Parallelized on a piece that is not the outermost one (nvFuser rejects these)."""
     return any(p.parallel == parallel for p in axis.pieces[1:])
 
 
 def have_different_shardings(
-    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType] = DEVICE_TYPES
+    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelKind] = DEVICE_TYPES
 ) -> bool:
     """Does reading `producer` as `consumer` (axes related by `axis_map`) move data
     between devices (or, for Stream, between stream chunks)?"""
@@ -83,28 +83,22 @@ def reduces_sharded_axis(op: Operation) -> bool:
     device holds only a partial result until a communication combines them."""
     if not isinstance(op, ComputeOp):
         return False
-    result = op.result.type
-    assert isinstance(result, TensorType)
-    return any(a.is_reduction and a.parallel_types() & set(DEVICE_TYPES) for a in result.axes)
+    return any(a.is_reduction and a.parallel_types() & set(DEVICE_TYPES) for a in tensor_type(op.result).axes)
 
 
 def is_resharding(op: Operation) -> bool:
     """Some tensor input and the result are sharded differently over devices."""
     if not isinstance(op, ComputeOp):
         return False
-    result = op.result.type
-    assert isinstance(result, TensorType)
-    return any(
-        have_different_shardings(v.type, result, op.axis_map(v))  # type: ignore[arg-type]
-        for v in op.tensor_inputs()
-    )
+    result = tensor_type(op.result)
+    return any(have_different_shardings(tensor_type(v), result, op.axis_map(v)) for v in op.tensor_inputs())
 
 
 # --------------------------------------------------------------------------- #
 # Propagation (propagate-shardings, decompose-reshardings)
 # --------------------------------------------------------------------------- #
 
-PROPAGATED_TYPES = (ParallelType.DIDX, ParallelType.DIDY, ParallelType.STREAM)
+PROPAGATED_TYPES = (ParallelKind.DIDX, ParallelKind.DIDY, ParallelKind.STREAM)
 
 
 class ShardingError(Exception):
@@ -116,23 +110,12 @@ def is_annotated(t: TensorType) -> bool:
     return t.mesh is not None or any(axis.parallel_types() for axis in t.axes)
 
 
-def parallel_count(t: TensorType) -> int:
-    """Stream pieces and device pieces of value axes (nvFuser's "most parallel" measure)."""
-    return sum(
-        1
-        for axis in t.axes
-        for piece in axis.pieces
-        if piece.parallel == ParallelType.STREAM or (piece.parallel.is_device and not axis.is_reduction)
-    )
-
-
 def by_parallelism(values: Iterable[SSAValue]) -> list[SSAValue]:
     """Most parallel first; ties broken by mesh rank, then by operand order."""
 
     def key(v: SSAValue) -> tuple[int, int]:
-        t = v.type
-        assert isinstance(t, TensorType)
-        return -parallel_count(t), -(t.mesh.ndim if t.mesh else 0)
+        t = tensor_type(v)
+        return -t.parallel_count(), -(t.mesh.ndim if t.mesh else 0)
 
     return sorted(values, key=key)
 
@@ -163,7 +146,7 @@ def backward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:
 
 
 def propagate_parallel_types(
-    reference: TensorType, target: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType]
+    reference: TensorType, target: TensorType, axis_map: dict[int, int], types: Iterable[ParallelKind]
 ) -> TensorType:
     """`target` with the reference's mesh (if it has none) and each parallel type of
     `types` it lacks, replayed as an outer split of the axis `axis_map` maps the
@@ -193,13 +176,13 @@ def propagate_parallel_types(
     return target
 
 
-def _same_device_axis(reference: TensorType, target: TensorType, parallel: ParallelType) -> bool:
+def _same_device_axis(reference: TensorType, target: TensorType, parallel: ParallelKind) -> bool:
     if reference.mesh is None or target.mesh is None or target.mesh.axis_of(parallel) is None:
         return False
     return reference.mesh.axis_size(parallel) == target.mesh.axis_size(parallel)
 
 
-def _outer_split(source: Axis, factor: int, axis: Axis, index: int, parallel: ParallelType) -> tuple[Piece, ...]:
+def _outer_split(source: Axis, factor: int, axis: Axis, index: int, parallel: ParallelKind) -> tuple[Piece, ...]:
     if not source.is_split and source.extent == axis.extent:
         return (Piece(axis.extent, parallel),)
     if axis.extent != DYNAMIC and (factor == DYNAMIC or axis.extent % factor):
@@ -211,19 +194,14 @@ def _outer_split(source: Axis, factor: int, axis: Axis, index: int, parallel: Pa
     return Piece(factor, parallel), Piece(inner)
 
 
-def unsharded(t: TensorType) -> TensorType:
-    """The same axes without any parallelization (and the identity allocation)."""
-    return t.with_(axes=tuple(a.unparallelized() for a in t.axes), alloc_order=None, stream_allocated=False)
-
-
 # --------------------------------------------------------------------------- #
 # What one communication can do (decompose-reshardings, convert-op-to-communication)
 # --------------------------------------------------------------------------- #
 
 
 def sharding_changes(
-    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType] = DEVICE_TYPES
-) -> list[ParallelType]:
+    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelKind] = DEVICE_TYPES
+) -> list[ParallelKind]:
     """The parallel types whose placement differs between producer and consumer. A mesh
     change counts only for the types either side is parallelized on: moving a tensor
     sharded on DIDx to another mesh changes DIDx alone, a replicated one changes none."""
@@ -236,9 +214,7 @@ def sharding_changes(
 
 def device_parallel_reduced_axes(op: ReduceOp) -> list[int]:
     """Reduced input axes (value positions) that carry a device-parallel piece."""
-    source = op.input.type
-    assert isinstance(source, TensorType)
-    axes = [a for a in source.axes if not a.is_reduction]
+    axes = tensor_type(op.input).value_axes()
     return [d for d in op.reduced_axes() if axes[d].parallel_types() & set(DEVICE_TYPES)]
 
 
@@ -256,14 +232,14 @@ def communication_problem(op: Operation) -> str | None:
     if not isinstance(op, SetOp | ReduceOp):
         return f"{op.name} computes as well as reshards"
     (source,) = op.tensor_inputs()
-    changed = sharding_changes(source.type, op.result.type, op.axis_map(source))  # type: ignore[arg-type]
+    changed = sharding_changes(tensor_type(source), tensor_type(op.result), op.axis_map(source))
     if len(changed) > 1:
         return f"it changes more than one parallel type ({', '.join(changed)})"
     if isinstance(op, ReduceOp):
         sharded = device_parallel_reduced_axes(op)
         if len(op.reduced_axes()) != 1 or len(sharded) != 1:
             return "a resharding reduction must reduce exactly one axis, a device-parallel one"
-        axis = value_axes(source.type)[sharded[0]]  # type: ignore[arg-type]
+        axis = tensor_type(source).value_axes()[sharded[0]]
         if axis.is_split:
             return "the reduced device-parallel axis is split; reduce its device piece alone"
     return None

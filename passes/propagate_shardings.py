@@ -35,7 +35,7 @@ from hostir_dialect.sharding import (
     propagate_parallel_types,
     reference_inputs,
 )
-from hostir_dialect.tensor_type import ParallelType, TensorType
+from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
 from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
 
@@ -48,7 +48,7 @@ def _key(value: SSAValue) -> ValueKey:
 
 
 def propagate_in_function(func: FuncOp) -> None:
-    frozen = {_key(v) for v, _ in tensors(func) if is_annotated(v.type)}  # type: ignore[arg-type]
+    frozen = {_key(v) for v, _ in tensors(func) if is_annotated(tensor_type(v))}
     ops = [op for op in func.body.block.ops if isinstance(op, ComputeOp)]
     for op in ops:
         if _key(op.result) in frozen:
@@ -67,11 +67,10 @@ def propagate_in_function(func: FuncOp) -> None:
 
 
 def _propagate(
-    op: ComputeOp, source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelType]
+    op: ComputeOp, source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelKind]
 ) -> None:
-    assert isinstance(source.type, TensorType) and isinstance(target.type, TensorType)
     try:
-        new_type = propagate_parallel_types(source.type, target.type, axis_map, types)
+        new_type = propagate_parallel_types(tensor_type(source), tensor_type(target), axis_map, types)
     except ShardingError as error:
         raise op_error(op, str(error)) from None
     retype(target, new_type)

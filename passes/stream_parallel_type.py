@@ -64,7 +64,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.tensor_type import DYNAMIC, TensorType
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 SLICEABLE_OPS: tuple[type[Operation], ...] = (
     fusion.SetOp, fusion.CastOp, *fusion.UNARY_OPS.values(), fusion.BinaryComputeOp,
@@ -81,7 +81,7 @@ SLICEABLE_OPS: tuple[type[Operation], ...] = (
 
 def check_program_inputs(program: hir.ProgramOp) -> None:
     for index, arg in enumerate(program.args):
-        if isinstance(arg.type, TensorType) and arg.type.data.stream_axis() is not None:
+        if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
             raise op_error(
                 program,
                 f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
@@ -92,7 +92,7 @@ def stream_axis_of(op: Operation) -> int | None:
     """The stream axis of `op`'s result if `op` is stream-parallel, after checking that
     `op` is an op this pass can put in a loop."""
     streamed = [
-        r for r in op.results if isinstance(r.type, TensorType) and r.type.data.stream_axis() is not None
+        r for r in op.results if isinstance(r.type, TensorType) and r.type.stream_axis() is not None
     ]
     if not streamed:
         return None
@@ -111,9 +111,8 @@ def stream_axis_of(op: Operation) -> int | None:
             "elementwise, matmul, linear, reduce, slice and select ops can be stream-parallelized",
         )
     assert isinstance(op, fusion.ComputeOp)
-    result = op.result.type
-    assert isinstance(result, TensorType)
-    axis = result.data.stream_axis()
+    result = tensor_type(op.result)
+    axis = result.stream_axis()
     assert axis is not None
     if result.axes[axis].is_split:
         raise op_error(
@@ -139,8 +138,7 @@ def reads_other_chunks(op: fusion.ComputeOp, operand: SSAValue, axis: int | None
     with a start or a step on that axis reads chunk `start + step * i`."""
     if axis is None or not isinstance(op, fusion.SliceOp) or operand is not op.input:
         return False
-    assert isinstance(operand.type, TensorType)
-    position = _value_position(operand.type, axis)
+    position = tensor_type(operand).value_position(axis)
     return (op.starts.get_values()[position], op.steps.get_values()[position]) != (0, 1)
 
 
@@ -172,7 +170,7 @@ class StreamLoop:
 
     @staticmethod
     def start(op: fusion.ComputeOp, axis: int) -> StreamLoop:
-        loop = StreamLoop([], op.result.type.axes[axis].extent, {}, set())  # type: ignore[attr-defined]
+        loop = StreamLoop([], tensor_type(op.result).axes[axis].extent, {}, set())
         loop.add(op, axis)
         return loop
 
@@ -188,7 +186,7 @@ class StreamLoop:
     def accepts(self, op: fusion.ComputeOp, axis: int) -> bool:
         """`op`'s stream axis maps to the loop's and each iteration only reads chunks
         that the same iteration produces."""
-        if op.result.type.axes[axis].extent != self.extent:  # type: ignore[attr-defined]
+        if tensor_type(op.result).axes[axis].extent != self.extent:
             return False
         joined = False
         for operand in op.tensor_inputs():
@@ -229,19 +227,13 @@ def group(block: Block) -> list[StreamLoop]:
 
 def sliced_type(t: TensorType, axis: int) -> TensorType:
     """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
-    desc = t.data
-    order = tuple(i - (i > axis) for i in desc.allocation_order() if i != axis)
-    keeps_stream = desc.stream_axis() not in (None, axis)
+    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
+    keeps_stream = t.stream_axis() not in (None, axis)
     return t.with_(
-        axes=desc.axes[:axis] + desc.axes[axis + 1 :],
+        axes=t.axes[:axis] + t.axes[axis + 1 :],
         alloc_order=order,
-        stream_allocated=desc.stream_allocated and keeps_stream,
+        stream_allocated=t.stream_allocated and keeps_stream,
     )
-
-
-def _value_position(t: TensorType, axis: int) -> int:
-    """The position of logical axis `axis` among the value (non-reduction) axes."""
-    return sum(not a.is_reduction for a in t.axes[:axis])
 
 
 def _renumbered_properties(op: fusion.ComputeOp, removed: dict[SSAValue, int]) -> dict[str, Attribute]:
@@ -250,8 +242,7 @@ def _renumbered_properties(op: fusion.ComputeOp, removed: dict[SSAValue, int]) -
     if not isinstance(op, (fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp)):
         return properties
     source = op.input
-    assert isinstance(source.type, TensorType)
-    gone = _value_position(source.type, removed[source])
+    gone = tensor_type(source).value_position(removed[source])
     if isinstance(op, fusion.ReduceOp):
         dims = [d - (d > gone) for d in op.reduced_axes()]
         properties["dims"] = DenseArrayBase.from_list(i64, dims)
@@ -301,7 +292,7 @@ class _LoopBuilder:
     def allocate(self, tensor: SSAValue) -> Operation:
         """The full-size buffer of `tensor`: every chunk, even where finalize-multidevice-
         domains marked it stream-allocated (one chunk), since all iterations write it."""
-        full = tensor.type.with_(stream_allocated=False)  # type: ignore[attr-defined]
+        full = tensor_type(tensor).with_(stream_allocated=False)
         allocate = self.located(hir.AllocateOp(full))
         allocate.results[0].name_hint = tensor.name_hint
         return allocate
@@ -327,7 +318,7 @@ class _LoopBuilder:
             (operand, mapped)
             for operand in op.tensor_inputs()
             if (mapped := operand_axis(op, operand, axis)) is not None
-            and not operand.type.axes[mapped].is_broadcast  # type: ignore[attr-defined]
+            and not tensor_type(operand).axes[mapped].is_broadcast
         )
 
     def for_loop(self, lower: SSAValue, upper: SSAValue, step: SSAValue, body: Block) -> scf.ForOp:
@@ -382,7 +373,7 @@ class _Chunks:
         index = index or self.index
         key = (tensor, axis, index)
         if key not in self.cache:
-            view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor.type, axis))  # type: ignore[arg-type]
+            view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor_type(tensor), axis))
             self.block.add_op(self.builder.located(view))
             view.result.name_hint = _chunk_name(tensor)
             self.cache[key] = view.result
@@ -409,7 +400,7 @@ class _Chunks:
         if op.result in buffers:
             chunk = self.select(buffers[op.result].results[0], axis)
         else:
-            allocate = self.builder.located(hir.AllocateOp(sliced_type(op.result.type, axis)))  # type: ignore[arg-type]
+            allocate = self.builder.located(hir.AllocateOp(sliced_type(tensor_type(op.result), axis)))
             self.block.add_op(allocate)
             chunk = allocate.results[0]
             chunk.name_hint = _chunk_name(op.result)
@@ -433,8 +424,7 @@ class _Chunks:
         slice, whose result chunk `i` is input chunk `start + step * i`."""
         if not isinstance(op, fusion.SliceOp):
             return self.index
-        assert isinstance(op.input.type, TensorType)
-        position = _value_position(op.input.type, operand_axis)
+        position = tensor_type(op.input).value_position(operand_axis)
         return self.strided_index(op.starts.get_values()[position], op.steps.get_values()[position])
 
     def sliced_op(

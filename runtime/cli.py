@@ -106,7 +106,7 @@ def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int
 
 
 def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tensor:
-    shape = t.data.value_shape()
+    shape = t.value_shape()
     if DYNAMIC in shape:
         raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
     dtype = torch_dtype(t)

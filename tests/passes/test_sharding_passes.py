@@ -82,7 +82,7 @@ def _inputs(module, seed: int = 0) -> list[torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     func = next(iter(module.ops))
     return [
-        torch.randn(t.data.value_shape(), generator=generator, dtype=torch_dtype(t.element_type))
+        torch.randn(t.value_shape(), generator=generator, dtype=torch_dtype(t.element_type))
         for t in func.function_type.inputs.data
     ]
 
@@ -137,7 +137,7 @@ def test_propagation_fills_every_tensor_with_the_mesh() -> None:
     values = [*func.body.block.args, *(r for op in func.body.block.ops for r in op.results)]
     assert all(v.type.mesh is not None for v in values)
     # The unannotated fusion input %y gets the mesh but stays replicated.
-    assert not func.body.block.args[1].type.data.is_sharded()
+    assert not func.body.block.args[1].type.is_sharded()
 
 
 def test_kernel_units_of_a_host_program_are_left_alone() -> None:

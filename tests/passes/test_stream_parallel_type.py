@@ -128,7 +128,7 @@ def test_program_without_stream_axes_is_unchanged():
 def test_chunk_type_drops_the_axis_from_the_allocation_order():
     full = TensorType.of(f32, [4, 8, 2], alloc_order=[2, 0, 1])
     chunk = sliced_type(full, 0)
-    assert chunk.shape == (8, 2) and chunk.data.allocation_order() == (1, 0)
+    assert chunk.shape == (8, 2) and chunk.allocation_order() == (1, 0)
 
 
 def test_precondition_errors_name_the_op_and_its_location():

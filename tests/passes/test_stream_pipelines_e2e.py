@@ -158,7 +158,7 @@ def allocates_in_loop(program) -> bool:
 def random_inputs(module, seed: int) -> list[torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     func = next(iter(module.ops))
-    return [torch.randn(arg.type.data.value_shape(), generator=generator) for arg in func.args]
+    return [torch.randn(arg.type.value_shape(), generator=generator) for arg in func.args]
 
 
 @pytest.mark.parametrize("extent", EXTENTS)
