@@ -610,7 +610,7 @@ class Ops:
             self._fd._check_own(t, what)
         element_type = tensors[0].element_type
         operands = [self._operand(x, element_type, what) for x in (lhs, rhs)]
-        result_type = i1 if op.RETURNS_PREDICATE else element_type
+        result_type = op.result_element_type(element_type)
         return self._fd._define(what, operands, lambda v, r: op(v[0], v[1], r), result_type)
 
     def _operand(self, value: object, element_type: Attribute, what: str) -> _Value:

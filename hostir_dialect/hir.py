@@ -36,20 +36,19 @@ from xdsl.irdl import (
 )
 from xdsl.traits import (
     HasParent,
-    IsolatedFromAbove,
     IsTerminator,
     MemoryAllocEffect,
     MemoryFreeEffect,
     MemoryWriteEffect,
     Pure,
-    SymbolOpInterface,
     SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .fusion import FuncOp, FunctionLikeOp, ReduceKind, ReduceKindAttr, _FuncCallable
-from .tensor_type import TensorType
+from .functions import FunctionLikeOp, ReturnLikeOp
+from .fusion import FuncOp, ReduceKind, ReduceKindAttr
+from .tensor_type import TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Types and enums
@@ -89,14 +88,11 @@ class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
-    name = "hir.return"
-    values = var_operand_def(TensorType)
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ProgramOp)))
-    assembly_format = "($values^ `:` type($values))? attr-dict"
+class ReturnOp(ReturnLikeOp):
+    """hir.return %r : R"""
 
-    def __init__(self, *values: SSAValue):
-        super().__init__(operands=[values])
+    name = "hir.return"
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ProgramOp)))
 
 
 @irdl_op_definition
@@ -104,8 +100,7 @@ class ProgramOp(FunctionLikeOp):
     """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program."""
 
     name = "hir.program"
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _FuncCallable())
-    RETURN_OP: ClassVar[type[IRDLOperation]] = ReturnOp
+    RETURN_OP: ClassVar[type[ReturnLikeOp]] = ReturnOp
 
 
 # --------------------------------------------------------------------------- #
@@ -139,8 +134,24 @@ class DeallocateOp(IRDLOperation):
         super().__init__(operands=[buffer])
 
 
+class TensorAxisOp(IRDLOperation):
+    """An op about one logical axis `axis` of its first operand, the tensor `input`
+    (declared by each op: IRDL orders a subclass's operands before its base's)."""
+
+    axis = prop_def(IntegerAttr[I64])
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        rank = tensor_type(self.input).rank
+        if not 0 <= self.axis_index < rank:
+            raise VerifyException(f"axis {self.axis_index} is out of range for rank {rank}")
+
+
 @irdl_op_definition
-class AliasSelectOp(IRDLOperation):
+class AliasSelectOp(TensorAxisOp):
     """%v = hir.alias_select %t[%i] axis 0 : T -> R   -- a view of one slice, never a copy.
 
     `axis` is a logical axis of T; on a broadcast axis the index is taken as 0.
@@ -149,7 +160,6 @@ class AliasSelectOp(IRDLOperation):
     name = "hir.alias_select"
     input = operand_def(TensorType)
     index = operand_def(IndexType)
-    axis = prop_def(IntegerAttr[I64])
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$input `[` $index `]` `axis` $axis attr-dict `:` type($input) `->` type($result)"
@@ -160,15 +170,9 @@ class AliasSelectOp(IRDLOperation):
             properties={"axis": IntegerAttr(axis, 64)},
         )
 
-    @property
-    def axis_index(self) -> int:
-        return self.axis.value.data
-
     def verify_(self) -> None:
-        source, result = self.input.type, self.result.type
-        assert isinstance(source, TensorType) and isinstance(result, TensorType)
-        if not 0 <= self.axis_index < source.rank:
-            raise VerifyException(f"axis {self.axis_index} is out of range for rank {source.rank}")
+        super().verify_()
+        source, result = tensor_type(self.input), tensor_type(self.result)
         if source.axes[self.axis_index].is_reduction:
             raise VerifyException(f"axis {self.axis_index} is a reduction axis, which has no storage to select from")
         expected = [a.extent for i, a in enumerate(source.axes) if i != self.axis_index]
@@ -179,23 +183,17 @@ class AliasSelectOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ExtentOp(IRDLOperation):
+class ExtentOp(TensorAxisOp):
     """%n = hir.extent %t axis 0 : T   -- the run-time extent of a (dynamic) logical axis."""
 
     name = "hir.extent"
     input = operand_def(TensorType)
-    axis = prop_def(IntegerAttr[I64])
     result = result_def(IndexType)
     traits = traits_def(Pure())
     assembly_format = "$input `axis` $axis attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue, axis: int):
         super().__init__(operands=[input], result_types=[IndexType()], properties={"axis": IntegerAttr(axis, 64)})
-
-    def verify_(self) -> None:
-        assert isinstance(self.input.type, TensorType)
-        if not 0 <= self.axis.value.data < self.input.type.rank:
-            raise VerifyException(f"axis {self.axis.value.data} is out of range for rank {self.input.type.rank}")
 
 
 # --------------------------------------------------------------------------- #
@@ -230,28 +228,35 @@ class StreamOp(IRDLOperation):
         super().__init__(operands=[key], result_types=[StreamType()])
 
 
-@irdl_op_definition
-class SetCurrentStreamOp(IRDLOperation):
-    name = "hir.set_current_stream"
-    stream = operand_def(StreamType)
+class HostEffectOp(IRDLOperation):
+    """An op of one operand and no result, there for its effect on the current stream
+    (a write effect, so dead-code elimination never removes it)."""
+
     traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self, operand: SSAValue):
+        super().__init__(operands=[operand])
+
+
+class StreamEffectOp(HostEffectOp):
+    """`hir.<op> %s` of a stream %s."""
+
+    stream = operand_def(StreamType)
     assembly_format = "$stream attr-dict"
 
-    def __init__(self, stream: SSAValue):
-        super().__init__(operands=[stream])
+
+@irdl_op_definition
+class SetCurrentStreamOp(StreamEffectOp):
+    """hir.set_current_stream %s   -- later device work is enqueued on %s."""
+
+    name = "hir.set_current_stream"
 
 
 @irdl_op_definition
-class SynchronizeOp(IRDLOperation):
+class SynchronizeOp(StreamEffectOp):
     """hir.synchronize %s   -- the current stream waits for %s; the host never blocks."""
 
     name = "hir.synchronize"
-    stream = operand_def(StreamType)
-    traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$stream attr-dict"
-
-    def __init__(self, stream: SSAValue):
-        super().__init__(operands=[stream])
 
 
 @irdl_op_definition
@@ -378,33 +383,84 @@ class CollectiveOp(IRDLOperation):
         self.verify_buffers()
 
     def verify_buffers(self) -> None:
-        for v in (self.input, self.output):
-            assert isinstance(v.type, TensorType)
-        if self.input.type.element_type != self.output.type.element_type:  # type: ignore[attr-defined]
+        if tensor_type(self.input).element_type != tensor_type(self.output).element_type:
             raise VerifyException("input and output buffers have different element types")
 
 
-def _collective(op_name: str, *, has_root: bool = False, reduces: bool = False, doc: str) -> type[CollectiveOp]:
-    cls = type(
-        "".join(w.capitalize() for w in op_name.split(".")[1].split("_")) + "Op",
-        (CollectiveOp,),
-        {
-            "name": op_name, "HAS_ROOT": has_root, "REDUCES": reduces, "__doc__": doc, "__module__": __name__,
-            "__annotations__": {"HAS_ROOT": ClassVar[bool], "REDUCES": ClassVar[bool]},
-        },
-    )
-    return irdl_op_definition(cls)
+class RootedCollectiveOp(CollectiveOp):
+    """A collective with a root device (`root R`)."""
+
+    HAS_ROOT: ClassVar[bool] = True
 
 
-AllgatherOp = _collective("hir.allgather", doc="Every team member gets all shards, concatenated along axis 0.")
-AllreduceOp = _collective("hir.allreduce", reduces=True, doc="Every team member gets the reduction of all inputs.")
-ReduceScatterOp = _collective("hir.reduce_scatter", reduces=True, doc="Reduce, then member i keeps chunk i (axis 0).")
-ScatterOp = _collective("hir.scatter", has_root=True, doc="The root's input is split in team-size chunks, one per member.")
-GatherOp = _collective("hir.gather", has_root=True, doc="The root gets every member's input, concatenated.")
-BroadcastOp = _collective("hir.broadcast", has_root=True, doc="Every member gets the root's input.")
-ReduceOp = _collective("hir.reduce", has_root=True, reduces=True, doc="The root gets the reduction of all inputs.")
-SendRecvOp = _collective("hir.send_recv", has_root=True, doc="Team [sender, receiver], root = sender: one copy.")
-AllToAllOp = _collective("hir.all_to_all", doc="Member i sends chunk j of its input to member j.")
+class ReducingCollectiveOp(CollectiveOp):
+    """A collective that reduces (`op sum|prod|max|min`)."""
+
+    REDUCES: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class AllgatherOp(CollectiveOp):
+    """Every team member gets all shards, concatenated along axis 0."""
+
+    name = "hir.allgather"
+
+
+@irdl_op_definition
+class AllreduceOp(ReducingCollectiveOp):
+    """Every team member gets the reduction of all inputs."""
+
+    name = "hir.allreduce"
+
+
+@irdl_op_definition
+class ReduceScatterOp(ReducingCollectiveOp):
+    """Reduce, then member i keeps chunk i (axis 0)."""
+
+    name = "hir.reduce_scatter"
+
+
+@irdl_op_definition
+class ScatterOp(RootedCollectiveOp):
+    """The root's input is split in team-size chunks, one per member."""
+
+    name = "hir.scatter"
+
+
+@irdl_op_definition
+class GatherOp(RootedCollectiveOp):
+    """The root gets every member's input, concatenated."""
+
+    name = "hir.gather"
+
+
+@irdl_op_definition
+class BroadcastOp(RootedCollectiveOp):
+    """Every member gets the root's input."""
+
+    name = "hir.broadcast"
+
+
+@irdl_op_definition
+class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
+    """The root gets the reduction of all inputs."""
+
+    name = "hir.reduce"
+
+
+@irdl_op_definition
+class SendRecvOp(RootedCollectiveOp):
+    """Team [sender, receiver], root = sender: one copy."""
+
+    name = "hir.send_recv"
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveOp):
+    """Member i sends chunk j of its input to member j."""
+
+    name = "hir.all_to_all"
+
 
 COLLECTIVE_OPS: list[type[CollectiveOp]] = [
     AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
@@ -436,16 +492,12 @@ class RecvOp(PointToPointOp):
 
 
 @irdl_op_definition
-class WaitOp(IRDLOperation):
+class WaitOp(HostEffectOp):
     """hir.wait %w   -- the current stream waits for the collective (the host does not)."""
 
     name = "hir.wait"
     work = operand_def(WorkType)
-    traits = traits_def(MemoryWriteEffect())
     assembly_format = "$work attr-dict"
-
-    def __init__(self, work: SSAValue):
-        super().__init__(operands=[work])
 
 
 HIR = Dialect(

@@ -66,7 +66,7 @@ from hostir_dialect.sharding import (
 )
 from hostir_dialect.tensor_type import DYNAMIC, Axis, IterKind, ParallelKind, Piece, TensorType, tensor_type
 
-from .fusion_rewriting import sync_function_type, user_fusions
+from .fusion_rewriting import user_fusions
 
 # --------------------------------------------------------------------------- #
 # Type helpers
@@ -387,5 +387,5 @@ class DecomposeReshardings(ModulePass):
         for func in user_fusions(op):
             for patterns in stages:
                 _rewrite(func, patterns)
-                sync_function_type(func)
+                func.update_function_type()
             validate(func)

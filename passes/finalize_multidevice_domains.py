@@ -27,7 +27,7 @@ from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
 from hostir_dialect.sharding import have_different_shardings, is_resharding
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
-from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
+from .fusion_rewriting import retype, tensors, user_fusions
 
 
 def check_meshes(func: FuncOp) -> None:
@@ -75,7 +75,7 @@ def finalize(func: FuncOp) -> None:
     decisions = [(v, allocated_per_stream_chunk(v)) for v, _ in tensors(func)]
     for value, per_chunk in decisions:
         retype(value, tensor_type(value).with_(stream_allocated=per_chunk))
-    sync_function_type(func)
+    func.update_function_type()
 
 
 @dataclass(frozen=True)

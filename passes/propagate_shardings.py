@@ -37,7 +37,7 @@ from hostir_dialect.sharding import (
 )
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
-from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
+from .fusion_rewriting import retype, tensors, user_fusions
 
 ValueKey = tuple[object, int]
 """(owner, index) of a value: stable while values are replaced by retyped ones."""
@@ -63,7 +63,7 @@ def propagate_in_function(func: FuncOp) -> None:
             # A fusion input receives a mesh and nothing else (see the module docstring).
             types = () if operand.owner is func.body.block else PROPAGATED_TYPES
             _propagate(op, op.result, operand, backward_axis_map(op, operand), types)
-    sync_function_type(func)
+    func.update_function_type()
 
 
 def _propagate(

@@ -39,6 +39,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import describe, op_error
+from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.sharding import is_resharding, reduces_sharded_axis
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
@@ -369,7 +370,7 @@ class _Compiler:
         self.template[self.slot(value)] = python_value
 
     # -- structure --------------------------------------------------------------
-    def function(self, func: fusion.FunctionLikeOp, outs: int = 0, direct: bool = False) -> CompiledFunction:
+    def function(self, func: FunctionLikeOp, outs: int = 0, direct: bool = False) -> CompiledFunction:
         """Compile a function; with `outs` > 0 its results go into that many extra
         arguments (directly when `direct`, else by a final copy)."""
         block = func.body.block
