@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
-from .fusion import ComputeOp, LinearOp, MatmulOp, ReduceOp, SetOp
+from .fusion import ComputeOp, ReduceOp, SetOp
 from .tensor_type import DYNAMIC, Axis, ParallelKind, Piece, TensorType, tensor_type
 
 DEVICE_TYPES = (ParallelKind.DIDX, ParallelKind.DIDY)
@@ -108,26 +108,6 @@ class ShardingError(Exception):
 def is_annotated(t: TensorType) -> bool:
     """Carries a device mesh or a parallelized piece: a sharding the user chose."""
     return t.mesh is not None or any(axis.parallel_types() for axis in t.axes)
-
-
-def by_parallelism(values: Iterable[SSAValue]) -> list[SSAValue]:
-    """Most parallel first; ties broken by mesh rank, then by operand order."""
-
-    def key(v: SSAValue) -> tuple[int, int]:
-        t = tensor_type(v)
-        return -t.parallel_count(), -(t.mesh.ndim if t.mesh else 0)
-
-    return sorted(values, key=key)
-
-
-def reference_inputs(op: ComputeOp) -> list[SSAValue]:
-    """The inputs to propagate a sharding from, best first: the weight of a matmul or
-    linear (it decides the layout of the result), otherwise the most parallel input."""
-    if isinstance(op, MatmulOp):
-        return [op.b, op.a]
-    if isinstance(op, LinearOp):
-        return [v for v in (op.weight, op.bias, op.input) if v is not None]
-    return by_parallelism(op.tensor_inputs())
 
 
 def forward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:

@@ -50,13 +50,13 @@ from hostir_dialect.fusion import (
     ReduceOp,
     ReshapeOp,
     SetOp,
+    by_parallelism,
 )
 from hostir_dialect.sharding import (
     DEVICE_TYPES,
     PROPAGATED_TYPES,
     ShardingError,
     backward_axis_map,
-    by_parallelism,
     communication_problem,
     device_parallel_reduced_axes,
     forward_axis_map,

@@ -33,7 +33,6 @@ from hostir_dialect.sharding import (
     forward_axis_map,
     is_annotated,
     propagate_parallel_types,
-    reference_inputs,
 )
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
@@ -53,7 +52,7 @@ def propagate_in_function(func: FuncOp) -> None:
     for op in ops:
         if _key(op.result) in frozen:
             continue
-        for reference in reference_inputs(op):
+        for reference in op.sharding_reference_operands():
             _propagate(op, reference, op.result, forward_axis_map(op, reference), PROPAGATED_TYPES)
     for op in reversed(ops):
         for index in _tensor_operand_indices(op):

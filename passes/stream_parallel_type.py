@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -65,14 +65,6 @@ from xdsl.utils.exceptions import VerifyException
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
-
-SLICEABLE_OPS: tuple[type[Operation], ...] = (
-    fusion.SetOp, fusion.CastOp, *fusion.UNARY_OPS.values(), fusion.BinaryComputeOp,
-    fusion.MatmulOp, fusion.LinearOp, fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp,
-)
-"""Compute ops whose chunk is the same op on sliced operands: their only axis attributes
-(reduce dims, slice bounds, select dim) are renumbered when an axis is sliced away."""
-
 
 # --------------------------------------------------------------------------- #
 # Preconditions and axis mapping
@@ -104,7 +96,7 @@ def stream_axis_of(op: Operation) -> int | None:
             f"stream parallel type not supported for post_on_stream @{op.callee_name()}: "
             "only a standalone host op can be stream-parallelized",
         )
-    if not isinstance(op, SLICEABLE_OPS):
+    if not isinstance(op, fusion.StreamSliceable):
         raise op_error(
             op,
             "stream parallel type not supported for this op: only standalone set, cast, "
@@ -129,17 +121,16 @@ def stream_axis_of(op: Operation) -> int | None:
 
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
     """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
-    (the axis maps of SLICEABLE_OPS are one-to-one)."""
+    (the axis maps of stream-sliceable ops are one-to-one)."""
     return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
 
 
 def reads_other_chunks(op: fusion.ComputeOp, operand: SSAValue, axis: int | None) -> bool:
     """Does result chunk `i` read an operand chunk other than `i` along `axis`? A slice
     with a start or a step on that axis reads chunk `start + step * i`."""
-    if axis is None or not isinstance(op, fusion.SliceOp) or operand is not op.input:
+    if axis is None or not isinstance(op, fusion.StreamSliceable):
         return False
-    position = tensor_type(operand).value_position(axis)
-    return (op.starts.get_values()[position], op.steps.get_values()[position]) != (0, 1)
+    return op.operand_chunk_stride(operand, axis) != (0, 1)
 
 
 def is_scalar_op(op: Operation) -> bool:
@@ -234,25 +225,6 @@ def sliced_type(t: TensorType, axis: int) -> TensorType:
         alloc_order=order,
         stream_allocated=t.stream_allocated and keeps_stream,
     )
-
-
-def _renumbered_properties(op: fusion.ComputeOp, removed: dict[SSAValue, int]) -> dict[str, Attribute]:
-    """`op`'s properties once the axes in `removed` (operand -> logical axis) are gone."""
-    properties = {k: v for k, v in op.properties.items() if k != "operandSegmentSizes"}
-    if not isinstance(op, (fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp)):
-        return properties
-    source = op.input
-    gone = tensor_type(source).value_position(removed[source])
-    if isinstance(op, fusion.ReduceOp):
-        dims = [d - (d > gone) for d in op.reduced_axes()]
-        properties["dims"] = DenseArrayBase.from_list(i64, dims)
-    elif isinstance(op, fusion.SliceOp):
-        for name in ("starts", "stops", "steps"):
-            values = list(properties[name].get_values())  # type: ignore[attr-defined]
-            properties[name] = DenseArrayBase.from_list(i64, values[:gone] + values[gone + 1 :])
-    else:
-        properties["dim"] = IntegerAttr(op.axis - (op.axis > gone), 64)
-    return properties
 
 
 class _LoopBuilder:
@@ -415,28 +387,23 @@ class _Chunks:
             mapped = operand_axis(op, operand, axis)
             if mapped is not None:
                 removed[operand] = mapped
-        chunks = {operand: self.select(operand, a, self.operand_index(op, a)) for operand, a in removed.items()}
+        chunks = {operand: self.select(operand, a, self.operand_index(op, operand, a)) for operand, a in removed.items()}
         out = self.destination(op, axis, buffers)
-        self.block.add_op(self.sliced_op(op, chunks, out, _renumbered_properties(op, removed)))
+        self.block.add_op(self.sliced_op(op, chunks, removed, out))
 
-    def operand_index(self, op: fusion.ComputeOp, operand_axis: int) -> SSAValue:
-        """The operand chunk that result chunk `i` reads: chunk `i`, except through a
-        slice, whose result chunk `i` is input chunk `start + step * i`."""
-        if not isinstance(op, fusion.SliceOp):
-            return self.index
-        position = tensor_type(op.input).value_position(operand_axis)
-        return self.strided_index(op.starts.get_values()[position], op.steps.get_values()[position])
+    def operand_index(self, op: fusion.ComputeOp, operand: SSAValue, operand_axis: int) -> SSAValue:
+        """The operand chunk that result chunk `i` reads: chunk `start + step * i`, which
+        is chunk `i` except through a slice (`StreamSliceable.operand_chunk_stride`)."""
+        assert isinstance(op, fusion.StreamSliceable)
+        return self.strided_index(*op.operand_chunk_stride(operand, operand_axis))
 
     def sliced_op(
-        self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], out: SSAValue, properties: dict[str, Attribute]
+        self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], removed: dict[SSAValue, int], out: SSAValue
     ) -> Operation:
-        operands: list[SSAValue | None] = []
-        for name, _ in type(op).get_irdl_definition().operands:
-            value = out if name == "out" else getattr(op, name)
-            operands.append(chunks.get(value, value) if value is not None else None)
-        new = type(op).build(
-            operands=operands, result_types=[out.type], properties=properties, attributes=dict(op.attributes)
-        )
+        """The op computing one chunk, built by the op itself (`StreamSliceable`)."""
+        assert isinstance(op, fusion.StreamSliceable)
+        new = op.stream_chunk(chunks, removed, out)
+        new.attributes.update(op.attributes)
         try:
             new.verify()
         except VerifyException as error:
