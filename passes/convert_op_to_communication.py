@@ -37,10 +37,11 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.sharding import device_parallel_reduced_axes, is_inner_split, placement
+from hostir_dialect.sharding import communicates, placement
+from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import Mesh, ParallelKind, TensorType, tensor_type
 
-from .segmenter import communicates
+from .sharding_policy import device_parallel_reduced_axes, is_inner_split
 
 DIDX, DIDY = ParallelKind.DIDX, ParallelKind.DIDY
 
@@ -247,12 +248,12 @@ class ConvertOpToCommunication(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.backend not in set(hir.Backend):
             raise ValueError(f"unknown backend {self.backend!r}; expected one of {', '.join(hir.Backend)}")
-        programs = [p for p in op.ops if isinstance(p, hir.ProgramOp)]
-        if not programs:
+        host_programs = programs(op)
+        if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
         plans = {
             inner: plan_communication(inner)
-            for program in programs
+            for program in host_programs
             for inner in program.walk()
             if isinstance(inner, fusion.ComputeOp) and communicates(inner)
         }

@@ -52,21 +52,19 @@ from hostir_dialect.fusion import (
     SetOp,
     by_parallelism,
 )
-from hostir_dialect.sharding import (
-    DEVICE_TYPES,
+from hostir_dialect.sharding import have_different_shardings, reduces_sharded_axis
+from hostir_dialect.symbols import user_fusions
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, IterKind, ParallelKind, Piece, TensorType, tensor_type
+
+from .sharding_policy import (
     PROPAGATED_TYPES,
     ShardingError,
     backward_axis_map,
     communication_problem,
     device_parallel_reduced_axes,
     forward_axis_map,
-    have_different_shardings,
     propagate_parallel_types,
-    reduces_sharded_axis,
 )
-from hostir_dialect.tensor_type import DYNAMIC, Axis, IterKind, ParallelKind, Piece, TensorType, tensor_type
-
-from .fusion_rewriting import user_fusions
 
 # --------------------------------------------------------------------------- #
 # Type helpers
@@ -145,7 +143,7 @@ def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
     k_b = tensor_type(b).value_axes()[-2 if isinstance(op, MatmulOp) else -1]
     splits = [device_split(op, tensor_type(a).value_axes()[-1]), device_split(op, k_b)]
     result_k = tensor_type(op.result).axes[-1]
-    if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_TYPES)):
+    if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_KINDS)):
         return None
     if splits[0] is None or splits[0] != splits[1]:
         raise op_error(op, "a contraction over a device-parallel axis needs both operands sharded alike on it")
@@ -342,7 +340,7 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
     plain = _tensor(result, [a.unparallelized() for a in result.axes], tensor_type(reference).mesh)
     identity = {i: i for i in range(result.rank)}
     local = propagate_parallel_types(result, plain, identity, (ParallelKind.STREAM,))
-    local = propagate_parallel_types(tensor_type(reference), local, forward_axis_map(op, reference), DEVICE_TYPES)
+    local = propagate_parallel_types(tensor_type(reference), local, forward_axis_map(op, reference), DEVICE_KINDS)
     if local == result:
         return
     computed = rewriter.replace_value_with_new_type(op.result, local)

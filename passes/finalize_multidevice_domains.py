@@ -25,9 +25,10 @@ from xdsl.passes import ModulePass
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
 from hostir_dialect.sharding import have_different_shardings, is_resharding
+from hostir_dialect.symbols import user_fusions
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
-from .fusion_rewriting import retype, tensors, user_fusions
+from .fusion_rewriting import retype, tensors
 
 
 def check_meshes(func: FuncOp) -> None:

@@ -26,6 +26,7 @@ from xdsl.traits import IsTerminator
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like
+from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import TensorType
 
 
@@ -105,6 +106,5 @@ class InsertDeallocations(ModulePass):
     name = "insert-deallocations"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for program in op.ops:
-            if isinstance(program, hir.ProgramOp):
-                insert_deallocations(program)
+        for program in programs(op):
+            insert_deallocations(program)

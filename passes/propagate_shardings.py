@@ -26,7 +26,11 @@ from xdsl.passes import ModulePass
 
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp
-from hostir_dialect.sharding import (
+from hostir_dialect.symbols import user_fusions
+from hostir_dialect.tensor_type import ParallelKind, tensor_type
+
+from .fusion_rewriting import retype, tensors
+from .sharding_policy import (
     PROPAGATED_TYPES,
     ShardingError,
     backward_axis_map,
@@ -34,9 +38,6 @@ from hostir_dialect.sharding import (
     is_annotated,
     propagate_parallel_types,
 )
-from hostir_dialect.tensor_type import ParallelKind, tensor_type
-
-from .fusion_rewriting import retype, tensors, user_fusions
 
 ValueKey = tuple[object, int]
 """(owner, index) of a value: stable while values are replaced by retyped ones."""

@@ -18,14 +18,8 @@ from dataclasses import dataclass, field
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import fusion
-from hostir_dialect.sharding import is_resharding, reduces_sharded_axis
+from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import TensorType
-
-def communicates(op: Operation) -> bool:
-    """Moves data between devices: its input and result are sharded differently, or it
-    reduces over a device-parallel axis (each device holds only a partial result)."""
-    return is_resharding(op) or reduces_sharded_axis(op)
-
 
 def is_standalone_host_op(op: Operation) -> bool:
     """Runs directly in the host program (nvFuser's isLowerableAsStandaloneHostOp): an

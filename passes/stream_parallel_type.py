@@ -50,7 +50,6 @@ buffers, and a stream-allocated mark (one chunk) is dropped from them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -64,6 +63,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
@@ -420,10 +420,6 @@ def _chunk_name(tensor: SSAValue) -> str | None:
 # --------------------------------------------------------------------------- #
 
 
-def programs(module: ModuleOp) -> Iterator[hir.ProgramOp]:
-    return (op for op in module.ops if isinstance(op, hir.ProgramOp))
-
-
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
     """Loops over stream chunks for stream-parallel host ops; see the module docstring.
@@ -437,7 +433,7 @@ class StreamParallelType(ModulePass):
     bounded_intermediates: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for program in list(programs(op)):
+        for program in programs(op):
             check_program_inputs(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, self.bounded_intermediates).build()

@@ -21,8 +21,8 @@ Binding rules (nvFuser's HostIrEvaluator, DESIGN.md "The runtime"):
   or into fresh tensors when it has none.
 - A compute op or post whose tensors' meshes do not contain this rank is skipped (its
   results stay None); so is a collective whose team does not contain it (its work is DONE).
-Safety: a compute op that still needs a communication (`is_resharding`,
-`reduces_sharded_axis`) is refused when a host program is compiled: it was not lowered,
+Safety: a compute op that still needs a communication (`communicates`: it reshards
+or reduces a sharded axis) is refused when a host program is compiled: it was not lowered,
 and running it on local shards would compute a wrong answer.
 """
 
@@ -37,10 +37,10 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import fusion, hir, symbols
 from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.functions import FunctionLikeOp
-from hostir_dialect.sharding import is_resharding, reduces_sharded_axis
+from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
 from .communicator import DONE, CollectiveError, Communicator
@@ -172,20 +172,20 @@ def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None,
     return evaluator.run(inputs)
 
 
-def find_function(module: ModuleOp, name: str | None = None) -> hir.ProgramOp | fusion.FuncOp:
+def find_function(module: ModuleOp, name: str | None = None) -> FunctionLikeOp:
     """The `hir.program` (preferred) or `fusion.func` named `name`, or the only/first program."""
-    candidates = [op for op in module.ops if isinstance(op, (hir.ProgramOp, fusion.FuncOp))]
     if name is not None:
-        for op in candidates:
-            if op.sym_name.data == name:
-                return op
-        raise ValueError(f"the module has no hir.program or fusion.func named @{name}")
-    programs = [op for op in candidates if isinstance(op, hir.ProgramOp)]
+        found = symbols.lookup(module, name)
+        if found is None:
+            raise ValueError(f"the module has no hir.program or fusion.func named @{name}")
+        return found
+    programs = symbols.programs(module)
     if len(programs) > 1:
         raise ValueError(f"the module has {len(programs)} programs; name one of "
                          + ", ".join("@" + p.sym_name.data for p in programs))
     if programs:
         return programs[0]
+    candidates = symbols.functions(module)
     if not candidates:
         raise ValueError("the module has neither a hir.program nor a fusion.func")
     return candidates[0]
@@ -437,7 +437,7 @@ class _Compiler:
     def compute(self, op: fusion.ComputeOp) -> Step | None:
         if not self.on_rank([*op.operands, op.result]):
             return None
-        if self.local and (is_resharding(op) or reduces_sharded_axis(op)):
+        if self.local and communicates(op):
             raise op_error(op, "needs a communication (it reshards its input or reduces a sharded axis) but was "
                                "not lowered to one; run the hostir-lower pipeline first")
         try:

@@ -120,7 +120,8 @@ def test_passes_are_idempotent(fusion: str, pipeline: str) -> None:
 def test_decompose_leaves_only_single_communications() -> None:
     """After decompose-reshardings every resharding op is a set or a one-axis reduce."""
     from hostir_dialect.fusion import ReduceOp, SetOp
-    from hostir_dialect.sharding import communication_problem, is_resharding
+    from hostir_dialect.sharding import is_resharding
+    from passes.sharding_policy import communication_problem
 
     for text in FUSIONS.values():
         module = parse_module(text)
