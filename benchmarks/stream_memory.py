@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
-from passes.pass_manager import build_passes, run_passes
+from passes import build_passes, run_passes
 from runtime import Evaluator, shard_tensor
 from runtime.launcher import device_for, launch
 

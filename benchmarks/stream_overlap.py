@@ -27,7 +27,7 @@ import torch
 
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
-from passes.pass_manager import build_passes, run_passes
+from passes import build_passes, run_passes
 from runtime import shard_tensor
 from runtime.launcher import Job, run_spmd_batch
 

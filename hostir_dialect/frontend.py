@@ -516,7 +516,7 @@ class FusionDefinition:
 
     def lower(self, options=None) -> ModuleOp:
         """The host program: this fusion through the `hostir-lower` pipeline
-        (`options`: a `passes.pass_manager.PassManagerOptions`)."""
+        (`options`: a `passes.PassManagerOptions`)."""
         from passes import lower  # imported here: the IR package does not depend on the passes
 
         return lower(self.to_module(), options)

@@ -240,6 +240,8 @@ class ConvertToCollectives(RewritePattern):
 
 @dataclass(frozen=True)
 class ConvertOpToCommunication(ModulePass):
+    """Turn each communicating set or reduce of a host program into collectives and waits."""
+
     name = "convert-op-to-communication"
 
     backend: str = "nccl"

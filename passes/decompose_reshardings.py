@@ -373,6 +373,12 @@ def _rewrite(func: FuncOp, patterns: list[RewritePattern]) -> None:
 
 @dataclass(frozen=True)
 class DecomposeReshardings(ModulePass):
+    """Make every op that moves data between devices exactly one communication.
+
+    `-p 'decompose-reshardings{insert-after=true}'` reshards an op's result instead of
+    its inputs (nvFuser's InsertReshardingAfter).
+    """
+
     name = "decompose-reshardings"
 
     insert_after: bool = False

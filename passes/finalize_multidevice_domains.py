@@ -81,6 +81,8 @@ def finalize(func: FuncOp) -> None:
 
 @dataclass(frozen=True)
 class FinalizeMultideviceDomains(ModulePass):
+    """Decide how each tensor of a user fusion is allocated: whole, or one stream chunk at a time."""
+
     name = "finalize-multidevice-domains"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -103,6 +103,8 @@ def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue]) -> Ope
 
 @dataclass(frozen=True)
 class InsertDeallocations(ModulePass):
+    """Free every buffer a host program owns after its last use."""
+
     name = "insert-deallocations"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -136,6 +136,8 @@ def _materialize(value: SSAValue, block: Block, mapping: dict[SSAValue, SSAValue
 
 @dataclass(frozen=True)
 class LowerToHost(ModulePass):
+    """Turn each user fusion into a hir.program of standalone host ops and kernel units."""
+
     name = "lower-to-host"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

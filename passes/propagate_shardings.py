@@ -83,6 +83,8 @@ def _tensor_operand_indices(op: ComputeOp) -> list[int]:
 
 @dataclass(frozen=True)
 class PropagateShardings(ModulePass):
+    """Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated."""
+
     name = "propagate-shardings"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

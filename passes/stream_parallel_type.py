@@ -422,9 +422,9 @@ def _chunk_name(tensor: SSAValue) -> str | None:
 
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
-    """Loops over stream chunks for stream-parallel host ops; see the module docstring.
+    """Pipeline stream-parallel host ops in loops over stream chunks on rotating streams.
 
-    `-p 'stream-parallel-type{bounded-intermediates=true}'` gives loop-local intermediates
+    See the module docstring. `-p 'stream-parallel-type{bounded-intermediates=true}'` gives loop-local intermediates
     per-iteration chunk buffers instead of full-size ones.
     """
 

@@ -20,7 +20,7 @@ from hostir_dialect.diagnostics import HostIRError, verify_located
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.hir import Backend
 from hostir_dialect.tensor_type import Axis, IterKind, Mesh, ParallelKind, Piece, TensorType
-from passes.pass_manager import run_passes
+from passes.pipeline import run_passes
 
 
 def tensor(*axes: int | Axis, element=f32, mesh: Mesh | None = None) -> TensorType:

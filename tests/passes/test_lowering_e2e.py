@@ -25,8 +25,7 @@ from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from passes.pass_manager import PassManagerOptions
-from passes.registry import PIPELINES
+from passes import PIPELINES, PassManagerOptions
 
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 

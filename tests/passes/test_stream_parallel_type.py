@@ -11,7 +11,7 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from passes.pass_manager import build_passes
+from passes import build_passes
 from passes.stream_parallel_type import StreamParallelType, group, sliced_type
 
 

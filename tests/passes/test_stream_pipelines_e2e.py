@@ -19,7 +19,7 @@ import runtime
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.tensor_type import TensorType
-from passes.pass_manager import build_passes, run_passes
+from passes import build_passes, run_passes
 from runtime.launcher import Job, device_for, launch, run_spmd_batch
 
 PIPELINE = "hostir-lower"
