@@ -514,21 +514,6 @@ class FusionDefinition:
     def __str__(self) -> str:
         return str(self.to_module())
 
-    def lower(self, options=None) -> ModuleOp:
-        """The host program: this fusion through the `hostir-lower` pipeline
-        (`options`: a `passes.PassManagerOptions`)."""
-        from passes import lower  # imported here: the IR package does not depend on the passes
-
-        return lower(self.to_module(), options)
-
-    def execute(self, inputs: Sequence[object], **options) -> list:
-        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`, ...
-        as `runtime.execute`): local shards in, local shards out. For several ranks at
-        once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N, lower=True)`."""
-        from runtime import execute
-
-        return execute(self.lower(), list(inputs), **options)
-
 
 def _extents(what: str, shape: object) -> list[AxisShape]:
     if not isinstance(shape, Sequence) or not all(

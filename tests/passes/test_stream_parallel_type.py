@@ -151,7 +151,7 @@ def test_stream_parallel_slice_reads_from_its_start_with_its_step(start, stop, s
     # Regression (issue 11, defect 1): chunk i of the result is input chunk start + step * i.
     import torch
 
-    from hostir_dialect import FusionDefinition, ParallelType
+    from hostir import FusionDefinition, ParallelType
 
     with FusionDefinition() as fd:
         x = fd.define_tensor([7, 3])
@@ -167,7 +167,7 @@ def test_an_offset_slice_does_not_join_the_loop_of_its_producer():
     # Chunk i of the slice reads chunk i + 1 of `e`, which a later iteration produces.
     import torch
 
-    from hostir_dialect import FusionDefinition, ParallelType
+    from hostir import FusionDefinition, ParallelType
 
     with FusionDefinition() as fd:
         x = fd.define_tensor([6, 3])
