@@ -1,6 +1,6 @@
 """Communication/computation overlap of the collective-based stream pipelines on 2 GPUs.
 
-For AG+matmul, matmul+AR and matmul+RS (reference §3.4), lowered by `hostir-lower`, this
+For AG+matmul, matmul+AR and matmul+RS (nvFuser's tests/cpp/test_multidevice_stream_parallel_type.cpp), lowered by `hostir-lower`, this
 times in one launch (2 ranks, NCCL, median of --repeat runs after a warm-up):
 
   pipelined   the program with numberOfStreams = --streams (default 4)

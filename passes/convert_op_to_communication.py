@@ -1,7 +1,8 @@
 """`convert-op-to-communication`: every communicating `fusion.set` / `fusion.reduce` of a
 host program (top level or in `scf.for` bodies at any depth) becomes its destination
 buffer + collectives, each followed by `hir.wait` (nvFuser's ConvertOpToCommunication
-and convertSingleOpToCommunication, reference §2.3).
+and convertSingleOpToCommunication: csrc/host_ir/pass/convert_op_to_communication.cpp,
+csrc/host_ir/lower_to_communication.cpp).
 
 Decision table (in/out sharded = DIDx-sharded with a mesh of more than one device):
 
@@ -20,7 +21,8 @@ Teams on 2-D meshes. nvFuser gives Allgather/Allreduce/ReduceScatter the team
 every rank, so we emit one collective per DIDx slice (one per mesh row). A rank is in
 exactly one of them and the others are no-ops for it (ranks outside a team skip the op).
 
-Buffers are the flattened local tensors (see the buffer contracts in DESIGN), so an
+Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py),
+so an
 axis that is gathered or scattered must be the outermost allocated axis with a local
 extent above 1 on both sides, and the other axes must be allocated in the same order.
 """

@@ -1,7 +1,7 @@
 """decompose-reshardings: afterwards every op that moves data between devices is
 exactly one communication -- a `fusion.set`, or a `fusion.reduce` of one axis that is
 device-parallel as a whole -- and every other op computes locally (nvFuser's
-DecomposeReshardingsPass, §4.3 of the reference).
+DecomposeReshardingsPass, csrc/preseg_passes/decompose_reshardings.cpp).
 
 In order:
 1. `linear` with a bias whose contracted axis is device-parallel: the bias is added

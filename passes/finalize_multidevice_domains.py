@@ -1,5 +1,6 @@
 """finalize-multidevice-domains: decide how each tensor of a fusion is allocated
-(nvFuser's FinalizeMultideviceDomainsPass after PR #5353, §4.5 of the reference).
+(nvFuser's FinalizeMultideviceDomainsPass, csrc/preseg_passes/finalize_multidevice_domains.cpp,
+after PR #5353).
 
 Device-parallel pieces are always sharded in the allocation: the tensor type makes
 that implicit. The Stream piece is allocated one chunk at a time (`alloc=[0 stream,

@@ -1,5 +1,6 @@
 """`insert-deallocations`: `hir.deallocate` each buffer a host program owns right after
-its last use (nvFuser's InsertDeallocations, §6.3 of the reference, made scope-aware).
+its last use (nvFuser's InsertDeallocations, csrc/host_ir/pass/insert_deallocations.cpp, made
+scope-aware).
 
 A buffer is owned by the value that created it: a `hir.allocate`, a compute op without
 destination, a `hir.post_on_stream` without `outs`. Other values alias an owner and are

@@ -1,5 +1,5 @@
 """propagate-shardings: give every tensor a mesh and a DIDx/DIDy/Stream sharding
-derived from the tensors the user annotated (nvFuser's PropagateShardingsPass, §4.2).
+derived from the tensors the user annotated (nvFuser's PropagateShardingsPass, csrc/preseg_passes/propagate_shardings.cpp).
 
 Forward over the ops in order, each result that the user did not annotate takes the
 parallel types it lacks from its reference inputs (the weight of a matmul or linear

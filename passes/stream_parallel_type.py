@@ -1,5 +1,5 @@
 """`stream-parallel-type`: stream-parallel host ops become pipelined loops over stream
-chunks (nvFuser's hir_pass::StreamParallelType, reference §3.2).
+chunks (nvFuser's hir_pass::StreamParallelType, csrc/host_ir/pass/stream_parallel_type.cpp).
 
 Input: `hir.program`s whose bodies list, in run order, standalone fusion compute ops
 (without destinations) and `hir.post_on_stream` calls, as `lower-to-host` builds them.

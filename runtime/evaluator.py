@@ -9,7 +9,7 @@ group, whether this rank takes part at all) is made while compiling. An `scf.for
 closure that runs its body's closure list each iteration, so values derived from the loop
 index are simply recomputed.
 
-Binding rules (nvFuser's HostIrEvaluator, DESIGN.md "The runtime"):
+Binding rules (nvFuser's HostIrEvaluator, csrc/host_ir/evaluator.cpp):
 - `hir.allocate` binds a new local buffer (`TensorType.local_shape(rank)`, dense in
   allocation order) unless its value is already bound; on a rank outside the type's mesh
   it binds nothing (None).

@@ -1,5 +1,6 @@
 """End to end: stream-pipelined fusions lowered by the whole pipeline compute what the eager
-fusion computes on unsharded data (reference §7.1-7.2, issue 5).
+fusion computes on unsharded data (nvFuser's tests/cpp/test_host_ir_stream_lowering.cpp and
+test_multidevice_stream_parallel_type.cpp, issue 5).
 
 Single-device cases run in this process; the multi-device collective pipelines run on two
 CPU ranks (gloo; streams are bookkeeping there), all jobs in one launch. Each case runs for
