@@ -51,13 +51,14 @@ class ReturnLikeOp(IRDLOperation):
 
 
 class FunctionLikeOp(IRDLOperation):
-    """A symbol with one block whose arguments are the inputs, ended by RETURN_OP."""
+    """A symbol with one block whose arguments are the inputs, ended by its return op
+    (named RETURN_OP; the return op names this op as its parent)."""
 
     body = region_def("single_block")
     sym_name = prop_def(SymbolNameConstraint())
     function_type = prop_def(FunctionType)
     traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _Callable())
-    RETURN_OP: ClassVar[type[ReturnLikeOp]]
+    RETURN_OP: ClassVar[str]
 
     def __init__(self, name: str, inputs: Sequence[Attribute], outputs: Sequence[Attribute], body: Region | None = None):
         function_type = FunctionType.from_lists(inputs, outputs)
@@ -87,8 +88,8 @@ class FunctionLikeOp(IRDLOperation):
         if tuple(block.arg_types) != self.function_type.inputs.data:
             raise VerifyException("entry block arguments do not match the function's input types")
         last = block.last_op
-        if not isinstance(last, self.RETURN_OP):
-            raise VerifyException(f"body must end with {self.RETURN_OP.name}")
+        if not isinstance(last, ReturnLikeOp) or last.name != self.RETURN_OP:
+            raise VerifyException(f"body must end with {self.RETURN_OP}")
         returned = tuple(v.type for v in last.operands)
         if returned != self.function_type.outputs.data:
             raise VerifyException(

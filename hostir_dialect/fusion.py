@@ -45,7 +45,6 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_operand_def,
     prop_def,
@@ -124,6 +123,22 @@ def by_parallelism(values: Sequence[SSAValue]) -> list[SSAValue]:
         return -t.parallel_count(), -(t.mesh.ndim if t.mesh else 0)
 
     return sorted(values, key=key)
+
+
+class ReduceKind(StrEnum):
+    """How a reduction combines values: fusion.reduce and the reducing collectives."""
+
+    SUM = "sum"
+    PROD = "prod"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    """`sum`, `prod`, `max` or `min` in an op's text."""
+
+    name = "fusion.reduce_kind"
 
 
 # --------------------------------------------------------------------------- #
@@ -641,18 +656,6 @@ class SqueezeOp(DimsComputeOp):
         return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
 
 
-class ReduceKind(StrEnum):
-    SUM = "sum"
-    PROD = "prod"
-    MAX = "max"
-    MIN = "min"
-
-
-@irdl_attr_definition
-class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
-    name = "fusion.reduce_kind"
-
-
 @irdl_op_definition
 class ReduceOp(ComputeOp, StreamSliceable):
     """%r = fusion.reduce sum %x dims [1] : T<[4, 8]> -> R<[4, r8]>
@@ -909,19 +912,27 @@ class SelectOp(ComputeOp, StreamSliceable):
 
 
 @irdl_op_definition
-class ReturnOp(ReturnLikeOp):
-    """fusion.return %r : R"""
+class FuncOp(FunctionLikeOp):
+    """fusion.func @f(%a: T) -> R { ... fusion.return %r : R }
 
-    name = "fusion.return"
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FuncOp)))
+    A user fusion, or a kernel unit that a host program runs with hir.post_on_stream
+    (hostir_dialect/symbols.py tells them apart).
+    """
+
+    name = "fusion.func"
+    RETURN_OP: ClassVar[str] = "fusion.return"
 
 
 @irdl_op_definition
-class FuncOp(FunctionLikeOp):
-    """fusion.func @f(%a: T) -> R { ... fusion.return %r : R }"""
+class ReturnOp(ReturnLikeOp):
+    """fusion.return %r : R
 
-    name = "fusion.func"
-    RETURN_OP: ClassVar[type[ReturnLikeOp]] = ReturnOp
+    The fusion's outputs; in a kernel unit, what its hir.post_on_stream returns (or
+    writes into its outs).
+    """
+
+    name = "fusion.return"
+    traits = traits_def(IsTerminator(), HasParent(FuncOp))
 
 
 COMPUTE_OPS: list[type[ComputeOp]] = [

@@ -19,13 +19,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -79,6 +78,8 @@ class Backend(StrEnum):
 
 @irdl_attr_definition
 class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
+    """`backend nccl|gloo` on a communication; nccl, the default, is not printed."""
+
     name = "hir.backend"
 
 
@@ -88,19 +89,24 @@ class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
 
 
 @irdl_op_definition
+class ProgramOp(FunctionLikeOp):
+    """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program.
+
+    The same text runs on every rank: its arguments and results are that rank's local
+    shards (None outside a tensor's mesh), and an op whose team or mesh leaves the rank
+    out is skipped there.
+    """
+
+    name = "hir.program"
+    RETURN_OP: ClassVar[str] = "hir.return"
+
+
+@irdl_op_definition
 class ReturnOp(ReturnLikeOp):
     """hir.return %r : R"""
 
     name = "hir.return"
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ProgramOp)))
-
-
-@irdl_op_definition
-class ProgramOp(FunctionLikeOp):
-    """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program."""
-
-    name = "hir.program"
-    RETURN_OP: ClassVar[type[ReturnLikeOp]] = ReturnOp
+    traits = traits_def(IsTerminator(), HasParent(ProgramOp))
 
 
 # --------------------------------------------------------------------------- #
@@ -110,7 +116,10 @@ class ProgramOp(FunctionLikeOp):
 
 @irdl_op_definition
 class AllocateOp(IRDLOperation):
-    """%b = hir.allocate : T   -- the local buffer of T; a no-op when %b is already bound."""
+    """%b = hir.allocate : T   -- the local buffer of T.
+
+    A no-op when %b is already bound; on a rank outside T's mesh, no buffer at all.
+    """
 
     name = "hir.allocate"
     result = result_def(TensorType)
@@ -121,17 +130,24 @@ class AllocateOp(IRDLOperation):
         super().__init__(result_types=[tensor_type])
 
 
+class HostEffectOp(IRDLOperation):
+    """An op of one operand and no result, there for its effect (a write effect at
+    least, so dead-code elimination never removes it)."""
+
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self, operand: SSAValue):
+        super().__init__(operands=[operand])
+
+
 @irdl_op_definition
-class DeallocateOp(IRDLOperation):
+class DeallocateOp(HostEffectOp):
     """hir.deallocate %b : T   -- drop this rank's reference to the buffer."""
 
     name = "hir.deallocate"
     buffer = operand_def(TensorType)
     traits = traits_def(MemoryFreeEffect())
     assembly_format = "$buffer attr-dict `:` type($buffer)"
-
-    def __init__(self, buffer: SSAValue):
-        super().__init__(operands=[buffer])
 
 
 class TensorAxisOp(IRDLOperation):
@@ -182,18 +198,26 @@ class AliasSelectOp(TensorAxisOp):
             raise VerifyException("a view keeps the element type of its input")
 
 
+class IndexValueOp(IRDLOperation):
+    """A pure op whose one result is an index."""
+
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, *operands: SSAValue, properties: dict[str, Attribute] | None = None):
+        super().__init__(operands=operands, result_types=[IndexType()], properties=properties or {})
+
+
 @irdl_op_definition
-class ExtentOp(TensorAxisOp):
+class ExtentOp(TensorAxisOp, IndexValueOp):
     """%n = hir.extent %t axis 0 : T   -- the run-time extent of a (dynamic) logical axis."""
 
     name = "hir.extent"
     input = operand_def(TensorType)
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
     assembly_format = "$input `axis` $axis attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue, axis: int):
-        super().__init__(operands=[input], result_types=[IndexType()], properties={"axis": IntegerAttr(axis, 64)})
+        super().__init__(input, properties={"axis": IntegerAttr(axis, 64)})
 
 
 # --------------------------------------------------------------------------- #
@@ -201,41 +225,35 @@ class ExtentOp(TensorAxisOp):
 # --------------------------------------------------------------------------- #
 
 
+class StreamValueOp(IRDLOperation):
+    """An op whose one result is a stream; built from its operands."""
+
+    result = result_def(StreamType)
+
+    def __init__(self, *operands: SSAValue):
+        super().__init__(operands=operands, result_types=[StreamType()])
+
+
 @irdl_op_definition
-class GetCurrentStreamOp(IRDLOperation):
-    """%s = hir.get_current_stream   -- capture the stream the user launched us on."""
+class GetCurrentStreamOp(StreamValueOp):
+    """%s = hir.get_current_stream   -- capture the stream the user launched us on.
+
+    A write effect keeps it in place between stream switches (and never removed).
+    """
 
     name = "hir.get_current_stream"
-    result = result_def(StreamType)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = "attr-dict"
 
-    def __init__(self):
-        super().__init__(result_types=[StreamType()])
-
 
 @irdl_op_definition
-class StreamOp(IRDLOperation):
+class StreamOp(StreamValueOp):
     """%s = hir.stream %key   -- the worker stream for an integer key, created once, cached."""
 
     name = "hir.stream"
     key = operand_def(IndexType)
-    result = result_def(StreamType)
     traits = traits_def(Pure())
     assembly_format = "$key attr-dict"
-
-    def __init__(self, key: SSAValue):
-        super().__init__(operands=[key], result_types=[StreamType()])
-
-
-class HostEffectOp(IRDLOperation):
-    """An op of one operand and no result, there for its effect on the current stream
-    (a write effect, so dead-code elimination never removes it)."""
-
-    traits = traits_def(MemoryWriteEffect())
-
-    def __init__(self, operand: SSAValue):
-        super().__init__(operands=[operand])
 
 
 class StreamEffectOp(HostEffectOp):
@@ -260,16 +278,11 @@ class SynchronizeOp(StreamEffectOp):
 
 
 @irdl_op_definition
-class NumberOfStreamsOp(IRDLOperation):
+class NumberOfStreamsOp(IndexValueOp):
     """%n = hir.number_of_streams   -- a run parameter (default 4)."""
 
     name = "hir.number_of_streams"
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
     assembly_format = "attr-dict"
-
-    def __init__(self):
-        super().__init__(result_types=[IndexType()])
 
 
 # --------------------------------------------------------------------------- #
