@@ -54,7 +54,16 @@ from hostir_dialect.fusion import (
 )
 from hostir_dialect.sharding import have_different_shardings, reduces_sharded_axis
 from hostir_dialect.symbols import user_fusions
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, IterKind, ParallelKind, Piece, TensorType, tensor_type
+from hostir_dialect.tensor_type import (
+    DEVICE_KINDS,
+    DYNAMIC,
+    Axis,
+    IterKind,
+    ParallelKind,
+    Piece,
+    TensorType,
+    tensor_type,
+)
 
 from .sharding_policy import (
     PROPAGATED_TYPES,

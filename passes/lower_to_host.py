@@ -22,10 +22,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.tensor_type import TensorType
-
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, programs, user_fusions
+from hostir_dialect.tensor_type import TensorType
+
 from .segmenter import Group, MergePredicate, is_standalone_host_op, segment, should_merge_segmented_groups
 
 

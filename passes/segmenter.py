@@ -21,6 +21,7 @@ from hostir_dialect import fusion
 from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import TensorType
 
+
 def is_standalone_host_op(op: Operation) -> bool:
     """Runs directly in the host program (nvFuser's isLowerableAsStandaloneHostOp): an
     op with the `StandaloneHostOp` trait (matmul, linear, binary, reduction, set, slice,

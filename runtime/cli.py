@@ -32,8 +32,8 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import ExecutionError, find_function
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
-from .reference import run_fusion
 from .layouts import shard_tensor, torch_dtype, unshard
+from .reference import run_fusion
 
 
 class UsageError(Exception):

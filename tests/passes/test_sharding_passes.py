@@ -12,8 +12,8 @@ from hostir_dialect.diagnostics import verify_located
 from passes.decompose_reshardings import DecomposeReshardings
 from passes.finalize_multidevice_domains import FinalizeMultideviceDomains
 from passes.propagate_shardings import PropagateShardings
-from runtime.reference import run_fusion
 from runtime.layouts import torch_dtype
+from runtime.reference import run_fusion
 
 TOLERANCE = dict(rtol=1e-5, atol=1e-5)  # float32 sums over at most 16 terms, reassociated
 
