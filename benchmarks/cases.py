@@ -35,8 +35,8 @@ import torch.distributed as dist
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect.context import make_context
 from measure import Variant
-from passes.pass_manager import build_passes, run_passes
-from passes.registry import PIPELINES
+from passes.pipeline import build_passes, run_passes
+from passes import PIPELINES
 from runtime import Evaluator
 from runtime.layouts import logical_shape
 

@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
-from passes.pass_manager import build_passes, run_passes
+from passes import build_passes, run_passes
 from runtime import Evaluator, shard_tensor
 from runtime.launcher import device_for, launch
 
@@ -123,7 +123,7 @@ def measure(rank: int, world_size: int, texts: dict, extent: int) -> list[dict]:
         (program,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
         generator = torch.Generator().manual_seed(0)
         inputs = [
-            shard_tensor(torch.randn(arg.type.data.value_shape(), generator=generator), arg.type, rank).to(device)
+            shard_tensor(torch.randn(arg.type.value_shape(), generator=generator), arg.type, rank).to(device)
             for arg in program.args
         ]
         for streams in STREAM_COUNTS:

@@ -1,4 +1,4 @@
-// nvFuser: MultiDeviceStreamParallelTypeTest.Allgather (reference §3.4), for D = 2 devices.
+// nvFuser: MultiDeviceStreamParallelTypeTest.Allgather (tests/cpp/test_multidevice_stream_parallel_type.cpp), for D = 2 devices.
 // tv0 [i0, DIDx(D)] on mesh [0, 1] (global 4xD: each rank holds a 4x1 column);
 // tv1 = set(tv0) [Stream(i0), D], replicated on the mesh. The sharded axis is a logical axis of
 // extent D, parallelized directly (nvFuser's tv0->axis(1)->parallelize(DIDx)).

@@ -17,7 +17,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # torch
 import torch  # noqa: E402
 
 import runtime  # noqa: E402
-from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType  # noqa: E402
+from hostir import DeviceMesh, FusionDefinition, ParallelType  # noqa: E402
 
 S, D, M, K, N = 4, 2, 64, 32, 16
 TOLERANCE = 1e-4  # float32 matmul over K = 32, relative to the largest output value

@@ -14,7 +14,7 @@ from .frontend import (
     Scalar,
     Tensor,
 )
-from .tensor_type import DYNAMIC, Axis, IterKind, Mesh, Piece, TensorType
+from .tensor_type import DYNAMIC, Axis, IterKind, Mesh, ParallelKind, Piece, TensorType, tensor_type
 
 __all__ = [
     "DYNAMIC",
@@ -26,6 +26,7 @@ __all__ = [
     "IterDomain",
     "IterKind",
     "Mesh",
+    "ParallelKind",
     "ParallelType",
     "Piece",
     "Scalar",
@@ -33,4 +34,5 @@ __all__ = [
     "TensorType",
     "make_context",
     "parse_module",
+    "tensor_type",
 ]

@@ -19,6 +19,7 @@ disagree about shapes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -43,7 +44,7 @@ from xdsl.utils.exceptions import VerifyException
 from . import fusion
 from .fusion import AxisShape
 from .tensor_type import DYNAMIC, Axis, IterKind, Mesh, Piece, TensorDesc, TensorType
-from .tensor_type import ParallelType as _PT
+from .tensor_type import ParallelKind as _PT
 
 
 class FusionDefinitionError(ValueError):
@@ -56,7 +57,8 @@ class FusionDefinitionError(ValueError):
 
 
 class ParallelType:
-    """nvFuser's parallel types; each is the dialect's `tensor_type.ParallelType` member."""
+    """nvFuser's parallel types, as users spell them; each is a member of the dialect's
+    `tensor_type.ParallelKind`."""
 
     Serial = _PT.SERIAL
     Stream = _PT.STREAM
@@ -512,21 +514,6 @@ class FusionDefinition:
     def __str__(self) -> str:
         return str(self.to_module())
 
-    def lower(self, options=None) -> ModuleOp:
-        """The host program: this fusion through the `hostir-lower` pipeline
-        (`options`: a `passes.pass_manager.PassManagerOptions`)."""
-        from passes import lower  # imported here: the IR package does not depend on the passes
-
-        return lower(self.to_module(), options)
-
-    def execute(self, inputs: Sequence[object], **options) -> list:
-        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`, ...
-        as `runtime.execute`): local shards in, local shards out. For several ranks at
-        once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N, lower=True)`."""
-        from runtime import execute
-
-        return execute(self.lower(), list(inputs), **options)
-
 
 def _extents(what: str, shape: object) -> list[AxisShape]:
     if not isinstance(shape, Sequence) or not all(
@@ -608,7 +595,7 @@ class Ops:
             self._fd._check_own(t, what)
         element_type = tensors[0].element_type
         operands = [self._operand(x, element_type, what) for x in (lhs, rhs)]
-        result_type = i1 if op.RETURNS_PREDICATE else element_type
+        result_type = op.result_element_type(element_type)
         return self._fd._define(what, operands, lambda v, r: op(v[0], v[1], r), result_type)
 
     def _operand(self, value: object, element_type: Attribute, what: str) -> _Value:
@@ -687,9 +674,9 @@ class Ops:
         axes = _extents(what, new_shape)
         extents = [e for e, _ in axes]
         if extents.count(DYNAMIC) == 1 and DYNAMIC not in t.shape:
-            known = _product(e for e in extents if e != DYNAMIC)
-            if known and _product(t.shape) % known == 0:
-                axes[extents.index(DYNAMIC)] = _axis_shape(_product(t.shape) // known)
+            known = math.prod(e for e in extents if e != DYNAMIC)
+            if known and math.prod(t.shape) % known == 0:
+                axes[extents.index(DYNAMIC)] = _axis_shape(math.prod(t.shape) // known)
         return self._fd._define(
             what, [t], lambda v, r: fusion.ReshapeOp(v[0], r), t.element_type, result_axes=axes
         )
@@ -734,13 +721,6 @@ class Ops:
             return fusion.SelectOp(v[0], v[1], dim, r)  # type: ignore[arg-type]
 
         return self._fd._define(what, [t, index], build, t.element_type)
-
-
-def _product(values) -> int:
-    total = 1
-    for v in values:
-        total *= v
-    return total
 
 
 def _add_elementwise_ops() -> None:

@@ -5,32 +5,39 @@ program the op then writes into that pre-allocated buffer or view and its result
 it; user-written fusions never use it. Each op's logical result axes are computed by an
 `infer_axes` rule shared by the verifier and the Python frontend, so the two can never
 disagree about shapes.
+
+What passes need to know about an op is on the op (MLIR's interface style), so adding
+an op means touching the op only:
+- `StandaloneHostOp` (trait): the host program runs it directly instead of inside a
+  kernel unit (nvFuser's `isLowerableAsStandaloneHostOp`, csrc/host_ir/lower.cpp).
+- `StreamSliceable` (interface): `stream_chunk(...)` gives the op computing one stream
+  chunk; ops that cannot be computed chunk by chunk do not implement it.
+- `ComputeOp.sharding_reference_operands()`: the inputs a sharding propagates from.
+- `ComputeOp.axis_map(operand)`: which result axis each operand axis becomes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import abc
+import math
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
+    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
-    DenseArrayBase,
-    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
-    StringAttr,
-    SymbolNameConstraint,
     i1,
     i64,
 )
-from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -38,31 +45,18 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_operand_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
-    var_operand_def,
 )
-from xdsl.parser import Parser
-from xdsl.printer import Printer
-from xdsl.traits import (
-    CallableOpInterface,
-    EffectInstance,
-    HasParent,
-    IsolatedFromAbove,
-    IsTerminator,
-    MemoryEffect,
-    MemoryEffectKind,
-    SymbolOpInterface,
-)
+from xdsl.traits import EffectInstance, HasParent, IsTerminator, MemoryEffect, MemoryEffectKind, OpTrait
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .tensor_type import DYNAMIC, Axis, IterKind, TensorType
+from .functions import FunctionLikeOp, ReturnLikeOp
+from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Shape rules
@@ -72,16 +66,6 @@ AxisShape = tuple[int, IterKind]
 """A logical axis without parallelization: what shape rules compute."""
 
 SCALAR_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType, IndexType)
-
-
-def value_axes(t: TensorType) -> list[Axis]:
-    """The axes a consumer sees: reduction axes of a producer are not part of its value."""
-    return [a for a in t.axes if not a.is_reduction]
-
-
-def value_positions(t: TensorType) -> list[int]:
-    """Logical indices of the value axes (the non-reduction ones)."""
-    return [i for i, a in enumerate(t.axes) if not a.is_reduction]
 
 
 def axis_shapes(axes: Sequence[Axis]) -> list[AxisShape]:
@@ -123,8 +107,42 @@ def _extents_match(a: int, b: int) -> bool:
     return a == b or DYNAMIC in (a, b)
 
 
+def _show(shapes: Sequence[AxisShape]) -> str:
+    def one(extent: int, kind: IterKind) -> str:
+        prefix = "" if kind == IterKind.ITERATION else str(kind)
+        return prefix + ("?" if extent == DYNAMIC else str(extent))
+
+    return "[" + ", ".join(one(e, k) for e, k in shapes) + "]"
+
+
+def by_parallelism(values: Sequence[SSAValue]) -> list[SSAValue]:
+    """Tensor values, most parallel first; ties broken by mesh rank, then by order."""
+
+    def key(v: SSAValue) -> tuple[int, int]:
+        t = tensor_type(v)
+        return -t.parallel_count(), -(t.mesh.ndim if t.mesh else 0)
+
+    return sorted(values, key=key)
+
+
+class ReduceKind(StrEnum):
+    """How a reduction combines values: fusion.reduce and the reducing collectives."""
+
+    SUM = "sum"
+    PROD = "prod"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    """`sum`, `prod`, `max` or `min` in an op's text."""
+
+    name = "fusion.reduce_kind"
+
+
 # --------------------------------------------------------------------------- #
-# Effects: a compute op writes memory only when it has a destination
+# Op knowledge: effects, traits, interfaces
 # --------------------------------------------------------------------------- #
 
 _WRITE = frozenset((EffectInstance(MemoryEffectKind.WRITE),))
@@ -137,6 +155,41 @@ class WritesDestination(MemoryEffect):
     def get_effects(cls, op: Operation):
         assert isinstance(op, ComputeOp)
         return _WRITE if op.out is not None else frozenset()
+
+
+class StandaloneHostOp(OpTrait):
+    """The host program runs this op directly (a library call such as a GEMM), never
+    inside a kernel unit: nvFuser's `isLowerableAsStandaloneHostOp`. An op that moves
+    data between devices is standalone too, whatever its class (a sharding query)."""
+
+
+class StreamSliceable(Operation, abc.ABC):
+    """An op that stream-parallel-type can compute one stream chunk at a time: the same
+    op on chunks of its operands (csrc/host_ir/pass/stream_parallel_type.cpp)."""
+
+    def operand_chunk_stride(self, operand: SSAValue, axis: int) -> tuple[int, int]:
+        """(start, step): result chunk `i` reads chunk `start + step * i` of `operand`
+        along its logical axis `axis` (that is chunk `i` for all but a slice)."""
+        return 0, 1
+
+    @abc.abstractmethod
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        """This op on one stream chunk, writing into `out`: each operand in `chunks` is
+        replaced by its chunk, which lacks the operand's logical axis `removed[operand]`;
+        axis attributes are renumbered accordingly. The result is not verified."""
+
+
+def _chunk(chunks: Mapping[SSAValue, SSAValue], value: SSAValue) -> SSAValue:
+    return chunks.get(value, value)
+
+
+def _removed_position(source: SSAValue, removed: Mapping[SSAValue, int]) -> int:
+    """The value position, in `source`, of the logical axis a chunk removes from it."""
+    return tensor_type(source).value_position(removed[source])
+
+
+def _drop(values: Sequence[int], position: int) -> list[int]:
+    return [*values[:position], *values[position + 1 :]]
 
 
 # --------------------------------------------------------------------------- #
@@ -168,17 +221,20 @@ class ComputeOp(IRDLOperation):
         are not part of its value and never mapped; a broadcast axis maps to the result
         axis it is broadcast along. This is the "pairwise map" sharding analysis uses.
         """
-        return dict(zip(value_positions(operand.type), self.value_axis_targets(operand)))  # type: ignore[arg-type]
+        return dict(zip(tensor_type(operand).value_positions(), self.value_axis_targets(operand)))
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """For each value axis of `operand`, in order, the result axis it maps to."""
-        return list(range(len(value_axes(operand.type))))  # type: ignore[arg-type]
+        return list(range(len(tensor_type(operand).value_axes())))
+
+    def sharding_reference_operands(self) -> list[SSAValue]:
+        """The inputs to propagate a sharding to the result from, best first
+        (csrc/preseg_passes/propagate_shardings.cpp): the most parallel input first."""
+        return by_parallelism(self.tensor_inputs())
 
     def verify_(self) -> None:
-        result = self.result.type
-        assert isinstance(result, TensorType)
         expected = self.infer_axes()
-        got = axis_shapes(result.axes)
+        got = axis_shapes(tensor_type(self.result).axes)
         if len(expected) != len(got) or not all(
             _extents_match(e[0], g[0]) and e[1] == g[1] for e, g in zip(expected, got)
         ):
@@ -189,79 +245,155 @@ class ComputeOp(IRDLOperation):
 
     def verify_element_type(self) -> None:
         """Default: the result keeps the element type of the (first) tensor input."""
-        source = self.tensor_inputs()[0].type
-        assert isinstance(source, TensorType) and isinstance(self.result.type, TensorType)
-        if source.element_type != self.result.type.element_type:
-            raise VerifyException(
-                f"result element type {self.result.type.element_type} differs from the "
-                f"input's {source.element_type}"
-            )
-
-
-def _show(shapes: Sequence[AxisShape]) -> str:
-    def one(extent: int, kind: IterKind) -> str:
-        prefix = "" if kind == IterKind.ITERATION else str(kind)
-        return prefix + ("?" if extent == DYNAMIC else str(extent))
-
-    return "[" + ", ".join(one(e, k) for e, k in shapes) + "]"
-
-
-UNARY_FORMAT = "$input (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
+        source = tensor_type(self.tensor_inputs()[0]).element_type
+        result = tensor_type(self.result).element_type
+        if source != result:
+            raise VerifyException(f"result element type {result} differs from the input's {source}")
 
 
 class UnaryComputeOp(ComputeOp):
-    """An op of one tensor input whose result has the input's axes."""
+    """An op of one tensor input: `%r = fusion.<op> %x (into %d)? : T -> R`."""
 
     input = operand_def(TensorType)
-    assembly_format = UNARY_FORMAT
+    assembly_format = "$input (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, result_type: TensorType, out: SSAValue | None = None):
         super().__init__(operands=[input, out], result_types=[result_type])
 
     def infer_axes(self) -> list[AxisShape]:
-        assert isinstance(self.input.type, TensorType)
-        return axis_shapes(value_axes(self.input.type))
+        return axis_shapes(tensor_type(self.input).value_axes())
+
+
+class ElementwiseUnaryOp(UnaryComputeOp, StreamSliceable):
+    """Result element i depends on input element i only (copies, casts, functions)."""
+
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        return type(self)(_chunk(chunks, self.input), tensor_type(out), out)
 
 
 @irdl_op_definition
-class SetOp(UnaryComputeOp):
-    """Copy; with a different sharding or mesh on the result, a resharding (communication)."""
+class SetOp(ElementwiseUnaryOp):
+    """Copy; with a different sharding or mesh on the result, a resharding (communication).
+    A set never permutes (fusion.permute does), so it is a standalone host op."""
 
     name = "fusion.set"
+    traits = traits_def(StandaloneHostOp())
 
 
 @irdl_op_definition
-class CastOp(UnaryComputeOp):
+class CastOp(ElementwiseUnaryOp):
+    """Elementwise conversion to the result's element type."""
+
     name = "fusion.cast"
 
     def verify_element_type(self) -> None:
         pass
 
 
-def _unary(op_name: str, doc: str) -> type[UnaryComputeOp]:
-    cls = type(
-        op_name.split(".")[1].capitalize() + "Op",
-        (UnaryComputeOp,),
-        {"name": op_name, "__doc__": doc, "__module__": __name__},
-    )
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class NegOp(ElementwiseUnaryOp):
+    """Elementwise neg."""
+
+    name = "fusion.neg"
 
 
-UNARY_FUNCTIONS = ("neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal")
-UNARY_OPS: dict[str, type[UnaryComputeOp]] = {
-    f: _unary(f"fusion.{f}", f"Elementwise {f}.") for f in UNARY_FUNCTIONS
-}
+@irdl_op_definition
+class AbsOp(ElementwiseUnaryOp):
+    """Elementwise abs."""
+
+    name = "fusion.abs"
 
 
-class BinaryComputeOp(ComputeOp):
+@irdl_op_definition
+class ReluOp(ElementwiseUnaryOp):
+    """Elementwise relu."""
+
+    name = "fusion.relu"
+
+
+@irdl_op_definition
+class ExpOp(ElementwiseUnaryOp):
+    """Elementwise exp."""
+
+    name = "fusion.exp"
+
+
+@irdl_op_definition
+class LogOp(ElementwiseUnaryOp):
+    """Elementwise log."""
+
+    name = "fusion.log"
+
+
+@irdl_op_definition
+class SqrtOp(ElementwiseUnaryOp):
+    """Elementwise sqrt."""
+
+    name = "fusion.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(ElementwiseUnaryOp):
+    """Elementwise rsqrt."""
+
+    name = "fusion.rsqrt"
+
+
+@irdl_op_definition
+class SinOp(ElementwiseUnaryOp):
+    """Elementwise sin."""
+
+    name = "fusion.sin"
+
+
+@irdl_op_definition
+class CosOp(ElementwiseUnaryOp):
+    """Elementwise cos."""
+
+    name = "fusion.cos"
+
+
+@irdl_op_definition
+class TanhOp(ElementwiseUnaryOp):
+    """Elementwise tanh."""
+
+    name = "fusion.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(ElementwiseUnaryOp):
+    """Elementwise sigmoid."""
+
+    name = "fusion.sigmoid"
+
+
+@irdl_op_definition
+class ReciprocalOp(ElementwiseUnaryOp):
+    """Elementwise reciprocal."""
+
+    name = "fusion.reciprocal"
+
+
+def _by_function(ops: Sequence[type[ComputeOp]]) -> dict[str, type]:
+    """`fusion.exp` -> ExpOp keyed "exp": the frontend's and the runtime's tables."""
+    return {op.name.removeprefix("fusion."): op for op in ops}
+
+
+UNARY_OPS: dict[str, type[ElementwiseUnaryOp]] = _by_function(
+    [NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanhOp, SigmoidOp, ReciprocalOp]
+)
+UNARY_FUNCTIONS = tuple(UNARY_OPS)
+
+
+class BinaryComputeOp(ComputeOp, StreamSliceable):
     """Elementwise op of two operands (tensors with broadcast axes, or scalars)."""
 
     lhs = operand_def()
     rhs = operand_def()
+    traits = traits_def(StandaloneHostOp())
     assembly_format = (
         "$lhs `,` $rhs (`into` $out^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
     )
-    RETURNS_PREDICATE: ClassVar[bool] = False
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType, out: SSAValue | None = None):
         super().__init__(operands=[lhs, rhs, out], result_types=[result_type])
@@ -273,47 +405,135 @@ class BinaryComputeOp(ComputeOp):
                 raise VerifyException(f"operand of type {operand.type} is neither a tensor nor a scalar")
         if not tensors:
             raise VerifyException("at least one operand must be a tensor")
-        return broadcast_axes([value_axes(t.type) for t in tensors], self.name)  # type: ignore[arg-type]
+        return broadcast_axes([tensor_type(t).value_axes() for t in tensors], self.name)
 
     def verify_element_type(self) -> None:
-        element_types = {t.type.element_type for t in self.tensor_inputs()}  # type: ignore[attr-defined]
+        element_types = {tensor_type(t).element_type for t in self.tensor_inputs()}
         if len(element_types) > 1:
             raise VerifyException(f"tensor operands have different element types {sorted(map(str, element_types))}; cast one first")
-        expected = i1 if self.RETURNS_PREDICATE else element_types.pop()
-        assert isinstance(self.result.type, TensorType)
-        if self.result.type.element_type != expected:
-            raise VerifyException(f"result element type must be {expected}, got {self.result.type.element_type}")
+        expected = self.result_element_type(element_types.pop())
+        got = tensor_type(self.result).element_type
+        if got != expected:
+            raise VerifyException(f"result element type must be {expected}, got {got}")
+
+    @classmethod
+    def result_element_type(cls, operand_element_type: Attribute) -> Attribute:
+        """The result's element type for tensor operands of this element type."""
+        return operand_element_type
+
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        return type(self)(_chunk(chunks, self.lhs), _chunk(chunks, self.rhs), tensor_type(out), out)
 
 
-def _binary(function: str, predicate: bool) -> type[BinaryComputeOp]:
-    cls = type(
-        "".join(w.capitalize() for w in function.split("_")) + "Op",
-        (BinaryComputeOp,),
-        {
-            "name": f"fusion.{function}",
-            "RETURNS_PREDICATE": predicate,
-            "__annotations__": {"RETURNS_PREDICATE": ClassVar[bool]},
-            "__doc__": f"Elementwise {function}.",
-            "__module__": __name__,
-        },
-    )
-    return irdl_op_definition(cls)
+class ComparisonOp(BinaryComputeOp):
+    """An elementwise comparison: its result is a tensor of i1 (a predicate)."""
 
-
-ARITHMETIC_FUNCTIONS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
-COMPARISON_FUNCTIONS = ("eq", "ne", "lt", "le", "gt", "ge")
-BINARY_OPS: dict[str, type[BinaryComputeOp]] = {
-    **{f: _binary(f, False) for f in ARITHMETIC_FUNCTIONS},
-    **{f: _binary(f, True) for f in COMPARISON_FUNCTIONS},
-}
-AddOp = BINARY_OPS["add"]
+    @classmethod
+    def result_element_type(cls, operand_element_type: Attribute) -> Attribute:
+        return i1
 
 
 @irdl_op_definition
-class PermuteOp(ComputeOp):
-    """%r = fusion.permute %x dims [1, 0] : T -> R   (result axis i = input axis dims[i])"""
+class AddOp(BinaryComputeOp):
+    """Elementwise add."""
 
-    name = "fusion.permute"
+    name = "fusion.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryComputeOp):
+    """Elementwise sub."""
+
+    name = "fusion.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryComputeOp):
+    """Elementwise mul."""
+
+    name = "fusion.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryComputeOp):
+    """Elementwise div (truncating for integers)."""
+
+    name = "fusion.div"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryComputeOp):
+    """Elementwise maximum."""
+
+    name = "fusion.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryComputeOp):
+    """Elementwise minimum."""
+
+    name = "fusion.minimum"
+
+
+@irdl_op_definition
+class PowOp(BinaryComputeOp):
+    """Elementwise pow."""
+
+    name = "fusion.pow"
+
+
+@irdl_op_definition
+class EqOp(ComparisonOp):
+    """Elementwise ==."""
+
+    name = "fusion.eq"
+
+
+@irdl_op_definition
+class NeOp(ComparisonOp):
+    """Elementwise !=."""
+
+    name = "fusion.ne"
+
+
+@irdl_op_definition
+class LtOp(ComparisonOp):
+    """Elementwise <."""
+
+    name = "fusion.lt"
+
+
+@irdl_op_definition
+class LeOp(ComparisonOp):
+    """Elementwise <=."""
+
+    name = "fusion.le"
+
+
+@irdl_op_definition
+class GtOp(ComparisonOp):
+    """Elementwise >."""
+
+    name = "fusion.gt"
+
+
+@irdl_op_definition
+class GeOp(ComparisonOp):
+    """Elementwise >=."""
+
+    name = "fusion.ge"
+
+
+ARITHMETIC_OPS = _by_function([AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp, PowOp])
+COMPARISON_OPS = _by_function([EqOp, NeOp, LtOp, LeOp, GtOp, GeOp])
+ARITHMETIC_FUNCTIONS = tuple(ARITHMETIC_OPS)
+COMPARISON_FUNCTIONS = tuple(COMPARISON_OPS)
+BINARY_OPS: dict[str, type[BinaryComputeOp]] = {**ARITHMETIC_OPS, **COMPARISON_OPS}
+
+
+class DimsComputeOp(ComputeOp):
+    """An op of one tensor and a list of axes: `%r = fusion.<op> %x dims [..] : T -> R`."""
+
     input = operand_def(TensorType)
     dims = prop_def(DenseArrayBase[I64])
     assembly_format = "$input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
@@ -324,17 +544,27 @@ class PermuteOp(ComputeOp):
             properties={"dims": DenseArrayBase.from_list(i64, dims)},
         )
 
+    def normalized_dims(self, rank: int) -> list[int]:
+        """`dims` with negative entries counted from `rank`."""
+        return [_normalize(d, rank) for d in self.dims.get_values()]
+
+
+@irdl_op_definition
+class PermuteOp(DimsComputeOp):
+    """%r = fusion.permute %x dims [1, 0] : T -> R   (result axis i = input axis dims[i])"""
+
+    name = "fusion.permute"
+
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
-        dims = [_normalize(d, len(axes)) for d in self.dims.get_values()]
+        axes = tensor_type(self.input).value_axes()
+        dims = self.normalized_dims(len(axes))
         if sorted(dims) != list(range(len(axes))):
             raise VerifyException(f"dims {list(self.dims.get_values())} is not a permutation of {len(axes)} axes")
         return [(axes[d].extent, axes[d].kind) for d in dims]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        rank = len(self.dims)
-        dims = [_normalize(d, rank) for d in self.dims.get_values()]
-        return [dims.index(k) for k in range(rank)]
+        dims = self.normalized_dims(len(self.dims))
+        return [dims.index(k) for k in range(len(dims))]
 
 
 @irdl_op_definition
@@ -344,21 +574,20 @@ class ReshapeOp(UnaryComputeOp):
     name = "fusion.reshape"
 
     def infer_axes(self) -> list[AxisShape]:
-        result = self.result.type
-        assert isinstance(result, TensorType) and isinstance(self.input.type, TensorType)
-        source = [a.extent for a in value_axes(self.input.type)]
+        result = tensor_type(self.result)
+        source = [a.extent for a in tensor_type(self.input).value_axes()]
         target = [a.extent for a in result.axes]
         if any(a.is_reduction for a in result.axes):
             raise VerifyException("a reshape result has no reduction axes")
-        if DYNAMIC not in source + target and _product(source) != _product(target):
-            raise VerifyException(f"cannot reshape {source} ({_product(source)} elements) to {target} ({_product(target)} elements)")
+        if DYNAMIC not in source + target and math.prod(source) != math.prod(target):
+            raise VerifyException(f"cannot reshape {source} ({math.prod(source)} elements) to {target} ({math.prod(target)} elements)")
         return axis_shapes(result.axes)
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """Group axes whose products match; each input axis of a group maps to the
         group's outermost output axis (as nvFuser attributes a split to its outer ID)."""
-        source = [a.extent for a in value_axes(self.input.type)]  # type: ignore[arg-type]
-        target = [a.extent for a in self.result.type.axes]  # type: ignore[attr-defined]
+        source = [a.extent for a in tensor_type(self.input).value_axes()]
+        target = [a.extent for a in tensor_type(self.result).axes]
         targets: list[int] = []
         i = j = 0
         while i < len(source) and j < len(target):
@@ -377,63 +606,37 @@ class ReshapeOp(UnaryComputeOp):
         return targets + [len(target) - 1] * (len(source) - len(targets))
 
 
-def _product(values: Sequence[int]) -> int:
-    total = 1
-    for v in values:
-        total *= v
-    return total
-
-
 @irdl_op_definition
-class BroadcastOp(ComputeOp):
+class BroadcastOp(DimsComputeOp):
     """%r = fusion.broadcast %x dims [0] : T -> R   (dims: result positions of new axes)"""
 
     name = "fusion.broadcast"
-    input = operand_def(TensorType)
-    dims = prop_def(DenseArrayBase[I64])
-    assembly_format = "$input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(
-            operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, dims)},
-        )
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         rank = len(axes) + len(self.dims)
-        new = set()
         for d in self.dims.get_values():
             _check_axis(d, rank, "broadcast dim")
-            new.add(_normalize(d, rank))
+        new = set(self.normalized_dims(rank))
         if len(new) != len(self.dims):
             raise VerifyException(f"broadcast dims {list(self.dims.get_values())} repeat an axis")
         inputs = iter(axes)
         return [(1, IterKind.BROADCAST) if i in new else (lambda a: (a.extent, a.kind))(next(inputs)) for i in range(rank)]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        rank = len(self.result.type.axes)  # type: ignore[attr-defined]
-        new = {_normalize(d, rank) for d in self.dims.get_values()}
+        rank = tensor_type(self.result).rank
+        new = set(self.normalized_dims(rank))
         return [i for i in range(rank) if i not in new]
 
 
 @irdl_op_definition
-class SqueezeOp(ComputeOp):
+class SqueezeOp(DimsComputeOp):
     """%r = fusion.squeeze %x dims [0] : T -> R   (dims: input axes of extent 1 to drop)"""
 
     name = "fusion.squeeze"
-    input = operand_def(TensorType)
-    dims = prop_def(DenseArrayBase[I64])
-    assembly_format = "$input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(
-            operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, dims)},
-        )
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         dropped = set()
         for d in self.dims.get_values():
             _check_axis(d, len(axes), "squeeze dim")
@@ -444,8 +647,8 @@ class SqueezeOp(ComputeOp):
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i not in dropped]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
-        dropped = {_normalize(d, rank) for d in self.dims.get_values()}
+        rank = len(tensor_type(self.input).value_axes())
+        dropped = set(self.normalized_dims(rank))
         kept = [k for k in range(rank) if k not in dropped]
         return [kept.index(k) if k in kept else -1 for k in range(rank)]
 
@@ -453,20 +656,8 @@ class SqueezeOp(ComputeOp):
         return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
 
 
-class ReduceKind(StrEnum):
-    SUM = "sum"
-    PROD = "prod"
-    MAX = "max"
-    MIN = "min"
-
-
-@irdl_attr_definition
-class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
-    name = "fusion.reduce_kind"
-
-
 @irdl_op_definition
-class ReduceOp(ComputeOp):
+class ReduceOp(ComputeOp, StreamSliceable):
     """%r = fusion.reduce sum %x dims [1] : T<[4, 8]> -> R<[4, r8]>
 
     The reduced axes stay in the result's logical domain, marked as reduction axes
@@ -477,6 +668,7 @@ class ReduceOp(ComputeOp):
     kind = prop_def(ReduceKindAttr)
     input = operand_def(TensorType)
     dims = prop_def(DenseArrayBase[I64])
+    traits = traits_def(StandaloneHostOp())
     assembly_format = "$kind $input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, kind: ReduceKind, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
@@ -486,11 +678,11 @@ class ReduceOp(ComputeOp):
         )
 
     def reduced_axes(self) -> list[int]:
-        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
+        rank = len(tensor_type(self.input).value_axes())
         return sorted({_normalize(d, rank) for d in self.dims.get_values()})
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         if not len(self.dims):
             raise VerifyException("reduce needs at least one axis in dims")
         for d in self.dims.get_values():
@@ -500,9 +692,14 @@ class ReduceOp(ComputeOp):
         reduced = set(self.reduced_axes())
         return [(a.extent, IterKind.REDUCTION if i in reduced else a.kind) for i, a in enumerate(axes)]
 
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        gone = _removed_position(self.input, removed)
+        dims = [d - (d > gone) for d in self.reduced_axes()]
+        return ReduceOp(self.kind.data, _chunk(chunks, self.input), dims, tensor_type(out), out)
+
 
 @irdl_op_definition
-class MatmulOp(ComputeOp):
+class MatmulOp(ComputeOp, StreamSliceable):
     """%c = fusion.matmul %a, %b : A<[..., M, K]>, B<[..., K, N]> -> C<[..., M, N, rK]>
 
     Batch axes broadcast as in torch.matmul; B may also be a plain [K, N] matrix. The
@@ -514,13 +711,14 @@ class MatmulOp(ComputeOp):
     name = "fusion.matmul"
     a = operand_def(TensorType)
     b = operand_def(TensorType)
+    traits = traits_def(StandaloneHostOp())
     assembly_format = "$a `,` $b (`into` $out^)? attr-dict `:` type($a) `,` type($b) `->` type($result)"
 
     def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType, out: SSAValue | None = None):
         super().__init__(operands=[a, b, out], result_types=[result_type])
 
     def infer_axes(self) -> list[AxisShape]:
-        a, b = value_axes(self.a.type), value_axes(self.b.type)  # type: ignore[arg-type]
+        a, b = tensor_type(self.a).value_axes(), tensor_type(self.b).value_axes()
         if not a or not b:
             raise VerifyException(f"matmul operands must have rank >= 1, got {len(a)} and {len(b)}")
         k_a, k_b = a[-1], b[-2 if len(b) >= 2 else 0]
@@ -539,22 +737,29 @@ class MatmulOp(ComputeOp):
         return batch + m + n + [(k_a.extent, IterKind.REDUCTION)]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        a_rank, b_rank = len(value_axes(self.a.type)), len(value_axes(self.b.type))  # type: ignore[arg-type]
-        k = len(self.result.type.axes) - 1  # type: ignore[attr-defined]
+        a_rank, b_rank = len(tensor_type(self.a).value_axes()), len(tensor_type(self.b).value_axes())
+        k = tensor_type(self.result).rank - 1
         n = k - 1 if b_rank >= 2 else k
         m = n - 1 if a_rank >= 2 else n
         if operand is self.a:
             return [k] if a_rank == 1 else list(range(m - (a_rank - 2), m)) + [m, k]
         return [k] if b_rank == 1 else list(range(m - (b_rank - 2), m)) + [k, n]
 
+    def sharding_reference_operands(self) -> list[SSAValue]:
+        """B decides the layout of the result (it is the weight), then A."""
+        return [self.b, self.a]
+
     def verify_element_type(self) -> None:
-        if self.a.type.element_type != self.b.type.element_type:  # type: ignore[attr-defined]
+        if tensor_type(self.a).element_type != tensor_type(self.b).element_type:
             raise VerifyException("matmul operands have different element types")
         super().verify_element_type()
 
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        return MatmulOp(_chunk(chunks, self.a), _chunk(chunks, self.b), tensor_type(out), out)
+
 
 @irdl_op_definition
-class LinearOp(ComputeOp):
+class LinearOp(ComputeOp, StreamSliceable):
     """%y = fusion.linear %x, %w (bias %b)? : X<[..., K]>, W<[N, K]>(, B<[N]>)? -> Y<[..., N, rK]>"""
 
     name = "fusion.linear"
@@ -562,6 +767,7 @@ class LinearOp(ComputeOp):
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(StandaloneHostOp())
     assembly_format = (
         "$input `,` $weight (`bias` $bias^)? (`into` $out^)? attr-dict `:` "
         "type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)"
@@ -571,19 +777,19 @@ class LinearOp(ComputeOp):
         super().__init__(operands=[input, weight, bias, out], result_types=[result_type])
 
     def infer_axes(self) -> list[AxisShape]:
-        x, w = value_axes(self.input.type), value_axes(self.weight.type)  # type: ignore[arg-type]
+        x, w = tensor_type(self.input).value_axes(), tensor_type(self.weight).value_axes()
         if len(x) < 1 or len(w) != 2:
             raise VerifyException(f"linear needs an input of rank >= 1 and a [N, K] weight, got ranks {len(x)} and {len(w)}")
         if not _extents_match(x[-1].extent, w[1].extent):
             raise VerifyException(f"inner dimensions do not match: input has K={x[-1].extent}, weight has K={w[1].extent}")
         if self.bias is not None:
-            bias = value_axes(self.bias.type)  # type: ignore[arg-type]
+            bias = tensor_type(self.bias).value_axes()
             if len(bias) != 1 or not _extents_match(bias[0].extent, w[0].extent):
                 raise VerifyException(f"bias must have shape [{w[0].extent}] (N), got {[a.extent for a in bias]}")
         return axis_shapes(x[:-1]) + [(w[0].extent, IterKind.ITERATION), (x[-1].extent, IterKind.REDUCTION)]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        rank = len(self.result.type.axes)  # type: ignore[attr-defined]
+        rank = tensor_type(self.result).rank
         n, k = rank - 2, rank - 1
         if operand is self.input:
             return list(range(n)) + [k]
@@ -591,9 +797,17 @@ class LinearOp(ComputeOp):
             return [n, k]
         return [n]
 
+    def sharding_reference_operands(self) -> list[SSAValue]:
+        """The weight decides the layout of the result, then the bias, then the input."""
+        return [v for v in (self.weight, self.bias, self.input) if v is not None]
+
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        bias = None if self.bias is None else _chunk(chunks, self.bias)
+        return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, tensor_type(out), out)
+
 
 @irdl_op_definition
-class SliceOp(ComputeOp):
+class SliceOp(ComputeOp, StreamSliceable):
     """%r = fusion.slice %x starts [0, 2] stops [4, 8] steps [1, 2] : T -> R"""
 
     name = "fusion.slice"
@@ -601,6 +815,7 @@ class SliceOp(ComputeOp):
     starts = prop_def(DenseArrayBase[I64])
     stops = prop_def(DenseArrayBase[I64])
     steps = prop_def(DenseArrayBase[I64])
+    traits = traits_def(StandaloneHostOp())
     assembly_format = (
         "$input `starts` $starts `stops` $stops `steps` $steps (`into` $out^)? attr-dict "
         "`:` type($input) `->` type($result)"
@@ -616,9 +831,13 @@ class SliceOp(ComputeOp):
             },
         )
 
+    def bounds(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(starts, stops, steps), one entry per value axis of the input."""
+        return self.starts.get_values(), self.stops.get_values(), self.steps.get_values()
+
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
-        starts, stops, steps = (x.get_values() for x in (self.starts, self.stops, self.steps))
+        axes = tensor_type(self.input).value_axes()
+        starts, stops, steps = self.bounds()
         if not len(starts) == len(stops) == len(steps) == len(axes):
             raise VerifyException(f"starts, stops and steps need one entry per axis ({len(axes)})")
         result = []
@@ -630,15 +849,29 @@ class SliceOp(ComputeOp):
             result.append((-(-(stop - start) // step), IterKind.ITERATION))
         return result
 
+    def operand_chunk_stride(self, operand: SSAValue, axis: int) -> tuple[int, int]:
+        """Result chunk `i` of a slice is input chunk `start + step * i`."""
+        if operand is not self.input:
+            return 0, 1
+        position = tensor_type(operand).value_position(axis)
+        starts, _, steps = self.bounds()
+        return starts[position], steps[position]
+
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        gone = _removed_position(self.input, removed)
+        starts, stops, steps = (_drop(values, gone) for values in self.bounds())
+        return SliceOp(_chunk(chunks, self.input), starts, stops, steps, tensor_type(out), out)
+
 
 @irdl_op_definition
-class SelectOp(ComputeOp):
+class SelectOp(ComputeOp, StreamSliceable):
     """%r = fusion.select %x[%i] dim 0 : T, index -> R   (drops axis `dim`)"""
 
     name = "fusion.select"
     input = operand_def(TensorType)
     index = operand_def(IndexType | IntegerType)
     dim = prop_def(IntegerAttr[I64])
+    traits = traits_def(StandaloneHostOp())
     assembly_format = (
         "$input `[` $index `]` `dim` $dim (`into` $out^)? attr-dict `:` type($input) `,` "
         "type($index) `->` type($result)"
@@ -652,20 +885,25 @@ class SelectOp(ComputeOp):
 
     @property
     def axis(self) -> int:
-        rank = len(value_axes(self.input.type))  # type: ignore[arg-type]
+        rank = len(tensor_type(self.input).value_axes())
         return _normalize(self.dim.value.data, rank)
 
     def infer_axes(self) -> list[AxisShape]:
-        axes = value_axes(self.input.type)  # type: ignore[arg-type]
+        axes = tensor_type(self.input).value_axes()
         _check_axis(self.dim.value.data, len(axes), "select dim")
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i != self.axis]
 
     def axis_map(self, operand: SSAValue) -> dict[int, int]:
         if operand is not self.input:
             return {}
-        positions = value_positions(self.input.type)  # type: ignore[arg-type]
+        positions = tensor_type(self.input).value_positions()
         kept = [p for k, p in enumerate(positions) if k != self.axis]
         return {p: i for i, p in enumerate(kept)}
+
+    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+        gone = _removed_position(self.input, removed)
+        dim = self.axis - (self.axis > gone)
+        return SelectOp(_chunk(chunks, self.input), self.index, dim, tensor_type(out), out)
 
 
 # --------------------------------------------------------------------------- #
@@ -673,90 +911,28 @@ class SelectOp(ComputeOp):
 # --------------------------------------------------------------------------- #
 
 
-class _FuncCallable(CallableOpInterface):
-    @classmethod
-    def get_callable_region(cls, op: Operation) -> Region:
-        return op.body  # type: ignore[attr-defined]
-
-    @classmethod
-    def get_argument_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        return op.function_type.inputs.data  # type: ignore[attr-defined]
-
-    @classmethod
-    def get_result_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        return op.function_type.outputs.data  # type: ignore[attr-defined]
-
-
-class FunctionLikeOp(IRDLOperation):
-    """A symbol with one block whose arguments are the inputs, ended by a return op."""
-
-    body = region_def("single_block")
-    sym_name = prop_def(SymbolNameConstraint())
-    function_type = prop_def(FunctionType)
-    RETURN_OP: ClassVar[type[IRDLOperation]]
-
-    def __init__(self, name: str, inputs: Sequence[Attribute], outputs: Sequence[Attribute], body: Region | None = None):
-        function_type = FunctionType.from_lists(inputs, outputs)
-        if body is None:
-            body = Region(Block(arg_types=inputs))
-        super().__init__(
-            properties={"sym_name": StringAttr(name), "function_type": function_type},
-            regions=[body],
-        )
-
-    @property
-    def args(self):
-        return self.body.block.args
-
-    def verify_(self) -> None:
-        block = self.body.block
-        if tuple(block.arg_types) != self.function_type.inputs.data:
-            raise VerifyException("entry block arguments do not match the function's input types")
-        last = block.last_op
-        if not isinstance(last, self.RETURN_OP):
-            raise VerifyException(f"body must end with {self.RETURN_OP.name}")
-        returned = tuple(v.type for v in last.operands)
-        if returned != self.function_type.outputs.data:
-            raise VerifyException(
-                f"returned types ({', '.join(map(str, returned))}) do not match the "
-                f"declared results ({', '.join(map(str, self.function_type.outputs.data))})"
-            )
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        name, inputs, outputs, region, extra, _, _ = parse_func_op_like(
-            parser, reserved_attr_names=("sym_name", "function_type")
-        )
-        op = cls(name, inputs, outputs, region)
-        if extra is not None:
-            op.attributes |= extra.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_func_op_like(
-            printer, self.sym_name, self.function_type, self.body, self.attributes,
-            reserved_attr_names=("sym_name", "function_type"),
-        )
-
-
-@irdl_op_definition
-class ReturnOp(IRDLOperation):
-    name = "fusion.return"
-    values = var_operand_def(TensorType)
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FuncOp)))
-    assembly_format = "($values^ `:` type($values))? attr-dict"
-
-    def __init__(self, *values: SSAValue):
-        super().__init__(operands=[values])
-
-
 @irdl_op_definition
 class FuncOp(FunctionLikeOp):
-    """fusion.func @f(%a: T) -> R { ... fusion.return %r : R }"""
+    """fusion.func @f(%a: T) -> R { ... fusion.return %r : R }
+
+    A user fusion, or a kernel unit that a host program runs with hir.post_on_stream
+    (hostir_dialect/symbols.py tells them apart).
+    """
 
     name = "fusion.func"
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _FuncCallable())
-    RETURN_OP: ClassVar[type[IRDLOperation]] = ReturnOp
+    RETURN_OP: ClassVar[str] = "fusion.return"
+
+
+@irdl_op_definition
+class ReturnOp(ReturnLikeOp):
+    """fusion.return %r : R
+
+    The fusion's outputs; in a kernel unit, what its hir.post_on_stream returns (or
+    writes into its outs).
+    """
+
+    name = "fusion.return"
+    traits = traits_def(IsTerminator(), HasParent(FuncOp))
 
 
 COMPUTE_OPS: list[type[ComputeOp]] = [

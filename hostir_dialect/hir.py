@@ -19,13 +19,12 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
-    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -36,20 +35,19 @@ from xdsl.irdl import (
 )
 from xdsl.traits import (
     HasParent,
-    IsolatedFromAbove,
     IsTerminator,
     MemoryAllocEffect,
     MemoryFreeEffect,
     MemoryWriteEffect,
     Pure,
-    SymbolOpInterface,
     SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .fusion import FuncOp, FunctionLikeOp, ReduceKind, ReduceKindAttr, _FuncCallable
-from .tensor_type import TensorType
+from .functions import FunctionLikeOp, ReturnLikeOp
+from .fusion import FuncOp, ReduceKind, ReduceKindAttr
+from .tensor_type import TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Types and enums
@@ -71,13 +69,17 @@ class WorkType(ParametrizedAttribute, TypeAttribute):
 
 
 class Backend(StrEnum):
+    """The transport the compiler intends for a communication (informative: the runtime
+    posts every collective on the world's backend, docs/design_notes.md "Runtime")."""
+
     NCCL = "nccl"
     GLOO = "gloo"
-    UCC = "ucc"
 
 
 @irdl_attr_definition
 class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
+    """`backend nccl|gloo` on a communication; nccl, the default, is not printed."""
+
     name = "hir.backend"
 
 
@@ -87,23 +89,24 @@ class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
-    name = "hir.return"
-    values = var_operand_def(TensorType)
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(ProgramOp)))
-    assembly_format = "($values^ `:` type($values))? attr-dict"
+class ProgramOp(FunctionLikeOp):
+    """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program.
 
-    def __init__(self, *values: SSAValue):
-        super().__init__(operands=[values])
+    The same text runs on every rank: its arguments and results are that rank's local
+    shards (None outside a tensor's mesh), and an op whose team or mesh leaves the rank
+    out is skipped there.
+    """
+
+    name = "hir.program"
+    RETURN_OP: ClassVar[str] = "hir.return"
 
 
 @irdl_op_definition
-class ProgramOp(FunctionLikeOp):
-    """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program."""
+class ReturnOp(ReturnLikeOp):
+    """hir.return %r : R"""
 
-    name = "hir.program"
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _FuncCallable())
-    RETURN_OP: ClassVar[type[IRDLOperation]] = ReturnOp
+    name = "hir.return"
+    traits = traits_def(IsTerminator(), HasParent(ProgramOp))
 
 
 # --------------------------------------------------------------------------- #
@@ -113,7 +116,10 @@ class ProgramOp(FunctionLikeOp):
 
 @irdl_op_definition
 class AllocateOp(IRDLOperation):
-    """%b = hir.allocate : T   -- the local buffer of T; a no-op when %b is already bound."""
+    """%b = hir.allocate : T   -- the local buffer of T.
+
+    A no-op when %b is already bound; on a rank outside T's mesh, no buffer at all.
+    """
 
     name = "hir.allocate"
     result = result_def(TensorType)
@@ -124,8 +130,18 @@ class AllocateOp(IRDLOperation):
         super().__init__(result_types=[tensor_type])
 
 
+class HostEffectOp(IRDLOperation):
+    """An op of one operand and no result, there for its effect (a write effect at
+    least, so dead-code elimination never removes it)."""
+
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self, operand: SSAValue):
+        super().__init__(operands=[operand])
+
+
 @irdl_op_definition
-class DeallocateOp(IRDLOperation):
+class DeallocateOp(HostEffectOp):
     """hir.deallocate %b : T   -- drop this rank's reference to the buffer."""
 
     name = "hir.deallocate"
@@ -133,12 +149,25 @@ class DeallocateOp(IRDLOperation):
     traits = traits_def(MemoryFreeEffect())
     assembly_format = "$buffer attr-dict `:` type($buffer)"
 
-    def __init__(self, buffer: SSAValue):
-        super().__init__(operands=[buffer])
+
+class TensorAxisOp(IRDLOperation):
+    """An op about one logical axis `axis` of its first operand, the tensor `input`
+    (declared by each op: IRDL orders a subclass's operands before its base's)."""
+
+    axis = prop_def(IntegerAttr[I64])
+
+    @property
+    def axis_index(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        rank = tensor_type(self.input).rank
+        if not 0 <= self.axis_index < rank:
+            raise VerifyException(f"axis {self.axis_index} is out of range for rank {rank}")
 
 
 @irdl_op_definition
-class AliasSelectOp(IRDLOperation):
+class AliasSelectOp(TensorAxisOp):
     """%v = hir.alias_select %t[%i] axis 0 : T -> R   -- a view of one slice, never a copy.
 
     `axis` is a logical axis of T; on a broadcast axis the index is taken as 0.
@@ -147,7 +176,6 @@ class AliasSelectOp(IRDLOperation):
     name = "hir.alias_select"
     input = operand_def(TensorType)
     index = operand_def(IndexType)
-    axis = prop_def(IntegerAttr[I64])
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$input `[` $index `]` `axis` $axis attr-dict `:` type($input) `->` type($result)"
@@ -158,15 +186,9 @@ class AliasSelectOp(IRDLOperation):
             properties={"axis": IntegerAttr(axis, 64)},
         )
 
-    @property
-    def axis_index(self) -> int:
-        return self.axis.value.data
-
     def verify_(self) -> None:
-        source, result = self.input.type, self.result.type
-        assert isinstance(source, TensorType) and isinstance(result, TensorType)
-        if not 0 <= self.axis_index < source.rank:
-            raise VerifyException(f"axis {self.axis_index} is out of range for rank {source.rank}")
+        super().verify_()
+        source, result = tensor_type(self.input), tensor_type(self.result)
         if source.axes[self.axis_index].is_reduction:
             raise VerifyException(f"axis {self.axis_index} is a reduction axis, which has no storage to select from")
         expected = [a.extent for i, a in enumerate(source.axes) if i != self.axis_index]
@@ -176,24 +198,26 @@ class AliasSelectOp(IRDLOperation):
             raise VerifyException("a view keeps the element type of its input")
 
 
+class IndexValueOp(IRDLOperation):
+    """A pure op whose one result is an index."""
+
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, *operands: SSAValue, properties: dict[str, Attribute] | None = None):
+        super().__init__(operands=operands, result_types=[IndexType()], properties=properties or {})
+
+
 @irdl_op_definition
-class ExtentOp(IRDLOperation):
+class ExtentOp(TensorAxisOp, IndexValueOp):
     """%n = hir.extent %t axis 0 : T   -- the run-time extent of a (dynamic) logical axis."""
 
     name = "hir.extent"
     input = operand_def(TensorType)
-    axis = prop_def(IntegerAttr[I64])
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
     assembly_format = "$input `axis` $axis attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue, axis: int):
-        super().__init__(operands=[input], result_types=[IndexType()], properties={"axis": IntegerAttr(axis, 64)})
-
-    def verify_(self) -> None:
-        assert isinstance(self.input.type, TensorType)
-        if not 0 <= self.axis.value.data < self.input.type.rank:
-            raise VerifyException(f"axis {self.axis.value.data} is out of range for rank {self.input.type.rank}")
+        super().__init__(input, properties={"axis": IntegerAttr(axis, 64)})
 
 
 # --------------------------------------------------------------------------- #
@@ -201,68 +225,64 @@ class ExtentOp(IRDLOperation):
 # --------------------------------------------------------------------------- #
 
 
+class StreamValueOp(IRDLOperation):
+    """An op whose one result is a stream; built from its operands."""
+
+    result = result_def(StreamType)
+
+    def __init__(self, *operands: SSAValue):
+        super().__init__(operands=operands, result_types=[StreamType()])
+
+
 @irdl_op_definition
-class GetCurrentStreamOp(IRDLOperation):
-    """%s = hir.get_current_stream   -- capture the stream the user launched us on."""
+class GetCurrentStreamOp(StreamValueOp):
+    """%s = hir.get_current_stream   -- capture the stream the user launched us on.
+
+    A write effect keeps it in place between stream switches (and never removed).
+    """
 
     name = "hir.get_current_stream"
-    result = result_def(StreamType)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = "attr-dict"
 
-    def __init__(self):
-        super().__init__(result_types=[StreamType()])
-
 
 @irdl_op_definition
-class StreamOp(IRDLOperation):
+class StreamOp(StreamValueOp):
     """%s = hir.stream %key   -- the worker stream for an integer key, created once, cached."""
 
     name = "hir.stream"
     key = operand_def(IndexType)
-    result = result_def(StreamType)
     traits = traits_def(Pure())
     assembly_format = "$key attr-dict"
 
-    def __init__(self, key: SSAValue):
-        super().__init__(operands=[key], result_types=[StreamType()])
 
+class StreamEffectOp(HostEffectOp):
+    """`hir.<op> %s` of a stream %s."""
 
-@irdl_op_definition
-class SetCurrentStreamOp(IRDLOperation):
-    name = "hir.set_current_stream"
     stream = operand_def(StreamType)
-    traits = traits_def(MemoryWriteEffect())
     assembly_format = "$stream attr-dict"
 
-    def __init__(self, stream: SSAValue):
-        super().__init__(operands=[stream])
+
+@irdl_op_definition
+class SetCurrentStreamOp(StreamEffectOp):
+    """hir.set_current_stream %s   -- later device work is enqueued on %s."""
+
+    name = "hir.set_current_stream"
 
 
 @irdl_op_definition
-class SynchronizeOp(IRDLOperation):
+class SynchronizeOp(StreamEffectOp):
     """hir.synchronize %s   -- the current stream waits for %s; the host never blocks."""
 
     name = "hir.synchronize"
-    stream = operand_def(StreamType)
-    traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$stream attr-dict"
-
-    def __init__(self, stream: SSAValue):
-        super().__init__(operands=[stream])
 
 
 @irdl_op_definition
-class NumberOfStreamsOp(IRDLOperation):
+class NumberOfStreamsOp(IndexValueOp):
     """%n = hir.number_of_streams   -- a run parameter (default 4)."""
 
     name = "hir.number_of_streams"
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
     assembly_format = "attr-dict"
-
-    def __init__(self):
-        super().__init__(result_types=[IndexType()])
 
 
 # --------------------------------------------------------------------------- #
@@ -376,33 +396,84 @@ class CollectiveOp(IRDLOperation):
         self.verify_buffers()
 
     def verify_buffers(self) -> None:
-        for v in (self.input, self.output):
-            assert isinstance(v.type, TensorType)
-        if self.input.type.element_type != self.output.type.element_type:  # type: ignore[attr-defined]
+        if tensor_type(self.input).element_type != tensor_type(self.output).element_type:
             raise VerifyException("input and output buffers have different element types")
 
 
-def _collective(op_name: str, *, has_root: bool = False, reduces: bool = False, doc: str) -> type[CollectiveOp]:
-    cls = type(
-        "".join(w.capitalize() for w in op_name.split(".")[1].split("_")) + "Op",
-        (CollectiveOp,),
-        {
-            "name": op_name, "HAS_ROOT": has_root, "REDUCES": reduces, "__doc__": doc, "__module__": __name__,
-            "__annotations__": {"HAS_ROOT": ClassVar[bool], "REDUCES": ClassVar[bool]},
-        },
-    )
-    return irdl_op_definition(cls)
+class RootedCollectiveOp(CollectiveOp):
+    """A collective with a root device (`root R`)."""
+
+    HAS_ROOT: ClassVar[bool] = True
 
 
-AllgatherOp = _collective("hir.allgather", doc="Every team member gets all shards, concatenated along axis 0.")
-AllreduceOp = _collective("hir.allreduce", reduces=True, doc="Every team member gets the reduction of all inputs.")
-ReduceScatterOp = _collective("hir.reduce_scatter", reduces=True, doc="Reduce, then member i keeps chunk i (axis 0).")
-ScatterOp = _collective("hir.scatter", has_root=True, doc="The root's input is split in team-size chunks, one per member.")
-GatherOp = _collective("hir.gather", has_root=True, doc="The root gets every member's input, concatenated.")
-BroadcastOp = _collective("hir.broadcast", has_root=True, doc="Every member gets the root's input.")
-ReduceOp = _collective("hir.reduce", has_root=True, reduces=True, doc="The root gets the reduction of all inputs.")
-SendRecvOp = _collective("hir.send_recv", has_root=True, doc="Team [sender, receiver], root = sender: one copy.")
-AllToAllOp = _collective("hir.all_to_all", doc="Member i sends chunk j of its input to member j.")
+class ReducingCollectiveOp(CollectiveOp):
+    """A collective that reduces (`op sum|prod|max|min`)."""
+
+    REDUCES: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class AllgatherOp(CollectiveOp):
+    """Every team member gets all shards, concatenated along axis 0."""
+
+    name = "hir.allgather"
+
+
+@irdl_op_definition
+class AllreduceOp(ReducingCollectiveOp):
+    """Every team member gets the reduction of all inputs."""
+
+    name = "hir.allreduce"
+
+
+@irdl_op_definition
+class ReduceScatterOp(ReducingCollectiveOp):
+    """Reduce, then member i keeps chunk i (axis 0)."""
+
+    name = "hir.reduce_scatter"
+
+
+@irdl_op_definition
+class ScatterOp(RootedCollectiveOp):
+    """The root's input is split in team-size chunks, one per member."""
+
+    name = "hir.scatter"
+
+
+@irdl_op_definition
+class GatherOp(RootedCollectiveOp):
+    """The root gets every member's input, concatenated."""
+
+    name = "hir.gather"
+
+
+@irdl_op_definition
+class BroadcastOp(RootedCollectiveOp):
+    """Every member gets the root's input."""
+
+    name = "hir.broadcast"
+
+
+@irdl_op_definition
+class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
+    """The root gets the reduction of all inputs."""
+
+    name = "hir.reduce"
+
+
+@irdl_op_definition
+class SendRecvOp(RootedCollectiveOp):
+    """Team [sender, receiver], root = sender: one copy."""
+
+    name = "hir.send_recv"
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveOp):
+    """Member i sends chunk j of its input to member j."""
+
+    name = "hir.all_to_all"
+
 
 COLLECTIVE_OPS: list[type[CollectiveOp]] = [
     AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
@@ -434,16 +505,12 @@ class RecvOp(PointToPointOp):
 
 
 @irdl_op_definition
-class WaitOp(IRDLOperation):
+class WaitOp(HostEffectOp):
     """hir.wait %w   -- the current stream waits for the collective (the host does not)."""
 
     name = "hir.wait"
     work = operand_def(WorkType)
-    traits = traits_def(MemoryWriteEffect())
     assembly_format = "$work attr-dict"
-
-    def __init__(self, work: SSAValue):
-        super().__init__(operands=[work])
 
 
 HIR = Dialect(

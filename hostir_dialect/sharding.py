@@ -1,5 +1,8 @@
-"""Sharding analysis: how a tensor is split over devices and streams, and which ops
-change that (nvFuser's haveDifferentShardings / isResharding, §2.4 of the reference).
+"""Sharding queries: how a tensor is split over devices and streams, and which ops move
+data between devices (nvFuser's haveDifferentShardings / isResharding,
+csrc/multidevice/resharding.cpp). The queries both the passes and the runtime ask
+live here; the passes' policy (propagation, what one communication can
+do) is passes/sharding_policy.py.
 """
 
 from __future__ import annotations
@@ -7,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
-from .fusion import ComputeOp, LinearOp, MatmulOp, ReduceOp, SetOp, value_axes
-from .tensor_type import DYNAMIC, Axis, ParallelType, Piece, TensorType
-
-DEVICE_TYPES = (ParallelType.DIDX, ParallelType.DIDY)
+from .fusion import ComputeOp
+from .tensor_type import DEVICE_KINDS, ParallelKind, TensorType, tensor_type
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Placement:
     extent: int
 
 
-def placement(t: TensorType, parallel: ParallelType, include_reduction: bool = False) -> Placement | None:
+def placement(t: TensorType, parallel: ParallelKind, include_reduction: bool = False) -> Placement | None:
     for index, axis in enumerate(t.axes):
         if axis.is_reduction and not include_reduction:
             continue
@@ -35,13 +36,8 @@ def placement(t: TensorType, parallel: ParallelType, include_reduction: bool = F
     return None
 
 
-def is_inner_split(axis: Axis, parallel: ParallelType) -> bool:
-    """Parallelized on a piece that is not the outermost one (nvFuser rejects these)."""
-    return any(p.parallel == parallel for p in axis.pieces[1:])
-
-
 def have_different_shardings(
-    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType] = DEVICE_TYPES
+    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelKind] = DEVICE_KINDS
 ) -> bool:
     """Does reading `producer` as `consumer` (axes related by `axis_map`) move data
     between devices (or, for Stream, between stream chunks)?"""
@@ -83,187 +79,18 @@ def reduces_sharded_axis(op: Operation) -> bool:
     device holds only a partial result until a communication combines them."""
     if not isinstance(op, ComputeOp):
         return False
-    result = op.result.type
-    assert isinstance(result, TensorType)
-    return any(a.is_reduction and a.parallel_types() & set(DEVICE_TYPES) for a in result.axes)
+    return any(a.is_reduction and a.parallel_types() & set(DEVICE_KINDS) for a in tensor_type(op.result).axes)
 
 
 def is_resharding(op: Operation) -> bool:
     """Some tensor input and the result are sharded differently over devices."""
     if not isinstance(op, ComputeOp):
         return False
-    result = op.result.type
-    assert isinstance(result, TensorType)
-    return any(
-        have_different_shardings(v.type, result, op.axis_map(v))  # type: ignore[arg-type]
-        for v in op.tensor_inputs()
-    )
+    result = tensor_type(op.result)
+    return any(have_different_shardings(tensor_type(v), result, op.axis_map(v)) for v in op.tensor_inputs())
 
 
-# --------------------------------------------------------------------------- #
-# Propagation (propagate-shardings, decompose-reshardings)
-# --------------------------------------------------------------------------- #
-
-PROPAGATED_TYPES = (ParallelType.DIDX, ParallelType.DIDY, ParallelType.STREAM)
-
-
-class ShardingError(Exception):
-    """A sharding that cannot be propagated or lowered; passes report it at the op."""
-
-
-def is_annotated(t: TensorType) -> bool:
-    """Carries a device mesh or a parallelized piece: a sharding the user chose."""
-    return t.mesh is not None or any(axis.parallel_types() for axis in t.axes)
-
-
-def parallel_count(t: TensorType) -> int:
-    """Stream pieces and device pieces of value axes (nvFuser's "most parallel" measure)."""
-    return sum(
-        1
-        for axis in t.axes
-        for piece in axis.pieces
-        if piece.parallel == ParallelType.STREAM or (piece.parallel.is_device and not axis.is_reduction)
-    )
-
-
-def by_parallelism(values: Iterable[SSAValue]) -> list[SSAValue]:
-    """Most parallel first; ties broken by mesh rank, then by operand order."""
-
-    def key(v: SSAValue) -> tuple[int, int]:
-        t = v.type
-        assert isinstance(t, TensorType)
-        return -parallel_count(t), -(t.mesh.ndim if t.mesh else 0)
-
-    return sorted(values, key=key)
-
-
-def reference_inputs(op: ComputeOp) -> list[SSAValue]:
-    """The inputs to propagate a sharding from, best first: the weight of a matmul or
-    linear (it decides the layout of the result), otherwise the most parallel input."""
-    if isinstance(op, MatmulOp):
-        return [op.b, op.a]
-    if isinstance(op, LinearOp):
-        return [v for v in (op.weight, op.bias, op.input) if v is not None]
-    return by_parallelism(op.tensor_inputs())
-
-
-def forward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:
-    """`op.axis_map(operand)` restricted to axes that can carry an outer split onto
-    their target: when several operand axes merge into one result axis (reshape), only
-    the outermost of them does."""
-    outermost: dict[int, int] = {}
-    for source, target in sorted(op.axis_map(operand).items()):
-        outermost.setdefault(target, source)
-    return {source: target for target, source in outermost.items()}
-
-
-def backward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:
-    """Result axis -> the (outermost) operand axis that becomes it."""
-    return {target: source for source, target in forward_axis_map(op, operand).items()}
-
-
-def propagate_parallel_types(
-    reference: TensorType, target: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType]
-) -> TensorType:
-    """`target` with the reference's mesh (if it has none) and each parallel type of
-    `types` it lacks, replayed as an outer split of the axis `axis_map` maps the
-    reference's parallel axis to. A device type moves only to a mesh with the same
-    number of devices along it; target axes already split or parallelized, and
-    broadcast axes, are left alone."""
-    if target.mesh is None and reference.mesh is not None:
-        target = target.with_(mesh=reference.mesh)
-    for parallel in types:
-        if placement(target, parallel, include_reduction=True) is not None:
-            continue
-        source = placement(reference, parallel, include_reduction=True)
-        if source is None or source.axis not in axis_map:
-            continue
-        if parallel.is_device and not _same_device_axis(reference, target, parallel):
-            continue
-        if source.outer_factors:
-            raise ShardingError("inner split for device or stream parallelization is not supported")
-        index = axis_map[source.axis]
-        axis = target.axes[index]
-        if axis.is_broadcast or axis.is_split or axis.parallel_types():
-            continue
-        pieces = _outer_split(reference.axes[source.axis], source.extent, axis, index, parallel)
-        axes = list(target.axes)
-        axes[index] = Axis(axis.extent, axis.kind, pieces)
-        target = target.with_(axes=tuple(axes))
-    return target
-
-
-def _same_device_axis(reference: TensorType, target: TensorType, parallel: ParallelType) -> bool:
-    if reference.mesh is None or target.mesh is None or target.mesh.axis_of(parallel) is None:
-        return False
-    return reference.mesh.axis_size(parallel) == target.mesh.axis_size(parallel)
-
-
-def _outer_split(source: Axis, factor: int, axis: Axis, index: int, parallel: ParallelType) -> tuple[Piece, ...]:
-    if not source.is_split and source.extent == axis.extent:
-        return (Piece(axis.extent, parallel),)
-    if axis.extent != DYNAMIC and (factor == DYNAMIC or axis.extent % factor):
-        shown = "?" if factor == DYNAMIC else factor
-        raise ShardingError(f"split factor {shown} does not divide extent {axis.extent} of axis {index}")
-    if factor == axis.extent:
-        return (Piece(axis.extent, parallel),)
-    inner = DYNAMIC if axis.extent == DYNAMIC else axis.extent // factor
-    return Piece(factor, parallel), Piece(inner)
-
-
-def unsharded(t: TensorType) -> TensorType:
-    """The same axes without any parallelization (and the identity allocation)."""
-    return t.with_(axes=tuple(a.unparallelized() for a in t.axes), alloc_order=None, stream_allocated=False)
-
-
-# --------------------------------------------------------------------------- #
-# What one communication can do (decompose-reshardings, convert-op-to-communication)
-# --------------------------------------------------------------------------- #
-
-
-def sharding_changes(
-    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelType] = DEVICE_TYPES
-) -> list[ParallelType]:
-    """The parallel types whose placement differs between producer and consumer. A mesh
-    change counts only for the types either side is parallelized on: moving a tensor
-    sharded on DIDx to another mesh changes DIDx alone, a replicated one changes none."""
-    return [
-        t for t in types
-        if have_different_shardings(producer, consumer, axis_map, (t,))
-        and (placement(producer, t) is not None or placement(consumer, t, include_reduction=True) is not None)
-    ]
-
-
-def device_parallel_reduced_axes(op: ReduceOp) -> list[int]:
-    """Reduced input axes (value positions) that carry a device-parallel piece."""
-    source = op.input.type
-    assert isinstance(source, TensorType)
-    axes = [a for a in source.axes if not a.is_reduction]
-    return [d for d in op.reduced_axes() if axes[d].parallel_types() & set(DEVICE_TYPES)]
-
-
-def communication_problem(op: Operation) -> str | None:
-    """Why the resharding `op` is not exactly one communication (None if it is, or if
-    it does not reshard): a `fusion.set`, or a `fusion.reduce` of exactly one axis that
-    is device-parallel as a whole in its input, changing at most one parallel type."""
-    if reduces_sharded_axis(op):
-        return "its result keeps a device-parallel reduction axis (a partial result per device)"
-    if not is_resharding(op):
-        return None
-    assert isinstance(op, ComputeOp)
-    if len(op.tensor_inputs()) != 1:
-        return "it has several tensor inputs"
-    if not isinstance(op, SetOp | ReduceOp):
-        return f"{op.name} computes as well as reshards"
-    (source,) = op.tensor_inputs()
-    changed = sharding_changes(source.type, op.result.type, op.axis_map(source))  # type: ignore[arg-type]
-    if len(changed) > 1:
-        return f"it changes more than one parallel type ({', '.join(changed)})"
-    if isinstance(op, ReduceOp):
-        sharded = device_parallel_reduced_axes(op)
-        if len(op.reduced_axes()) != 1 or len(sharded) != 1:
-            return "a resharding reduction must reduce exactly one axis, a device-parallel one"
-        axis = value_axes(source.type)[sharded[0]]  # type: ignore[arg-type]
-        if axis.is_split:
-            return "the reduced device-parallel axis is split; reduce its device piece alone"
-    return None
+def communicates(op: Operation) -> bool:
+    """Moves data between devices: its input and result are sharded differently, or it
+    reduces over a device-parallel axis (each device holds only a partial result)."""
+    return is_resharding(op) or reduces_sharded_axis(op)

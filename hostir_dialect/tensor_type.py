@@ -22,10 +22,16 @@ The allocation domain says how the local buffer is laid out: `alloc=[...]` lists
 logical axes in allocation (major-to-minor) order. Device-parallel pieces are always
 sharded in the allocation; the stream piece is only if its axis carries the `stream`
 marker in `alloc` (see finalize-multidevice-domains). Reduction axes are never allocated.
+
+`TensorType` is the one query surface: `local_shape`, `stream_axis`, `is_sharded`,
+`value_shape`, `allocation_order`, ... are its methods. `TensorDesc` is its parameter
+data, with the verifier's `problems()` and nothing else; `tensor_type(value)` is the
+typed accessor for an SSA value's type.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
@@ -36,13 +42,15 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerType,
 )
-from xdsl.ir import Attribute, Data, TypeAttribute
+from xdsl.ir import Attribute, Data, SSAValue, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.str_enum import StrEnum
+
+from .parsing import peek_token
 
 DYNAMIC = -1
 """Extent of an axis whose size is only known at run time (printed `?`)."""
@@ -54,7 +62,10 @@ class IterKind(StrEnum):
     BROADCAST = "b"
 
 
-class ParallelType(StrEnum):
+class ParallelKind(StrEnum):
+    """How a loop axis is parallelized, spelled as in the IR (`2 didx`). The frontend's
+    nvFuser-spelled `ParallelType.DIDx` names these members."""
+
     SERIAL = "serial"
     STREAM = "stream"
     DIDX = "didx"
@@ -62,7 +73,10 @@ class ParallelType(StrEnum):
 
     @property
     def is_device(self) -> bool:
-        return self in (ParallelType.DIDX, ParallelType.DIDY)
+        return self in (ParallelKind.DIDX, ParallelKind.DIDY)
+
+
+DEVICE_KINDS = (ParallelKind.DIDX, ParallelKind.DIDY)
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,7 @@ class Piece:
     """One loop axis: a whole logical axis, or one part of an outer split of it."""
 
     extent: int
-    parallel: ParallelType = ParallelType.SERIAL
+    parallel: ParallelKind = ParallelKind.SERIAL
 
 
 @dataclass(frozen=True)
@@ -97,8 +111,8 @@ class Axis:
     def is_broadcast(self) -> bool:
         return self.kind == IterKind.BROADCAST
 
-    def parallel_types(self) -> set[ParallelType]:
-        return {p.parallel for p in self.pieces} - {ParallelType.SERIAL}
+    def parallel_types(self) -> set[ParallelKind]:
+        return {p.parallel for p in self.pieces} - {ParallelKind.SERIAL}
 
     def with_kind(self, kind: IterKind) -> Axis:
         return replace(self, kind=kind)
@@ -131,12 +145,12 @@ class Mesh:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def axis_of(self, parallel: ParallelType) -> int | None:
+    def axis_of(self, parallel: ParallelKind) -> int | None:
         """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one before."""
-        index = self.ndim - 1 - (0 if parallel == ParallelType.DIDX else 1)
+        index = self.ndim - 1 - (0 if parallel == ParallelKind.DIDX else 1)
         return index if index >= 0 else None
 
-    def axis_size(self, parallel: ParallelType) -> int:
+    def axis_size(self, parallel: ParallelKind) -> int:
         axis = self.axis_of(parallel)
         return 1 if axis is None else self.shape[axis]
 
@@ -148,12 +162,12 @@ class Mesh:
             flat //= extent
         return tuple(reversed(coordinate))
 
-    def index_along(self, device: int, parallel: ParallelType) -> int:
+    def index_along(self, device: int, parallel: ParallelKind) -> int:
         """This device's position along the mesh axis of `parallel` (0 if none)."""
         axis = self.axis_of(parallel)
         return 0 if axis is None else self.coordinate(device)[axis]
 
-    def slice(self, device: int, parallel: ParallelType) -> tuple[int, ...]:
+    def slice(self, device: int, parallel: ParallelKind) -> tuple[int, ...]:
         """The devices that differ from `device` only along `parallel`'s mesh axis."""
         axis = self.axis_of(parallel)
         if axis is None:
@@ -186,15 +200,26 @@ class Mesh:
 SUPPORTED_ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType)
 
 
+def _axis_with(axes: Sequence[Axis], parallel: ParallelKind, include_reduction: bool = True) -> int | None:
+    """The logical axis owning the piece parallelized on `parallel`, if any."""
+    for index, axis in enumerate(axes):
+        if axis.is_reduction and not include_reduction:
+            continue
+        if any(p.parallel == parallel for p in axis.pieces):
+            return index
+    return None
+
+
 @dataclass(frozen=True)
 class TensorDesc:
+    """The parameter data of a `TensorType` and its verification; query the type."""
+
     element_type: Attribute
     axes: tuple[Axis, ...]
     mesh: Mesh | None = None
     alloc_order: tuple[int, ...] | None = None
     stream_allocated: bool = False
 
-    # -- verification ---------------------------------------------------------
     def problems(self) -> Iterator[str]:
         """Every reason this type is invalid, most basic first."""
         if not isinstance(self.element_type, SUPPORTED_ELEMENT_TYPES):
@@ -219,9 +244,9 @@ class TensorDesc:
 
     def _parallel_problems(self) -> Iterator[str]:
         pieces = [p for axis in self.axes for p in axis.pieces]
-        for parallel in ParallelType:
+        for parallel in ParallelKind:
             count = sum(p.parallel == parallel for p in pieces)
-            if parallel != ParallelType.SERIAL and count > 1:
+            if parallel != ParallelKind.SERIAL and count > 1:
                 yield f"{count} {parallel} axes; at most one is allowed"
         for piece in pieces:
             if not piece.parallel.is_device:
@@ -238,85 +263,14 @@ class TensorDesc:
                 )
 
     def _alloc_problems(self) -> Iterator[str]:
-        if self.alloc_order is not None and sorted(self.alloc_order) != list(range(self.rank)):
+        rank = len(self.axes)
+        if self.alloc_order is not None and sorted(self.alloc_order) != list(range(rank)):
             yield (
                 f"allocation order {list(self.alloc_order)} is not a permutation of "
-                f"the {self.rank} logical axes"
+                f"the {rank} logical axes"
             )
-        if self.stream_allocated and self.stream_axis() is None:
+        if self.stream_allocated and _axis_with(self.axes, ParallelKind.STREAM) is None:
             yield "allocation marks a stream axis but the tensor has none"
-
-    # -- queries --------------------------------------------------------------
-    @property
-    def rank(self) -> int:
-        return len(self.axes)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Logical extents, reduction axes included."""
-        return tuple(a.extent for a in self.axes)
-
-    def loop_domain(self) -> list[tuple[int, Piece]]:
-        """(logical axis, piece) for every loop axis, outermost first."""
-        return [(i, p) for i, axis in enumerate(self.axes) for p in axis.pieces]
-
-    def axis_with(self, parallel: ParallelType, include_reduction: bool = True) -> int | None:
-        """The logical axis owning the piece parallelized on `parallel`, if any."""
-        for index, axis in enumerate(self.axes):
-            if axis.is_reduction and not include_reduction:
-                continue
-            if any(p.parallel == parallel for p in axis.pieces):
-                return index
-        return None
-
-    def stream_axis(self) -> int | None:
-        return self.axis_with(ParallelType.STREAM)
-
-    def is_sharded(self, parallel: ParallelType | None = None) -> bool:
-        """Has a non-reduction device-parallel axis (of type `parallel` if given)."""
-        kinds = (parallel,) if parallel else (ParallelType.DIDX, ParallelType.DIDY)
-        return any(self.axis_with(k, include_reduction=False) is not None for k in kinds)
-
-    def allocation_order(self) -> tuple[int, ...]:
-        return self.alloc_order if self.alloc_order is not None else tuple(range(self.rank))
-
-    def value_shape(self) -> tuple[int, ...]:
-        """The global (unsharded) shape of the tensor's value: reduction axes dropped."""
-        return tuple(a.extent for a in self.axes if not a.is_reduction)
-
-    def local_extent(self, index: int, *, stream_sharded: bool | None = None) -> int:
-        """Extent of logical axis `index` in one rank's buffer."""
-        axis = self.axes[index]
-        if stream_sharded is None:
-            stream_sharded = self.stream_allocated
-        divisor = 1
-        for piece in axis.pieces:
-            if piece.parallel.is_device or (
-                stream_sharded and piece.parallel == ParallelType.STREAM
-            ):
-                if not axis.is_split:
-                    return 1  # the whole axis is the parallel piece, even when dynamic
-                if piece.extent == DYNAMIC:
-                    return DYNAMIC
-                divisor *= piece.extent
-        if axis.extent == DYNAMIC:
-            return DYNAMIC
-        return axis.extent // divisor
-
-    def local_shape(self, rank: int | None = None) -> tuple[int, ...] | None:
-        """Shape of the buffer rank `rank` allocates, in allocation order.
-
-        None if the tensor has a mesh that does not contain `rank`. Device-parallel
-        axes count at their local extent, so the shape is the same on every member.
-        """
-        if self.mesh is not None and rank is not None and rank not in self.mesh.devices:
-            return None
-        return tuple(
-            self.local_extent(i) for i in self.allocation_order() if not self.axes[i].is_reduction
-        )
-
-    def has_mesh_member(self, rank: int) -> bool:
-        return self.mesh is None or rank in self.mesh.devices
 
 
 def _axis_problems(index: int, axis: Axis) -> Iterator[str]:
@@ -368,7 +322,7 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         for problem in self.data.problems():
             raise VerifyException(f"invalid tensor type: {problem}")
 
-    # -- convenience ------------------------------------------------------------
+    # -- construction -----------------------------------------------------------
     @staticmethod
     def of(
         element_type: Attribute,
@@ -386,10 +340,11 @@ class TensorType(Data[TensorDesc], TypeAttribute):
     def with_(self, **changes) -> TensorType:
         """A copy with TensorDesc fields replaced (normalizing an identity alloc order)."""
         desc = replace(self.data, **changes)
-        if desc.alloc_order == tuple(range(desc.rank)):
+        if desc.alloc_order == tuple(range(len(desc.axes))):
             desc = replace(desc, alloc_order=None)
         return TensorType(desc)
 
+    # -- the parameters -----------------------------------------------------------
     @property
     def element_type(self) -> Attribute:
         return self.data.element_type
@@ -403,12 +358,102 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         return self.data.mesh
 
     @property
+    def alloc_order(self) -> tuple[int, ...] | None:
+        """The allocation order as written; None for the identity (see allocation_order)."""
+        return self.data.alloc_order
+
+    @property
+    def stream_allocated(self) -> bool:
+        """Is the stream piece sharded in the allocation (one chunk at a time)?"""
+        return self.data.stream_allocated
+
+    # -- queries --------------------------------------------------------------------
+    @property
     def rank(self) -> int:
-        return self.data.rank
+        return len(self.axes)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.data.shape
+        """Logical extents, reduction axes included."""
+        return tuple(a.extent for a in self.axes)
+
+    def loop_domain(self) -> list[tuple[int, Piece]]:
+        """(logical axis, piece) for every loop axis, outermost first."""
+        return [(i, p) for i, axis in enumerate(self.axes) for p in axis.pieces]
+
+    def axis_with(self, parallel: ParallelKind, include_reduction: bool = True) -> int | None:
+        """The logical axis owning the piece parallelized on `parallel`, if any."""
+        return _axis_with(self.axes, parallel, include_reduction)
+
+    def stream_axis(self) -> int | None:
+        return self.axis_with(ParallelKind.STREAM)
+
+    def is_sharded(self, parallel: ParallelKind | None = None) -> bool:
+        """Has a non-reduction device-parallel axis (of type `parallel` if given)."""
+        kinds = (parallel,) if parallel else DEVICE_KINDS
+        return any(self.axis_with(k, include_reduction=False) is not None for k in kinds)
+
+    def parallel_count(self) -> int:
+        """Stream pieces and device pieces of value axes (nvFuser's "most parallel" measure)."""
+        return sum(
+            1
+            for axis in self.axes
+            for piece in axis.pieces
+            if piece.parallel == ParallelKind.STREAM or (piece.parallel.is_device and not axis.is_reduction)
+        )
+
+    def allocation_order(self) -> tuple[int, ...]:
+        return self.alloc_order if self.alloc_order is not None else tuple(range(self.rank))
+
+    def value_axes(self) -> list[Axis]:
+        """The axes a consumer sees: reduction axes of a producer are not part of its value."""
+        return [a for a in self.axes if not a.is_reduction]
+
+    def value_positions(self) -> list[int]:
+        """Logical indices of the value axes (the non-reduction ones)."""
+        return [i for i, a in enumerate(self.axes) if not a.is_reduction]
+
+    def value_position(self, axis: int) -> int:
+        """The position of logical axis `axis` among the value axes."""
+        return sum(not a.is_reduction for a in self.axes[:axis])
+
+    def value_shape(self) -> tuple[int, ...]:
+        """The global (unsharded) shape of the tensor's value: reduction axes dropped."""
+        return tuple(a.extent for a in self.value_axes())
+
+    def is_on_rank(self, rank: int | None) -> bool:
+        """Does `rank` hold a buffer of this tensor? Every rank does without a mesh; no
+        rank (None) means the global reference semantics, where every tensor exists."""
+        return rank is None or self.mesh is None or rank in self.mesh.devices
+
+    def local_extent(self, index: int, *, stream_sharded: bool | None = None) -> int:
+        """Extent of logical axis `index` in one rank's buffer."""
+        axis = self.axes[index]
+        if stream_sharded is None:
+            stream_sharded = self.stream_allocated
+        factors = []
+        for piece in axis.pieces:
+            if piece.parallel.is_device or (stream_sharded and piece.parallel == ParallelKind.STREAM):
+                if not axis.is_split:
+                    return 1  # the whole axis is the parallel piece, even when dynamic
+                if piece.extent == DYNAMIC:
+                    return DYNAMIC
+                factors.append(piece.extent)
+        if axis.extent == DYNAMIC:
+            return DYNAMIC
+        return axis.extent // math.prod(factors)
+
+    def local_shape(self, rank: int | None = None) -> tuple[int, ...] | None:
+        """Shape of the buffer rank `rank` allocates, in allocation order.
+
+        None if the tensor has a mesh that does not contain `rank`. Device-parallel
+        axes count at their local extent, so the shape is the same on every member.
+        """
+        if not self.is_on_rank(rank):
+            return None
+        return tuple(
+            self.local_extent(i) for i in self.allocation_order() if not self.axes[i].is_reduction
+        )
 
     # -- syntax -----------------------------------------------------------------
     @classmethod
@@ -434,42 +479,51 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         desc = TensorDesc(element_type, tuple(axes), mesh, order, stream_marked is not None)
         for problem in desc.problems():
             parser.raise_error(f"invalid tensor type: {problem}", start, parser.pos)
-        if stream_marked is not None and stream_marked != desc.stream_axis():
+        stream_axis = _axis_with(desc.axes, ParallelKind.STREAM)
+        if stream_marked is not None and stream_marked != stream_axis:
             parser.raise_error(
                 f"invalid tensor type: allocation marks axis {stream_marked} as stream "
-                f"but the stream axis is {desc.stream_axis()}",
+                f"but the stream axis is {stream_axis}",
                 start,
                 parser.pos,
             )
         return desc
 
     def print_parameter(self, printer: Printer) -> None:
-        desc = self.data
         printer.print_string("<")
-        printer.print_attribute(desc.element_type)
-        printer.print_string("[" + ", ".join(_format_axis(a) for a in desc.axes) + "]")
-        if desc.mesh is not None:
-            printer.print_string(f", mesh={desc.mesh}")
-        if desc.alloc_order is not None or desc.stream_allocated:
-            stream_axis = desc.stream_axis() if desc.stream_allocated else None
+        printer.print_attribute(self.element_type)
+        printer.print_string("[" + ", ".join(_format_axis(a) for a in self.axes) + "]")
+        if self.mesh is not None:
+            printer.print_string(f", mesh={self.mesh}")
+        if self.alloc_order is not None or self.stream_allocated:
+            stream_axis = self.stream_axis() if self.stream_allocated else None
             entries = [
-                f"{i} stream" if i == stream_axis else str(i) for i in desc.allocation_order()
+                f"{i} stream" if i == stream_axis else str(i) for i in self.allocation_order()
             ]
             printer.print_string(", alloc=[" + ", ".join(entries) + "]")
         printer.print_string(">")
+
+
+def tensor_type(value: SSAValue) -> TensorType:
+    """The type of `value`, which must be a tensor (the typed accessor passes and the
+    runtime use instead of asserting)."""
+    if not isinstance(value.type, TensorType):
+        name = f"%{value.name_hint}" if value.name_hint else "a value"
+        raise TypeError(f"{name} is not a tensor: its type is {value.type}")
+    return value.type
 
 
 def _format_axis(axis: Axis) -> str:
     text = _KIND_PREFIX.get(axis.kind, "") + _fmt(axis.extent)
     if axis.is_split:
         return text + "(" + ", ".join(_format_piece(p) for p in axis.pieces) + ")"
-    if axis.pieces[0].parallel != ParallelType.SERIAL:
+    if axis.pieces[0].parallel != ParallelKind.SERIAL:
         text += f" {axis.pieces[0].parallel}"
     return text
 
 
 def _format_piece(piece: Piece) -> str:
-    if piece.parallel == ParallelType.SERIAL:
+    if piece.parallel == ParallelKind.SERIAL:
         return _fmt(piece.extent)
     return f"{_fmt(piece.extent)} {piece.parallel}"
 
@@ -482,23 +536,23 @@ def _parse_extent(parser: AttrParser) -> int:
 
 def _parse_kind_and_extent(parser: AttrParser) -> tuple[IterKind, int]:
     """`8`, `?`, `r8`, `r?`, `b1`: the lexer reads `r8` as one identifier."""
-    token = parser._current_token  # noqa: SLF001 -- the lexer has no finer-grained API
+    token = peek_token(parser)
     if token.kind == MLIRTokenKind.BARE_IDENT and token.text[0] in "rb":
         kind = IterKind.REDUCTION if token.text[0] == "r" else IterKind.BROADCAST
         rest = token.text[1:]
         if rest.isdigit():
-            parser._consume_token()  # noqa: SLF001
+            parser.parse_optional_identifier()
             return kind, int(rest)
         if rest == "":
-            parser._consume_token()  # noqa: SLF001
+            parser.parse_optional_identifier()
             parser.parse_punctuation("?", " after the axis kind")
             return kind, DYNAMIC
         parser.raise_error(f"expected an axis like `8`, `?`, `r8` or `b1`, got `{token.text}`")
     return IterKind.ITERATION, _parse_extent(parser)
 
 
-def _parse_parallel(parser: AttrParser) -> ParallelType:
-    return parser.parse_optional_str_enum(ParallelType) or ParallelType.SERIAL
+def _parse_parallel(parser: AttrParser) -> ParallelKind:
+    return parser.parse_optional_str_enum(ParallelKind) or ParallelKind.SERIAL
 
 
 def _parse_piece(parser: AttrParser) -> Piece:
@@ -508,19 +562,17 @@ def _parse_piece(parser: AttrParser) -> Piece:
 
 def _parse_axis(parser: AttrParser) -> Axis:
     kind, extent = _parse_kind_and_extent(parser)
-    if parser._current_token.kind == MLIRTokenKind.L_PAREN:  # noqa: SLF001
-        pieces = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, lambda: _parse_piece(parser)
-        )
+    pieces = parser.parse_optional_comma_separated_list(parser.Delimiter.PAREN, lambda: _parse_piece(parser))
+    if pieces is not None:
         return Axis(extent, kind, tuple(pieces))
     return Axis(extent, kind, (Piece(extent, _parse_parallel(parser)),))
 
 
 def _parse_mesh(parser: AttrParser) -> Mesh:
     start = parser.pos
-    if parser._current_token.kind == MLIRTokenKind.L_SQUARE:  # noqa: SLF001
+    if peek_token(parser).kind == MLIRTokenKind.L_SQUARE:
         parser.parse_punctuation("[")
-        if parser._current_token.kind == MLIRTokenKind.L_SQUARE:  # noqa: SLF001
+        if peek_token(parser).kind == MLIRTokenKind.L_SQUARE:
             rows = [_parse_int_list(parser)]
             while parser.parse_optional_punctuation(","):
                 rows.append(_parse_int_list(parser))

@@ -1,19 +1,105 @@
-"""hostir's transformations; `lower` runs the default pipeline from Python."""
+"""hostir's passes, registered the way xDSL registers its own (xdsl/transforms/__init__.py).
+
+`get_all_passes()` maps each pass's CLI name to a loader that imports the pass's module
+only when called, so `hostir-opt` starts fast; `PIPELINES` names sequences of passes;
+`lower()` runs `hostir-lower` from Python. A pass is a frozen-dataclass `ModulePass` in
+`passes/<name_in_snake_case>.py` whose `name` is its CLI name and whose docstring's
+first line is its `hostir-opt --help` description (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from collections.abc import Callable
 
-from .pass_manager import PassManagerOptions, PassRun, build_passes, run_passes
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from hostir_dialect.context import make_context
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Every hostir pass by CLI name; a pass is imported when its loader is called."""
+
+    def get_convert_op_to_communication():
+        from passes import convert_op_to_communication
+
+        return convert_op_to_communication.ConvertOpToCommunication
+
+    def get_decompose_reshardings():
+        from passes import decompose_reshardings
+
+        return decompose_reshardings.DecomposeReshardings
+
+    def get_finalize_multidevice_domains():
+        from passes import finalize_multidevice_domains
+
+        return finalize_multidevice_domains.FinalizeMultideviceDomains
+
+    def get_insert_deallocations():
+        from passes import insert_deallocations
+
+        return insert_deallocations.InsertDeallocations
+
+    def get_lower_to_host():
+        from passes import lower_to_host
+
+        return lower_to_host.LowerToHost
+
+    def get_propagate_shardings():
+        from passes import propagate_shardings
+
+        return propagate_shardings.PropagateShardings
+
+    def get_stream_parallel_type():
+        from passes import stream_parallel_type
+
+        return stream_parallel_type.StreamParallelType
+
+    return {
+        "convert-op-to-communication": get_convert_op_to_communication,
+        "decompose-reshardings": get_decompose_reshardings,
+        "finalize-multidevice-domains": get_finalize_multidevice_domains,
+        "insert-deallocations": get_insert_deallocations,
+        "lower-to-host": get_lower_to_host,
+        "propagate-shardings": get_propagate_shardings,
+        "stream-parallel-type": get_stream_parallel_type,
+    }
+
+
+PIPELINES: dict[str, tuple[str, ...]] = {
+    # nvFuser's order: the preseg passes (csrc/preseg_passes/pre_segmenter.cpp), the host
+    # lowering (csrc/host_ir/lower.cpp), then the host IR passes (csrc/host_ir/passes.cpp).
+    "hostir-lower": (
+        "propagate-shardings",
+        "decompose-reshardings",
+        "finalize-multidevice-domains",
+        "lower-to-host",
+        "stream-parallel-type",
+        "convert-op-to-communication",
+        "insert-deallocations",
+    ),
+}
+"""Named pass sequences. They are expanded into their member passes before xDSL parses
+a pipeline, so disabling a pass or printing the IR after one reaches the members."""
+
+# The pipeline machinery reads the registry above, so it is imported after it.
+from .pipeline import PassManagerOptions, PassRun, build_passes, build_pipeline, run_passes  # noqa: E402
 
 
 def lower(module: ModuleOp, options: PassManagerOptions | None = None) -> ModuleOp:
     """Run the `hostir-lower` pipeline on `module` in place (and return it); `options`
     disable passes, dump IR after passes, time them (see PassManagerOptions)."""
-    from hostir_dialect.context import make_context
-
     run_passes(make_context(), module, build_passes("hostir-lower"), options or PassManagerOptions())
     return module
 
 
-__all__ = ["PassManagerOptions", "PassRun", "lower"]
+__all__ = [
+    "PIPELINES",
+    "PassManagerOptions",
+    "PassRun",
+    "build_passes",
+    "build_pipeline",
+    "get_all_passes",
+    "lower",
+    "run_passes",
+]

@@ -1,7 +1,8 @@
 """`convert-op-to-communication`: every communicating `fusion.set` / `fusion.reduce` of a
 host program (top level or in `scf.for` bodies at any depth) becomes its destination
 buffer + collectives, each followed by `hir.wait` (nvFuser's ConvertOpToCommunication
-and convertSingleOpToCommunication, reference §2.3).
+and convertSingleOpToCommunication: csrc/host_ir/pass/convert_op_to_communication.cpp,
+csrc/host_ir/lower_to_communication.cpp).
 
 Decision table (in/out sharded = DIDx-sharded with a mesh of more than one device):
 
@@ -20,7 +21,8 @@ Teams on 2-D meshes. nvFuser gives Allgather/Allreduce/ReduceScatter the team
 every rank, so we emit one collective per DIDx slice (one per mesh row). A rank is in
 exactly one of them and the others are no-ops for it (ranks outside a team skip the op).
 
-Buffers are the flattened local tensors (see the buffer contracts in DESIGN), so an
+Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py),
+so an
 axis that is gathered or scattered must be the outermost allocated axis with a local
 extent above 1 on both sides, and the other axes must be allocated in the same order.
 """
@@ -37,12 +39,13 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.sharding import device_parallel_reduced_axes, is_inner_split, placement
-from hostir_dialect.tensor_type import Mesh, ParallelType, TensorType
+from hostir_dialect.sharding import communicates, placement
+from hostir_dialect.symbols import programs
+from hostir_dialect.tensor_type import Mesh, ParallelKind, TensorType, tensor_type
 
-from .segmenter import communicates
+from .sharding_policy import device_parallel_reduced_axes, is_inner_split
 
-DIDX, DIDY = ParallelType.DIDX, ParallelType.DIDY
+DIDX, DIDY = ParallelKind.DIDX, ParallelKind.DIDY
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,12 @@ def plan_communication(op: Operation) -> list[Collective]:
     """The collectives that implement the communicating op `op`, in posting order."""
     if not isinstance(op, (fusion.SetOp, fusion.ReduceOp)):
         raise op_error(op, "computes as well as moves data between devices, which is not one communication; run decompose-reshardings first")
-    source, target = op.input.type, op.result.type
-    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    source, target = tensor_type(op.input), tensor_type(op.result)
     sender, receiver = source.mesh, target.mesh
     if sender is None or receiver is None:
         raise op_error(op, "reshards between a tensor with a device mesh and one without; run propagate-shardings first")
-    in_sharded = source.data.is_sharded(DIDX) and sender.size > 1
-    out_sharded = target.data.is_sharded(DIDX) and receiver.size > 1
+    in_sharded = source.is_sharded(DIDX) and sender.size > 1
+    out_sharded = target.is_sharded(DIDX) and receiver.size > 1
     if isinstance(op, fusion.ReduceOp) and not in_sharded and sender.size > 1:
         raise op_error(op, "the comm input must be sharded in case of reduce. Insert a `set` before the reduction to reshard")
     _check_parallelization(op, source, target)
@@ -80,7 +82,7 @@ def plan_communication(op: Operation) -> list[Collective]:
 
 
 def _plan_set(op: fusion.SetOp, sender: Mesh, receiver: Mesh, in_sharded: bool, out_sharded: bool) -> list[Collective]:
-    source, target = op.input.type, op.result.type
+    source, target = tensor_type(op.input), tensor_type(op.result)
     if not in_sharded and out_sharded:
         _check_layout(op, scattered=_didx_axis(target))
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
@@ -117,7 +119,7 @@ def _plan_reduce(op: fusion.ReduceOp, sender: Mesh, receiver: Mesh, out_sharded:
     if out_sharded:
         if sender != receiver:
             raise op_error(op, f"ReduceScatter operation must have the same sender and receiver device mesh, got {sender} and {receiver}")
-        _check_layout(op, scattered=_didx_axis(op.result.type))
+        _check_layout(op, scattered=_didx_axis(tensor_type(op.result)))
         return [Collective(hir.ReduceScatterOp, team) for team in _didx_slices(sender)]
     _check_layout(op)
     if sender == receiver:
@@ -136,7 +138,7 @@ def _with(team: tuple[int, ...], device: int) -> tuple[int, ...]:
 
 
 def _didx_axis(t: TensorType) -> int:
-    found = t.data.axis_with(DIDX, include_reduction=False)
+    found = t.axis_with(DIDX, include_reduction=False)
     assert found is not None
     return found
 
@@ -152,7 +154,7 @@ def _check_parallelization(op: Operation, source: TensorType, target: TensorType
         for index, axis in enumerate(t.axes):
             if is_inner_split(axis, DIDX):
                 raise op_error(op, f"DIDx on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
-    moved_didy = source.mesh != target.mesh and (source.data.is_sharded(DIDY) or target.data.is_sharded(DIDY))
+    moved_didy = source.mesh != target.mesh and (source.is_sharded(DIDY) or target.is_sharded(DIDY))
     p, c = placement(source, DIDY), placement(target, DIDY, include_reduction=True)
     changed_didy = (p is None) != (c is None) or (
         p is not None and c is not None and (op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors)
@@ -164,7 +166,7 @@ def _check_parallelization(op: Operation, source: TensorType, target: TensorType
 def _check_same_sharded_axis(op: Operation, source: TensorType, target: TensorType) -> None:
     p, c = placement(source, DIDX), placement(target, DIDX)
     assert p is not None and c is not None
-    if op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors:  # type: ignore[attr-defined]
+    if op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors:
         raise op_error(op, f"reshards from axis {p.axis} to axis {c.axis} (an all-to-all), which is not lowerable; gather first")
 
 
@@ -173,7 +175,7 @@ def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
     DIDx axis, not split locally. A local part has to be reduced first (rFactor)."""
     if device_parallel_reduced_axes(op) != op.reduced_axes() or len(op.reduced_axes()) != 1:
         raise op_error(op, "reduces local data as well as across devices, which is not one communication; run decompose-reshardings first")
-    axis = fusion.value_axes(op.input.type)[op.reduced_axes()[0]]  # type: ignore[arg-type]
+    axis = tensor_type(op.input).value_axes()[op.reduced_axes()[0]]
     if axis.is_split:
         raise op_error(op, "reduces a split device-parallel axis (a local part as well), which is not one communication; run decompose-reshardings first")
 
@@ -183,8 +185,7 @@ def _check_layout(op: fusion.SetOp | fusion.ReduceOp, scattered: int | None = No
     result axis gathered or scattered by the collective, if any: it must lead both
     buffers (nvFuser's isCommunicationLayoutCompliant); the other allocated axes must
     come in the same order in both."""
-    source, target = op.input.type, op.result.type
-    assert isinstance(source, TensorType) and isinstance(target, TensorType)
+    source, target = tensor_type(op.input), tensor_type(op.result)
     axis_map = op.axis_map(op.input)
     source_order = [axis_map[a] for a in _allocated(source) if a in axis_map]
     target_order = _allocated(target)
@@ -198,7 +199,7 @@ def _check_layout(op: fusion.SetOp | fusion.ReduceOp, scattered: int | None = No
 
 def _allocated(t: TensorType) -> list[int]:
     """Logical axes of the local buffer in allocation order, without extent-1 ones."""
-    return [i for i in t.data.allocation_order() if not t.axes[i].is_reduction and t.data.local_extent(i) != 1]
+    return [i for i in t.allocation_order() if not t.axes[i].is_reduction and t.local_extent(i) != 1]
 
 
 # --------------------------------------------------------------------------- #
@@ -225,7 +226,7 @@ class ConvertToCollectives(RewritePattern):
         new_ops: list[Operation] = []
         buffer = op.out
         if buffer is None:
-            allocate = located_like(hir.AllocateOp(op.result.type), op)  # type: ignore[arg-type]
+            allocate = located_like(hir.AllocateOp(tensor_type(op.result)), op)
             allocate.result.name_hint = op.result.name_hint
             new_ops.append(allocate)
             buffer = allocate.result
@@ -241,6 +242,8 @@ class ConvertToCollectives(RewritePattern):
 
 @dataclass(frozen=True)
 class ConvertOpToCommunication(ModulePass):
+    """Turn each communicating set or reduce of a host program into collectives and waits."""
+
     name = "convert-op-to-communication"
 
     backend: str = "nccl"
@@ -249,12 +252,12 @@ class ConvertOpToCommunication(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.backend not in set(hir.Backend):
             raise ValueError(f"unknown backend {self.backend!r}; expected one of {', '.join(hir.Backend)}")
-        programs = [p for p in op.ops if isinstance(p, hir.ProgramOp)]
-        if not programs:
+        host_programs = programs(op)
+        if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
         plans = {
             inner: plan_communication(inner)
-            for program in programs
+            for program in host_programs
             for inner in program.walk()
             if isinstance(inner, fusion.ComputeOp) and communicates(inner)
         }

@@ -1,7 +1,7 @@
 """decompose-reshardings: afterwards every op that moves data between devices is
 exactly one communication -- a `fusion.set`, or a `fusion.reduce` of one axis that is
 device-parallel as a whole -- and every other op computes locally (nvFuser's
-DecomposeReshardingsPass, §4.3 of the reference).
+DecomposeReshardingsPass, csrc/preseg_passes/decompose_reshardings.cpp).
 
 In order:
 1. `linear` with a bias whose contracted axis is device-parallel: the bias is added
@@ -50,34 +50,34 @@ from hostir_dialect.fusion import (
     ReduceOp,
     ReshapeOp,
     SetOp,
-    value_axes,
-    value_positions,
+    by_parallelism,
 )
-from hostir_dialect.sharding import (
-    DEVICE_TYPES,
+from hostir_dialect.sharding import have_different_shardings, reduces_sharded_axis
+from hostir_dialect.symbols import user_fusions
+from hostir_dialect.tensor_type import (
+    DEVICE_KINDS,
+    DYNAMIC,
+    Axis,
+    IterKind,
+    ParallelKind,
+    Piece,
+    TensorType,
+    tensor_type,
+)
+
+from .sharding_policy import (
     PROPAGATED_TYPES,
     ShardingError,
     backward_axis_map,
-    by_parallelism,
     communication_problem,
     device_parallel_reduced_axes,
     forward_axis_map,
-    have_different_shardings,
     propagate_parallel_types,
-    reduces_sharded_axis,
 )
-from hostir_dialect.tensor_type import DYNAMIC, Axis, IterKind, ParallelType, Piece, TensorType
-
-from .fusion_rewriting import sync_function_type, user_fusions
 
 # --------------------------------------------------------------------------- #
 # Type helpers
 # --------------------------------------------------------------------------- #
-
-
-def _type(value: SSAValue) -> TensorType:
-    assert isinstance(value.type, TensorType)
-    return value.type
 
 
 def _tensor(like: TensorType, axes: Sequence[Axis], mesh: object = "like") -> TensorType:
@@ -87,14 +87,14 @@ def _tensor(like: TensorType, axes: Sequence[Axis], mesh: object = "like") -> Te
 
 def _value_type(t: TensorType) -> TensorType:
     """What a `fusion.set` of `t` produces with the same sharding: its value axes."""
-    return _tensor(t, value_axes(t))
+    return _tensor(t, t.value_axes())
 
 
 @dataclass(frozen=True)
 class DeviceSplit:
     """A logical axis whose outermost piece is device-parallel: D devices, the rest local."""
 
-    parallel: ParallelType
+    parallel: ParallelKind
     devices: int
     local: Axis
 
@@ -128,8 +128,8 @@ def _final_reduce(
 ) -> ReduceOp:
     """reduce `partial` over its device axis alone; the value axes stay the original
     result's, so every consumer sees the same value type as before."""
-    values = value_axes(result)
-    devices = value_axes(_type(partial))[device_index].extent
+    values = result.value_axes()
+    devices = tensor_type(partial).value_axes()[device_index].extent
     axes = [*values[:device_index], Axis(devices, IterKind.REDUCTION), *values[device_index:]]
     final = ReduceOp(kind, partial, [device_index], _tensor(result, axes))
     rewriter.insert(located_like(final, like))
@@ -149,10 +149,10 @@ def _emit(rewriter: PatternRewriter, like: Operation, op: ComputeOp) -> SSAValue
 def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
     """The device split of the contracted axis K, which both operands must share."""
     a, b = (op.a, op.b) if isinstance(op, MatmulOp) else (op.input, op.weight)
-    k_b = value_axes(_type(b))[-2 if isinstance(op, MatmulOp) else -1]
-    splits = [device_split(op, value_axes(_type(a))[-1]), device_split(op, k_b)]
-    result_k = _type(op.result).axes[-1]
-    if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_TYPES)):
+    k_b = tensor_type(b).value_axes()[-2 if isinstance(op, MatmulOp) else -1]
+    splits = [device_split(op, tensor_type(a).value_axes()[-1]), device_split(op, k_b)]
+    result_k = tensor_type(op.result).axes[-1]
+    if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_KINDS)):
         return None
     if splits[0] is None or splits[0] != splits[1]:
         raise op_error(op, "a contraction over a device-parallel axis needs both operands sharded alike on it")
@@ -168,11 +168,11 @@ class SplitShardedLinearBias(RewritePattern):
     def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter):
         if op.bias is None or contraction_split(op) is None:
             return
-        result = _type(op.result)
+        result = tensor_type(op.result)
         y0 = _emit(rewriter, op, LinearOp(op.input, op.weight, None, result))
-        bias, rank = _type(op.bias), len(value_axes(result))
+        bias, rank = tensor_type(op.bias), len(result.value_axes())
         if rank > 1:
-            axes = [Axis(1, IterKind.BROADCAST)] * (rank - 1) + value_axes(bias)
+            axes = [Axis(1, IterKind.BROADCAST)] * (rank - 1) + bias.value_axes()
             bias_value = _emit(rewriter, op, BroadcastOp(op.bias, list(range(rank - 1)), _tensor(bias, axes)))
         else:
             bias_value = op.bias
@@ -200,8 +200,8 @@ class RFactorShardedReduce(RewritePattern):
         if len(sharded) > 1:
             raise op_error(op, "reducing more than one device-parallel axis is not supported")
         (d,) = sharded
-        source = _type(op.input)
-        axes = value_axes(source)
+        source = tensor_type(op.input)
+        axes = source.value_axes()
         split = device_split(op, axes[d])
         assert split is not None
         others = [i for i in op.reduced_axes() if i != d]
@@ -214,13 +214,13 @@ class RFactorShardedReduce(RewritePattern):
             local_dims = [i if i < d else i + 1 for i in others] + [d + 1]
         partial = partial_input
         if local_dims:
-            kept = value_axes(_type(partial_input))
+            kept = tensor_type(partial_input).value_axes()
             partial_axes = [_as_reduction(a) if i in local_dims else a for i, a in enumerate(kept)]
             partial = _emit(
                 rewriter, op, ReduceOp(op.kind.data, partial_input, local_dims, _tensor(source, partial_axes))
             )
         device_index = d - sum(i < d for i in others)
-        final = _final_reduce(op.kind.data, partial, device_index, _type(op.result), rewriter, op)
+        final = _final_reduce(op.kind.data, partial, device_index, tensor_type(op.result), rewriter, op)
         rewriter.replace(op, [], [final.result])
 
 
@@ -239,30 +239,30 @@ class RFactorShardedContraction(RewritePattern):
             return
         if isinstance(op, LinearOp):
             assert op.bias is None, "SplitShardedLinearBias runs first"
-            if len(value_axes(_type(op.input))) < 2:
+            if len(tensor_type(op.input).value_axes()) < 2:
                 raise op_error(op, "a linear with a rank-1 input over a device-parallel axis is not supported")
-            weight = _type(op.weight)
-            transposed = _tensor(weight, list(reversed(value_axes(weight))))
+            weight = tensor_type(op.weight)
+            transposed = _tensor(weight, list(reversed(weight.value_axes())))
             a, b = op.input, _emit(rewriter, op, PermuteOp(op.weight, [1, 0], transposed))
         else:
             a, b = op.a, op.b
-        result = _type(op.result)
-        batch = len(value_axes(result)) - 2
-        a_local = _device_axis_first(a, len(value_axes(_type(a))) - 1, split, rewriter, op)
-        b_axes = len(value_axes(_type(b)))
+        result = tensor_type(op.result)
+        batch = len(result.value_axes()) - 2
+        a_local = _device_axis_first(a, len(tensor_type(a).value_axes()) - 1, split, rewriter, op)
+        b_axes = len(tensor_type(b).value_axes())
         b_local = _device_axis_first(b, b_axes - 2, split, rewriter, op)
         if b_axes == 2 and batch:
             b_local = _broadcast_batch(b_local, batch, rewriter, op)
         # Each device computes its whole partial product: a result axis sharded on the
         # contraction's device type (reduce-scatter) is only sharded by the final reduce.
-        local_values = [_without(a, split.parallel) for a in value_axes(result)]
+        local_values = [_without(a, split.parallel) for a in result.value_axes()]
         partial_axes = [split.device_axis, *local_values, Axis(split.local.extent, IterKind.REDUCTION)]
-        partial = _emit(rewriter, op, MatmulOp(a_local, b_local, _tensor(result, partial_axes, _type(a).mesh)))
+        partial = _emit(rewriter, op, MatmulOp(a_local, b_local, _tensor(result, partial_axes, tensor_type(a).mesh)))
         final = _final_reduce(ReduceKind.SUM, partial, 0, result, rewriter, op)
         rewriter.replace(op, [], [final.result])
 
 
-def _without(axis: Axis, parallel: ParallelType) -> Axis:
+def _without(axis: Axis, parallel: ParallelKind) -> Axis:
     return axis.unparallelized() if parallel in axis.parallel_types() else axis
 
 
@@ -271,8 +271,8 @@ def _device_axis_first(
 ) -> SSAValue:
     """reshape axis `index` into [D, local] and move D to the front (local no-ops: the
     device axis has local extent 1)."""
-    t = _type(value)
-    axes = _split_axis(value_axes(t), index, split)
+    t = tensor_type(value)
+    axes = _split_axis(t.value_axes(), index, split)
     reshaped = _emit(rewriter, like, ReshapeOp(value, _tensor(t, axes)))
     if index == 0:
         return reshaped
@@ -282,8 +282,8 @@ def _device_axis_first(
 
 def _broadcast_batch(value: SSAValue, batch: int, rewriter: PatternRewriter, like: Operation) -> SSAValue:
     """[D, K/D, N] -> [D, b1 x batch, K/D, N], to meet a batched A."""
-    t = _type(value)
-    axes = value_axes(t)
+    t = tensor_type(value)
+    axes = t.value_axes()
     new = [axes[0], *[Axis(1, IterKind.BROADCAST)] * batch, *axes[1:]]
     return _emit(rewriter, like, BroadcastOp(value, list(range(1, batch + 1)), _tensor(t, new)))
 
@@ -314,9 +314,9 @@ class InsertReshardingSets(RewritePattern):
 
 
 def _reshard_before(op: ComputeOp, rewriter: PatternRewriter) -> None:
-    result = _type(op.result)
+    result = tensor_type(op.result)
     for value in dict.fromkeys(op.tensor_inputs()):
-        source = _type(value)
+        source = tensor_type(value)
         if not have_different_shardings(source, result, op.axis_map(value)):
             continue
         target = _resharded_like(result, source, _value_index_map(value, backward_axis_map(op, value)))
@@ -332,24 +332,24 @@ def _reshard_before(op: ComputeOp, rewriter: PatternRewriter) -> None:
 
 def _resharded_like(result: TensorType, source: TensorType, axis_map: dict[int, int]) -> TensorType:
     """`source`'s value axes sharded as `result` (DID and Stream) on its mesh."""
-    plain = [a.unparallelized() for a in value_axes(source)]
+    plain = [a.unparallelized() for a in source.value_axes()]
     mesh = result.mesh if result.mesh is not None else source.mesh
     return propagate_parallel_types(result, _tensor(source, plain, mesh), axis_map, PROPAGATED_TYPES)
 
 
 def _value_index_map(value: SSAValue, axis_map: dict[int, int]) -> dict[int, int]:
     """Re-target a map onto `value`'s logical axes to its value-axis positions."""
-    position = {logical: k for k, logical in enumerate(value_positions(_type(value)))}
+    position = {logical: k for k, logical in enumerate(tensor_type(value).value_positions())}
     return {source: position[target] for source, target in axis_map.items()}
 
 
 def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
-    result = _type(op.result)
+    result = tensor_type(op.result)
     reference = by_parallelism(op.tensor_inputs())[0]
-    plain = _tensor(result, [a.unparallelized() for a in result.axes], _type(reference).mesh)
+    plain = _tensor(result, [a.unparallelized() for a in result.axes], tensor_type(reference).mesh)
     identity = {i: i for i in range(result.rank)}
-    local = propagate_parallel_types(result, plain, identity, (ParallelType.STREAM,))
-    local = propagate_parallel_types(_type(reference), local, forward_axis_map(op, reference), DEVICE_TYPES)
+    local = propagate_parallel_types(result, plain, identity, (ParallelKind.STREAM,))
+    local = propagate_parallel_types(tensor_type(reference), local, forward_axis_map(op, reference), DEVICE_KINDS)
     if local == result:
         return
     computed = rewriter.replace_value_with_new_type(op.result, local)
@@ -382,6 +382,12 @@ def _rewrite(func: FuncOp, patterns: list[RewritePattern]) -> None:
 
 @dataclass(frozen=True)
 class DecomposeReshardings(ModulePass):
+    """Make every op that moves data between devices exactly one communication.
+
+    `-p 'decompose-reshardings{insert-after=true}'` reshards an op's result instead of
+    its inputs (nvFuser's InsertReshardingAfter).
+    """
+
     name = "decompose-reshardings"
 
     insert_after: bool = False
@@ -394,5 +400,5 @@ class DecomposeReshardings(ModulePass):
         for func in user_fusions(op):
             for patterns in stages:
                 _rewrite(func, patterns)
-                sync_function_type(func)
+                func.update_function_type()
             validate(func)

@@ -1,5 +1,6 @@
 """finalize-multidevice-domains: decide how each tensor of a fusion is allocated
-(nvFuser's FinalizeMultideviceDomainsPass after PR #5353, §4.5 of the reference).
+(nvFuser's FinalizeMultideviceDomainsPass, csrc/preseg_passes/finalize_multidevice_domains.cpp,
+after PR #5353).
 
 Device-parallel pieces are always sharded in the allocation: the tensor type makes
 that implicit. The Stream piece is allocated one chunk at a time (`alloc=[0 stream,
@@ -25,14 +26,15 @@ from xdsl.passes import ModulePass
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
 from hostir_dialect.sharding import have_different_shardings, is_resharding
-from hostir_dialect.tensor_type import ParallelType, TensorType
+from hostir_dialect.symbols import user_fusions
+from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
-from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
+from .fusion_rewriting import retype, tensors
 
 
 def check_meshes(func: FuncOp) -> None:
     values = tensors(func)
-    with_mesh = [v.type.mesh is not None for v, _ in values]  # type: ignore[attr-defined]
+    with_mesh = [tensor_type(v).mesh is not None for v, _ in values]
     if any(with_mesh) and not all(with_mesh):
         value, op = values[with_mesh.index(False)]
         where = f"argument {value.index}" if op is func else "its result"  # type: ignore[attr-defined]
@@ -45,7 +47,7 @@ def check_contiguous_reshardings(func: FuncOp) -> None:
             continue
         assert isinstance(op, ComputeOp)
         for value in [*op.tensor_inputs(), op.result]:
-            order = value.type.data.alloc_order  # type: ignore[attr-defined]
+            order = tensor_type(value).alloc_order
             if order is not None:
                 raise op_error(
                     op,
@@ -56,18 +58,15 @@ def check_contiguous_reshardings(func: FuncOp) -> None:
 
 def allocated_per_stream_chunk(value: SSAValue) -> bool:
     """nvFuser #5353: not a fusion input or output, and every consumer keeps the Stream axis."""
-    t = value.type
-    assert isinstance(t, TensorType)
-    if t.data.stream_axis() is None or not isinstance(value.owner, Operation):
+    t = tensor_type(value)
+    if t.stream_axis() is None or not isinstance(value.owner, Operation):
         return False
     for use in value.uses:
         consumer = use.operation
         if isinstance(consumer, ReturnOp):
             return False
         assert isinstance(consumer, ComputeOp)
-        result = consumer.result.type
-        assert isinstance(result, TensorType)
-        if have_different_shardings(t, result, consumer.axis_map(value), types=[ParallelType.STREAM]):
+        if have_different_shardings(t, tensor_type(consumer.result), consumer.axis_map(value), types=[ParallelKind.STREAM]):
             return False
     return True
 
@@ -77,12 +76,14 @@ def finalize(func: FuncOp) -> None:
     check_contiguous_reshardings(func)
     decisions = [(v, allocated_per_stream_chunk(v)) for v, _ in tensors(func)]
     for value, per_chunk in decisions:
-        retype(value, value.type.with_(stream_allocated=per_chunk))  # type: ignore[attr-defined]
-    sync_function_type(func)
+        retype(value, tensor_type(value).with_(stream_allocated=per_chunk))
+    func.update_function_type()
 
 
 @dataclass(frozen=True)
 class FinalizeMultideviceDomains(ModulePass):
+    """Decide how each tensor of a user fusion is allocated: whole, or one stream chunk at a time."""
+
     name = "finalize-multidevice-domains"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -1,19 +1,17 @@
-"""What the sharding passes share: which `fusion.func`s they work on, and changing the
-type of values in one while keeping it verifying.
+"""What the sharding passes share: the tensors of a `fusion.func`, and changing the type
+of values in one while keeping it verifying.
 
 Sharding passes change only parallelization, allocation and mesh, which compute ops'
 verifiers do not look at; what must follow is the function's signature when an argument
-or a returned value changes.
+or a returned value changes (`FunctionLikeOp.update_function_type()`).
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
-from hostir_dialect import hir
-from hostir_dialect.fusion import FuncOp, FunctionLikeOp
+from hostir_dialect.fusion import FuncOp
 from hostir_dialect.tensor_type import TensorType
 
 
@@ -22,23 +20,6 @@ def retype(value: SSAValue, new_type: TensorType) -> SSAValue:
     if value.type == new_type:
         return value
     return Rewriter.replace_value_with_new_type(value, new_type)
-
-
-def sync_function_type(func: FunctionLikeOp) -> None:
-    """Make `function_type` match the entry block's arguments and the returned values."""
-    block = func.body.block
-    terminator = block.last_op
-    assert terminator is not None
-    new = FunctionType.from_lists(block.arg_types, [v.type for v in terminator.operands])
-    if new != func.function_type:
-        func.properties["function_type"] = new
-
-
-def user_fusions(module: ModuleOp) -> list[FuncOp]:
-    """The user's fusions: every `fusion.func` except the kernel units a host program
-    calls with `hir.post_on_stream` (those were lowered already)."""
-    units = {op.callee_name() for op in module.walk() if isinstance(op, hir.PostOnStreamOp)}
-    return [op for op in module.walk() if isinstance(op, FuncOp) and op.sym_name.data not in units]
 
 
 def tensors(func: FuncOp) -> list[tuple[SSAValue, Operation]]:

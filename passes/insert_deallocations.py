@@ -1,5 +1,6 @@
 """`insert-deallocations`: `hir.deallocate` each buffer a host program owns right after
-its last use (nvFuser's InsertDeallocations, §6.3 of the reference, made scope-aware).
+its last use (nvFuser's InsertDeallocations, csrc/host_ir/pass/insert_deallocations.cpp, made
+scope-aware).
 
 A buffer is owned by the value that created it: a `hir.allocate`, a compute op without
 destination, a `hir.post_on_stream` without `outs`. Other values alias an owner and are
@@ -26,6 +27,7 @@ from xdsl.traits import IsTerminator
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like
+from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import TensorType
 
 
@@ -102,9 +104,10 @@ def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue]) -> Ope
 
 @dataclass(frozen=True)
 class InsertDeallocations(ModulePass):
+    """Free every buffer a host program owns after its last use."""
+
     name = "insert-deallocations"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for program in op.ops:
-            if isinstance(program, hir.ProgramOp):
-                insert_deallocations(program)
+        for program in programs(op):
+            insert_deallocations(program)

@@ -22,22 +22,18 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.sharding import communicates
+from hostir_dialect.symbols import functions, programs, user_fusions
 from hostir_dialect.tensor_type import TensorType
 
-from .segmenter import Group, MergePredicate, communicates, is_standalone_host_op, segment, should_merge_segmented_groups
-
-
-def fusions_to_lower(module: ModuleOp) -> list[fusion.FuncOp]:
-    """The `fusion.func`s of `module` that are not kernel units of a host program."""
-    units = {op.callee_name() for op in module.walk() if isinstance(op, hir.PostOnStreamOp)}
-    return [op for op in module.ops if isinstance(op, fusion.FuncOp) and op.sym_name.data not in units]
+from .segmenter import Group, MergePredicate, is_standalone_host_op, segment, should_merge_segmented_groups
 
 
 def lower_module(module: ModuleOp, should_merge: MergePredicate = should_merge_segmented_groups) -> None:
-    fusions = fusions_to_lower(module)
-    if not fusions and not any(isinstance(op, hir.ProgramOp) for op in module.ops):
+    fusions = user_fusions(module)
+    if not fusions and not programs(module):
         raise op_error(module, "holds neither a fusion.func to lower nor a hir.program")
-    symbols = {op.sym_name.data for op in module.ops if isinstance(op, (fusion.FuncOp, hir.ProgramOp))}
+    symbols = {op.sym_name.data for op in functions(module)}
     for func in fusions:
         program, units = _ProgramBuilder(func, symbols).build(segment(func, should_merge))
         Rewriter.insert_op([program, *units], InsertPoint.before(func))
@@ -140,6 +136,8 @@ def _materialize(value: SSAValue, block: Block, mapping: dict[SSAValue, SSAValue
 
 @dataclass(frozen=True)
 class LowerToHost(ModulePass):
+    """Turn each user fusion into a hir.program of standalone host ops and kernel units."""
+
     name = "lower-to-host"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -1,7 +1,11 @@
-"""`hostir-opt`: xdsl-opt with hostir's dialects, passes and pipelines.
+"""`hostir-opt`: xdsl-opt with hostir's dialects and passes, plus xDSL's `canonicalize`,
+`cse` and `dce` (they respect hostir's memory effects, so they never remove host work).
 
-Beyond xdsl-opt: pipelines (`-p hostir-lower`) are expanded so `--disable-pass`,
-`--print-ir-after[-all]` and `--time-passes` reach their member passes; every op is
+It overrides only what it must of `xDSLOptMain`: the dialects, passes and frontend it
+registers; the pipeline, built by passes/pipeline.py so that pipelines (`-p hostir-lower`)
+are expanded and `--disable-pass`, `--print-ir-after[-all]` and `--time-passes` reach
+their member passes; `-o`, written only once the run has succeeded; `--help`, which lists
+every pass with its one-line description, as `mlir-opt --help` does. Every op is
 located, so parse, verifier and pass errors print `file:line:col: error: ...` and exit 1
 (with `--verify-diagnostics` they are printed to stdout and the exit code is 0, as in
 xdsl-opt); `--debug` shows the Python traceback instead.
@@ -13,18 +17,37 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from io import StringIO
 from pathlib import Path
 from typing import IO
 
+from xdsl.passes import ModulePass
+from xdsl.transforms import get_all_passes as get_all_xdsl_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
-from .pass_manager import ALL, PassManagerOptions, build_passes, known_names, run_passes
+from . import PIPELINES, get_all_passes
+from .pipeline import ALL, PassManagerOptions, build_pipeline
+
+UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
+"""xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
+
+_UNDOCUMENTED = {
+    "cse": "Eliminate common sub-expressions (xDSL)",
+    "dce": "Eliminate dead code: unused ops without side effects (xDSL)",
+}
+"""Descriptions of the upstream passes whose classes have no docstring."""
+
+
+def registered_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """What hostir-opt's `-p` accepts besides pipelines: hostir's passes and xDSL's
+    UPSTREAM_PASSES, each a lazy loader."""
+    upstream = get_all_xdsl_passes()
+    return {**get_all_passes(), **{name: upstream[name] for name in UPSTREAM_PASSES}}
 
 
 class _PendingOutput(StringIO):
@@ -67,8 +90,8 @@ class HostIROptMain(xDSLOptMain):
             self.ctx.register_dialect(dialect.name, lambda dialect=dialect: dialect)
 
     def register_all_passes(self):
-        # Named here for --help only: the pass manager builds passes and expands pipelines.
-        self.available_passes = dict.fromkeys(sorted(known_names()))  # type: ignore[arg-type]
+        for name, loader in registered_passes().items():
+            self.register_pass(name, loader)
 
     def register_all_targets(self):
         # Only textual IR; named directly instead of scanning installed entry points,
@@ -104,28 +127,54 @@ class HostIROptMain(xDSLOptMain):
                                 help="dump the IR to stderr after this pass (repeatable)")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
+        # --help ends with every pass and pipeline; the list imports every pass, so it is
+        # built only when the help is printed.
+        format_help = arg_parser.format_help
+
+        def format_help_with_passes() -> str:
+            arg_parser.epilog = self.pass_list()
+            arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+            return format_help()
+
+        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
 
     def setup_pipeline(self):
-        self.passes = build_passes(self.args.passes) if self.args.passes else []
         after = set(self.args.print_ir_after) | ({ALL} if self.args.print_ir_after_all else set())
         if self.args.print_between_passes:
             after.add(ALL)
-        self.pass_options = PassManagerOptions(
+        options = PassManagerOptions(
             disabled=frozenset(self.args.disable_pass),
             print_ir_after=frozenset(after),
             time_passes=self.args.time_passes,
             verify_each=not self.args.disable_verify,
         )
+        self.pipeline = build_pipeline(self.args.passes, options, self.available_passes)
 
-    def apply_passes(self, module):
-        run_passes(self.ctx, module, self.passes, self.pass_options)
+    def pass_list(self) -> str:
+        """Every pass and pipeline with its one-line description, for --help."""
+        rows = [(name, description(name, loader())) for name, loader in sorted(self.available_passes.items())]
+        rows += [(name, "pipeline: " + ", ".join(members)) for name, members in PIPELINES.items()]
+        width = max(len(name) for name, _ in rows) + 2
+        lines = ["passes and pipelines (-p NAME{option=value ...},...):"]
+        lines += [f"  {name.ljust(width)}{text}" for name, text in rows]
+        return "\n".join(lines)
 
 
-def main(args: Sequence[str] | None = None) -> int:
+def description(name: str, pass_class: type[ModulePass]) -> str:
+    """The first line of the pass class's own docstring (a dataclass without one gets a
+    generated signature, which is not a description)."""
+    doc = pass_class.__dict__.get("__doc__") or ""
+    if not doc.strip() or doc.startswith(f"{pass_class.__name__}("):
+        return _UNDOCUMENTED.get(name, "")
+    return doc.strip().splitlines()[0].rstrip(".")
+
+
+def main(args: Sequence[str] | None = None, tool: type[HostIROptMain] = HostIROptMain) -> int:
+    """Run hostir-opt (or `tool`, a subclass registering more passes) on `args`."""
     argv = list(sys.argv[1:] if args is None else args)
     debug = "--debug" in argv
     try:
-        HostIROptMain(args=argv).run()
+        tool(args=argv).run()
     except (ParseError, DiagnosticException, ValueError, OSError) as error:
         if debug:
             raise

@@ -1,5 +1,5 @@
 """propagate-shardings: give every tensor a mesh and a DIDx/DIDy/Stream sharding
-derived from the tensors the user annotated (nvFuser's PropagateShardingsPass, §4.2).
+derived from the tensors the user annotated (nvFuser's PropagateShardingsPass, csrc/preseg_passes/propagate_shardings.cpp).
 
 Forward over the ops in order, each result that the user did not annotate takes the
 parallel types it lacks from its reference inputs (the weight of a matmul or linear
@@ -26,18 +26,18 @@ from xdsl.passes import ModulePass
 
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp
-from hostir_dialect.sharding import (
+from hostir_dialect.symbols import user_fusions
+from hostir_dialect.tensor_type import ParallelKind, tensor_type
+
+from .fusion_rewriting import retype, tensors
+from .sharding_policy import (
     PROPAGATED_TYPES,
     ShardingError,
     backward_axis_map,
     forward_axis_map,
     is_annotated,
     propagate_parallel_types,
-    reference_inputs,
 )
-from hostir_dialect.tensor_type import ParallelType, TensorType
-
-from .fusion_rewriting import retype, sync_function_type, tensors, user_fusions
 
 ValueKey = tuple[object, int]
 """(owner, index) of a value: stable while values are replaced by retyped ones."""
@@ -48,12 +48,12 @@ def _key(value: SSAValue) -> ValueKey:
 
 
 def propagate_in_function(func: FuncOp) -> None:
-    frozen = {_key(v) for v, _ in tensors(func) if is_annotated(v.type)}  # type: ignore[arg-type]
+    frozen = {_key(v) for v, _ in tensors(func) if is_annotated(tensor_type(v))}
     ops = [op for op in func.body.block.ops if isinstance(op, ComputeOp)]
     for op in ops:
         if _key(op.result) in frozen:
             continue
-        for reference in reference_inputs(op):
+        for reference in op.sharding_reference_operands():
             _propagate(op, reference, op.result, forward_axis_map(op, reference), PROPAGATED_TYPES)
     for op in reversed(ops):
         for index in _tensor_operand_indices(op):
@@ -63,15 +63,14 @@ def propagate_in_function(func: FuncOp) -> None:
             # A fusion input receives a mesh and nothing else (see the module docstring).
             types = () if operand.owner is func.body.block else PROPAGATED_TYPES
             _propagate(op, op.result, operand, backward_axis_map(op, operand), types)
-    sync_function_type(func)
+    func.update_function_type()
 
 
 def _propagate(
-    op: ComputeOp, source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelType]
+    op: ComputeOp, source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelKind]
 ) -> None:
-    assert isinstance(source.type, TensorType) and isinstance(target.type, TensorType)
     try:
-        new_type = propagate_parallel_types(source.type, target.type, axis_map, types)
+        new_type = propagate_parallel_types(tensor_type(source), tensor_type(target), axis_map, types)
     except ShardingError as error:
         raise op_error(op, str(error)) from None
     retype(target, new_type)
@@ -84,6 +83,8 @@ def _tensor_operand_indices(op: ComputeOp) -> list[int]:
 
 @dataclass(frozen=True)
 class PropagateShardings(ModulePass):
+    """Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated."""
+
     name = "propagate-shardings"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -18,32 +18,16 @@ from dataclasses import dataclass, field
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import fusion
-from hostir_dialect.sharding import is_resharding, reduces_sharded_axis
+from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import TensorType
-
-STANDALONE_OP_TYPES = (
-    fusion.MatmulOp,
-    fusion.LinearOp,
-    fusion.BinaryComputeOp,
-    fusion.ReduceOp,
-    fusion.SetOp,  # a fusion.set never permutes (fusion.permute does)
-    fusion.SliceOp,
-    fusion.SelectOp,
-)
-
-
-def communicates(op: Operation) -> bool:
-    """Moves data between devices: its input and result are sharded differently, or it
-    reduces over a device-parallel axis (each device holds only a partial result)."""
-    return is_resharding(op) or reduces_sharded_axis(op)
 
 
 def is_standalone_host_op(op: Operation) -> bool:
-    """Runs directly in the host program (nvFuser's isLowerableAsStandaloneHostOp):
-    matmul, linear, binary, reduction, non-permuting set, slice, select, and any op that
-    communicates (a later pass turns those into collectives, so they can never hide in a
-    kernel unit)."""
-    return isinstance(op, STANDALONE_OP_TYPES) or communicates(op)
+    """Runs directly in the host program (nvFuser's isLowerableAsStandaloneHostOp): an
+    op with the `StandaloneHostOp` trait (matmul, linear, binary, reduction, set, slice,
+    select), and any op that communicates (a later pass turns those into collectives, so
+    they can never hide in a kernel unit)."""
+    return op.has_trait(fusion.StandaloneHostOp) or communicates(op)
 
 
 @dataclass(eq=False)

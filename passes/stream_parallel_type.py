@@ -1,5 +1,5 @@
 """`stream-parallel-type`: stream-parallel host ops become pipelined loops over stream
-chunks (nvFuser's hir_pass::StreamParallelType, reference §3.2).
+chunks (nvFuser's hir_pass::StreamParallelType, csrc/host_ir/pass/stream_parallel_type.cpp).
 
 Input: `hir.program`s whose bodies list, in run order, standalone fusion compute ops
 (without destinations) and `hir.post_on_stream` calls, as `lower-to-host` builds them.
@@ -50,13 +50,12 @@ buffers, and a stream-allocated mark (one chunk) is dropped from them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -64,15 +63,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.tensor_type import DYNAMIC, TensorType
-
-SLICEABLE_OPS: tuple[type[Operation], ...] = (
-    fusion.SetOp, fusion.CastOp, *fusion.UNARY_OPS.values(), fusion.BinaryComputeOp,
-    fusion.MatmulOp, fusion.LinearOp, fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp,
-)
-"""Compute ops whose chunk is the same op on sliced operands: their only axis attributes
-(reduce dims, slice bounds, select dim) are renumbered when an axis is sliced away."""
-
+from hostir_dialect.symbols import programs
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Preconditions and axis mapping
@@ -81,7 +73,7 @@ SLICEABLE_OPS: tuple[type[Operation], ...] = (
 
 def check_program_inputs(program: hir.ProgramOp) -> None:
     for index, arg in enumerate(program.args):
-        if isinstance(arg.type, TensorType) and arg.type.data.stream_axis() is not None:
+        if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
             raise op_error(
                 program,
                 f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
@@ -92,7 +84,7 @@ def stream_axis_of(op: Operation) -> int | None:
     """The stream axis of `op`'s result if `op` is stream-parallel, after checking that
     `op` is an op this pass can put in a loop."""
     streamed = [
-        r for r in op.results if isinstance(r.type, TensorType) and r.type.data.stream_axis() is not None
+        r for r in op.results if isinstance(r.type, TensorType) and r.type.stream_axis() is not None
     ]
     if not streamed:
         return None
@@ -104,16 +96,15 @@ def stream_axis_of(op: Operation) -> int | None:
             f"stream parallel type not supported for post_on_stream @{op.callee_name()}: "
             "only a standalone host op can be stream-parallelized",
         )
-    if not isinstance(op, SLICEABLE_OPS):
+    if not isinstance(op, fusion.StreamSliceable):
         raise op_error(
             op,
             "stream parallel type not supported for this op: only standalone set, cast, "
             "elementwise, matmul, linear, reduce, slice and select ops can be stream-parallelized",
         )
     assert isinstance(op, fusion.ComputeOp)
-    result = op.result.type
-    assert isinstance(result, TensorType)
-    axis = result.data.stream_axis()
+    result = tensor_type(op.result)
+    axis = result.stream_axis()
     assert axis is not None
     if result.axes[axis].is_split:
         raise op_error(
@@ -130,18 +121,16 @@ def stream_axis_of(op: Operation) -> int | None:
 
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
     """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
-    (the axis maps of SLICEABLE_OPS are one-to-one)."""
+    (the axis maps of stream-sliceable ops are one-to-one)."""
     return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
 
 
 def reads_other_chunks(op: fusion.ComputeOp, operand: SSAValue, axis: int | None) -> bool:
     """Does result chunk `i` read an operand chunk other than `i` along `axis`? A slice
     with a start or a step on that axis reads chunk `start + step * i`."""
-    if axis is None or not isinstance(op, fusion.SliceOp) or operand is not op.input:
+    if axis is None or not isinstance(op, fusion.StreamSliceable):
         return False
-    assert isinstance(operand.type, TensorType)
-    position = _value_position(operand.type, axis)
-    return (op.starts.get_values()[position], op.steps.get_values()[position]) != (0, 1)
+    return op.operand_chunk_stride(operand, axis) != (0, 1)
 
 
 def is_scalar_op(op: Operation) -> bool:
@@ -172,7 +161,7 @@ class StreamLoop:
 
     @staticmethod
     def start(op: fusion.ComputeOp, axis: int) -> StreamLoop:
-        loop = StreamLoop([], op.result.type.axes[axis].extent, {}, set())  # type: ignore[attr-defined]
+        loop = StreamLoop([], tensor_type(op.result).axes[axis].extent, {}, set())
         loop.add(op, axis)
         return loop
 
@@ -188,7 +177,7 @@ class StreamLoop:
     def accepts(self, op: fusion.ComputeOp, axis: int) -> bool:
         """`op`'s stream axis maps to the loop's and each iteration only reads chunks
         that the same iteration produces."""
-        if op.result.type.axes[axis].extent != self.extent:  # type: ignore[attr-defined]
+        if tensor_type(op.result).axes[axis].extent != self.extent:
             return False
         joined = False
         for operand in op.tensor_inputs():
@@ -229,39 +218,13 @@ def group(block: Block) -> list[StreamLoop]:
 
 def sliced_type(t: TensorType, axis: int) -> TensorType:
     """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
-    desc = t.data
-    order = tuple(i - (i > axis) for i in desc.allocation_order() if i != axis)
-    keeps_stream = desc.stream_axis() not in (None, axis)
+    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
+    keeps_stream = t.stream_axis() not in (None, axis)
     return t.with_(
-        axes=desc.axes[:axis] + desc.axes[axis + 1 :],
+        axes=t.axes[:axis] + t.axes[axis + 1 :],
         alloc_order=order,
-        stream_allocated=desc.stream_allocated and keeps_stream,
+        stream_allocated=t.stream_allocated and keeps_stream,
     )
-
-
-def _value_position(t: TensorType, axis: int) -> int:
-    """The position of logical axis `axis` among the value (non-reduction) axes."""
-    return sum(not a.is_reduction for a in t.axes[:axis])
-
-
-def _renumbered_properties(op: fusion.ComputeOp, removed: dict[SSAValue, int]) -> dict[str, Attribute]:
-    """`op`'s properties once the axes in `removed` (operand -> logical axis) are gone."""
-    properties = {k: v for k, v in op.properties.items() if k != "operandSegmentSizes"}
-    if not isinstance(op, (fusion.ReduceOp, fusion.SliceOp, fusion.SelectOp)):
-        return properties
-    source = op.input
-    assert isinstance(source.type, TensorType)
-    gone = _value_position(source.type, removed[source])
-    if isinstance(op, fusion.ReduceOp):
-        dims = [d - (d > gone) for d in op.reduced_axes()]
-        properties["dims"] = DenseArrayBase.from_list(i64, dims)
-    elif isinstance(op, fusion.SliceOp):
-        for name in ("starts", "stops", "steps"):
-            values = list(properties[name].get_values())  # type: ignore[attr-defined]
-            properties[name] = DenseArrayBase.from_list(i64, values[:gone] + values[gone + 1 :])
-    else:
-        properties["dim"] = IntegerAttr(op.axis - (op.axis > gone), 64)
-    return properties
 
 
 class _LoopBuilder:
@@ -301,7 +264,7 @@ class _LoopBuilder:
     def allocate(self, tensor: SSAValue) -> Operation:
         """The full-size buffer of `tensor`: every chunk, even where finalize-multidevice-
         domains marked it stream-allocated (one chunk), since all iterations write it."""
-        full = tensor.type.with_(stream_allocated=False)  # type: ignore[attr-defined]
+        full = tensor_type(tensor).with_(stream_allocated=False)
         allocate = self.located(hir.AllocateOp(full))
         allocate.results[0].name_hint = tensor.name_hint
         return allocate
@@ -327,7 +290,7 @@ class _LoopBuilder:
             (operand, mapped)
             for operand in op.tensor_inputs()
             if (mapped := operand_axis(op, operand, axis)) is not None
-            and not operand.type.axes[mapped].is_broadcast  # type: ignore[attr-defined]
+            and not tensor_type(operand).axes[mapped].is_broadcast
         )
 
     def for_loop(self, lower: SSAValue, upper: SSAValue, step: SSAValue, body: Block) -> scf.ForOp:
@@ -382,7 +345,7 @@ class _Chunks:
         index = index or self.index
         key = (tensor, axis, index)
         if key not in self.cache:
-            view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor.type, axis))  # type: ignore[arg-type]
+            view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor_type(tensor), axis))
             self.block.add_op(self.builder.located(view))
             view.result.name_hint = _chunk_name(tensor)
             self.cache[key] = view.result
@@ -409,7 +372,7 @@ class _Chunks:
         if op.result in buffers:
             chunk = self.select(buffers[op.result].results[0], axis)
         else:
-            allocate = self.builder.located(hir.AllocateOp(sliced_type(op.result.type, axis)))  # type: ignore[arg-type]
+            allocate = self.builder.located(hir.AllocateOp(sliced_type(tensor_type(op.result), axis)))
             self.block.add_op(allocate)
             chunk = allocate.results[0]
             chunk.name_hint = _chunk_name(op.result)
@@ -424,29 +387,23 @@ class _Chunks:
             mapped = operand_axis(op, operand, axis)
             if mapped is not None:
                 removed[operand] = mapped
-        chunks = {operand: self.select(operand, a, self.operand_index(op, a)) for operand, a in removed.items()}
+        chunks = {operand: self.select(operand, a, self.operand_index(op, operand, a)) for operand, a in removed.items()}
         out = self.destination(op, axis, buffers)
-        self.block.add_op(self.sliced_op(op, chunks, out, _renumbered_properties(op, removed)))
+        self.block.add_op(self.sliced_op(op, chunks, removed, out))
 
-    def operand_index(self, op: fusion.ComputeOp, operand_axis: int) -> SSAValue:
-        """The operand chunk that result chunk `i` reads: chunk `i`, except through a
-        slice, whose result chunk `i` is input chunk `start + step * i`."""
-        if not isinstance(op, fusion.SliceOp):
-            return self.index
-        assert isinstance(op.input.type, TensorType)
-        position = _value_position(op.input.type, operand_axis)
-        return self.strided_index(op.starts.get_values()[position], op.steps.get_values()[position])
+    def operand_index(self, op: fusion.ComputeOp, operand: SSAValue, operand_axis: int) -> SSAValue:
+        """The operand chunk that result chunk `i` reads: chunk `start + step * i`, which
+        is chunk `i` except through a slice (`StreamSliceable.operand_chunk_stride`)."""
+        assert isinstance(op, fusion.StreamSliceable)
+        return self.strided_index(*op.operand_chunk_stride(operand, operand_axis))
 
     def sliced_op(
-        self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], out: SSAValue, properties: dict[str, Attribute]
+        self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], removed: dict[SSAValue, int], out: SSAValue
     ) -> Operation:
-        operands: list[SSAValue | None] = []
-        for name, _ in type(op).get_irdl_definition().operands:
-            value = out if name == "out" else getattr(op, name)
-            operands.append(chunks.get(value, value) if value is not None else None)
-        new = type(op).build(
-            operands=operands, result_types=[out.type], properties=properties, attributes=dict(op.attributes)
-        )
+        """The op computing one chunk, built by the op itself (`StreamSliceable`)."""
+        assert isinstance(op, fusion.StreamSliceable)
+        new = op.stream_chunk(chunks, removed, out)
+        new.attributes.update(op.attributes)
         try:
             new.verify()
         except VerifyException as error:
@@ -463,15 +420,11 @@ def _chunk_name(tensor: SSAValue) -> str | None:
 # --------------------------------------------------------------------------- #
 
 
-def programs(module: ModuleOp) -> Iterator[hir.ProgramOp]:
-    return (op for op in module.ops if isinstance(op, hir.ProgramOp))
-
-
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
-    """Loops over stream chunks for stream-parallel host ops; see the module docstring.
+    """Pipeline stream-parallel host ops in loops over stream chunks on rotating streams.
 
-    `-p 'stream-parallel-type{bounded-intermediates=true}'` gives loop-local intermediates
+    See the module docstring. `-p 'stream-parallel-type{bounded-intermediates=true}'` gives loop-local intermediates
     per-iteration chunk buffers instead of full-size ones.
     """
 
@@ -480,7 +433,7 @@ class StreamParallelType(ModulePass):
     bounded_intermediates: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for program in list(programs(op)):
+        for program in programs(op):
             check_program_inputs(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, self.bounded_intermediates).build()

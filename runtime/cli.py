@@ -27,12 +27,13 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import parse_error
+from hostir_dialect.symbols import programs, user_fusions
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import ExecutionError, find_function
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
-from .reference import run_fusion
 from .layouts import shard_tensor, torch_dtype, unshard
+from .reference import run_fusion
 
 
 class UsageError(Exception):
@@ -67,8 +68,7 @@ def load_module(path: str) -> ModuleOp:
 
 def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hir.ProgramOp, fusion.FuncOp | None]:
     """The module to run, its program and the fusion it is checked against (if any)."""
-    has_program = any(isinstance(op, hir.ProgramOp) for op in module.ops)
-    if not has_program:
+    if not programs(module):
         source = find_function(module, name)
         host = lower_module(module)
         return host, find_function(host, None), source  # type: ignore[return-value]
@@ -79,11 +79,7 @@ def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hi
 
 
 def _matching_reference(module: ModuleOp, program: hir.ProgramOp) -> fusion.FuncOp | None:
-    units = {op.callee_name() for op in module.walk() if isinstance(op, hir.PostOnStreamOp)}
-    for op in module.ops:
-        if isinstance(op, fusion.FuncOp) and op.sym_name.data not in units and op.function_type == program.function_type:
-            return op
-    return None
+    return next((f for f in user_fusions(module) if f.function_type == program.function_type), None)
 
 
 def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int) -> list[torch.Tensor]:
@@ -106,7 +102,7 @@ def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int
 
 
 def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tensor:
-    shape = t.data.value_shape()
+    shape = t.value_shape()
     if DYNAMIC in shape:
         raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
     dtype = torch_dtype(t)

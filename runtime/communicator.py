@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -54,7 +55,7 @@ import torch.distributed as dist
 
 from hostir_dialect import hir
 from hostir_dialect.fusion import ReduceKind
-from hostir_dialect.tensor_type import DYNAMIC, TensorType
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .layouts import flatten_in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
 
@@ -160,7 +161,7 @@ class Communicator:
         return _COLLECTIVES[type(op)](plan)
 
     def point_to_point(self, op: hir.PointToPointOp) -> Callable[[torch.Tensor, int], Token]:
-        perm = value_alloc_perm(op.buffer.type)  # type: ignore[arg-type]
+        perm = value_alloc_perm(tensor_type(op.buffer))
         function = dist.isend if isinstance(op, hir.SendOp) else dist.irecv
         keyword = "dst" if isinstance(op, hir.SendOp) else "src"
         rank = self.rank
@@ -221,8 +222,7 @@ class Plan:
 
     @staticmethod
     def of(comm: Communicator, op: hir.CollectiveOp) -> Plan:
-        in_type, out_type = op.input.type, op.output.type
-        assert isinstance(in_type, TensorType) and isinstance(out_type, TensorType)
+        in_type, out_type = tensor_type(op.input), tensor_type(op.output)
         kind = op.reduction.data if op.reduction is not None else None
         return Plan(
             team=tuple(op.team_ids), rank=comm.rank, root=op.root_id,
@@ -275,10 +275,7 @@ def _static_numel(t: TensorType, rank: int) -> int | None:
     shape = logical_shape(t, rank)
     if DYNAMIC in shape:
         return None
-    numel = 1
-    for extent in shape:
-        numel *= extent
-    return numel
+    return math.prod(shape)
 
 
 def _check(condition: bool, message: str) -> None:

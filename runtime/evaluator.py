@@ -9,8 +9,8 @@ group, whether this rank takes part at all) is made while compiling. An `scf.for
 closure that runs its body's closure list each iteration, so values derived from the loop
 index are simply recomputed.
 
-Binding rules (nvFuser's HostIrEvaluator, DESIGN.md "The runtime"):
-- `hir.allocate` binds a new local buffer (`TensorDesc.local_shape(rank)`, dense in
+Binding rules (nvFuser's HostIrEvaluator, csrc/host_ir/evaluator.cpp):
+- `hir.allocate` binds a new local buffer (`TensorType.local_shape(rank)`, dense in
   allocation order) unless its value is already bound; on a rank outside the type's mesh
   it binds nothing (None).
 - A compute op with a destination writes into it (`out=` / `copy_`) and its result aliases
@@ -21,8 +21,8 @@ Binding rules (nvFuser's HostIrEvaluator, DESIGN.md "The runtime"):
   or into fresh tensors when it has none.
 - A compute op or post whose tensors' meshes do not contain this rank is skipped (its
   results stay None); so is a collective whose team does not contain it (its work is DONE).
-Safety: a compute op that still needs a communication (`is_resharding`,
-`reduces_sharded_axis`) is refused when a host program is compiled: it was not lowered,
+Safety: a compute op that still needs a communication (`communicates`: it reshards
+or reduces a sharded axis) is refused when a host program is compiled: it was not lowered,
 and running it on local shards would compute a wrong answer.
 """
 
@@ -37,13 +37,14 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import fusion, hir, symbols
 from hostir_dialect.diagnostics import describe, op_error
-from hostir_dialect.sharding import is_resharding, reduces_sharded_axis
-from hostir_dialect.tensor_type import DYNAMIC, ParallelType, TensorType
+from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.sharding import communicates
+from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
 from .communicator import DONE, CollectiveError, Communicator
-from .layouts import empty_buffer, is_on_rank, logical_shape, torch_dtype, value_alloc_perm
+from .layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
 from .streams import make_streams
 from .torch_ops import OpContext, UnsupportedOp, build_kernel, copy_into
 
@@ -171,20 +172,20 @@ def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None,
     return evaluator.run(inputs)
 
 
-def find_function(module: ModuleOp, name: str | None = None) -> hir.ProgramOp | fusion.FuncOp:
+def find_function(module: ModuleOp, name: str | None = None) -> FunctionLikeOp:
     """The `hir.program` (preferred) or `fusion.func` named `name`, or the only/first program."""
-    candidates = [op for op in module.ops if isinstance(op, (hir.ProgramOp, fusion.FuncOp))]
     if name is not None:
-        for op in candidates:
-            if op.sym_name.data == name:
-                return op
-        raise ValueError(f"the module has no hir.program or fusion.func named @{name}")
-    programs = [op for op in candidates if isinstance(op, hir.ProgramOp)]
+        found = symbols.lookup(module, name)
+        if found is None:
+            raise ValueError(f"the module has no hir.program or fusion.func named @{name}")
+        return found
+    programs = symbols.programs(module)
     if len(programs) > 1:
         raise ValueError(f"the module has {len(programs)} programs; name one of "
                          + ", ".join("@" + p.sym_name.data for p in programs))
     if programs:
         return programs[0]
+    candidates = symbols.functions(module)
     if not candidates:
         raise ValueError("the module has neither a hir.program nor a fusion.func")
     return candidates[0]
@@ -210,7 +211,7 @@ class _ArgSpec:
         self.type = tensor_type
         self.rank = rank
         if tensor_type is not None:
-            self.present = is_on_rank(tensor_type, rank)
+            self.present = tensor_type.is_on_rank(rank)
             self.shape = logical_shape(tensor_type, rank)
             self.dtype = torch_dtype(tensor_type)
 
@@ -369,7 +370,7 @@ class _Compiler:
         self.template[self.slot(value)] = python_value
 
     # -- structure --------------------------------------------------------------
-    def function(self, func: fusion.FunctionLikeOp, outs: int = 0, direct: bool = False) -> CompiledFunction:
+    def function(self, func: FunctionLikeOp, outs: int = 0, direct: bool = False) -> CompiledFunction:
         """Compile a function; with `outs` > 0 its results go into that many extra
         arguments (directly when `direct`, else by a final copy)."""
         block = func.body.block
@@ -430,13 +431,13 @@ class _Compiler:
         return logged
 
     def on_rank(self, values: Sequence[SSAValue]) -> bool:
-        return all(is_on_rank(v.type, self.rank) for v in values if isinstance(v.type, TensorType))
+        return all(v.type.is_on_rank(self.rank) for v in values if isinstance(v.type, TensorType))
 
     # -- compute ----------------------------------------------------------------
     def compute(self, op: fusion.ComputeOp) -> Step | None:
         if not self.on_rank([*op.operands, op.result]):
             return None
-        if self.local and (is_resharding(op) or reduces_sharded_axis(op)):
+        if self.local and communicates(op):
             raise op_error(op, "needs a communication (it reshards its input or reduces a sharded axis) but was "
                                "not lowered to one; run the hostir-lower pipeline first")
         try:
@@ -450,8 +451,7 @@ class _Compiler:
             return _into_step(kernel.into, result, self.slot(op.out), args, _value_name(op.out))
         if op.result in self.destinations:
             return _into_step(kernel.into, result, self.destinations[op.result], args, "the post's output")
-        result_type = op.result.type
-        assert isinstance(result_type, TensorType)
+        result_type = tensor_type(op.result)
         if value_alloc_perm(result_type) is None:
             return _fresh_step(kernel.fresh, result, args)
         # A fresh result with an allocation order: allocate it in that order, compute into it.
@@ -460,9 +460,8 @@ class _Compiler:
 
     # -- hir --------------------------------------------------------------------
     def allocate(self, op: hir.AllocateOp) -> Step | None:
-        t = op.result.type
-        assert isinstance(t, TensorType)
-        if not is_on_rank(t, self.rank):
+        t = tensor_type(op.result)
+        if not t.is_on_rank(self.rank):
             return None
         shape = logical_shape(t, self.rank)
         if DYNAMIC in shape:
@@ -492,9 +491,8 @@ class _Compiler:
         return step
 
     def alias_select(self, op: hir.AliasSelectOp) -> Step | None:
-        t = op.input.type
-        assert isinstance(t, TensorType)
-        if not is_on_rank(t, self.rank):
+        t = tensor_type(op.input)
+        if not t.is_on_rank(self.rank):
             return None
         axis = op.axis_index
         chosen = t.axes[axis]
@@ -502,7 +500,7 @@ class _Compiler:
             raise op_error(op, f"selects on axis {axis}, which is sharded across devices")
         dim = axis - sum(a.is_reduction for a in t.axes[:axis])
         source, result = self.slot(op.input), self.slot(op.result)
-        one_chunk = self.local and t.data.stream_allocated and axis == t.data.stream_axis()
+        one_chunk = self.local and t.stream_allocated and axis == t.stream_axis()
         if chosen.is_broadcast or one_chunk:
             # A broadcast axis has one element; a stream-allocated buffer holds one chunk.
             def step(env: list) -> None:
@@ -515,8 +513,7 @@ class _Compiler:
         return step
 
     def extent(self, op: hir.ExtentOp) -> Step | None:
-        t = op.input.type
-        assert isinstance(t, TensorType)
+        t = tensor_type(op.input)
         axis = op.axis.value.data
         if t.axes[axis].extent != DYNAMIC:
             self.constant(op.result, t.axes[axis].extent)
@@ -529,7 +526,7 @@ class _Compiler:
             for piece in t.axes[axis].pieces:
                 if piece.parallel.is_device and t.mesh is not None:
                     factor *= t.mesh.axis_size(piece.parallel)
-                elif piece.parallel == ParallelType.STREAM and t.data.stream_allocated:
+                elif piece.parallel == ParallelKind.STREAM and t.stream_allocated:
                     if piece.extent == DYNAMIC:
                         raise op_error(op, "a dynamic stream-allocated axis has no known extent")
                     factor *= piece.extent
@@ -628,7 +625,7 @@ class _Compiler:
 
     def point_to_point(self, op: hir.PointToPointOp) -> Step | None:
         work = self.slot(op.work)
-        if not is_on_rank(op.buffer.type, self.rank):
+        if not tensor_type(op.buffer).is_on_rank(self.rank):
             self.constant(op.work, DONE)
             return None
         if self.ev.comm.backend is None:

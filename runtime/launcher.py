@@ -30,6 +30,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
+import passes
 from hostir_dialect.context import parse_module
 
 from .evaluator import Evaluator
@@ -197,20 +198,18 @@ def _failure(result_dir: Path, error: Exception) -> str:
 
 def lower_module(module: ModuleOp) -> ModuleOp:
     """A copy of `module` lowered by the `hostir-lower` pipeline."""
-    from passes import lower  # imported here: running a host program needs no compiler
-
-    return lower(module.clone())
+    return passes.lower(module.clone())
 
 
 def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
     """A module from a ModuleOp, IR text, a path to a .mlir file or a FusionDefinition
-    (anything whose str() is IR text); lowered first when `lower`."""
+    (anything with `to_module()`); lowered first when `lower`."""
     if isinstance(module_or_fd, ModuleOp):
         module = module_or_fd
     elif isinstance(module_or_fd, (str, os.PathLike)) and Path(module_or_fd).suffix == ".mlir":
         module = parse_module(Path(module_or_fd).read_text(), str(module_or_fd))
-    elif lower and hasattr(module_or_fd, "lower"):
-        return module_or_fd.lower()
+    elif hasattr(module_or_fd, "to_module"):
+        module = module_or_fd.to_module()
     else:
         module = parse_module(str(module_or_fd))
     return lower_module(module) if lower else module

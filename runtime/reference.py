@@ -7,25 +7,24 @@ from collections.abc import Sequence
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import fusion
+from hostir_dialect.symbols import lookup, user_fusions
 
 from .evaluator import Evaluator
 
 
 def reference_function(module: ModuleOp, name: str | None = None) -> fusion.FuncOp:
-    """The `fusion.func` named `name`, else the first one no `hir.post_on_stream` calls
-    (kernel units of a host program are not whole fusions)."""
-    funcs = [op for op in module.ops if isinstance(op, fusion.FuncOp)]
+    """The `fusion.func` named `name`, else the first user fusion (kernel units of a host
+    program are not whole fusions)."""
     if name is not None:
-        for func in funcs:
-            if func.sym_name.data == name:
-                return func
-        raise ValueError(f"the module has no fusion.func named @{name}")
-    units = {op.callee_name() for op in module.walk() if isinstance(op, hir.PostOnStreamOp)}
-    for func in funcs:
-        if func.sym_name.data not in units:
-            return func
-    raise ValueError("the module has no fusion.func to use as a reference")
+        found = lookup(module, name)
+        if not isinstance(found, fusion.FuncOp):
+            raise ValueError(f"the module has no fusion.func named @{name}")
+        return found
+    fusions = user_fusions(module)
+    if not fusions:
+        raise ValueError("the module has no fusion.func to use as a reference")
+    return fusions[0]
 
 
 def run_fusion(module: ModuleOp, global_inputs: Sequence[torch.Tensor], name: str | None = None) -> list[torch.Tensor]:

@@ -22,7 +22,7 @@ from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion
 from hostir_dialect.fusion import ComputeOp, ReduceKind
-from hostir_dialect.tensor_type import TensorType
+from hostir_dialect.tensor_type import TensorType, tensor_type
 
 from .layouts import logical_shape, torch_dtype
 
@@ -44,7 +44,7 @@ class OpContext:
     device: torch.device
 
     def shape(self, value: SSAValue) -> tuple[int, ...]:
-        return logical_shape(value.type, self.rank)  # type: ignore[arg-type]
+        return logical_shape(tensor_type(value), self.rank)
 
     def dtype(self, value: SSAValue) -> torch.dtype:
         return torch_dtype(value.type)
@@ -103,7 +103,7 @@ def _binary(function: Callable[..., torch.Tensor]):
         lhs_tensor = isinstance(op.lhs.type, TensorType)
         rhs_tensor = isinstance(op.rhs.type, TensorType)
         f = function
-        if f is torch.div and isinstance(op.result.type.element_type, IntegerType):  # type: ignore[attr-defined]
+        if f is torch.div and isinstance(tensor_type(op.result).element_type, IntegerType):
             f = lambda a, b, **kw: torch.div(a, b, rounding_mode="trunc", **kw)  # noqa: E731 -- integer division truncates
         if not rhs_tensor:
             f = _TENSOR_SCALAR.get(f, f)
@@ -141,7 +141,7 @@ def _reshape(op: fusion.ReshapeOp, ctx: OpContext) -> Kernel:
 
 
 def _broadcast(op: fusion.BroadcastOp, ctx: OpContext) -> Kernel:
-    rank = len(op.result.type.axes)  # type: ignore[attr-defined]
+    rank = tensor_type(op.result).rank
     new = sorted(d + rank if d < 0 else d for d in op.dims.get_values())
 
     def view(x: torch.Tensor) -> torch.Tensor:
@@ -160,15 +160,13 @@ def _squeeze(op: fusion.SqueezeOp, ctx: OpContext) -> Kernel:
 
 def _sharded_axes(value: SSAValue) -> set[int]:
     """Value axes (torch dims) of `value` that have a device-parallel piece."""
-    t = value.type
-    assert isinstance(t, TensorType)
-    axes = fusion.value_axes(t)
+    axes = tensor_type(value).value_axes()
     return {k for k, a in enumerate(axes) if any(p.parallel.is_device for p in a.pieces)}
 
 
 def _slice(op: fusion.SliceOp, ctx: OpContext) -> Kernel:
     starts, stops, steps = (list(x.get_values()) for x in (op.starts, op.stops, op.steps))
-    shape = fusion.value_axes(op.input.type)  # type: ignore[arg-type]
+    shape = tensor_type(op.input).value_axes()
     if ctx.is_local():
         for k in _sharded_axes(op.input):
             if (starts[k], stops[k], steps[k]) != (0, shape[k].extent, 1):
@@ -222,7 +220,7 @@ def _contraction_into(function: Callable[..., torch.Tensor], out_variant: Callab
 
 
 def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
-    if 1 in (len(fusion.value_axes(op.a.type)), len(fusion.value_axes(op.b.type))):  # type: ignore[arg-type]
+    if 1 in (len(tensor_type(op.a).value_axes()), len(tensor_type(op.b).value_axes())):
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
     return Kernel(torch.matmul, _contraction_into(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out)))
@@ -230,7 +228,7 @@ def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
 
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
     linear = torch.nn.functional.linear
-    if len(fusion.value_axes(op.input.type)) == 1:  # type: ignore[arg-type]
+    if len(tensor_type(op.input).value_axes()) == 1:
         # aten.linear.out re-strides the destination of a 1-D input: compute, then copy.
         return Kernel(linear, lambda out, *operands: copy_into(out, linear(*operands)))
     linear_out = torch.ops.aten.linear.out

@@ -1,7 +1,8 @@
 // RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{backend=gloo}' | filecheck %s
 
-// One case per row of the decision table (reference §2.3), nvFuser's communication
-// lowering cases (§7.6), 2-D meshes, and resharding ops inside loops.
+// One case per row of the decision table (passes/convert_op_to_communication.py), nvFuser's
+// communication lowering cases (tests/cpp/test_multidevice_lower_communication.cpp), 2-D
+// meshes, and resharding ops inside loops.
 
 // Set, in not sharded, out sharded: Scatter from the first sender device in the receiver mesh (LowerScatterTest {0}->{0,1}).
 // CHECK-LABEL: hir.program @scatter(

@@ -89,7 +89,7 @@ fusion.func @linear_bias(%x: !fusion.tensor<f32[3, 4, 8(2 didx, 4)], mesh=[0, 1]
 
 // -----
 
-// AG_before_Matmul (MultiDeviceStreamParallelTypeTest, reference §3.4): a set in front
+// AG_before_Matmul (tests/cpp/test_multidevice_stream_parallel_type.cpp): a set in front
 // of the matmul gathers A; it takes the matmul's Stream axis, so the Allgather lands
 // in the stream loop. The replicated B needs nothing.
 // CHECK-LABEL: fusion.func @ag_before_matmul

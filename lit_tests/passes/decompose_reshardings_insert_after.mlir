@@ -1,7 +1,8 @@
 // RUN: hostir-opt %s --split-input-file -p 'decompose-reshardings{insert-after=true}' | filecheck %s
 
-// AG_after_Matmul (reference §3.4, nvFuser's InsertReshardingAfter): the matmul computes
-// on A's sharding (and keeps its Stream axis), a set after it gathers the result.
+// AG_after_Matmul (tests/cpp/test_multidevice_stream_parallel_type.cpp; nvFuser's
+// InsertReshardingAfter): the matmul computes on A's sharding (and keeps its Stream
+// axis), a set after it gathers the result.
 // CHECK-LABEL: fusion.func @ag_after_matmul(
 // CHECK-SAME:    -> (!fusion.tensor<f32[4 stream, 2, 8, 32], mesh=[0, 1]>, !fusion.tensor<f32[4, 2, 8, 32], mesh=[0, 1]>) {
 // CHECK-NEXT:    %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 2 didx, 8, 16], mesh=[0, 1]>, !fusion.tensor<f32[16, 32], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2 didx, 8, 32, r16], mesh=[0, 1]>

@@ -1,6 +1,6 @@
 // RUN: hostir-opt %s --split-input-file -p stream-parallel-type | filecheck %s
 
-// nvFuser's HirLowerStreamTest shapes (reference §7.1). Top-level op counts: nvFuser's
+// nvFuser's HirLowerStreamTest shapes (tests/cpp/test_host_ir_stream_lowering.cpp). Top-level op counts: nvFuser's
 // list (Allocate*, GetCurrentStream, ForLoop, ForLoop) plus, per loop, the three index
 // constants of its bounds (in front of it) and the program's hir.return.
 

@@ -1,6 +1,6 @@
 // RUN: hostir-opt %s --split-input-file -p stream-parallel-type,convert-op-to-communication | filecheck %s
 
-// nvFuser's collective-based pipelines (reference §3.4, MultiDeviceStreamParallelTypeTest),
+// nvFuser's collective-based pipelines (MultiDeviceStreamParallelTypeTest, tests/cpp/test_multidevice_stream_parallel_type.cpp),
 // D = 2 devices: each main-loop body after convert-op-to-communication. The resharding
 // set/reduce of chunk i becomes its collective + wait on the worker stream; every rank
 // posts the same sequence. (nvFuser also shows a no-op Allocate of the already bound

@@ -61,10 +61,10 @@ from xdsl.dialects.builtin import ModuleOp
 import runtime
 from hostir_dialect import FusionDefinitionError, hir
 from hostir_dialect.diagnostics import HostIRError
-from hostir_dialect.sharding import is_annotated
+from passes.sharding_policy import is_annotated
 from hostir_dialect.tensor_type import DYNAMIC
-from passes.pass_manager import PassManagerOptions
-from passes.registry import PIPELINES
+from passes.pipeline import PassManagerOptions
+from passes import PIPELINES
 from runtime.communicator import DONE, Communicator
 from runtime.evaluator import find_function
 from runtime.layouts import is_on_rank, logical_shape, torch_dtype, value_alloc_perm
@@ -169,7 +169,7 @@ def classify(error: BaseException) -> tuple[str, str, str]:
         refused = kind is not None and kind.group(1) in ("HostIRError", "InputError")
         return ("refused" if refused else "crash"), message, ""
     if isinstance(error, HostIRError) and _raised_by_verifier(error):
-        return "crash", f"invalid IR after {_last_pass(error)}: {message}", "passes/pass_manager.py:run_passes"
+        return "crash", f"invalid IR after {_last_pass(error)}: {message}", "passes/pipeline.py:run_passes"
     if isinstance(error, (HostIRError, runtime.InputError)):
         return "refused", message, ""
     if not isinstance(error, runtime.ExecutionError):

@@ -19,8 +19,8 @@ from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, verify_located
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.hir import Backend
-from hostir_dialect.tensor_type import Axis, IterKind, Mesh, ParallelType, Piece, TensorType
-from passes.pass_manager import run_passes
+from hostir_dialect.tensor_type import Axis, IterKind, Mesh, ParallelKind, Piece, TensorType
+from passes.pipeline import run_passes
 
 
 def tensor(*axes: int | Axis, element=f32, mesh: Mesh | None = None) -> TensorType:
@@ -138,7 +138,7 @@ def build_host_program() -> ModuleOp:
         add(hir.SendRecvOp(x, x, [0, 1], root=0)),
         add(hir.AllToAllOp(y, y, [0, 1])),
         add(hir.SendOp(x, peer)),
-        add(hir.RecvOp(x, peer, Backend.UCC)),
+        add(hir.RecvOp(x, peer, Backend.GLOO)),
     ]
     for work in works:
         add(hir.WaitOp(work.results[0]))
@@ -154,13 +154,13 @@ def test_every_hir_op_builds_from_python_and_round_trips() -> None:
         assert op_class.name in text, op_class.name
     assert "hir.reduce_scatter %2 -> %1 team [0, 1] op max backend gloo" in text
     assert "hir.reduce %1 -> %1 team [0, 1] root 1 op prod :" in text
-    assert "backend ucc" in text
+    assert "hir.recv %1, %8 backend gloo :" in text
     assert "outs(%3 : !fusion.tensor<f32[8, 4]>)" in text
 
 
 def test_constructed_types_carry_sharding() -> None:
-    sharded = TensorType.of(f32, [4, Axis(2, pieces=(Piece(2, ParallelType.DIDX),))], mesh=Mesh.of([0, 1]))
-    func = fusion.FuncOp("f", [sharded], [tensor(4, Axis(2, pieces=(Piece(2, ParallelType.STREAM),)), mesh=Mesh.of([0, 1]))])
+    sharded = TensorType.of(f32, [4, Axis(2, pieces=(Piece(2, ParallelKind.DIDX),))], mesh=Mesh.of([0, 1]))
+    func = fusion.FuncOp("f", [sharded], [tensor(4, Axis(2, pieces=(Piece(2, ParallelKind.STREAM),)), mesh=Mesh.of([0, 1]))])
     copy = fusion.SetOp(func.args[0], func.function_type.outputs.data[0])  # type: ignore[arg-type]
     func.body.block.add_ops([copy, fusion.ReturnOp(copy.result)])
     text = assert_round_trips(ModuleOp([func]))

@@ -13,13 +13,13 @@ from hostir_dialect.tensor_type import (
     Axis,
     IterKind,
     Mesh,
-    ParallelType,
+    ParallelKind,
     Piece,
     TensorDesc,
     TensorType,
 )
 
-STREAM, DIDX, DIDY = ParallelType.STREAM, ParallelType.DIDX, ParallelType.DIDY
+STREAM, DIDX, DIDY = ParallelKind.STREAM, ParallelKind.DIDX, ParallelKind.DIDY
 
 
 def parse(text: str) -> TensorType:
@@ -28,8 +28,9 @@ def parse(text: str) -> TensorType:
     return parsed
 
 
-def desc(text: str) -> TensorDesc:
-    return parse(text).data
+def desc(text: str) -> TensorType:
+    """The type whose queries a test checks (TensorType is the one query surface)."""
+    return parse(text)
 
 
 # --------------------------------------------------------------------------- #
@@ -93,7 +94,7 @@ def test_local_shape(text: str, rank: int, expected: tuple[int, ...]) -> None:
 )
 def test_rank_outside_the_mesh_holds_no_buffer(text: str, rank: int) -> None:
     assert desc(text).local_shape(rank) is None
-    assert not desc(text).has_mesh_member(rank)
+    assert not desc(text).is_on_rank(rank)
 
 
 def test_local_shape_without_a_rank_is_the_members_shape() -> None:
@@ -223,7 +224,7 @@ def test_every_problem_is_reported_most_basic_first() -> None:
 
 def test_valid_types_have_no_problems() -> None:
     for text in ROUND_TRIPS:
-        assert list(desc(text).problems()) == [], text
+        assert list(parse(text).data.problems()) == [], text
 
 
 # --------------------------------------------------------------------------- #

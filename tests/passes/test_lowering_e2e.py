@@ -25,8 +25,7 @@ from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from passes.pass_manager import PassManagerOptions
-from passes.registry import PIPELINES
+from passes import PIPELINES, PassManagerOptions
 
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
@@ -146,7 +145,7 @@ def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed
     fusion_module = parse_module(fusion_text)
     generator = torch.Generator().manual_seed(seed)
     arg_types = [a.type for a in fusion_module.ops.first.args]  # type: ignore[union-attr]
-    global_inputs = [torch.rand(at.data.value_shape(), generator=generator) * 2 - 1 for at in arg_types]
+    global_inputs = [torch.rand(at.value_shape(), generator=generator) * 2 - 1 for at in arg_types]
     expected = runtime.run_fusion(fusion_module, global_inputs)
     options = PassManagerOptions(disabled=frozenset({disabled} if disabled else ()))
     lowered = passes.lower(parse_module(fusion_text), options)

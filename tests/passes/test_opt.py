@@ -1,26 +1,19 @@
-"""hostir-opt (passes.opt) and the pass manager it drives: exit codes, messages, output
-options, and the mechanism later passes plug into (disable, dump IR after, timing, verify)."""
+"""hostir-opt (passes.opt): exit codes, messages, output options, the passes it registers,
+and the pipeline options reaching passes registered by a subclass (the pipeline itself is
+tested in test_pipeline.py)."""
 
 from __future__ import annotations
 
-import io
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
-from xdsl.passes import ModulePass
-from xdsl.utils.arg_spec import parse_pipeline
+from test_pipeline import PROGRAM, BreakTheIR, TagAllocations
 
-from hostir_dialect import hir
-from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
-from passes import opt, pass_manager
-from passes.pass_manager import ALL, PassManagerOptions, expand_specs, run_passes
-from passes.registry import PASS_NAMES, PIPELINES
+from passes import PIPELINES, get_all_passes, opt
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -88,7 +81,7 @@ def test_unknown_pass_lists_the_available_passes(capsys, write) -> None:
     assert (code, out) == (1, "")
     assert err.startswith("error: unknown pass 'no-such-pass'; available: ")
     assert len(err.splitlines()) == 1
-    for name in (*PASS_NAMES, *PIPELINES):
+    for name in (*get_all_passes(), *opt.UPSTREAM_PASSES, *PIPELINES):
         assert name in err
 
 
@@ -156,127 +149,36 @@ def test_console_script(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- #
-# The pass manager, with passes defined here
+# Passes registered by a subclass (test_pipeline.py defines them)
 # --------------------------------------------------------------------------- #
 
 
-@dataclass(frozen=True)
-class TagAllocations(ModulePass):
-    """Marks every hir.allocate with a `tagged` unit attribute."""
+class OptWithTestPasses(opt.HostIROptMain):
+    """hostir-opt that also knows the passes of test_pipeline.py, registered as xDSL
+    registers passes (register_pass), not by patching globals."""
 
-    name = "test-tag-allocations"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for allocate in op.walk():
-            if isinstance(allocate, hir.AllocateOp):
-                allocate.attributes["tagged"] = UnitAttr()
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for cls in (TagAllocations, BreakTheIR):
+            self.register_pass(cls.name, lambda cls=cls: cls)
 
 
-@dataclass(frozen=True)
-class BreakTheIR(ModulePass):
-    """Adds an allgather with an empty team after the first allocation: invalid IR."""
-
-    name = "test-break-ir"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        allocate = next(o for o in op.walk() if isinstance(o, hir.AllocateOp))
-        assert allocate.parent is not None
-        allocate.parent.insert_op_after(hir.AllgatherOp(allocate.result, allocate.result, []), allocate)
+def run_opt_with_test_passes(capsys, *args: str) -> tuple[int, str, str]:
+    code = opt.main(list(args), tool=OptWithTestPasses)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
-PROGRAM = """hir.program @main() {
-  %a = hir.allocate : !fusion.tensor<f32[4]>
-  hir.return
-}
-"""
-
-
-def run(passes: list[ModulePass], **options) -> tuple[ModuleOp, pass_manager.PassRun, str]:
-    module = parse_module(PROGRAM, "program.mlir")
-    stream = io.StringIO()
-    result = run_passes(make_context(), module, passes, PassManagerOptions(dump_stream=stream, **options))
-    return module, result, stream.getvalue()
-
-
-def tagged(module: ModuleOp) -> bool:
-    return any("tagged" in op.attributes for op in module.walk())
-
-
-def test_passes_run_in_order_and_are_timed() -> None:
-    module, result, dumped = run([TagAllocations()])
-    assert tagged(module)
-    assert [t.name for t in result.timings] == ["test-tag-allocations"]
-    assert result.skipped == [] and dumped == ""
-
-
-def test_a_pass_is_disabled_by_name() -> None:
-    module, result, _ = run([TagAllocations()], disabled=frozenset({"test-tag-allocations"}))
-    assert not tagged(module)
-    assert result.skipped == ["test-tag-allocations"] and result.timings == []
-
-
-def test_print_ir_after_all() -> None:
-    _, _, dumped = run([TagAllocations(), TagAllocations()], print_ir_after=frozenset({ALL}))
-    assert dumped.count("// -----// IR Dump After test-tag-allocations //----- //") == 2
-    assert "%a = hir.allocate {tagged} : !fusion.tensor<f32[4]>" in dumped
-
-
-def test_print_ir_after_a_named_pass_only() -> None:
-    @dataclass(frozen=True)
-    class Nothing(ModulePass):
-        name = "test-nothing"
-
-        def apply(self, ctx: Context, op: ModuleOp) -> None:
-            pass
-
-    _, _, dumped = run([Nothing(), TagAllocations()], print_ir_after=frozenset({"test-nothing"}))
-    assert dumped.count("IR Dump After") == 1
-    assert "IR Dump After test-nothing" in dumped
-    assert "tagged" not in dumped  # dumped before the tagging pass ran
-
-
-def test_time_passes_writes_the_timing_report() -> None:
-    _, result, dumped = run([TagAllocations()], time_passes=True)
-    assert "Pass execution timing report" in dumped
-    assert "test-tag-allocations" in dumped and "Total" in dumped
-    assert result.timings[0].seconds >= 0
-
-
-def test_verification_after_each_pass_catches_a_pass_that_breaks_the_ir() -> None:
-    with pytest.raises(HostIRError, match=r"^program.mlir:1:1: error: 'hir.allgather' op team must not be empty$"):
-        run([BreakTheIR()])
-    # without verification the broken IR goes through unnoticed
-    module, _, _ = run([BreakTheIR()], verify_each=False)
-    assert any(isinstance(op, hir.AllgatherOp) for op in module.walk())
-
-
-def test_pipelines_expand_to_their_passes() -> None:
-    assert [s.name for s in expand_specs(parse_pipeline("hostir-lower"))] == list(PIPELINES["hostir-lower"])
-    with pytest.raises(ValueError, match="unknown pass 'nope'; available: "):
-        expand_specs(parse_pipeline("nope"))
-
-
-@pytest.fixture
-def test_passes_registered(monkeypatch):
-    """Make hostir-opt's `-p` know the passes defined in this file."""
-    extra = {cls.name: cls for cls in (TagAllocations, BreakTheIR)}
-    monkeypatch.setattr(pass_manager, "PASS_NAMES", (*PASS_NAMES, *extra))
-    real = pass_manager.pass_class
-    monkeypatch.setattr(pass_manager, "pass_class", lambda name: extra.get(name) or real(name))
-
-
-@pytest.mark.usefixtures("test_passes_registered")
 def test_cli_runs_passes_and_prints_ir_after_them(capsys, write) -> None:
-    code, out, err = run_opt(capsys, write(PROGRAM), "-p", "test-tag-allocations", "--print-ir-after-all", "--time-passes")
+    code, out, err = run_opt_with_test_passes(capsys, write(PROGRAM), "-p", "test-tag-allocations", "--print-ir-after-all", "--time-passes")
     assert code == 0
     assert "%a = hir.allocate {tagged} : !fusion.tensor<f32[4]>" in out
     assert "// -----// IR Dump After test-tag-allocations //----- //" in err
     assert "Pass execution timing report" in err
 
 
-@pytest.mark.usefixtures("test_passes_registered")
 def test_cli_disable_pass_and_print_ir_after_by_name(capsys, write) -> None:
-    code, out, err = run_opt(
+    code, out, err = run_opt_with_test_passes(
         capsys, write(PROGRAM), "-p", "test-tag-allocations,test-break-ir",
         "--disable-pass", "test-break-ir", "--print-ir-after", "test-tag-allocations",
     )
@@ -285,10 +187,9 @@ def test_cli_disable_pass_and_print_ir_after_by_name(capsys, write) -> None:
     assert err.count("IR Dump After") == 1
 
 
-@pytest.mark.usefixtures("test_passes_registered")
 def test_cli_reports_a_pass_that_breaks_the_ir(capsys, write) -> None:
     path = write(PROGRAM)
-    code, out, err = run_opt(capsys, path, "-p", "test-break-ir")
+    code, out, err = run_opt_with_test_passes(capsys, path, "-p", "test-break-ir")
     assert (code, out) == (1, "")
     assert err == f"{path}:1:1: error: 'hir.allgather' op team must not be empty\n"
 
@@ -338,3 +239,34 @@ def test_a_failed_run_leaves_the_output_file_untouched(capsys, write, tmp_path: 
     assert run_opt(capsys, write(SYNTAX_ERROR), "-o", str(target))[0] == 1
     assert target.read_text() == "previous contents\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# --------------------------------------------------------------------------- #
+# xDSL's canonicalize, cse and dce on lowered programs
+# --------------------------------------------------------------------------- #
+
+SINGLE_RANK_SEEDS = [
+    "single_set_op", "two_set_ops", "three_set_ops_with_disjoint_for_loops", "single_binary_op",
+    "reduction", "matmul_m", "batched_matmul", "matmul_n",
+]
+
+
+@pytest.mark.parametrize("name", SINGLE_RANK_SEEDS)
+def test_upstream_cleanup_of_a_lowered_program_computes_the_same(name: str) -> None:
+    """canonicalize,cse,dce after hostir-lower keep every host effect (lit:
+    passes/opt/upstream_passes.mlir) and so the program's result."""
+    import torch
+
+    import runtime
+    from hostir_dialect.context import make_context
+    from passes import lower
+    from passes.pipeline import build_pipeline
+
+    source = parse_module((EXAMPLES / f"{name}.mlir").read_text(), name)
+    host = lower(source.clone())
+    build_pipeline("canonicalize,cse,dce", available=opt.registered_passes()).apply(make_context(), host)
+    generator = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(a.type.value_shape(), generator=generator) for a in source.body.block.first_op.args]
+    (expected,) = runtime.run_fusion(source, inputs)
+    (got,) = runtime.execute(host, inputs, rank=0, world_size=1)
+    torch.testing.assert_close(got, expected)

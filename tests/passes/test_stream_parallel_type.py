@@ -11,7 +11,7 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from passes.pass_manager import build_passes
+from passes import build_passes
 from passes.stream_parallel_type import StreamParallelType, group, sliced_type
 
 
@@ -128,7 +128,7 @@ def test_program_without_stream_axes_is_unchanged():
 def test_chunk_type_drops_the_axis_from_the_allocation_order():
     full = TensorType.of(f32, [4, 8, 2], alloc_order=[2, 0, 1])
     chunk = sliced_type(full, 0)
-    assert chunk.shape == (8, 2) and chunk.data.allocation_order() == (1, 0)
+    assert chunk.shape == (8, 2) and chunk.allocation_order() == (1, 0)
 
 
 def test_precondition_errors_name_the_op_and_its_location():
@@ -151,7 +151,7 @@ def test_stream_parallel_slice_reads_from_its_start_with_its_step(start, stop, s
     # Regression (issue 11, defect 1): chunk i of the result is input chunk start + step * i.
     import torch
 
-    from hostir_dialect import FusionDefinition, ParallelType
+    from hostir import FusionDefinition, ParallelType
 
     with FusionDefinition() as fd:
         x = fd.define_tensor([7, 3])
@@ -167,7 +167,7 @@ def test_an_offset_slice_does_not_join_the_loop_of_its_producer():
     # Chunk i of the slice reads chunk i + 1 of `e`, which a later iteration produces.
     import torch
 
-    from hostir_dialect import FusionDefinition, ParallelType
+    from hostir import FusionDefinition, ParallelType
 
     with FusionDefinition() as fd:
         x = fd.define_tensor([6, 3])

@@ -1,5 +1,6 @@
 """End to end: stream-pipelined fusions lowered by the whole pipeline compute what the eager
-fusion computes on unsharded data (reference §7.1-7.2, issue 5).
+fusion computes on unsharded data (nvFuser's tests/cpp/test_host_ir_stream_lowering.cpp and
+test_multidevice_stream_parallel_type.cpp, issue 5).
 
 Single-device cases run in this process; the multi-device collective pipelines run on two
 CPU ranks (gloo; streams are bookkeeping there), all jobs in one launch. Each case runs for
@@ -19,7 +20,7 @@ import runtime
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.tensor_type import TensorType
-from passes.pass_manager import build_passes, run_passes
+from passes import build_passes, run_passes
 from runtime.launcher import Job, device_for, launch, run_spmd_batch
 
 PIPELINE = "hostir-lower"
@@ -158,7 +159,7 @@ def allocates_in_loop(program) -> bool:
 def random_inputs(module, seed: int) -> list[torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     func = next(iter(module.ops))
-    return [torch.randn(arg.type.data.value_shape(), generator=generator) for arg in func.args]
+    return [torch.randn(arg.type.value_shape(), generator=generator) for arg in func.args]
 
 
 @pytest.mark.parametrize("extent", EXTENTS)

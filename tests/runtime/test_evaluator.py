@@ -1,4 +1,4 @@
-"""Hand-written host programs on one rank, mirroring nvFuser's test_host_irs.cpp (reference §7.3)."""
+"""Hand-written host programs on one rank, mirroring nvFuser's tests/cpp/test_host_irs.cpp."""
 
 from __future__ import annotations
 

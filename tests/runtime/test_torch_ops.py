@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hostir_dialect import FusionDefinition, ParallelType
+from hostir import FusionDefinition, ParallelType
 from runtime import execute
 
 

@@ -1,6 +1,6 @@
 # add(a, None).
 # EXPECT-RAISES: FusionDefinitionError: neither a Tensor
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     fd.ops.add(a, None)

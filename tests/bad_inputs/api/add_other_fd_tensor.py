@@ -1,6 +1,6 @@
 # add with a tensor of another definition.
 # EXPECT-RAISES: FusionDefinitionError: belongs to another FusionDefinition
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as other:
     t = other.define_tensor([4, 8])
 with FusionDefinition() as fd:

@@ -1,5 +1,5 @@
 # add_output of a number.
 # EXPECT-RAISES: FusionDefinitionError: expected a Tensor
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     fd.add_output(3)

@@ -1,6 +1,6 @@
 # set_allocation_order('10').
 # EXPECT-RAISES: FusionDefinitionError: not a permutation
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
 a.set_allocation_order('10')

@@ -1,5 +1,5 @@
 # dtype=None.
 # EXPECT-RAISES: FusionDefinitionError: unsupported dtype
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     fd.define_tensor([4], dtype=None)

@@ -1,5 +1,5 @@
 # define_tensor before entering the `with` block.
 # EXPECT-RAISES: FusionDefinitionError: inside `with FusionDefinition
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 fd = FusionDefinition()
 fd.define_tensor([4])

@@ -1,5 +1,5 @@
 # A shape of None.
 # EXPECT-RAISES: FusionDefinitionError: shape must be a list
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     fd.define_tensor(None)

@@ -1,5 +1,5 @@
 # A shape given as a torch.Size: valid.
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor(torch.zeros(4, 8).shape)

@@ -1,6 +1,6 @@
 # DIDx on an axis of extent 4 over a mesh of 2.
 # EXPECT-RAISES: FusionDefinitionError: does not match the 2 devices
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     fd.add_output(fd.ops.neg(a))

@@ -1,6 +1,6 @@
 # DIDx without a device mesh: reported when the fusion is emitted.
 # EXPECT-RAISES: FusionDefinitionError: without a device mesh
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     fd.add_output(fd.ops.neg(a))

@@ -1,6 +1,6 @@
 # Entering one FusionDefinition twice.
 # EXPECT-RAISES: FusionDefinitionError: entered only once
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 fd = FusionDefinition()
 with fd:
     pass

@@ -1,6 +1,6 @@
 # fd.execute(..., device='gpu0').
 # EXPECT-RAISES: ValueError|InputError: (?i)device
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

@@ -1,6 +1,6 @@
 # fd.execute(..., device='cuda') on a machine without CUDA: a clear error.
 # EXPECT-RAISES: ValueError|InputError|ExecutionError: (?i)cuda.*(not available|unavailable|no (cuda|gpu))
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

@@ -1,6 +1,6 @@
 # fd.execute with a nested Python list instead of a tensor.
 # EXPECT-RAISES: InputError: expected a tensor
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

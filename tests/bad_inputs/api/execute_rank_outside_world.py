@@ -1,6 +1,6 @@
 # fd.execute(..., rank=5, world_size=2): a rank outside the world.
 # EXPECT-RAISES: ValueError|InputError: (?i)rank 5
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

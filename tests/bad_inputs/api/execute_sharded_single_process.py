@@ -1,6 +1,6 @@
 # fd.execute of a 2-device fusion without torch.distributed: refused with a hint.
 # EXPECT-RAISES: ValueError|ExecutionError|InputError|HostIRError: (?i)(run_spmd|torch.distributed|world)
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([2, 8])

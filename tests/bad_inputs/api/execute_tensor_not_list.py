@@ -1,6 +1,6 @@
 # fd.execute(tensor) instead of fd.execute([tensor]).
 # EXPECT-RAISES: InputError|TypeError: (?i)(list|sequence|takes 1 inputs)
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

@@ -1,6 +1,6 @@
 # fd.execute(..., world_size=0).
 # EXPECT-RAISES: ValueError|InputError: (?i)world.size
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

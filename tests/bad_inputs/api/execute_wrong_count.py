@@ -1,6 +1,6 @@
 # fd.execute with two inputs for one argument.
 # EXPECT-RAISES: InputError: takes 1 inputs, got 2
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

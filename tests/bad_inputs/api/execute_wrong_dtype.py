@@ -1,6 +1,6 @@
 # fd.execute with a float64 input for f32.
 # EXPECT-RAISES: InputError: expected dtype torch.float32
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

@@ -1,6 +1,6 @@
 # fd.execute(..., number_of_streams=0).
 # EXPECT-RAISES: ValueError: number_of_streams must be at least 1
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

@@ -1,6 +1,6 @@
 # linear with bias=3.
 # EXPECT-RAISES: FusionDefinitionError: expected a Tensor
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     w = fd.define_tensor([2, 8])

@@ -1,6 +1,6 @@
 # linear with a 3-d weight.
 # EXPECT-RAISES: FusionDefinitionError: \[N, K\] weight
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     w = fd.define_tensor([2, 2, 8])

@@ -1,6 +1,6 @@
 # fd.lower(options='verbose'): options must be PassManagerOptions.
 # EXPECT-RAISES: TypeError|ValueError: (?i)PassManagerOptions|options
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 import torch
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])

@@ -1,4 +1,4 @@
 # DeviceMesh([True, False]): bools are not device ids.
 # EXPECT-RAISES: FusionDefinitionError: (?i)(integers|device ids? must be)
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 DeviceMesh([True, False])

@@ -1,4 +1,4 @@
 # DeviceMesh([]).
 # EXPECT-RAISES: FusionDefinitionError: mesh is empty
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 DeviceMesh([])

@@ -1,4 +1,4 @@
 # DeviceMesh([0.5, 1]): device ids are ints.
 # EXPECT-RAISES: FusionDefinitionError: (?i)(integers|device ids? must be)
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 DeviceMesh([0.5, 1])

@@ -1,4 +1,4 @@
 # DeviceMesh([[0, 1], [2]]).
 # EXPECT-RAISES: FusionDefinitionError: equal lengths
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 DeviceMesh([[0, 1], [2]])

@@ -1,5 +1,5 @@
 # define_scalar(3, dtype='bool').
 # EXPECT-RAISES: FusionDefinitionError: not a valid bool
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     fd.define_scalar(3, dtype='bool')

@@ -1,5 +1,5 @@
 # define_scalar(2**64) as int64.
 # EXPECT-RAISES: FusionDefinitionError: (?i)(64|range|overflow|large)
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     fd.define_scalar(2**64, dtype='int64')

@@ -1,5 +1,5 @@
 # define_scalar of a string.
 # EXPECT-RAISES: FusionDefinitionError: unsupported
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     fd.define_scalar('abc')

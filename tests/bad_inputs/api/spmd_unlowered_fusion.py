@@ -11,7 +11,7 @@ P = f'''hir.program @main(%x: {X}) -> {G} {{
   hir.wait %w
   hir.return %o : {G}
 }}'''
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([2, 4])
     b = fd.ops.sum(a, dims=[0])

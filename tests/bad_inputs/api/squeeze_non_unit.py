@@ -1,6 +1,6 @@
 # squeeze an axis of extent 4.
 # EXPECT-RAISES: FusionDefinitionError: only extent-1 axes
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     fd.ops.squeeze(a, [0])

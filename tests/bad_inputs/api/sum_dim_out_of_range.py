@@ -1,6 +1,6 @@
 # sum over dim 5 of a 2-d tensor.
 # EXPECT-RAISES: FusionDefinitionError: out of range
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     fd.ops.sum(a, dims=[5])

@@ -1,6 +1,6 @@
 # Two stream axes on one tensor.
 # EXPECT-RAISES: FusionDefinitionError: at most one stream
-from hostir_dialect import FusionDefinition, DeviceMesh, ParallelType
+from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
 a.axis(0).parallelize(ParallelType.Stream)

@@ -273,7 +273,7 @@ hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:51: error: Expected `nccl`, `gloo`, or `ucc`.
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:51: error: Expected `nccl`, or `gloo`.
   %w = hir.allgather %x -> %y team [0, 1] backend mpi : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   hir.return
 }

@@ -113,8 +113,6 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   // The default backend is not printed.
   // CHECK-NEXT: %ag_nccl = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   %ag_nccl = hir.allgather %x -> %y team [0, 1] backend nccl : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  // CHECK-NEXT: %ag_ucc = hir.allgather %x -> %y team [0, 1] backend ucc : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  %ag_ucc = hir.allgather %x -> %y team [0, 1] backend ucc : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   // CHECK-NEXT: %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>

@@ -1,0 +1,57 @@
+"""hostir's Python API for nvFuser users: define a fusion, lower it, run it.
+
+    from hostir import FusionDefinition, DeviceMesh, ParallelType
+
+`hostir.FusionDefinition` is the IR frontend's `hostir_dialect.FusionDefinition` plus
+`lower()` (the `hostir-lower` pipeline of `passes`) and `execute()` (lower, then run on
+this rank with `runtime`). This package is the one layer above all three: the dialect
+imports neither the passes nor the runtime, and the passes do not import the runtime
+(docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ModuleOp
+
+import passes
+import runtime
+from hostir_dialect import (
+    DataType,
+    DeviceMesh,
+    FusionDefinitionError,
+    IterDomain,
+    ParallelType,
+    Scalar,
+    Tensor,
+)
+from hostir_dialect import FusionDefinition as FusionDefinitionIR
+
+
+class FusionDefinition(FusionDefinitionIR):
+    """nvFuser's `FusionDefinition`: define the fusion and its schedule (see
+    `hostir_dialect.frontend`), then `lower()` or `execute()` it."""
+
+    def lower(self, options: passes.PassManagerOptions | None = None) -> ModuleOp:
+        """The host program: this fusion through the `hostir-lower` pipeline
+        (`options` disable passes, dump IR after passes, time them)."""
+        return passes.lower(self.to_module(), options)
+
+    def execute(self, inputs: Sequence[object], **options) -> list:
+        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`, ...
+        as `runtime.execute`): local shards in, local shards out. For several ranks at
+        once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N, lower=True)`."""
+        return runtime.execute(self.lower(), list(inputs), **options)
+
+
+__all__ = [
+    "DataType",
+    "DeviceMesh",
+    "FusionDefinition",
+    "FusionDefinitionError",
+    "IterDomain",
+    "ParallelType",
+    "Scalar",
+    "Tensor",
+]

@@ -1,0 +1,17 @@
+"""The one place hostir reads parser state that xDSL keeps private.
+
+xDSL's parsers have no public way to look at the next token without consuming it, which
+the tensor type's syntax (`r8` is one identifier) and `LocatingParser` (where an op's
+text starts) need. Everything else goes through the public parser API, so an xDSL
+upgrade that changes the parser's internals breaks this one function.
+"""
+
+from __future__ import annotations
+
+from xdsl.parser import GenericParser
+from xdsl.utils.lexer import Token
+
+
+def peek_token(parser: GenericParser) -> Token:
+    """The token `parser` is at, not consumed."""
+    return parser._current_token  # noqa: SLF001 -- xDSL has no public peek

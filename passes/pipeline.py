@@ -1,0 +1,159 @@
+"""Pass pipelines on xDSL's `PassPipeline`, with MLIR's pass instrumentation.
+
+`build_pipeline("a,b{opt=1},hostir-lower", options)` expands pipeline names into their
+member passes (so disabling a pass or dumping the IR after one reaches the members),
+drops the disabled passes, and hands the rest to `PassPipeline.parse_spec` with one
+`Instrumentation` callback, which after every pass verifies the module with located
+diagnostics, dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when
+asked, and times it (MLIR's `--time-passes` report when the pipeline ends).
+
+nvFuser's OptimizationPass (#4385/#4401) gives every pass an enable flag and a
+dump-after option; here they are options of one run instead of global state, so two
+pipelines in one process cannot affect each other.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+
+from hostir_dialect.diagnostics import verify_located
+
+from . import PIPELINES, get_all_passes
+
+ALL = "all"
+
+PassRegistry = Mapping[str, Callable[[], type[ModulePass]]]
+"""CLI name -> loader of the pass class, as `get_all_passes()` and xDSL give them."""
+
+
+@dataclass(frozen=True)
+class PassManagerOptions:
+    disabled: frozenset[str] = frozenset()
+    """Passes (by CLI name) to skip."""
+    print_ir_after: frozenset[str] = frozenset()
+    """Passes after which to dump the IR; contains ALL to dump after every pass."""
+    time_passes: bool = False
+    verify_each: bool = True
+    dump_stream: TextIO | None = None
+    """Where IR dumps and timings go (default: stderr, as MLIR tools do)."""
+
+    def dumps_after(self, name: str) -> bool:
+        return ALL in self.print_ir_after or name in self.print_ir_after
+
+
+@dataclass
+class PassTiming:
+    name: str
+    seconds: float
+
+
+@dataclass
+class PassRun:
+    timings: list[PassTiming] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class Instrumentation:
+    """The callback `PassPipeline` calls before the first pass, between passes and after
+    the last one: verification, IR dumps and timings, recorded in `run`."""
+
+    def __init__(self, options: PassManagerOptions, run: PassRun):
+        self.options = options
+        self.run = run
+        self.started = 0.0
+
+    def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        if previous is None:
+            self.run.timings.clear()  # a new application (e.g. the next --split-input-file chunk)
+        else:
+            self.run.timings.append(PassTiming(previous.name, time.perf_counter() - self.started))
+            self.after_pass(previous, module)
+        if following is None and self.options.time_passes:
+            self.stream.write(format_timings(self.run.timings))
+        self.started = time.perf_counter()
+
+    def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
+        if self.options.verify_each:
+            verify_located(module)
+        if self.options.dumps_after(module_pass.name):
+            self.stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
+            Printer(stream=self.stream).print_op(module)
+            self.stream.write("\n\n")
+
+    @property
+    def stream(self) -> TextIO:
+        return self.options.dump_stream or sys.stderr
+
+
+def known_names(available: PassRegistry | None = None) -> set[str]:
+    return set(get_all_passes() if available is None else available) | set(PIPELINES)
+
+
+def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None) -> list[ArgSpec]:
+    """Replace each pipeline name by its member passes; refuse unknown names."""
+    available = get_all_passes() if available is None else available
+    expanded: list[ArgSpec] = []
+    for spec in specs:
+        if spec.name in PIPELINES:
+            if spec.parameters:
+                raise ValueError(f"pipeline {spec.name} takes no options; list its passes to configure them")
+            expanded.extend(expand_specs((ArgSpec(member, {}) for member in PIPELINES[spec.name]), available))
+        elif spec.name in available:
+            expanded.append(spec)
+        else:
+            raise ValueError(f"unknown pass {spec.name!r}; available: {', '.join(sorted(known_names(available)))}")
+    return expanded
+
+
+def build_pipeline(
+    pipeline: str,
+    options: PassManagerOptions = PassManagerOptions(),
+    available: PassRegistry | None = None,
+    run: PassRun | None = None,
+) -> PassPipeline:
+    """`"a,b{opt=1},hostir-lower"` -> an xDSL PassPipeline of the enabled member passes,
+    instrumented by `options`; `run` (if given) records skipped passes and timings."""
+    available = get_all_passes() if available is None else available
+    run = PassRun() if run is None else run
+    specs = expand_specs(parse_pipeline(pipeline), available)
+    run.skipped.extend(s.name for s in specs if s.name in options.disabled)
+    enabled = ",".join(str(s) for s in specs if s.name not in options.disabled)
+    return PassPipeline.parse_spec(dict(available), enabled, Instrumentation(options, run))
+
+
+def build_passes(pipeline: str, available: PassRegistry | None = None) -> list[ModulePass]:
+    """`"a,b{opt=1},hostir-lower"` -> pass instances, pipelines expanded."""
+    return list(build_pipeline(pipeline, available=available).passes)
+
+
+def run_passes(
+    ctx: Context, module: ModuleOp, passes: Sequence[ModulePass], options: PassManagerOptions = PassManagerOptions()
+) -> PassRun:
+    """Apply pass instances in order, skipping the disabled ones, instrumented by `options`."""
+    run = PassRun(skipped=[p.name for p in passes if p.name in options.disabled])
+    enabled = tuple(p for p in passes if p.name not in options.disabled)
+    PassPipeline(enabled, Instrumentation(options, run)).apply(ctx, module)
+    return run
+
+
+def format_timings(timings: Sequence[PassTiming]) -> str:
+    total = sum(t.seconds for t in timings) or 1e-12
+    lines = ["===-------------------------------------------------------------------------===",
+             "                          ... Pass execution timing report ...",
+             "===-------------------------------------------------------------------------===",
+             f"  Total Execution Time: {total:.4f} seconds", "",
+             "   ----Wall Time----  ----Name----"]
+    for t in timings:
+        lines.append(f"   {t.seconds:8.4f} ({100 * t.seconds / total:5.1f}%)  {t.name}")
+    lines.append(f"   {total:8.4f} (100.0%)  Total")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,120 @@
+"""The pass pipeline hostir-opt and `passes.lower` drive (passes/pipeline.py): xDSL's
+PassPipeline with one instrumentation callback -- run in order, disable by name, dump IR
+after passes, time them, verify after each -- and pipelines expanded into their passes."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import parse_pipeline
+
+from hostir_dialect import hir
+from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.diagnostics import HostIRError
+from passes import PIPELINES
+from passes.pipeline import ALL, PassManagerOptions, PassRun, expand_specs, run_passes
+
+# --------------------------------------------------------------------------- #
+# The pass manager, with passes defined here
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class TagAllocations(ModulePass):
+    """Marks every hir.allocate with a `tagged` unit attribute."""
+
+    name = "test-tag-allocations"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for allocate in op.walk():
+            if isinstance(allocate, hir.AllocateOp):
+                allocate.attributes["tagged"] = UnitAttr()
+
+
+@dataclass(frozen=True)
+class BreakTheIR(ModulePass):
+    """Adds an allgather with an empty team after the first allocation: invalid IR."""
+
+    name = "test-break-ir"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        allocate = next(o for o in op.walk() if isinstance(o, hir.AllocateOp))
+        assert allocate.parent is not None
+        allocate.parent.insert_op_after(hir.AllgatherOp(allocate.result, allocate.result, []), allocate)
+
+
+PROGRAM = """hir.program @main() {
+  %a = hir.allocate : !fusion.tensor<f32[4]>
+  hir.return
+}
+"""
+
+
+def run(passes: list[ModulePass], **options) -> tuple[ModuleOp, PassRun, str]:
+    module = parse_module(PROGRAM, "program.mlir")
+    stream = io.StringIO()
+    result = run_passes(make_context(), module, passes, PassManagerOptions(dump_stream=stream, **options))
+    return module, result, stream.getvalue()
+
+
+def tagged(module: ModuleOp) -> bool:
+    return any("tagged" in op.attributes for op in module.walk())
+
+
+def test_passes_run_in_order_and_are_timed() -> None:
+    module, result, dumped = run([TagAllocations()])
+    assert tagged(module)
+    assert [t.name for t in result.timings] == ["test-tag-allocations"]
+    assert result.skipped == [] and dumped == ""
+
+
+def test_a_pass_is_disabled_by_name() -> None:
+    module, result, _ = run([TagAllocations()], disabled=frozenset({"test-tag-allocations"}))
+    assert not tagged(module)
+    assert result.skipped == ["test-tag-allocations"] and result.timings == []
+
+
+def test_print_ir_after_all() -> None:
+    _, _, dumped = run([TagAllocations(), TagAllocations()], print_ir_after=frozenset({ALL}))
+    assert dumped.count("// -----// IR Dump After test-tag-allocations //----- //") == 2
+    assert "%a = hir.allocate {tagged} : !fusion.tensor<f32[4]>" in dumped
+
+
+def test_print_ir_after_a_named_pass_only() -> None:
+    @dataclass(frozen=True)
+    class Nothing(ModulePass):
+        name = "test-nothing"
+
+        def apply(self, ctx: Context, op: ModuleOp) -> None:
+            pass
+
+    _, _, dumped = run([Nothing(), TagAllocations()], print_ir_after=frozenset({"test-nothing"}))
+    assert dumped.count("IR Dump After") == 1
+    assert "IR Dump After test-nothing" in dumped
+    assert "tagged" not in dumped  # dumped before the tagging pass ran
+
+
+def test_time_passes_writes_the_timing_report() -> None:
+    _, result, dumped = run([TagAllocations()], time_passes=True)
+    assert "Pass execution timing report" in dumped
+    assert "test-tag-allocations" in dumped and "Total" in dumped
+    assert result.timings[0].seconds >= 0
+
+
+def test_verification_after_each_pass_catches_a_pass_that_breaks_the_ir() -> None:
+    with pytest.raises(HostIRError, match=r"^program.mlir:1:1: error: 'hir.allgather' op team must not be empty$"):
+        run([BreakTheIR()])
+    # without verification the broken IR goes through unnoticed
+    module, _, _ = run([BreakTheIR()], verify_each=False)
+    assert any(isinstance(op, hir.AllgatherOp) for op in module.walk())
+
+
+def test_pipelines_expand_to_their_passes() -> None:
+    assert [s.name for s in expand_specs(parse_pipeline("hostir-lower"))] == list(PIPELINES["hostir-lower"])
+    with pytest.raises(ValueError, match="unknown pass 'nope'; available: "):
+        expand_specs(parse_pipeline("nope"))
