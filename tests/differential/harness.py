@@ -67,7 +67,7 @@ from passes.pipeline import PassManagerOptions
 from passes import PIPELINES
 from runtime.communicator import DONE, Communicator
 from runtime.evaluator import find_function
-from runtime.layouts import is_on_rank, logical_shape, torch_dtype, value_alloc_perm
+from runtime.layouts import logical_shape, torch_dtype, value_alloc_perm
 
 from .generator import Program, build, program_from_source, programs
 
@@ -426,7 +426,7 @@ def compare(case: Case, outputs: list[list]) -> Result:
                 raise AssertionError(f"rank {rank} returned {len(local)} outputs, expected {len(case.expected)}")
         for i, (out_type, want) in enumerate(zip(case.output_types, case.expected)):
             for rank, local in enumerate(outputs):
-                if not is_on_rank(out_type, rank):
+                if not out_type.is_on_rank(rank):
                     continue
                 shape = logical_shape(out_type, rank)
                 got = local[i]
@@ -437,7 +437,7 @@ def compare(case: Case, outputs: list[list]) -> Result:
             unsharded = runtime.unshard({r: local[i] for r, local in enumerate(outputs)}, out_type)
             _assert_close(unsharded, want, f"output {i} (unsharded)")
             for rank, local in enumerate(outputs):
-                if is_on_rank(out_type, rank):
+                if out_type.is_on_rank(rank):
                     shard = runtime.shard_tensor(want, out_type, rank).to(want.dtype)  # in the type's layout
                     _assert_close(local[i], shard, f"output {i} on rank {rank}")
     except AssertionError as error:
