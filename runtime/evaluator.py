@@ -14,16 +14,21 @@ Binding rules (nvFuser's HostIrEvaluator, csrc/host_ir/evaluator.cpp):
   allocation order) unless its value is already bound; on a rank outside the type's mesh
   it binds nothing (None).
 - A compute op with a destination writes into it (`out=` / `copy_`) and its result aliases
-  it; without one it computes a fresh tensor that aliases none of its operands.
+  it; without one it computes a fresh tensor that aliases none of its operands, dense in
+  its type's allocation order (as every buffer is: inputs are laid out so before a run).
 - `hir.alias_select` binds a view (`select` on the torch dim of the logical axis, index 0 on
   a broadcast axis); `hir.deallocate` drops the binding.
 - `hir.post_on_stream` runs its `fusion.func` unit (compiled once) into the `outs` buffers,
   or into fresh tensors when it has none.
 - A compute op or post whose tensors' meshes do not contain this rank is skipped (its
   results stay None); so is a collective whose team does not contain it (its work is DONE).
-Safety: a compute op that still needs a communication (`communicates`: it reshards
-or reduces a sharded axis) is refused when a host program is compiled: it was not lowered,
-and running it on local shards would compute a wrong answer.
+Safety: what the passes should have lowered is refused when a host program is compiled,
+by every rank alike (from the types, before deciding whether the rank takes part, so no
+rank is left waiting for one that refused): a fusion instead of a program, a compute op
+that still needs a communication (`communicates`: it reshards or reduces a sharded axis,
+or mixes tensors with and without a mesh), a stream-chunk buffer (`alloc=[0 stream, ..]`)
+outside a stream loop, a communication of a strided view. Running them on local shards
+would compute a wrong answer.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
 from .communicator import DONE, CollectiveError, Communicator
-from .layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
+from .layouts import empty_buffer, in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
 from .streams import make_streams
 from .torch_ops import OpContext, UnsupportedOp, build_kernel, copy_into
 
@@ -116,6 +121,11 @@ class Evaluator:
                  communicator: Communicator | None = None, record_streams: bool = False):
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
+        if not self.is_program and (rank, world_size, communicator) != (None, None, None):
+            # Its global semantics on each rank's local shards would return whole tensors
+            # where the signature promises shards.
+            raise op_error(self.function, "is a fusion, not a host program: lower it (hostir-lower) before running "
+                                          "it on ranks; runtime.run_fusion evaluates it on unsharded tensors")
         device = torch.device(device) if device is not None else None
         if self.is_program:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
@@ -146,7 +156,7 @@ class Evaluator:
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings("error", message=_RESIZE_WARNING)
-                return self.compiled(inputs)
+                return self.compiled([spec.laid_out(value) for spec, value in zip(self._arg_specs, inputs)])
         finally:
             self.streams.set_current(saved)
 
@@ -214,11 +224,18 @@ class _ArgSpec:
             self.present = tensor_type.is_on_rank(rank)
             self.shape = logical_shape(tensor_type, rank)
             self.dtype = torch_dtype(tensor_type)
+            self.perm = value_alloc_perm(tensor_type)
 
     @staticmethod
     def of(arg: SSAValue, rank: int | None) -> _ArgSpec:
         label = f"%{arg.name_hint}" if arg.name_hint else f"#{arg.index}"  # type: ignore[attr-defined]
         return _ArgSpec(label, arg.type if isinstance(arg.type, TensorType) else None, rank)
+
+    def laid_out(self, value: Any) -> Any:
+        """The input as the program's buffers are: dense in its type's allocation order."""
+        if self.type is None or value is None:
+            return value
+        return in_allocation_order(value, self.perm)
 
     def problem(self, value: Any, device: torch.device) -> str | None:
         if self.type is None:
@@ -357,6 +374,8 @@ class _Compiler:
         self.units: dict = {} if units is None else units
         self.destinations: dict[SSAValue, int] = {}
         """Unit results written straight into a post's `outs` (see `unit`)."""
+        self.loop_depth = 0
+        """How many `scf.for` bodies enclose the op being compiled."""
 
     # -- slots ----------------------------------------------------------------
     def slot(self, value: SSAValue) -> int:
@@ -435,15 +454,19 @@ class _Compiler:
 
     # -- compute ----------------------------------------------------------------
     def compute(self, op: fusion.ComputeOp) -> Step | None:
-        if not self.on_rank([*op.operands, op.result]):
-            return None
-        if self.local and communicates(op):
-            raise op_error(op, "needs a communication (it reshards its input or reduces a sharded axis) but was "
-                               "not lowered to one; run the hostir-lower pipeline first")
+        # Refusals come before the rank's own business: a rank outside the op's mesh that
+        # skipped them would wait forever in a collective for the ranks that refused.
+        if self.local:
+            self.refuse_unlowered(op, [*op.operands, op.result])
+            if communicates(op):
+                raise op_error(op, "needs a communication (it reshards its input or reduces a sharded axis) but was "
+                                   "not lowered to one; run the hostir-lower pipeline first")
         try:
             kernel = build_kernel(op, self.ctx)
         except UnsupportedOp as error:
             raise op_error(op, str(error)) from None
+        if not self.on_rank([*op.operands, op.result]):
+            return None
         operands = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
         args = [self.slot(o) for o in operands]
         result = self.slot(op.result)
@@ -451,21 +474,39 @@ class _Compiler:
             return _into_step(kernel.into, result, self.slot(op.out), args, _value_name(op.out))
         if op.result in self.destinations:
             return _into_step(kernel.into, result, self.destinations[op.result], args, "the post's output")
-        result_type = tensor_type(op.result)
-        if value_alloc_perm(result_type) is None:
-            return _fresh_step(kernel.fresh, result, args)
-        # A fresh result with an allocation order: allocate it in that order, compute into it.
-        rank, device, into = self.rank, self.ev.device, kernel.into
-        return _fresh_step(lambda *xs: into(empty_buffer(result_type, rank, device), *xs), result, args)
+        self.refuse_one_chunk(op, [op.result])
+        # torch keeps an input's strides (a permuted input gives a permuted result): a fresh
+        # result is laid out as its type declares, as every buffer is.
+        fresh, perm = kernel.fresh, value_alloc_perm(tensor_type(op.result))
+        return _fresh_step(lambda *xs: in_allocation_order(fresh(*xs), perm), result, args)
+
+    def refuse_unlowered(self, op: Operation, values: Sequence[SSAValue]) -> None:
+        """Tensors with and without a device mesh meet only where propagate-shardings and
+        finalize-multidevice-domains did not run: a mesh-less tensor is on every rank,
+        the others only on their mesh's, so computing it would need a communication."""
+        meshes = [v.type.mesh is not None for v in values if isinstance(v.type, TensorType)]
+        if any(meshes) and not all(meshes):
+            raise op_error(op, "mixes tensors with and without a device mesh, which needs a communication; "
+                               "run the hostir-lower pipeline first")
+
+    def refuse_one_chunk(self, op: Operation, values: Sequence[SSAValue]) -> None:
+        """A stream-allocated type (`alloc=[0 stream, ..]`) holds one chunk: only a buffer
+        allocated in a stream loop realizes it, never a whole value computed at once."""
+        for value in values:
+            if self.local and isinstance(value.type, TensorType) and value.type.stream_allocated:
+                raise op_error(op, f"{value.type} is allocated one stream chunk at a time, which only a stream loop "
+                                   "realizes; run stream-parallel-type first")
 
     # -- hir --------------------------------------------------------------------
     def allocate(self, op: hir.AllocateOp) -> Step | None:
         t = tensor_type(op.result)
-        if not t.is_on_rank(self.rank):
-            return None
+        if not self.loop_depth:
+            self.refuse_one_chunk(op, [op.result])  # a buffer outside a loop holds every chunk
         shape = logical_shape(t, self.rank)
         if DYNAMIC in shape:
             raise op_error(op, f"cannot allocate {t}: its local shape {['?' if e == DYNAMIC else e for e in shape]} is dynamic")
+        if not t.is_on_rank(self.rank):
+            return None
         result, rank, device = self.slot(op.result), self.rank, self.ev.device
         if value_alloc_perm(t) is None:
             dtype = torch_dtype(t)
@@ -573,6 +614,10 @@ class _Compiler:
         self.constant(op.result, self.ev.number_of_streams)
 
     def post_on_stream(self, op: hir.PostOnStreamOp) -> Step | None:
+        if self.local:
+            self.refuse_unlowered(op, [*op.inputs, *op.outs, *op.outputs])
+        if not op.outs:
+            self.refuse_one_chunk(op, op.outputs)
         if not self.on_rank([*op.inputs, *op.outs, *op.outputs]):
             return None
         ins = [self.slot(v) for v in op.inputs]
@@ -608,6 +653,7 @@ class _Compiler:
         return self.units[key]
 
     def collective(self, op: hir.CollectiveOp) -> Step | None:
+        _refuse_strided(op, {"input": op.input, "output": op.output})
         work = self.slot(op.work)
         if self.rank not in op.team_ids:
             self.constant(op.work, DONE)
@@ -624,6 +670,7 @@ class _Compiler:
         return step
 
     def point_to_point(self, op: hir.PointToPointOp) -> Step | None:
+        _refuse_strided(op, {"buffer": op.buffer})
         work = self.slot(op.work)
         if not tensor_type(op.buffer).is_on_rank(self.rank):
             self.constant(op.work, DONE)
@@ -682,7 +729,9 @@ class _Compiler:
         carried = [self.slot(a) for a in body.args[1:]]
         inits = [self.slot(v) for v in op.iter_args]
         results = [self.slot(v) for v in op.res]
+        self.loop_depth += 1
         steps, ops = self.block(body)
+        self.loop_depth -= 1
         yielded = [self.slot(v) for v in body.last_op.operands]
         if not carried:
             def step(env: list) -> None:
@@ -724,6 +773,33 @@ class _Compiler:
                 env[slot] = value
 
         return step
+
+
+def _refuse_strided(op: Operation, buffers: dict[str, SSAValue]) -> None:
+    """Communications move a buffer's memory as one dense block; every rank decides the
+    same from the types, before any of them posts (or skips) the op."""
+    for role, value in buffers.items():
+        if not _is_dense(value):
+            raise op_error(op, f"its {role} {_value_name(value)} is a strided view (a chunk along an axis that is not "
+                               "the outermost allocated one); communications need dense buffers")
+
+
+def _is_dense(value: SSAValue) -> bool:
+    """Is the buffer bound to `value` dense in its type's allocation order? Inputs,
+    allocations and fresh results are; a chunk view is when the axis it selects is the
+    outermost allocated axis with more than one element; a result written into a buffer
+    or view is when that is."""
+    owner = value.owner
+    if isinstance(owner, hir.AliasSelectOp):
+        t = tensor_type(owner.input)
+        order = t.allocation_order()
+        outer = order[: order.index(owner.axis_index)]
+        return _is_dense(owner.input) and all(t.axes[i].is_reduction or t.local_extent(i) == 1 for i in outer)
+    if isinstance(owner, fusion.ComputeOp) and owner.out is not None:
+        return _is_dense(owner.out)
+    if isinstance(owner, hir.PostOnStreamOp) and owner.outs:
+        return _is_dense(owner.outs[value.index])  # type: ignore[attr-defined]
+    return True
 
 
 def _copy_step(source: int, dest: int) -> Step:

@@ -64,6 +64,17 @@ def empty_buffer(t: TensorType, rank: int | None, device: torch.device, shape: S
     return dense.permute([perm.index(d) for d in range(len(perm))])
 
 
+def in_allocation_order(value: torch.Tensor, perm: tuple[int, ...] | None) -> torch.Tensor:
+    """`value` laid out as a buffer of its type is: dense in allocation order `perm`
+    (logical order when None), viewed in logical order. Copies only when it is not."""
+    if perm is None:
+        return value.contiguous()
+    dense = value.permute(perm)
+    if dense.is_contiguous():
+        return value
+    return dense.contiguous().permute([perm.index(d) for d in range(len(perm))])
+
+
 def flatten_in_allocation_order(buffer: torch.Tensor, perm: tuple[int, ...] | None, what: str) -> torch.Tensor:
     """The buffer's memory as a 1-D view; refuses a buffer that is not dense in allocation order."""
     dense = buffer if perm is None else buffer.permute(perm)

@@ -185,23 +185,21 @@ def _select(op: fusion.SelectOp, ctx: OpContext) -> Kernel:
 # -- reductions and contractions ----------------------------------------------
 
 
-def _prod(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+def _prod(x: torch.Tensor, dims: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     for d in sorted(dims, reverse=True):
-        x = torch.prod(x, d)
+        x = torch.prod(x, d, dtype=dtype)
     return x
 
 
-_REDUCTIONS: dict[ReduceKind, Callable[..., torch.Tensor]] = {
-    ReduceKind.SUM: torch.sum, ReduceKind.MAX: torch.amax, ReduceKind.MIN: torch.amin,
-}
-
-
 def _reduce(op: fusion.ReduceOp, ctx: OpContext) -> Kernel:
-    dims = tuple(op.reduced_axes())
+    dims, dtype = tuple(op.reduced_axes()), ctx.dtype(op.result)
     kind = op.kind.data
     if kind == ReduceKind.PROD:
-        return Kernel(lambda x: _prod(x, dims), lambda out, x: copy_into(out, _prod(x, dims)))
-    function = _REDUCTIONS[kind]
+        return Kernel(lambda x: _prod(x, dims, dtype), lambda out, x: copy_into(out, _prod(x, dims, dtype)))
+    if kind == ReduceKind.SUM:
+        # torch sums integers into int64; the result keeps the element type its type declares
+        return Kernel(lambda x: torch.sum(x, dims, dtype=dtype), lambda out, x: torch.sum(x, dims, dtype=dtype, out=out))
+    function = torch.amax if kind == ReduceKind.MAX else torch.amin
     return Kernel(lambda x: function(x, dims), lambda out, x: function(x, dims, out=out))
 
 

@@ -496,3 +496,108 @@ def test_standalone_ops_with_and_without_destination(op, arg_types, result, expe
     a, b, w = inputs((8, 4), (4, 2), (3, 4))
     (c,) = execute(parse_module(program(body, args, R)), [a, b, w])
     torch.testing.assert_close(c, expected(a, b, w))
+
+
+# -- every buffer has the layout its type declares -----------------------------------
+
+
+def test_a_fresh_result_of_a_permuted_input_is_laid_out_as_its_type_says():
+    # Regression (issue 12, defect 10): torch keeps the input's column-major strides.
+    A, R = "!fusion.tensor<f32[4, 6], alloc=[1, 0]>", "!fusion.tensor<f32[4, 6]>"
+    m = parse_module(program(f"%c = fusion.add %a, %a : {A}, {A} -> {R}\n hir.return %c : {R}", f"%a: {A}", R))
+    a = torch.randn(6, 4).t()
+    (c,) = execute(m, [a])
+    assert c.is_contiguous()
+    torch.testing.assert_close(c, 2 * a)
+
+
+def test_a_fresh_result_with_an_allocation_order_and_a_dynamic_extent():
+    # Regression (issue 12, defect 9): the result was allocated from the static type, [4, -1].
+    A, R = "!fusion.tensor<f32[?, 4]>", "!fusion.tensor<f32[?, 4], alloc=[1, 0]>"
+    text = f"fusion.func @f(%a: {A}) -> {R} {{\n %b = fusion.neg %a : {A} -> {R}\n fusion.return %b : {R}\n}}"
+    a = torch.randn(2, 4)
+    (b,) = run_fusion(parse_module(text), [a])
+    assert b.stride() == (1, 2)
+    torch.testing.assert_close(b, -a)
+
+
+def test_an_input_is_laid_out_as_its_type_says_before_the_program_reads_it():
+    T = "!fusion.tensor<f32[4, 6]>"
+    a = torch.randn(6, 4).t()
+    (b,) = execute(parse_module(program(f"hir.return %a : {T}", f"%a: {T}", T)), [a])
+    assert b.is_contiguous() and torch.equal(b, a)
+
+
+def test_a_collective_of_a_strided_chunk_is_refused_by_every_rank():
+    # Regression (issue 12, defect 10): the refusal came when posting, on the ranks of
+    # the team only, while the other ranks waited for them.
+    T, C = "!fusion.tensor<f32[4, 6]>", "!fusion.tensor<f32[4]>"
+    body = f"""
+    %o = hir.allocate : {C}
+    %i = arith.constant 1 : index
+    %v = hir.alias_select %a[%i] axis 1 : {T} -> {C}
+    %w = hir.allreduce %v -> %o team [0] op sum : {C} -> {C}
+    hir.wait %w
+    hir.return %o : {C}"""
+    m = parse_module(program(body, f"%a: {T}", C), "prog.mlir")
+    for rank in (0, 1):
+        with pytest.raises(HostIRError, match=r"prog.mlir:6:5: error: 'hir.allreduce' op its input %v is a strided view"):
+            Evaluator(m, rank=rank, world_size=2)
+
+
+def test_a_collective_of_the_outermost_chunk_runs():
+    T, C = "!fusion.tensor<f32[4, 6]>", "!fusion.tensor<f32[6]>"
+    body = f"""
+    %o = hir.allocate : {C}
+    %i = arith.constant 1 : index
+    %v = hir.alias_select %a[%i] axis 0 : {T} -> {C}
+    %w = hir.allreduce %v -> %o team [0] op sum : {C} -> {C}
+    hir.wait %w
+    hir.return %o : {C}"""
+    (a,) = inputs((4, 6))
+    assert torch.equal(execute(parse_module(program(body, f"%a: {T}", C)), [a])[0], a[1])
+
+
+# -- refusals every rank reaches ---------------------------------------------------------
+
+
+def test_a_fusion_is_not_run_as_a_rank():
+    # Regression (issue 12, defect 11): with lower-to-host and convert-op-to-communication
+    # disabled, each rank ran the fusion on its shards and returned whole-size outputs.
+    T, R = "!fusion.tensor<f32[4, 8], mesh=[0, 1]>", "!fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>"
+    text = f"fusion.func @f(%a: {T}) -> {R} {{\n %b = fusion.neg %a : {T} -> {R}\n fusion.return %b : {R}\n}}"
+    with pytest.raises(HostIRError, match=r"'fusion.func' op is a fusion, not a host program"):
+        Evaluator(parse_module(text), rank=0, world_size=2)
+
+
+def test_an_unlowered_communication_is_refused_by_a_rank_outside_its_input_mesh():
+    # Regression (TRIAGE C8): rank 0 skipped the set from mesh [1] and crashed on its None result.
+    A, B = "!fusion.tensor<f32[4], mesh=[1]>", "!fusion.tensor<f32[4], mesh=[0]>"
+    m = parse_module(program(f"%b = fusion.set %a : {A} -> {B}\n %c = fusion.neg %b : {B} -> {B}\n hir.return %c : {B}",
+                             f"%a: {A}", B))
+    for rank in (0, 1):
+        with pytest.raises(HostIRError, match=r"'fusion.set' op needs a communication"):
+            Evaluator(m, rank=rank, world_size=2)
+
+
+def test_tensors_with_and_without_a_mesh_are_refused_by_every_rank():
+    # Regression (TRIAGE W3): rank 1 skipped abs(w) and returned None for an output every
+    # rank holds.
+    A, R = "!fusion.tensor<f32[4], mesh=[0]>", "!fusion.tensor<f32[4]>"
+    m = parse_module(program(f"%b = fusion.abs %a : {A} -> {R}\n hir.return %b : {R}", f"%a: {A}", R))
+    for rank in (0, 1):
+        with pytest.raises(HostIRError, match=r"'fusion.abs' op mixes tensors with and without a device mesh"):
+            Evaluator(m, rank=rank, world_size=2)
+
+
+@pytest.mark.parametrize("body", [
+    "%o = hir.allocate : {S}\n %c = fusion.neg %a into %o : {T}, {S} -> {S}",
+    "%c = fusion.neg %a : {T} -> {S}",
+])
+def test_a_stream_chunk_buffer_outside_a_stream_loop_is_refused(body):
+    # Regression (issue 12, defect 8): outside any stream loop the buffer held one chunk.
+    T, S = "!fusion.tensor<f32[4, 6]>", "!fusion.tensor<f32[4 stream, 6], alloc=[0 stream, 1]>"
+    body = body.replace("{T}, {S} -> {S}", "{T} -> {S}").format(T=T, S=S)
+    m = parse_module(program(f"{body}\n hir.return %c : {S}", f"%a: {T}", S))
+    with pytest.raises(HostIRError, match=r"is allocated one stream chunk at a time, which only a stream loop"):
+        Evaluator(m)

@@ -41,3 +41,18 @@ def test_a_strided_destination_keeps_its_strides_and_its_neighbours():
     assert result.stride() == (3,)
     torch.testing.assert_close(base[:, 1], w @ x)
     assert not base[:, 0].any() and not base[:, 2].any()
+
+
+@pytest.mark.parametrize("reduction", ["sum", "prod"])
+def test_an_integer_reduction_keeps_its_element_type(reduction):
+    # Regression (TRIAGE W1): torch sums int32 into int64, so the dtype depended on whether
+    # a collective (an i32 buffer) or a fresh kernel computed the sum.
+    from runtime import run_fusion
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4, 3], dtype="int32")
+        fd.add_output(getattr(fd.ops, reduction)(a, dims=[0]))
+    x = torch.arange(1, 13, dtype=torch.int32).reshape(4, 3)
+    expected = getattr(torch, reduction)(x, 0).to(torch.int32)
+    for got in (run_fusion(fd.to_module(), [x])[0], execute(fd.lower(), [x])[0]):
+        assert got.dtype == torch.int32 and torch.equal(got, expected)
