@@ -115,6 +115,17 @@ def _show(shapes: Sequence[AxisShape]) -> str:
     return "[" + ", ".join(one(e, k) for e, k in shapes) + "]"
 
 
+def is_predicate(element_type: Attribute) -> bool:
+    """i1, the element type of comparison results."""
+    return isinstance(element_type, IntegerType) and element_type.width.data == 1
+
+
+def _refuse_predicates(op: ComputeOp) -> None:
+    """Arithmetic is not defined on predicates (torch refuses it or changes the type)."""
+    if any(is_predicate(tensor_type(t).element_type) for t in op.tensor_inputs()):
+        raise VerifyException(f"{op.name} computes on numbers, not predicates (i1); cast the predicate first")
+
+
 def by_parallelism(values: Sequence[SSAValue]) -> list[SSAValue]:
     """Tensor values, most parallel first; ties broken by mesh rank, then by order."""
 
@@ -290,85 +301,104 @@ class CastOp(ElementwiseUnaryOp):
         pass
 
 
+class ArithmeticUnaryOp(ElementwiseUnaryOp):
+    """An elementwise function of numbers, keeping their element type."""
+
+    def verify_element_type(self) -> None:
+        _refuse_predicates(self)
+        super().verify_element_type()
+
+
+class FloatingPointUnaryOp(ElementwiseUnaryOp):
+    """An elementwise function torch computes in floating point only: an integer input
+    would change the element type, so it must be cast first."""
+
+    def verify_element_type(self) -> None:
+        source = tensor_type(self.input).element_type
+        if not isinstance(source, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+            raise VerifyException(f"{self.name} takes a floating-point tensor, got {source}; cast it first")
+        super().verify_element_type()
+
+
 @irdl_op_definition
-class NegOp(ElementwiseUnaryOp):
+class NegOp(ArithmeticUnaryOp):
     """Elementwise neg."""
 
     name = "fusion.neg"
 
 
 @irdl_op_definition
-class AbsOp(ElementwiseUnaryOp):
+class AbsOp(ArithmeticUnaryOp):
     """Elementwise abs."""
 
     name = "fusion.abs"
 
 
 @irdl_op_definition
-class ReluOp(ElementwiseUnaryOp):
+class ReluOp(ArithmeticUnaryOp):
     """Elementwise relu."""
 
     name = "fusion.relu"
 
 
 @irdl_op_definition
-class ExpOp(ElementwiseUnaryOp):
+class ExpOp(FloatingPointUnaryOp):
     """Elementwise exp."""
 
     name = "fusion.exp"
 
 
 @irdl_op_definition
-class LogOp(ElementwiseUnaryOp):
+class LogOp(FloatingPointUnaryOp):
     """Elementwise log."""
 
     name = "fusion.log"
 
 
 @irdl_op_definition
-class SqrtOp(ElementwiseUnaryOp):
+class SqrtOp(FloatingPointUnaryOp):
     """Elementwise sqrt."""
 
     name = "fusion.sqrt"
 
 
 @irdl_op_definition
-class RsqrtOp(ElementwiseUnaryOp):
+class RsqrtOp(FloatingPointUnaryOp):
     """Elementwise rsqrt."""
 
     name = "fusion.rsqrt"
 
 
 @irdl_op_definition
-class SinOp(ElementwiseUnaryOp):
+class SinOp(FloatingPointUnaryOp):
     """Elementwise sin."""
 
     name = "fusion.sin"
 
 
 @irdl_op_definition
-class CosOp(ElementwiseUnaryOp):
+class CosOp(FloatingPointUnaryOp):
     """Elementwise cos."""
 
     name = "fusion.cos"
 
 
 @irdl_op_definition
-class TanhOp(ElementwiseUnaryOp):
+class TanhOp(FloatingPointUnaryOp):
     """Elementwise tanh."""
 
     name = "fusion.tanh"
 
 
 @irdl_op_definition
-class SigmoidOp(ElementwiseUnaryOp):
+class SigmoidOp(FloatingPointUnaryOp):
     """Elementwise sigmoid."""
 
     name = "fusion.sigmoid"
 
 
 @irdl_op_definition
-class ReciprocalOp(ElementwiseUnaryOp):
+class ReciprocalOp(FloatingPointUnaryOp):
     """Elementwise reciprocal."""
 
     name = "fusion.reciprocal"
@@ -407,8 +437,13 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
             raise VerifyException("at least one operand must be a tensor")
         return broadcast_axes([tensor_type(t).value_axes() for t in tensors], self.name)
 
+    COMPUTES_ON_PREDICATES: ClassVar[bool] = False
+    """Comparisons compare predicates too; arithmetic does not compute on them."""
+
     def verify_element_type(self) -> None:
         element_types = {tensor_type(t).element_type for t in self.tensor_inputs()}
+        if not self.COMPUTES_ON_PREDICATES:
+            _refuse_predicates(self)
         if len(element_types) > 1:
             raise VerifyException(f"tensor operands have different element types {sorted(map(str, element_types))}; cast one first")
         expected = self.result_element_type(element_types.pop())
@@ -427,6 +462,8 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
 
 class ComparisonOp(BinaryComputeOp):
     """An elementwise comparison: its result is a tensor of i1 (a predicate)."""
+
+    COMPUTES_ON_PREDICATES: ClassVar[bool] = True
 
     @classmethod
     def result_element_type(cls, operand_element_type: Attribute) -> Attribute:
@@ -681,6 +718,11 @@ class ReduceOp(ComputeOp, StreamSliceable):
         rank = len(tensor_type(self.input).value_axes())
         return sorted({_normalize(d, rank) for d in self.dims.get_values()})
 
+    def verify_element_type(self) -> None:
+        if self.kind.data in (ReduceKind.SUM, ReduceKind.PROD):
+            _refuse_predicates(self)  # max and min of predicates are "any" and "all"
+        super().verify_element_type()
+
     def infer_axes(self) -> list[AxisShape]:
         axes = tensor_type(self.input).value_axes()
         if not len(self.dims):
@@ -752,6 +794,7 @@ class MatmulOp(ComputeOp, StreamSliceable):
     def verify_element_type(self) -> None:
         if tensor_type(self.a).element_type != tensor_type(self.b).element_type:
             raise VerifyException("matmul operands have different element types")
+        _refuse_predicates(self)
         super().verify_element_type()
 
     def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
@@ -787,6 +830,10 @@ class LinearOp(ComputeOp, StreamSliceable):
             if len(bias) != 1 or not _extents_match(bias[0].extent, w[0].extent):
                 raise VerifyException(f"bias must have shape [{w[0].extent}] (N), got {[a.extent for a in bias]}")
         return axis_shapes(x[:-1]) + [(w[0].extent, IterKind.ITERATION), (x[-1].extent, IterKind.REDUCTION)]
+
+    def verify_element_type(self) -> None:
+        _refuse_predicates(self)
+        super().verify_element_type()
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         rank = tensor_type(self.result).rank

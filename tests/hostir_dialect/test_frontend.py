@@ -508,3 +508,23 @@ def test_schedule_errors_are_reported_when_emitting(schedule, message):
         fd.to_module()
     with raises(message):
         str(fd)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda fd, p, i: fd.ops.abs(p), "fd.ops.abs: fusion.abs computes on numbers, not predicates (i1)"),
+    (lambda fd, p, i: fd.ops.add(p, p), "fd.ops.add: fusion.add computes on numbers, not predicates (i1)"),
+    (lambda fd, p, i: fd.ops.sum(p), "fd.ops.sum: fusion.reduce computes on numbers, not predicates (i1)"),
+    (lambda fd, p, i: fd.ops.matmul(p, p), "fd.ops.matmul: fusion.matmul computes on numbers, not predicates (i1)"),
+    (lambda fd, p, i: fd.ops.exp(i), "fd.ops.exp: fusion.exp takes a floating-point tensor, got i32; cast it first"),
+    (lambda fd, p, i: fd.ops.reciprocal(i), "fd.ops.reciprocal: fusion.reciprocal takes a floating-point tensor"),
+])
+def test_arithmetic_torch_cannot_compute_in_the_element_type_is_refused(call, message):
+    # Regression (TRIAGE C9): abs of a predicate passed the frontend and crashed eager torch.
+    with FusionDefinition() as fd:
+        predicate = fd.ops.lt(fd.define_tensor([4, 4]), 0.0)
+        integers = fd.define_tensor([4], dtype="int32")
+        with raises(message):
+            call(fd, predicate, integers)
+        fd.ops.max(predicate)  # max and min of predicates are "any" and "all"
+        fd.ops.eq(predicate, predicate)
+        fd.ops.neg(integers)
