@@ -774,7 +774,7 @@ class MatmulOp(ComputeOp, StreamSliceable):
         batch = axis_shapes(longer[: len(longer) - shared])
         if shared:
             batch += broadcast_axes([a_batch[len(a_batch) - shared :], b_batch[len(b_batch) - shared :]], "matmul batch")
-        m = [(a[-2].extent, IterKind.ITERATION)] if len(a) >= 2 else []
+        m = [(a[-2].extent, a[-2].kind)] if len(a) >= 2 else []  # as a linear keeps its input's axes
         n = [(b[-1].extent, IterKind.ITERATION)] if len(b) >= 2 else []
         return batch + m + n + [(k_a.extent, IterKind.REDUCTION)]
 

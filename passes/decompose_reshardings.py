@@ -50,6 +50,7 @@ from hostir_dialect.fusion import (
     ReduceOp,
     ReshapeOp,
     SetOp,
+    SqueezeOp,
     by_parallelism,
 )
 from hostir_dialect.sharding import have_different_shardings, reduces_sharded_axis
@@ -146,11 +147,22 @@ def _emit(rewriter: PatternRewriter, like: Operation, op: ComputeOp) -> SSAValue
 # --------------------------------------------------------------------------- #
 
 
+def contraction_operands(op: MatmulOp | LinearOp) -> tuple[SSAValue, SSAValue]:
+    """(a, b) of `a @ b`: a linear's input and weight [N, K] (transposed by the rFactor)."""
+    return (op.a, op.b) if isinstance(op, MatmulOp) else (op.input, op.weight)
+
+
+def contracted_axis(op: MatmulOp | LinearOp, operand: SSAValue) -> int:
+    """The value axis of `operand` that `op` contracts (K)."""
+    rank = len(tensor_type(operand).value_axes())
+    if isinstance(op, MatmulOp) and operand is op.b and rank >= 2:
+        return rank - 2
+    return rank - 1
+
+
 def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
     """The device split of the contracted axis K, which both operands must share."""
-    a, b = (op.a, op.b) if isinstance(op, MatmulOp) else (op.input, op.weight)
-    k_b = tensor_type(b).value_axes()[-2 if isinstance(op, MatmulOp) else -1]
-    splits = [device_split(op, tensor_type(a).value_axes()[-1]), device_split(op, k_b)]
+    splits = [device_split(op, tensor_type(v).value_axes()[contracted_axis(op, v)]) for v in contraction_operands(op)]
     result_k = tensor_type(op.result).axes[-1]
     if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_KINDS)):
         return None
@@ -227,43 +239,81 @@ class RFactorShardedReduce(RewritePattern):
 class RFactorShardedContraction(RewritePattern):
     """c = matmul a[B.., M, K(D didx, K/D)], b[B.., K(D didx, K/D), N]   (or linear)
     ->  a' = permute(reshape a)  [D didx, B.., M, K/D]
-        b' = permute(reshape b)  [D didx, B.., K/D, N]   (a [K, N] b broadcasts over B)
+        b' = permute(reshape b)  [D didx, B.., K/D, N]
         p  = matmul a', b'       [D didx, B.., M, N, r(K/D)]   (local partial)
         c  = reduce sum p dims [0]  [rD, B.., M, N]             (one communication)
-    A linear's weight [N, K] is transposed first; its input needs rank >= 2."""
+    The operand with fewer batch axes gets broadcast ones after D, so that D meets D
+    (torch aligns batch axes from the right). A 1-D operand gets its missing M or N as
+    a broadcast axis, squeezed after the reduction. A linear's weight [N, K] is
+    transposed first."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
         split = contraction_split(op)
         if split is None:
             return
+        a, b = contraction_operands(op)
         if isinstance(op, LinearOp):
             assert op.bias is None, "SplitShardedLinearBias runs first"
-            if len(tensor_type(op.input).value_axes()) < 2:
-                raise op_error(op, "a linear with a rank-1 input over a device-parallel axis is not supported")
-            weight = tensor_type(op.weight)
-            transposed = _tensor(weight, list(reversed(weight.value_axes())))
-            a, b = op.input, _emit(rewriter, op, PermuteOp(op.weight, [1, 0], transposed))
-        else:
-            a, b = op.a, op.b
+            weight = tensor_type(b)
+            b = _emit(rewriter, op, PermuteOp(b, [1, 0], _tensor(weight, list(reversed(weight.value_axes())))))
         result = tensor_type(op.result)
-        batch = len(result.value_axes()) - 2
-        a_local = _device_axis_first(a, len(tensor_type(a).value_axes()) - 1, split, rewriter, op)
-        b_axes = len(tensor_type(b).value_axes())
-        b_local = _device_axis_first(b, b_axes - 2, split, rewriter, op)
-        if b_axes == 2 and batch:
-            b_local = _broadcast_batch(b_local, batch, rewriter, op)
-        # Each device computes its whole partial product: a result axis sharded on the
-        # contraction's device type (reduce-scatter) is only sharded by the final reduce.
-        local_values = [_without(a, split.parallel) for a in result.value_axes()]
-        partial_axes = [split.device_axis, *local_values, Axis(split.local.extent, IterKind.REDUCTION)]
-        partial = _emit(rewriter, op, MatmulOp(a_local, b_local, _tensor(result, partial_axes, tensor_type(a).mesh)))
-        final = _final_reduce(ReduceKind.SUM, partial, 0, result, rewriter, op)
-        rewriter.replace(op, [], [final.result])
+        a_rank, b_rank = (len(tensor_type(v).value_axes()) for v in (a, b))
+        batch = len(result.value_axes()) - (a_rank >= 2) - (b_rank >= 2)
+        a_local = _device_batch_operand(a, a_rank - 1, split, batch, rewriter, op, lhs=True)
+        b_local = _device_batch_operand(b, max(b_rank - 2, 0), split, batch, rewriter, op, lhs=False)
+        # After D the partial has the batch axes, M and N; `positions` are those that are
+        # axes of the result (not inserted for a 1-D operand), in the result's order.
+        positions = [*range(batch), *[batch] * (a_rank >= 2), *[batch + 1] * (b_rank >= 2)]
+        partial_type = _partial_type(a_local, b_local, split, result, positions)
+        partial = _emit(rewriter, op, MatmulOp(a_local, b_local, partial_type))
+        reduced = _final_reduce(ReduceKind.SUM, partial, 0, _with_axes_at(result, positions, partial_type), rewriter, op)
+        inserted = [p for p in range(batch + 2) if p not in positions]
+        if inserted:
+            rewriter.replace(op, located_like(SqueezeOp(reduced.result, inserted, _value_type(result)), op))
+        else:
+            rewriter.replace(op, [], [reduced.result])
+
+
+def _partial_type(a: SSAValue, b: SSAValue, split: DeviceSplit, result: TensorType, positions: list[int]) -> TensorType:
+    """The type of `matmul a, b` (the local partial): its inferred axes, D device-parallel,
+    those at `positions` after D parallelized as the result's axes, without the
+    contraction's device type: each device computes its whole partial product, and a
+    result axis sharded on that type (a reduce-scatter) is only sharded by the final reduce."""
+    inferred = MatmulOp(a, b, _tensor(result, [])).infer_axes()[1:-1]
+    origin = dict(zip(positions, result.value_axes()))
+    axes = [_without(origin[p], split.parallel) if p in origin else Axis(*inferred[p]) for p in range(len(inferred))]
+    return _tensor(result, [split.device_axis, *axes, Axis(split.local.extent, IterKind.REDUCTION)], tensor_type(a).mesh)
+
+
+def _with_axes_at(result: TensorType, positions: list[int], partial: TensorType) -> TensorType:
+    """The partial's axes after D, each at `positions` replaced by the result's axis there."""
+    origin = dict(zip(positions, result.value_axes()))
+    inserted = partial.value_axes()[1:]
+    return _tensor(result, [origin.get(p, axis) for p, axis in enumerate(inserted)])
 
 
 def _without(axis: Axis, parallel: ParallelKind) -> Axis:
     return axis.unparallelized() if parallel in axis.parallel_types() else axis
+
+
+def _device_batch_operand(
+    value: SSAValue, k: int, split: DeviceSplit, batch: int, rewriter: PatternRewriter, like: Operation, lhs: bool
+) -> SSAValue:
+    """`value` with its contracted axis `k` reshaped into [D, K/D] and D moved to the
+    front, then broadcast axes inserted: after D, as many as it lacks of `batch` batch
+    axes; in a 1-D operand, its missing M (`lhs`) or N."""
+    rank = len(tensor_type(value).value_axes())
+    local = _device_axis_first(value, k, split, rewriter, like)
+    new = list(range(1, 1 + batch - max(rank - 2, 0)))
+    if rank == 1:
+        new.append(len(new) + (1 if lhs else 2))
+    if not new:
+        return local
+    axes = tensor_type(local).value_axes()
+    for d in new:
+        axes.insert(d, Axis(1, IterKind.BROADCAST))
+    return _emit(rewriter, like, BroadcastOp(local, new, _tensor(tensor_type(value), axes)))
 
 
 def _device_axis_first(
@@ -278,14 +328,6 @@ def _device_axis_first(
         return reshaped
     order = [index, *range(index), *range(index + 1, len(axes))]
     return _emit(rewriter, like, PermuteOp(reshaped, order, _tensor(t, [axes[i] for i in order])))
-
-
-def _broadcast_batch(value: SSAValue, batch: int, rewriter: PatternRewriter, like: Operation) -> SSAValue:
-    """[D, K/D, N] -> [D, b1 x batch, K/D, N], to meet a batched A."""
-    t = tensor_type(value)
-    axes = t.value_axes()
-    new = [axes[0], *[Axis(1, IterKind.BROADCAST)] * batch, *axes[1:]]
-    return _emit(rewriter, like, BroadcastOp(value, list(range(1, batch + 1)), _tensor(t, new)))
 
 
 # --------------------------------------------------------------------------- #

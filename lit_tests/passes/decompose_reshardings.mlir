@@ -138,3 +138,42 @@ fusion.func @unchanged(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %w: !fus
   %m = fusion.matmul %e, %w : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
   fusion.return %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
 }
+
+// -----
+
+// 1-D operands (issue 12, defects 4 and 5): the rFactor gives a 1-D operand its missing
+// M or N as a broadcast axis, which a squeeze removes after the reduction, and gives
+// the operand with fewer batch axes broadcast ones after D, so that D meets D.
+// CHECK-LABEL: fusion.func @linear_rank1
+// CHECK:         %2 = fusion.broadcast %1 dims [1] : {{.*}} -> !fusion.tensor<f32[2 didx, b1, 4], mesh=[0, 1]>
+// CHECK:         %4 = fusion.matmul %2, %3 : {{.*}} -> !fusion.tensor<f32[2 didx, b1, 4, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %5 = fusion.reduce sum %4 dims [0] : {{.*}} -> !fusion.tensor<f32[r2, b1, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %y = fusion.squeeze %5 dims [0] : {{.*}} -> !fusion.tensor<f32[4], mesh=[0, 1]>
+fusion.func @linear_rank1(%x: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r8], mesh=[0, 1]> {
+  %y = fusion.linear %x, %w : !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, r8], mesh=[0, 1]>
+  fusion.return %y : !fusion.tensor<f32[4, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// CHECK-LABEL: fusion.func @matrix_vector
+// CHECK:         %3 = fusion.broadcast %2 dims [2] : {{.*}} -> !fusion.tensor<f32[2 didx, 4, b1], mesh=[0, 1]>
+// CHECK-NEXT:    %4 = fusion.matmul %1, %3 : {{.*}} -> !fusion.tensor<f32[2 didx, 3, 1, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %5 = fusion.reduce sum %4 dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 3, 1], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.squeeze %5 dims [1] : {{.*}} -> !fusion.tensor<f32[3], mesh=[0, 1]>
+fusion.func @matrix_vector(%a: !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[3, r8], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[3, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[3, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// CHECK-LABEL: fusion.func @batched_b
+// CHECK:         %2 = fusion.broadcast %1 dims [1] : {{.*}} -> !fusion.tensor<f32[2 didx, b1, 3, 4], mesh=[0, 1]>
+// CHECK:         %4 = fusion.permute %3 dims [1, 0, 2, 3] : {{.*}} -> !fusion.tensor<f32[2 didx, 5, 4, 6], mesh=[0, 1]>
+// CHECK-NEXT:    %5 = fusion.matmul %2, %4 : {{.*}} -> !fusion.tensor<f32[2 didx, 5, 3, 6, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce sum %5 dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 5, 3, 6], mesh=[0, 1]>
+fusion.func @batched_b(%a: !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[5, 8(2 didx, 4), 6], mesh=[0, 1]>) -> !fusion.tensor<f32[5, 3, 6, r8], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[5, 8(2 didx, 4), 6], mesh=[0, 1]> -> !fusion.tensor<f32[5, 3, 6, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[5, 3, 6, r8], mesh=[0, 1]>
+}

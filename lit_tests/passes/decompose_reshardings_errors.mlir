@@ -24,14 +24,6 @@ fusion.func @inner_split(%x: !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]
 
 // -----
 
-// CHECK: error: 'fusion.linear' op a linear with a rank-1 input over a device-parallel axis is not supported
-fusion.func @linear_rank1(%x: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r8], mesh=[0, 1]> {
-  %y = fusion.linear %x, %w : !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[4, r8], mesh=[0, 1]>
-  fusion.return %y : !fusion.tensor<f32[4, r8], mesh=[0, 1]>
-}
-
-// -----
-
 // Validation: gathering along DIDx and DIDy at once is not one communication.
 // CHECK: error: 'fusion.set' op resharding op cannot be lowered to one communication: it changes more than one parallel type (didx, didy)
 fusion.func @two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]> {

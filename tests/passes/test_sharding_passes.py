@@ -68,6 +68,33 @@ fusion.func @f(%x: {_t(f"f32[4, 8(2 didx, 4)], {M2}")}, %y: {_t("f32[4, 8]")}) -
   %c = fusion.reduce sum %s dims [1] : {_t("f32[4, 8]")} -> {_t("f32[4, r8]")}
   fusion.return %c : {_t("f32[4, r8]")}
 }}""",
+    # Regressions (issue 12, defects 4 and 5): an IndexError for a 1-D b, even without a
+    # mesh; invalid IR from the rFactor of a 1-D a, a broadcast M, a batched b.
+    "matrix_vector": f"""
+fusion.func @f(%a: {_t("f32[4, 6]")}, %b: {_t("f32[6]")}) -> {_t("f32[4, r6]")} {{
+  %c = fusion.matmul %a, %b : {_t("f32[4, 6]")}, {_t("f32[6]")} -> {_t("f32[4, r6]")}
+  fusion.return %c : {_t("f32[4, r6]")}
+}}""",
+    "vector_matrix_k_sharded": f"""
+fusion.func @f(%a: {_t(f"f32[8(2 didx, 4)], {M2}")}, %b: {_t(f"f32[8(2 didx, 4), 6], {M2}")}) -> {_t(f"f32[6, r8(2 didx, 4)], {M2}")} {{
+  %c = fusion.matmul %a, %b : {_t(f"f32[8(2 didx, 4)], {M2}")}, {_t(f"f32[8(2 didx, 4), 6], {M2}")} -> {_t(f"f32[6, r8(2 didx, 4)], {M2}")}
+  fusion.return %c : {_t(f"f32[6, r8(2 didx, 4)], {M2}")}
+}}""",
+    "matrix_vector_k_sharded": f"""
+fusion.func @f(%a: {_t(f"f32[3, 8(2 didx, 4)], {M2}")}, %b: {_t(f"f32[8(2 didx, 4)], {M2}")}) -> {_t(f"f32[3, r8(2 didx, 4)], {M2}")} {{
+  %c = fusion.matmul %a, %b : {_t(f"f32[3, 8(2 didx, 4)], {M2}")}, {_t(f"f32[8(2 didx, 4)], {M2}")} -> {_t(f"f32[3, r8(2 didx, 4)], {M2}")}
+  fusion.return %c : {_t(f"f32[3, r8(2 didx, 4)], {M2}")}
+}}""",
+    "batched_b_k_sharded": f"""
+fusion.func @f(%a: {_t(f"f32[3, 8(2 didx, 4)], {M2}")}, %b: {_t(f"f32[5, 8(2 didx, 4), 6], {M2}")}) -> {_t(f"f32[5, 3, 6, r8(2 didx, 4)], {M2}")} {{
+  %c = fusion.matmul %a, %b : {_t(f"f32[3, 8(2 didx, 4)], {M2}")}, {_t(f"f32[5, 8(2 didx, 4), 6], {M2}")} -> {_t(f"f32[5, 3, 6, r8(2 didx, 4)], {M2}")}
+  fusion.return %c : {_t(f"f32[5, 3, 6, r8(2 didx, 4)], {M2}")}
+}}""",
+    "linear_broadcast_m_k_sharded": f"""
+fusion.func @f(%x: {_t(f"f32[b1, 8(2 didx, 4)], {M2}")}, %w: {_t(f"f32[6, 8(2 didx, 4)], {M2}")}) -> {_t(f"f32[b1, 6, r8(2 didx, 4)], {M2}")} {{
+  %y = fusion.linear %x, %w : {_t(f"f32[b1, 8(2 didx, 4)], {M2}")}, {_t(f"f32[6, 8(2 didx, 4)], {M2}")} -> {_t(f"f32[b1, 6, r8(2 didx, 4)], {M2}")}
+  fusion.return %y : {_t(f"f32[b1, 6, r8(2 didx, 4)], {M2}")}
+}}""",
 }
 
 PIPELINES = {
