@@ -238,6 +238,12 @@ class ComputeOp(IRDLOperation):
         """For each value axis of `operand`, in order, the result axis it maps to."""
         return list(range(len(tensor_type(operand).value_axes())))
 
+    def derived_axes(self, operand: SSAValue) -> set[int]:
+        """Result axes made of `operand`'s data; any other result axis is new (broadcast).
+        These are the axis map's targets but for a reshape, whose map only names the
+        outermost axis of each group of split axes."""
+        return set(self.axis_map(operand).values())
+
     def sharding_reference_operands(self) -> list[SSAValue]:
         """The inputs to propagate a sharding to the result from, best first
         (csrc/preseg_passes/propagate_shardings.cpp): the most parallel input first."""
@@ -620,15 +626,15 @@ class ReshapeOp(UnaryComputeOp):
             raise VerifyException(f"cannot reshape {source} ({math.prod(source)} elements) to {target} ({math.prod(target)} elements)")
         return axis_shapes(result.axes)
 
-    def value_axis_targets(self, operand: SSAValue) -> list[int]:
-        """Group axes whose products match; each input axis of a group maps to the
-        group's outermost output axis (as nvFuser attributes a split to its outer ID)."""
+    def groups(self) -> list[tuple[list[int], list[int]]]:
+        """(input value axes, result axes) of each group of axes whose products match,
+        in order; trailing axes that no product matches join the last result axis."""
         source = [a.extent for a in tensor_type(self.input).value_axes()]
         target = [a.extent for a in tensor_type(self.result).axes]
-        targets: list[int] = []
+        groups: list[tuple[list[int], list[int]]] = []
         i = j = 0
         while i < len(source) and j < len(target):
-            group_start, src_prod, dst_prod, first = j, source[i], target[j], i
+            first_source, first_target, src_prod, dst_prod = i, j, source[i], target[j]
             i, j = i + 1, j + 1
             while src_prod != dst_prod and DYNAMIC not in (src_prod, dst_prod):
                 if src_prod < dst_prod and i < len(source):
@@ -639,8 +645,18 @@ class ReshapeOp(UnaryComputeOp):
                     j += 1
                 else:
                     break
-            targets.extend([group_start] * (i - first))
-        return targets + [len(target) - 1] * (len(source) - len(targets))
+            groups.append((list(range(first_source, i)), list(range(first_target, j))))
+        if i < len(source):
+            groups.append((list(range(i, len(source))), [len(target) - 1]))
+        return groups
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        """Each input axis maps to its group's outermost result axis (as nvFuser
+        attributes a split to its outer ID)."""
+        return [targets[0] for sources, targets in self.groups() for _ in sources]
+
+    def derived_axes(self, operand: SSAValue) -> set[int]:
+        return {t for _, targets in self.groups() for t in targets}
 
 
 @irdl_op_definition

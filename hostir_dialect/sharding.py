@@ -37,11 +37,17 @@ def placement(t: TensorType, parallel: ParallelKind, include_reduction: bool = F
 
 
 def have_different_shardings(
-    producer: TensorType, consumer: TensorType, axis_map: dict[int, int], types: Iterable[ParallelKind] = DEVICE_KINDS
+    producer: TensorType,
+    consumer: TensorType,
+    axis_map: dict[int, int],
+    types: Iterable[ParallelKind] = DEVICE_KINDS,
+    derived: set[int] | None = None,
 ) -> bool:
     """Does reading `producer` as `consumer` (axes related by `axis_map`) move data
-    between devices (or, for Stream, between stream chunks)?"""
+    between devices (or, for Stream, between stream chunks)? `derived`: the consumer
+    axes made of producer data (`ComputeOp.derived_axes`), the map's targets by default."""
     types = tuple(types)
+    derived = set(axis_map.values()) if derived is None else derived
     if any(t.is_device for t in types) and producer.mesh != consumer.mesh:
         if producer.mesh is not None and consumer.mesh is not None:
             return True
@@ -50,7 +56,7 @@ def have_different_shardings(
         c = placement(consumer, parallel, include_reduction=True)
         if p is None and c is None:
             continue
-        if p is None and not _comes_from_producer_axis(producer, c.axis, axis_map):
+        if p is None and not _comes_from_producer_axis(producer, c.axis, axis_map, derived):
             continue  # a new or broadcast axis: every device already has what its shard needs
         if p is None or c is None:
             return True
@@ -68,10 +74,13 @@ def _is_outermost_source(axis: int, axis_map: dict[int, int]) -> bool:
     return all(source >= axis for source, mapped in axis_map.items() if mapped == target)
 
 
-def _comes_from_producer_axis(producer: TensorType, consumer_axis: int, axis_map: dict[int, int]) -> bool:
-    """Is the consumer axis the image of a non-broadcast producer axis? (nvFuser leaves
-    broadcast axes out of the pairwise map.)"""
-    return any(target == consumer_axis and not producer.axes[source].is_broadcast for source, target in axis_map.items())
+def _comes_from_producer_axis(producer: TensorType, consumer_axis: int, axis_map: dict[int, int], derived: set[int]) -> bool:
+    """Is the consumer axis made of producer data, and not only the image of broadcast
+    axes? (nvFuser leaves broadcast axes out of the pairwise map.)"""
+    if consumer_axis not in derived:
+        return False
+    images = [source for source, target in axis_map.items() if target == consumer_axis]
+    return not images or any(not producer.axes[source].is_broadcast for source in images)
 
 
 def reduces_sharded_axis(op: Operation) -> bool:
@@ -87,7 +96,10 @@ def is_resharding(op: Operation) -> bool:
     if not isinstance(op, ComputeOp):
         return False
     result = tensor_type(op.result)
-    return any(have_different_shardings(tensor_type(v), result, op.axis_map(v)) for v in op.tensor_inputs())
+    return any(
+        have_different_shardings(tensor_type(v), result, op.axis_map(v), derived=op.derived_axes(v))
+        for v in op.tensor_inputs()
+    )
 
 
 def communicates(op: Operation) -> bool:

@@ -338,7 +338,9 @@ def _device_axis_first(
 @dataclass
 class InsertReshardingSets(RewritePattern):
     """y = op(x, ..) resharding  ->  x' = set x (y's sharding) ; y = op(x', ..)
-    or, with insert_after: y0 = op(x, ..) (x's sharding, y's Stream) ; y = set y0."""
+    or, with insert_after, or where no set in front can give the op local inputs (a
+    reshape splitting an axis whose inner part the result shards):
+    y0 = op(x, ..) (x's sharding, y's Stream) ; y = set y0."""
 
     insert_after: bool
 
@@ -348,20 +350,34 @@ class InsertReshardingSets(RewritePattern):
         if communication_problem(op) is None:
             return
         try:
-            if self.insert_after:
+            if self.insert_after or not _sets_before_suffice(op):
                 _reshard_after(op, rewriter)
             _reshard_before(op, rewriter)
         except ShardingError as error:
             raise op_error(op, str(error)) from None
 
 
+def _sets_before_suffice(op: ComputeOp) -> bool:
+    """Would sets giving each input the result's sharding leave `op` computing locally?"""
+    result = tensor_type(op.result)
+    return not any(
+        have_different_shardings(_input_like(op, value), result, op.axis_map(value), derived=op.derived_axes(value))
+        for value in op.tensor_inputs()
+    )
+
+
+def _input_like(op: ComputeOp, value: SSAValue) -> TensorType:
+    """`value` sharded as `op`'s result (what a set in front of the op would give it)."""
+    return _resharded_like(tensor_type(op.result), tensor_type(value), _value_index_map(value, backward_axis_map(op, value)))
+
+
 def _reshard_before(op: ComputeOp, rewriter: PatternRewriter) -> None:
     result = tensor_type(op.result)
     for value in dict.fromkeys(op.tensor_inputs()):
         source = tensor_type(value)
-        if not have_different_shardings(source, result, op.axis_map(value)):
+        if not have_different_shardings(source, result, op.axis_map(value), derived=op.derived_axes(value)):
             continue
-        target = _resharded_like(result, source, _value_index_map(value, backward_axis_map(op, value)))
+        target = _input_like(op, value)
         if target == _value_type(source):
             continue  # nothing a set could change; validation reports the op
         resharded = SetOp(value, target)

@@ -177,3 +177,17 @@ fusion.func @batched_b(%a: !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, %b
   %c = fusion.matmul %a, %b : !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[5, 8(2 didx, 4), 6], mesh=[0, 1]> -> !fusion.tensor<f32[5, 3, 6, r8], mesh=[0, 1]>
   fusion.return %c : !fusion.tensor<f32[5, 3, 6, r8], mesh=[0, 1]>
 }
+
+// -----
+
+// A reshape splitting an axis whose inner part the result shards (TRIAGE C4: it ran as
+// a local reshape of the whole input): no set in front can give it a local input, so
+// it computes replicated and a set after it scatters the result.
+// CHECK-LABEL: fusion.func @reshape_split_inner_sharded
+// CHECK-NEXT:    %b = fusion.reshape %a : !fusion.tensor<f32[2], mesh=[0, 1]> -> !fusion.tensor<f32[1, 2], mesh=[0, 1]>
+// CHECK-NEXT:    %b_1 = fusion.set %b : !fusion.tensor<f32[1, 2], mesh=[0, 1]> -> !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %b_1
+fusion.func @reshape_split_inner_sharded(%a: !fusion.tensor<f32[2], mesh=[0, 1]>) -> !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]> {
+  %b = fusion.reshape %a : !fusion.tensor<f32[2], mesh=[0, 1]> -> !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]>
+  fusion.return %b : !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]>
+}

@@ -27,6 +27,10 @@ def reshape(source: str, target: str) -> fusion.ReshapeOp:
     ("8(2 didx, 4)", "2 didx, 4", False),           # a split whose outer part is sharded
     ("8(2 didx, 4)", "4(2 didx, 2), 2", False),
     ("8(2 didx, 4)", "2, 4(2 didx, 2)", True),      # the inner part of a split
+    # Regression (TRIAGE C4): a replicated input whose split's inner part the result shards.
+    ("8", "2, 4(2 didx, 2)", True),
+    ("2", "1, 2 didx", True),
+    ("8", "2 didx, 4", True),                       # a scatter of the outer part
 ])
 def test_a_reshape_reshards_unless_the_sharded_axis_leads_its_merge_or_split(source, target, moves):
     assert is_resharding(reshape(source, target)) is moves

@@ -95,6 +95,13 @@ fusion.func @f(%x: {_t(f"f32[b1, 8(2 didx, 4)], {M2}")}, %w: {_t(f"f32[6, 8(2 di
   %y = fusion.linear %x, %w : {_t(f"f32[b1, 8(2 didx, 4)], {M2}")}, {_t(f"f32[6, 8(2 didx, 4)], {M2}")} -> {_t(f"f32[b1, 6, r8(2 didx, 4)], {M2}")}
   fusion.return %y : {_t(f"f32[b1, 6, r8(2 didx, 4)], {M2}")}
 }}""",
+    # Regression (TRIAGE C4): the split's inner part sharded in the result was not seen
+    # as a resharding.
+    "reshape_split_inner_sharded": f"""
+fusion.func @f(%a: {_t(f"f32[8], {M2}")}) -> {_t(f"f32[2, 4(2 didx, 2)], {M2}")} {{
+  %b = fusion.reshape %a : {_t(f"f32[8], {M2}")} -> {_t(f"f32[2, 4(2 didx, 2)], {M2}")}
+  fusion.return %b : {_t(f"f32[2, 4(2 didx, 2)], {M2}")}
+}}""",
 }
 
 PIPELINES = {
