@@ -183,11 +183,20 @@ class StreamSliceable(Operation, abc.ABC):
         along its logical axis `axis` (that is chunk `i` for all but a slice)."""
         return 0, 1
 
+    def slices_along(self, axis: int) -> bool:
+        """Are the chunks of the result along its logical axis `axis` this op applied to
+        chunks of its operands (along the axes the axis map relates to it)?"""
+        return True
+
     @abc.abstractmethod
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
-        """This op on one stream chunk, writing into `out`: each operand in `chunks` is
-        replaced by its chunk, which lacks the operand's logical axis `removed[operand]`;
-        axis attributes are renumbered accordingly. The result is not verified."""
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        """This op on one stream chunk, of type `result_type`, into `out` if given: each
+        operand in `chunks` is replaced by its chunk, which lacks the operand's logical
+        axis `removed[operand]`; the result lacks `removed[self.result]`. Axis attributes
+        are renumbered accordingly. The result is not verified."""
 
 
 def _chunk(chunks: Mapping[SSAValue, SSAValue], value: SSAValue) -> SSAValue:
@@ -284,8 +293,11 @@ class UnaryComputeOp(ComputeOp):
 class ElementwiseUnaryOp(UnaryComputeOp, StreamSliceable):
     """Result element i depends on input element i only (copies, casts, functions)."""
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
-        return type(self)(_chunk(chunks, self.input), tensor_type(out), out)
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return type(self)(_chunk(chunks, self.input), result_type, out)
 
 
 @irdl_op_definition
@@ -462,8 +474,11 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
         """The result's element type for tensor operands of this element type."""
         return operand_element_type
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
-        return type(self)(_chunk(chunks, self.lhs), _chunk(chunks, self.rhs), tensor_type(out), out)
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return type(self)(_chunk(chunks, self.lhs), _chunk(chunks, self.rhs), result_type, out)
 
 
 class ComparisonOp(BinaryComputeOp):
@@ -593,7 +608,7 @@ class DimsComputeOp(ComputeOp):
 
 
 @irdl_op_definition
-class PermuteOp(DimsComputeOp):
+class PermuteOp(DimsComputeOp, StreamSliceable):
     """%r = fusion.permute %x dims [1, 0] : T -> R   (result axis i = input axis dims[i])"""
 
     name = "fusion.permute"
@@ -609,9 +624,17 @@ class PermuteOp(DimsComputeOp):
         dims = self.normalized_dims(len(self.dims))
         return [dims.index(k) for k in range(len(dims))]
 
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        gone = _removed_position(self.input, removed)
+        dims = [d - (d > gone) for d in self.normalized_dims(len(self.dims)) if d != gone]
+        return PermuteOp(_chunk(chunks, self.input), dims, result_type, out)
+
 
 @irdl_op_definition
-class ReshapeOp(UnaryComputeOp):
+class ReshapeOp(UnaryComputeOp, StreamSliceable):
     """%r = fusion.reshape %x : T -> R   (same number of elements)"""
 
     name = "fusion.reshape"
@@ -658,9 +681,19 @@ class ReshapeOp(UnaryComputeOp):
     def derived_axes(self, operand: SSAValue) -> set[int]:
         return {t for _, targets in self.groups() for t in targets}
 
+    def slices_along(self, axis: int) -> bool:
+        """Only along an axis the reshape keeps as it is (a group of one axis each side)."""
+        return any(targets == [axis] and len(sources) == 1 for sources, targets in self.groups())
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return ReshapeOp(_chunk(chunks, self.input), result_type, out)
+
 
 @irdl_op_definition
-class BroadcastOp(DimsComputeOp):
+class BroadcastOp(DimsComputeOp, StreamSliceable):
     """%r = fusion.broadcast %x dims [0] : T -> R   (dims: result positions of new axes)"""
 
     name = "fusion.broadcast"
@@ -681,9 +714,17 @@ class BroadcastOp(DimsComputeOp):
         new = set(self.normalized_dims(rank))
         return [i for i in range(rank) if i not in new]
 
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        gone = removed[self.result]
+        dims = [d - (d > gone) for d in self.normalized_dims(tensor_type(self.result).rank) if d != gone]
+        return BroadcastOp(_chunk(chunks, self.input), dims, result_type, out)
+
 
 @irdl_op_definition
-class SqueezeOp(DimsComputeOp):
+class SqueezeOp(DimsComputeOp, StreamSliceable):
     """%r = fusion.squeeze %x dims [0] : T -> R   (dims: input axes of extent 1 to drop)"""
 
     name = "fusion.squeeze"
@@ -707,6 +748,14 @@ class SqueezeOp(DimsComputeOp):
 
     def axis_map(self, operand: SSAValue) -> dict[int, int]:
         return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        gone = _removed_position(self.input, removed)
+        dims = [d - (d > gone) for d in self.normalized_dims(len(tensor_type(self.input).value_axes()))]
+        return SqueezeOp(_chunk(chunks, self.input), dims, result_type, out)
 
 
 @irdl_op_definition
@@ -750,10 +799,13 @@ class ReduceOp(ComputeOp, StreamSliceable):
         reduced = set(self.reduced_axes())
         return [(a.extent, IterKind.REDUCTION if i in reduced else a.kind) for i, a in enumerate(axes)]
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
         gone = _removed_position(self.input, removed)
         dims = [d - (d > gone) for d in self.reduced_axes()]
-        return ReduceOp(self.kind.data, _chunk(chunks, self.input), dims, tensor_type(out), out)
+        return ReduceOp(self.kind.data, _chunk(chunks, self.input), dims, result_type, out)
 
 
 @irdl_op_definition
@@ -813,8 +865,11 @@ class MatmulOp(ComputeOp, StreamSliceable):
         _refuse_predicates(self)
         super().verify_element_type()
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
-        return MatmulOp(_chunk(chunks, self.a), _chunk(chunks, self.b), tensor_type(out), out)
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return MatmulOp(_chunk(chunks, self.a), _chunk(chunks, self.b), result_type, out)
 
 
 @irdl_op_definition
@@ -864,9 +919,12 @@ class LinearOp(ComputeOp, StreamSliceable):
         """The weight decides the layout of the result, then the bias, then the input."""
         return [v for v in (self.weight, self.bias, self.input) if v is not None]
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
         bias = None if self.bias is None else _chunk(chunks, self.bias)
-        return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, tensor_type(out), out)
+        return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, result_type, out)
 
 
 @irdl_op_definition
@@ -920,10 +978,13 @@ class SliceOp(ComputeOp, StreamSliceable):
         starts, _, steps = self.bounds()
         return starts[position], steps[position]
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
         gone = _removed_position(self.input, removed)
         starts, stops, steps = (_drop(values, gone) for values in self.bounds())
-        return SliceOp(_chunk(chunks, self.input), starts, stops, steps, tensor_type(out), out)
+        return SliceOp(_chunk(chunks, self.input), starts, stops, steps, result_type, out)
 
 
 @irdl_op_definition
@@ -963,10 +1024,13 @@ class SelectOp(ComputeOp, StreamSliceable):
         kept = [p for k, p in enumerate(positions) if k != self.axis]
         return {p: i for i, p in enumerate(kept)}
 
-    def stream_chunk(self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], out: SSAValue) -> ComputeOp:
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
         gone = _removed_position(self.input, removed)
         dim = self.axis - (self.axis > gone)
-        return SelectOp(_chunk(chunks, self.input), self.index, dim, tensor_type(out), out)
+        return SelectOp(_chunk(chunks, self.input), _chunk(chunks, self.index), dim, result_type, out)
 
 
 # --------------------------------------------------------------------------- #

@@ -443,6 +443,13 @@ class TensorType(Data[TensorDesc], TypeAttribute):
             return DYNAMIC
         return axis.extent // math.prod(factors)
 
+    def chunk_is_dense(self, axis: int) -> bool:
+        """Is a chunk of a dense buffer of this type along logical axis `axis` (an
+        `hir.alias_select`) dense too? When every axis allocated outside it holds one
+        element locally."""
+        order = self.allocation_order()
+        return all(self.axes[i].is_reduction or self.local_extent(i) == 1 for i in order[: order.index(axis)])
+
     def local_shape(self, rank: int | None = None) -> tuple[int, ...] | None:
         """Shape of the buffer rank `rank` allocates, in allocation order.
 

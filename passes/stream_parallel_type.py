@@ -3,17 +3,26 @@ chunks (nvFuser's hir_pass::StreamParallelType, csrc/host_ir/pass/stream_paralle
 
 Input: `hir.program`s whose bodies list, in run order, standalone fusion compute ops
 (without destinations) and `hir.post_on_stream` calls, as `lower-to-host` builds them.
-An op is *stream-parallel* when its result has a `stream` axis. Four steps:
+An op is *stream-parallel* when each of its results has a `stream` axis (of one extent).
+It is *sliced* (`Slicing`) when one chunk of its results along those axes is the op
+applied to chunks of its operands: a standalone op through the `StreamSliceable`
+interface, a kernel unit when every op of the unit is (beyond nvFuser, which only
+pipelines standalone host ops). A stream-parallel op that cannot be sliced -- a stream
+axis that is split or reduced, a chunk that would cut a device-parallel axis, an op
+whose chunks are not the op of chunks -- runs whole, outside any loop: Stream only says
+how to schedule a computation, never what it computes, so this pass refuses nothing
+but stream axes on program inputs (the caller's contract, as in nvFuser). Four steps:
 
-1. group: adjacent stream-parallel ops whose stream axes map (through the ops' axis maps,
-   broadcast axes included) share one loop; any other op in between closes the loop.
-   Scalar ops (index constants) do not close it: they move in front of the loop.
+1. group: adjacent sliced ops whose stream axes map (through the axis maps, broadcast
+   axes included) share one loop; any other op in between closes the loop. Scalar ops
+   (index constants) do not close it: they move in front of the loop.
 2. hoist allocations: each body output is allocated full-size before the loop, and uses of
    the op's result after the loop read that buffer.
 3. slice the body: every tensor an op reads or writes is sliced with one
    `hir.alias_select %t[%i] axis A` per tensor and loop (A: its logical axis mapped to the
    loop's stream axis; tensors without one are passed whole); the op then writes through
-   its destination, `%r = fusion.matmul %a_i, %b into %c_i`.
+   its destination, `%r = fusion.matmul %a_i, %b into %c_i`, and a post calls its unit
+   rewritten to compute chunks, `hir.post_on_stream @unit(%a_i) outs(%c_i)`.
 4. stream management: the user's stream is captured once; a separate sync loop makes every
    worker stream `i % numberOfStreams` wait for it (syncing inside the main loop kills
    overlap, nvFuser #4402); the main loop runs each iteration on its worker stream and makes
@@ -36,7 +45,11 @@ Each loop becomes, at the position of its first op:
 
 Improvements over nvFuser: an op is not merged into a loop when it would read, in one
 iteration, a chunk other iterations of that loop produce (an operand made in the loop but
-sliced on another axis, or read whole); ops with several non-stream results are accepted.
+sliced on another axis, or read whole); ops with several results are accepted.
+
+A stream-allocated mark (`alloc=[0 stream, ..]`, finalize-multidevice-domains) is dropped
+from every tensor: a loop writes every chunk of its full-size buffers, and what runs
+whole holds every chunk.
 
 Option `bounded-intermediates=true` (beyond nvFuser, whose code leaves it as a TODO): a body
 output that is neither returned nor read after its loop (such as the ones
@@ -44,12 +57,12 @@ finalize-multidevice-domains marks stream-allocated) gets no full-size buffer. E
 iteration allocates its chunk in the body and frees it at the end of the iteration, so
 iterations on one worker stream reuse one block of the stream-ordered caching allocator:
 about `numberOfStreams` chunks are alive instead of the whole stream extent
-(benchmarks/stream_memory.py measures it). Without the option these tensors get full-size
-buffers, and a stream-allocated mark (one chunk) is dropped from them.
+(benchmarks/stream_memory.py measures it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -63,11 +76,13 @@ from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.symbols import programs
+from hostir_dialect.sharding import communicates
+from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.symbols import functions, kernel_unit_names, programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
-# Preconditions and axis mapping
+# Preconditions, axis mapping, chunk types
 # --------------------------------------------------------------------------- #
 
 
@@ -80,57 +95,10 @@ def check_program_inputs(program: hir.ProgramOp) -> None:
             )
 
 
-def stream_axis_of(op: Operation) -> int | None:
-    """The stream axis of `op`'s result if `op` is stream-parallel, after checking that
-    `op` is an op this pass can put in a loop."""
-    streamed = [
-        r for r in op.results if isinstance(r.type, TensorType) and r.type.stream_axis() is not None
-    ]
-    if not streamed:
-        return None
-    if len(op.results) > 1:
-        raise op_error(op, f"has {len(op.results)} results; a stream-parallel op must have exactly one")
-    if isinstance(op, hir.PostOnStreamOp):
-        raise op_error(
-            op,
-            f"stream parallel type not supported for post_on_stream @{op.callee_name()}: "
-            "only a standalone host op can be stream-parallelized",
-        )
-    if not isinstance(op, fusion.StreamSliceable):
-        raise op_error(
-            op,
-            "stream parallel type not supported for this op: only standalone set, cast, "
-            "elementwise, matmul, linear, reduce, slice and select ops can be stream-parallelized",
-        )
-    assert isinstance(op, fusion.ComputeOp)
-    result = tensor_type(op.result)
-    axis = result.stream_axis()
-    assert axis is not None
-    if result.axes[axis].is_split:
-        raise op_error(
-            op,
-            f"cannot stream-parallelize a split axis: the stream axis must be in the logical "
-            f"domain, but axis {axis} of the result is split",
-        )
-    if result.axes[axis].is_reduction:
-        raise op_error(
-            op, f"cannot stream-parallelize a reduction axis: the stream axis {axis} of the result reduces"
-        )
-    return axis
-
-
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
     """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
     (the axis maps of stream-sliceable ops are one-to-one)."""
     return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
-
-
-def reads_other_chunks(op: fusion.ComputeOp, operand: SSAValue, axis: int | None) -> bool:
-    """Does result chunk `i` read an operand chunk other than `i` along `axis`? A slice
-    with a start or a step on that axis reads chunk `start + step * i`."""
-    if axis is None or not isinstance(op, fusion.StreamSliceable):
-        return False
-    return op.operand_chunk_stride(operand, axis) != (0, 1)
 
 
 def is_scalar_op(op: Operation) -> bool:
@@ -141,6 +109,186 @@ def is_scalar_op(op: Operation) -> bool:
     )
 
 
+def sliced_type(t: TensorType, axis: int) -> TensorType:
+    """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
+    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
+    return t.with_(axes=t.axes[:axis] + t.axes[axis + 1 :], alloc_order=order, stream_allocated=False)
+
+
+def can_chunk(t: TensorType, axis: int) -> bool:
+    """Can a loop take chunks of a `t` along its logical axis `axis` (`hir.alias_select`)?
+    Not of a reduction axis (no storage), nor of a device-parallel one (each device
+    holds a part of it)."""
+    chosen = t.axes[axis]
+    return not chosen.is_reduction and not any(p.parallel.is_device for p in chosen.pieces)
+
+
+def stream_axes(op: Operation) -> dict[SSAValue, int] | None:
+    """Each tensor result of `op` -> its stream axis, if every result has one, all of
+    one extent, each a whole logical axis that is not reduced."""
+    results = [r for r in op.results if isinstance(r.type, TensorType)]
+    axes = {r: tensor_type(r).stream_axis() for r in results}
+    if not results or None in axes.values():
+        return None
+    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]
+    if any(a.is_split or a.is_reduction for a in chosen) or len({a.extent for a in chosen}) > 1:
+        return None
+    return axes  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- #
+# Slicing: how an op computes one chunk at a time
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Slicing:
+    """How an op of a program computes one chunk of its results at a time."""
+
+    op: Operation
+    axes: dict[SSAValue, int]
+    """Each result -> the logical axis its chunks lack."""
+    operand_axes: dict[int, int]
+    """Index of each operand read in chunks -> the logical axis its chunks lack; the
+    other operands are read whole. Indices, since building an earlier loop replaces
+    the values an op reads by that loop's buffers."""
+    strides: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """(start, step) of an operand (by index) whose chunk `start + step * i` result
+    chunk `i` reads; (0, 1) when absent."""
+    unit_axes: dict[SSAValue, int | None] = field(default_factory=dict)
+    """For a post: the chunk axis of every live value of its unit (None: computed whole)."""
+
+    @staticmethod
+    def of(op: Operation, axes: dict[SSAValue, int], chunked: dict[SSAValue, int], **fields) -> Slicing:
+        """A slicing whose operands read in chunks are given by value."""
+        indices = {i: chunked[v] for i, v in enumerate(op.operands) if v in chunked}
+        return Slicing(op, axes, indices, **fields)
+
+    def chunked(self) -> dict[SSAValue, int]:
+        """Each operand read in chunks -> its chunk axis."""
+        return {self.op.operands[i]: a for i, a in self.operand_axes.items()}
+
+    def inputs(self) -> list[tuple[SSAValue, int | None, tuple[int, int]]]:
+        """(value, chunk axis or None, stride) of each tensor operand the op reads."""
+        count = len(self.op.inputs) if isinstance(self.op, hir.PostOnStreamOp) else len(self.op.operands)
+        return [
+            (v, self.operand_axes.get(i), self.strides.get(i, (0, 1)))
+            for i, v in enumerate(self.op.operands[:count])
+            if isinstance(v.type, TensorType)
+        ]
+
+    @property
+    def extent(self) -> int:
+        result, axis = next(iter(self.axes.items()))
+        return tensor_type(result).axes[axis].extent
+
+    def extent_provider(self) -> tuple[SSAValue, int] | None:
+        """An operand chunked along an axis that has the loop's extent at run time (a
+        dynamic extent is never that of a broadcast axis)."""
+        return next(((v, a) for v, a in self.chunked().items() if not tensor_type(v).axes[a].is_broadcast), None)
+
+
+def slicing_of(op: Operation) -> Slicing | None:
+    """How `op` computes one chunk of its stream axes at a time; None when it has no
+    stream axis or cannot (it then runs whole, outside any loop)."""
+    axes = stream_axes(op)
+    if axes is None:
+        return None
+    if isinstance(op, hir.PostOnStreamOp):
+        slicing = _post_slicing(op, axes)
+    elif isinstance(op, fusion.ComputeOp) and op.out is None:
+        slicing = _compute_slicing(op, axes[op.result])
+    else:
+        return None
+    if slicing is None or not _chunks_exist(slicing):
+        return None
+    return slicing
+
+
+def _chunks_exist(slicing: Slicing) -> bool:
+    """Every operand chunk can be taken, a dynamic loop extent can be read from one, and
+    a communication moves dense chunks (collectives move a buffer as one block)."""
+    chunked = slicing.chunked()
+    if any(not can_chunk(tensor_type(v), a) for v, a in chunked.items()):
+        return False
+    if slicing.extent == DYNAMIC and slicing.extent_provider() is None:
+        return False
+    if communicates(slicing.op):  # buffers are allocated full-size (see drop_stream_allocation)
+        types = {v: tensor_type(v).with_(stream_allocated=False) for v in [*chunked, *slicing.axes]}
+        return all(types[v].chunk_is_dense(a) for v, a in {**chunked, **slicing.axes}.items())
+    return True
+
+
+def _compute_slicing(op: fusion.ComputeOp, axis: int) -> Slicing | None:
+    operand_axes = _operand_axes(op, axis)
+    if operand_axes is None:
+        return None
+    assert isinstance(op, fusion.StreamSliceable)
+    slicing = Slicing.of(op, {op.result: axis}, operand_axes)
+    slicing.strides = {i: op.operand_chunk_stride(op.operands[i], a) for i, a in slicing.operand_axes.items()}
+    return slicing
+
+
+def _operand_axes(op: fusion.ComputeOp, axis: int) -> dict[SSAValue, int] | None:
+    """The operands of `op` read in chunks when its result is computed in chunks along
+    `axis`, with their axes; None when that is not `op` on chunks (a check that builds
+    the chunk op and verifies it: a linear sliced on N would need a 1-D weight)."""
+    if not isinstance(op, fusion.StreamSliceable) or not op.slices_along(axis):
+        return None
+    operand_axes = {v: a for v in op.tensor_inputs() if (a := operand_axis(op, v, axis)) is not None}
+    placeholders = Block(arg_types=[sliced_type(tensor_type(v), a) for v, a in operand_axes.items()]).args
+    chunk = op.stream_chunk(
+        dict(zip(operand_axes, placeholders)), {**operand_axes, op.result: axis}, sliced_type(tensor_type(op.result), axis)
+    )
+    try:
+        chunk.verify()
+    except VerifyException:
+        return None
+    finally:
+        chunk.erase()
+    return operand_axes
+
+
+def _post_slicing(post: hir.PostOnStreamOp, axes: dict[SSAValue, int]) -> Slicing | None:
+    unit = post.unit()
+    unit_axes = _unit_chunk_axes(unit, [axes[r] for r in post.outputs])
+    if unit_axes is None:
+        return None
+    chunked = {v: a for v, arg in zip(post.inputs, unit.args) if (a := unit_axes.get(arg)) is not None}
+    return Slicing.of(post, axes, chunked, unit_axes=unit_axes)
+
+
+def _unit_chunk_axes(unit: fusion.FuncOp, output_axes: Sequence[int]) -> dict[SSAValue, int | None] | None:
+    """The chunk axis of every live value of `unit` (None: computed or read whole) when
+    its outputs are computed in chunks along `output_axes`; None when some op of the
+    unit cannot compute its chunks from chunks, or a value would be needed both ways."""
+    axes: dict[SSAValue, int | None] = {}
+
+    def need(value: SSAValue, axis: int | None) -> bool:
+        return axes.setdefault(value, axis) == axis
+
+    returned = unit.body.block.last_op
+    assert returned is not None
+    if not all(need(v, a) for v, a in zip(returned.operands, output_axes)):
+        return None
+    for op in reversed(list(unit.body.block.ops)):
+        if not isinstance(op, fusion.ComputeOp) or op.result not in axes:
+            continue  # a scalar, or a dead op (left out of the chunk unit)
+        axis = axes[op.result]
+        if axis is None:
+            operand_axes: dict[SSAValue, int] | None = {}
+        else:
+            operand_axes = _operand_axes(op, axis)
+            if operand_axes is None or tensor_type(op.result).axes[axis].is_reduction:
+                return None
+            assert isinstance(op, fusion.StreamSliceable)
+            if any(op.operand_chunk_stride(v, a) != (0, 1) for v, a in operand_axes.items()):
+                return None
+        if not all(need(v, operand_axes.get(v)) for v in op.tensor_inputs()):
+            return None
+    return axes
+
+
 # --------------------------------------------------------------------------- #
 # Step 1: grouping
 # --------------------------------------------------------------------------- #
@@ -148,45 +296,40 @@ def is_scalar_op(op: Operation) -> bool:
 
 @dataclass
 class StreamLoop:
-    """Adjacent stream-parallel ops that share one loop."""
+    """Adjacent sliced ops that share one loop."""
 
-    ops: list[fusion.ComputeOp]
+    slicings: list[Slicing]
     extent: int
     stream_axes: dict[SSAValue, int]
-    """Result of each body op -> its stream axis."""
+    """Each result of a body op -> its stream axis."""
     mapped: set[tuple[SSAValue, int]]
     """(tensor, logical axis) pairs known to run along the loop's axis."""
     scalars: list[Operation] = field(default_factory=list)
     """Scalar ops met between the body ops; they move in front of the loop."""
 
     @staticmethod
-    def start(op: fusion.ComputeOp, axis: int) -> StreamLoop:
-        loop = StreamLoop([], tensor_type(op.result).axes[axis].extent, {}, set())
-        loop.add(op, axis)
+    def start(slicing: Slicing) -> StreamLoop:
+        loop = StreamLoop([], slicing.extent, {}, set())
+        loop.add(slicing)
         return loop
 
-    def add(self, op: fusion.ComputeOp, axis: int) -> None:
-        self.ops.append(op)
-        self.stream_axes[op.result] = axis
-        self.mapped.add((op.result, axis))
-        for operand in op.tensor_inputs():
-            mapped = operand_axis(op, operand, axis)
-            if mapped is not None and not reads_other_chunks(op, operand, mapped):
-                self.mapped.add((operand, mapped))
+    def add(self, slicing: Slicing) -> None:
+        self.slicings.append(slicing)
+        self.stream_axes.update(slicing.axes)
+        self.mapped.update(slicing.axes.items())
+        self.mapped.update((v, a) for v, a, stride in slicing.inputs() if a is not None and stride == (0, 1))
 
-    def accepts(self, op: fusion.ComputeOp, axis: int) -> bool:
-        """`op`'s stream axis maps to the loop's and each iteration only reads chunks
+    def accepts(self, slicing: Slicing) -> bool:
+        """`slicing`'s stream axes map to the loop's and each iteration only reads chunks
         that the same iteration produces."""
-        if tensor_type(op.result).axes[axis].extent != self.extent:
+        if slicing.extent != self.extent:
             return False
         joined = False
-        for operand in op.tensor_inputs():
-            mapped = operand_axis(op, operand, axis)
-            if operand in self.stream_axes and (
-                mapped != self.stream_axes[operand] or reads_other_chunks(op, operand, mapped)
-            ):
+        for operand, mapped, stride in slicing.inputs():
+            same_chunk = mapped is not None and stride == (0, 1)
+            if operand in self.stream_axes and (mapped != self.stream_axes[operand] or not same_chunk):
                 return False
-            joined = joined or ((operand, mapped) in self.mapped and not reads_other_chunks(op, operand, mapped))
+            joined = joined or (same_chunk and (operand, mapped) in self.mapped)
         return joined
 
 
@@ -198,15 +341,13 @@ def group(block: Block) -> list[StreamLoop]:
             if current is not None:
                 current.scalars.append(op)
             continue
-        axis = stream_axis_of(op)
-        if axis is None:
+        slicing = slicing_of(op)
+        if slicing is None:
             current = None
-            continue
-        assert isinstance(op, fusion.ComputeOp)
-        if current is not None and current.accepts(op, axis):
-            current.add(op, axis)
+        elif current is not None and current.accepts(slicing):
+            current.add(slicing)
         else:
-            current = StreamLoop.start(op, axis)
+            current = StreamLoop.start(slicing)
             loops.append(current)
     return loops
 
@@ -216,28 +357,17 @@ def group(block: Block) -> list[StreamLoop]:
 # --------------------------------------------------------------------------- #
 
 
-def sliced_type(t: TensorType, axis: int) -> TensorType:
-    """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
-    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
-    keeps_stream = t.stream_axis() not in (None, axis)
-    return t.with_(
-        axes=t.axes[:axis] + t.axes[axis + 1 :],
-        alloc_order=order,
-        stream_allocated=t.stream_allocated and keeps_stream,
-    )
-
-
 class _LoopBuilder:
     """Builds the ops of one StreamLoop in front of its first op, then retires the ops."""
 
-    def __init__(self, loop: StreamLoop, bounded_intermediates: bool):
+    def __init__(self, loop: StreamLoop, units: _ChunkUnits, bounded_intermediates: bool):
         self.loop = loop
-        self.anchor = loop.ops[0]
-        body_ops = set(loop.ops)
+        self.units = units
+        self.anchor = loop.slicings[0].op
+        body_ops = {s.op for s in loop.slicings}
+        self.results = [r for s in loop.slicings for r in s.axes]
         self.loop_local = {
-            op.result
-            for op in loop.ops
-            if bounded_intermediates and all(use.operation in body_ops for use in op.result.uses)
+            r for r in self.results if bounded_intermediates and all(use.operation in body_ops for use in r.uses)
         }
 
     def located(self, op: Operation) -> Operation:
@@ -248,18 +378,17 @@ class _LoopBuilder:
             scalar.detach()
             Rewriter.insert_op(scalar, InsertPoint.before(self.anchor))
         lower, step, upper = self.bounds()
-        buffers = {op.result: self.allocate(op.result) for op in self.loop.ops if op.result not in self.loop_local}
+        buffers = {r: self.allocate(r) for r in self.results if r not in self.loop_local}
         user = self.located(hir.GetCurrentStreamOp()).results[0]
         user.name_hint = "user_stream"
         sync = self.for_loop(lower, upper, step, self.sync_body(user))
         main = self.for_loop(lower, upper, step, self.main_body(user, buffers))
         prologue = [lower.owner, step.owner, upper.owner, *buffers.values(), user.owner, sync, main]
         Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]
-        for op in self.loop.ops:
-            if op.result in buffers:
-                op.result.replace_all_uses_with(buffers[op.result].results[0])
-        for op in reversed(self.loop.ops):
-            Rewriter.erase_op(op)
+        for result, buffer in buffers.items():
+            result.replace_all_uses_with(buffer.results[0])
+        for slicing in reversed(self.loop.slicings):
+            Rewriter.erase_op(slicing.op)
 
     def allocate(self, tensor: SSAValue) -> Operation:
         """The full-size buffer of `tensor`: every chunk, even where finalize-multidevice-
@@ -275,23 +404,13 @@ class _LoopBuilder:
         if self.loop.extent != DYNAMIC:
             upper = arith.ConstantOp.from_int_and_width(self.loop.extent, IndexType())
         else:
-            upper = hir.ExtentOp(*self.extent_provider())
+            provider = self.loop.slicings[0].extent_provider()
+            assert provider is not None, "slicing_of checked it"
+            upper = hir.ExtentOp(*provider)
         lower.name_hint, step.name_hint = "c0", "c1"
         upper_value = self.located(upper).results[0]
         upper_value.name_hint = "extent"
         return lower, step, upper_value
-
-    def extent_provider(self) -> tuple[SSAValue, int]:
-        """A tensor bound before the loop whose axis has the loop's run-time extent: a
-        dynamic result extent always comes from a non-broadcast operand axis."""
-        op = self.anchor
-        axis = self.loop.stream_axes[op.result]
-        return next(
-            (operand, mapped)
-            for operand in op.tensor_inputs()
-            if (mapped := operand_axis(op, operand, axis)) is not None
-            and not tensor_type(operand).axes[mapped].is_broadcast
-        )
 
     def for_loop(self, lower: SSAValue, upper: SSAValue, step: SSAValue, body: Block) -> scf.ForOp:
         body.add_op(self.located(scf.YieldOp()))
@@ -316,8 +435,8 @@ class _LoopBuilder:
         block = _loop_block()
         worker = self.worker_stream(block)
         chunks = _Chunks(block, self)
-        for op in self.loop.ops:
-            chunks.emit(op, buffers)
+        for slicing in self.loop.slicings:
+            chunks.emit(slicing, buffers)
         for chunk in chunks.loop_local:
             block.add_op(self.located(hir.DeallocateOp(chunk)))
         block.add_ops([self.located(hir.SetCurrentStreamOp(user)), self.located(hir.SynchronizeOp(worker))])
@@ -337,12 +456,11 @@ class _Chunks:
         self.block = block
         self.builder = builder
         self.index = block.args[0]
-        self.cache: dict[tuple[SSAValue, int], SSAValue] = {}
+        self.cache: dict[tuple[SSAValue, int, SSAValue], SSAValue] = {}
         self.loop_local: list[SSAValue] = []
 
-    def select(self, tensor: SSAValue, axis: int, index: SSAValue | None = None) -> SSAValue:
-        """The view of chunk `index` (default: the loop index) of `tensor` along `axis`."""
-        index = index or self.index
+    def select(self, tensor: SSAValue, axis: int, index: SSAValue) -> SSAValue:
+        """The view of chunk `index` of `tensor` along `axis`."""
         key = (tensor, axis, index)
         if key not in self.cache:
             view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor_type(tensor), axis))
@@ -368,47 +486,31 @@ class _Chunks:
             index = shifted.result
         return index
 
-    def destination(self, op: fusion.ComputeOp, axis: int, buffers: dict[SSAValue, Operation]) -> SSAValue:
-        if op.result in buffers:
-            chunk = self.select(buffers[op.result].results[0], axis)
+    def destination(self, result: SSAValue, axis: int, buffers: dict[SSAValue, Operation]) -> SSAValue:
+        if result in buffers:
+            chunk = self.select(buffers[result].results[0], axis, self.index)
         else:
-            allocate = self.builder.located(hir.AllocateOp(sliced_type(tensor_type(op.result), axis)))
+            allocate = self.builder.located(hir.AllocateOp(sliced_type(tensor_type(result), axis)))
             self.block.add_op(allocate)
             chunk = allocate.results[0]
-            chunk.name_hint = _chunk_name(op.result)
+            chunk.name_hint = _chunk_name(result)
             self.loop_local.append(chunk)
-        self.cache[(op.result, axis, self.index)] = chunk
+        self.cache[(result, axis, self.index)] = chunk
         return chunk
 
-    def emit(self, op: fusion.ComputeOp, buffers: dict[SSAValue, Operation]) -> None:
-        axis = self.builder.loop.stream_axes[op.result]
-        removed: dict[SSAValue, int] = {}
-        for operand in op.tensor_inputs():
-            mapped = operand_axis(op, operand, axis)
-            if mapped is not None:
-                removed[operand] = mapped
-        chunks = {operand: self.select(operand, a, self.operand_index(op, operand, a)) for operand, a in removed.items()}
-        out = self.destination(op, axis, buffers)
-        self.block.add_op(self.sliced_op(op, chunks, removed, out))
-
-    def operand_index(self, op: fusion.ComputeOp, operand: SSAValue, operand_axis: int) -> SSAValue:
-        """The operand chunk that result chunk `i` reads: chunk `start + step * i`, which
-        is chunk `i` except through a slice (`StreamSliceable.operand_chunk_stride`)."""
-        assert isinstance(op, fusion.StreamSliceable)
-        return self.strided_index(*op.operand_chunk_stride(operand, operand_axis))
-
-    def sliced_op(
-        self, op: fusion.ComputeOp, chunks: dict[SSAValue, SSAValue], removed: dict[SSAValue, int], out: SSAValue
-    ) -> Operation:
-        """The op computing one chunk, built by the op itself (`StreamSliceable`)."""
-        assert isinstance(op, fusion.StreamSliceable)
-        new = op.stream_chunk(chunks, removed, out)
-        new.attributes.update(op.attributes)
-        try:
-            new.verify()
-        except VerifyException as error:
-            raise op_error(op, f"cannot be computed one stream chunk at a time: {error}") from None
-        return self.builder.located(new)
+    def emit(self, slicing: Slicing, buffers: dict[SSAValue, Operation]) -> None:
+        chunks = {v: self.select(v, a, self.strided_index(*stride)) for v, a, stride in slicing.inputs() if a is not None}
+        outs = [self.destination(r, a, buffers) for r, a in slicing.axes.items()]
+        op = slicing.op
+        if isinstance(op, hir.PostOnStreamOp):
+            name = self.builder.units.chunk_unit(op, slicing.unit_axes)
+            chunked: Operation = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], [o.type for o in outs], outs)
+        else:
+            assert isinstance(op, fusion.StreamSliceable)
+            ((result, axis),) = slicing.axes.items()
+            chunked = op.stream_chunk(chunks, {**slicing.chunked(), result: axis}, tensor_type(outs[0]), outs[0])
+            chunked.attributes.update(op.attributes)
+        self.block.add_op(self.builder.located(chunked))
 
 
 def _chunk_name(tensor: SSAValue) -> str | None:
@@ -416,13 +518,96 @@ def _chunk_name(tensor: SSAValue) -> str | None:
 
 
 # --------------------------------------------------------------------------- #
+# Kernel units computing chunks
+# --------------------------------------------------------------------------- #
+
+
+class _ChunkUnits:
+    """Rewrites the kernel units that sliced posts call so that they compute chunks: in
+    place when the post is the unit's only caller, else as a copy under a new name."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.callers: dict[str, int] = {}
+        self.names = {op.sym_name.data for op in module.ops if isinstance(op, (fusion.FuncOp, hir.ProgramOp))}
+        for op in module.walk():
+            if isinstance(op, hir.PostOnStreamOp):
+                self.callers[op.callee_name()] = self.callers.get(op.callee_name(), 0) + 1
+
+    def chunk_unit(self, post: hir.PostOnStreamOp, axes: dict[SSAValue, int | None]) -> str:
+        unit = post.unit()
+        name = unit.sym_name.data
+        if self.callers[name] > 1:
+            self.callers[name] -= 1
+            name = self._fresh_name(f"{name}_chunk")
+        chunked = located_like(_chunk_function(unit, name, axes), unit)
+        if name == unit.sym_name.data:
+            Rewriter.replace_op(unit, chunked)
+        else:
+            Rewriter.insert_op(chunked, InsertPoint.after(unit))
+        return name
+
+    def _fresh_name(self, base: str) -> str:
+        index = 0
+        while f"{base}{index}" in self.names:
+            index += 1
+        self.names.add(f"{base}{index}")
+        return f"{base}{index}"
+
+
+def _chunk_function(unit: fusion.FuncOp, name: str, axes: dict[SSAValue, int | None]) -> fusion.FuncOp:
+    """`unit` computing chunks: each value with a chunk axis in `axes` lacks it."""
+
+    def chunk_type(value: SSAValue) -> TensorType:
+        axis = axes.get(value)
+        return tensor_type(value) if axis is None else sliced_type(tensor_type(value), axis)
+
+    returned = unit.body.block.last_op
+    assert returned is not None
+    chunked = fusion.FuncOp(name, [chunk_type(a) for a in unit.args], [chunk_type(v) for v in returned.operands])
+    mapping = dict(zip(unit.args, chunked.args))
+    for arg, copy in mapping.items():
+        copy.name_hint = arg.name_hint
+    for op in unit.body.block.ops:
+        if op is returned or (isinstance(op, fusion.ComputeOp) and op.result not in axes):
+            continue
+        new = op.clone(value_mapper=mapping) if axes.get(op.results[0]) is None else _chunk_op(op, axes, mapping)
+        chunked.body.block.add_op(located_like(new, op))
+        for original, copy in zip(op.results, new.results):
+            mapping[original] = copy
+            copy.name_hint = original.name_hint
+    chunked.body.block.add_op(located_like(fusion.ReturnOp(*(mapping[v] for v in returned.operands)), returned))
+    return chunked
+
+
+def _chunk_op(op: Operation, axes: dict[SSAValue, int | None], mapping: dict[SSAValue, SSAValue]) -> Operation:
+    assert isinstance(op, fusion.StreamSliceable) and isinstance(op, fusion.ComputeOp)
+    removed = {v: a for v in (*op.tensor_inputs(), op.result) if (a := axes.get(v)) is not None}
+    result_type = sliced_type(tensor_type(op.result), removed[op.result])
+    chunk = op.stream_chunk({v: mapping[v] for v in op.operands}, removed, result_type)
+    chunk.attributes.update(op.attributes)
+    return chunk
+
+
+# --------------------------------------------------------------------------- #
 # The pass
 # --------------------------------------------------------------------------- #
 
 
+def drop_stream_allocation(function: FunctionLikeOp) -> None:
+    """Retype every tensor of a program or unit that is marked stream-allocated: what a
+    loop writes is allocated full-size, what runs whole holds every chunk."""
+    values = [v for op in function.walk() for region in op.regions for block in region.blocks for v in block.args]
+    values += [v for op in function.walk() for v in op.results]
+    for value in values:
+        if isinstance(value.type, TensorType) and value.type.stream_allocated:
+            Rewriter.replace_value_with_new_type(value, value.type.with_(stream_allocated=False))
+    function.update_function_type()
+
+
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
-    """Pipeline stream-parallel host ops in loops over stream chunks on rotating streams.
+    """Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams.
 
     See the module docstring. `-p 'stream-parallel-type{bounded-intermediates=true}'` gives loop-local intermediates
     per-iteration chunk buffers instead of full-size ones.
@@ -433,7 +618,12 @@ class StreamParallelType(ModulePass):
     bounded_intermediates: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        units = _ChunkUnits(op)
         for program in programs(op):
             check_program_inputs(program)
             for loop in group(program.body.block):
-                _LoopBuilder(loop, self.bounded_intermediates).build()
+                _LoopBuilder(loop, units, self.bounded_intermediates).build()
+        names = kernel_unit_names(op)
+        for function in functions(op):
+            if isinstance(function, hir.ProgramOp) or function.sym_name.data in names:
+                drop_stream_allocation(function)

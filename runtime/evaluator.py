@@ -791,10 +791,7 @@ def _is_dense(value: SSAValue) -> bool:
     or view is when that is."""
     owner = value.owner
     if isinstance(owner, hir.AliasSelectOp):
-        t = tensor_type(owner.input)
-        order = t.allocation_order()
-        outer = order[: order.index(owner.axis_index)]
-        return _is_dense(owner.input) and all(t.axes[i].is_reduction or t.local_extent(i) == 1 for i in outer)
+        return _is_dense(owner.input) and tensor_type(owner.input).chunk_is_dense(owner.axis_index)
     if isinstance(owner, fusion.ComputeOp) and owner.out is not None:
         return _is_dense(owner.out)
     if isinstance(owner, hir.PostOnStreamOp) and owner.outs:

@@ -332,3 +332,108 @@ hir.program @strided_slice(%a: !fusion.tensor<f32[7, 3]>) -> !fusion.tensor<f32[
 // CHECK-NEXT:      %a_i = hir.alias_select %a[%[[J]]] axis 0 : !fusion.tensor<f32[7, 3]> -> !fusion.tensor<f32[3]>
 // CHECK-NEXT:      %b_i = hir.alias_select %b[%[[I]]] axis 0 : !fusion.tensor<f32[3 stream, 3]> -> !fusion.tensor<f32[3]>
 // CHECK-NEXT:      %{{.*}} = fusion.slice %a_i starts [0] stops [3] steps [1] into %b_i : !fusion.tensor<f32[3]> -> !fusion.tensor<f32[3]>
+
+// -----
+
+// Stream only schedules: an op whose chunks are not the op of chunks runs whole, outside
+// any loop (a split or reduced stream axis, linear on N -- a chunk would need a 1-D
+// weight --, a reshape merging the stream axis, a post with a result lacking a stream
+// axis, an op that already has a destination).
+hir.program @split(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8(2 stream, 4), 4]> {
+  %b = fusion.set %a : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8(2 stream, 4), 4]>
+  hir.return %b : !fusion.tensor<f32[8(2 stream, 4), 4]>
+}
+hir.program @reduction_axis(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[r4 stream, 8]> {
+  %b = fusion.reduce sum %a dims [0] : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[r4 stream, 8]>
+  hir.return %b : !fusion.tensor<f32[r4 stream, 8]>
+}
+hir.program @matmul_k(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>) -> !fusion.tensor<f32[8, 2, r4 stream]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4, 2]> -> !fusion.tensor<f32[8, 2, r4 stream]>
+  hir.return %c : !fusion.tensor<f32[8, 2, r4 stream]>
+}
+hir.program @linear_n(%x: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[2, 4]>) -> !fusion.tensor<f32[8, 2 stream, r4]> {
+  %y = fusion.linear %x, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[2, 4]> -> !fusion.tensor<f32[8, 2 stream, r4]>
+  hir.return %y : !fusion.tensor<f32[8, 2 stream, r4]>
+}
+hir.program @reshape(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[32 stream]> {
+  %b = fusion.reshape %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[32 stream]>
+  hir.return %b : !fusion.tensor<f32[32 stream]>
+}
+fusion.func @two_results(%a: !fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>) {
+  %b = fusion.abs %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.neg %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8]>
+  fusion.return %b, %c : !fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>
+}
+hir.program @several_results(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b, %c = hir.post_on_stream @two_results(%a) : (!fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>)
+  hir.return %b : !fusion.tensor<f32[4 stream, 8]>
+}
+hir.program @already_lowered(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.set %a into %b : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @split
+// CHECK-NEXT:    %b = fusion.set %a :
+// CHECK-NEXT:    hir.return %b
+// CHECK-LABEL: hir.program @reduction_axis
+// CHECK-NEXT:    %b = fusion.reduce sum %a dims [0] :
+// CHECK-NEXT:    hir.return %b
+// CHECK-LABEL: hir.program @matmul_k
+// CHECK-NEXT:    %c = fusion.matmul %a, %b :
+// CHECK-NEXT:    hir.return %c
+// CHECK-LABEL: hir.program @linear_n
+// CHECK-NEXT:    %y = fusion.linear %x, %w :
+// CHECK-NEXT:    hir.return %y
+// CHECK-LABEL: hir.program @reshape
+// CHECK-NEXT:    %b = fusion.reshape %a :
+// CHECK-NEXT:    hir.return %b
+// CHECK:       fusion.func @two_results(%a: !fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4, 8]>)
+// CHECK-LABEL: hir.program @several_results
+// CHECK-NEXT:    %b, %c = hir.post_on_stream @two_results(%a) :
+// CHECK-NEXT:    hir.return %b
+// CHECK-LABEL: hir.program @already_lowered
+// CHECK-NEXT:    %b = hir.allocate
+// CHECK-NEXT:    %c = fusion.set %a into %b :
+// CHECK-NEXT:    hir.return %c
+
+// -----
+
+// A kernel unit whose ops all map the stream axis (beyond nvFuser) joins the loop of the
+// matmul it feeds; its only caller, it is rewritten in place to compute one chunk.
+fusion.func @unit(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %z = fusion.abs %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8]>
+  %b = fusion.neg %z : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  fusion.return %b : !fusion.tensor<f32[4 stream, 8]>
+}
+hir.program @post_feeds_matmul(%a: !fusion.tensor<f32[4, 8]>, %w: !fusion.tensor<f32[8, 2]>) -> !fusion.tensor<f32[4 stream, 2, r8]> {
+  %b = hir.post_on_stream @unit(%a) : (!fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.matmul %b, %w : !fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[8, 2]> -> !fusion.tensor<f32[4 stream, 2, r8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 2, r8]>
+}
+// CHECK:       fusion.func @unit(%a: !fusion.tensor<f32[8]>) -> !fusion.tensor<f32[8]> {
+// CHECK-NEXT:    %z = fusion.abs %a : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:    %b = fusion.neg %z : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:    fusion.return %b : !fusion.tensor<f32[8]>
+// CHECK-LABEL: hir.program @post_feeds_matmul
+// CHECK:         %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    %c = hir.allocate : !fusion.tensor<f32[4 stream, 2, r8]>
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 0 : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      hir.post_on_stream @unit(%a_i) outs(%b_i : !fusion.tensor<f32[8]>) : (!fusion.tensor<f32[8]>) -> !fusion.tensor<f32[8]>
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%{{.*}}] axis 0
+// CHECK-NEXT:      fusion.matmul %b_i, %w into %c_i : !fusion.tensor<f32[8]>, !fusion.tensor<f32[8, 2]> -> !fusion.tensor<f32[2, r8]>
+
+// -----
+
+// A permute is sliced along the input axis its stream axis comes from.
+hir.program @permute(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[8 stream, 4]> {
+  %b = fusion.permute %a dims [1, 0] : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[8 stream, 4]>
+  hir.return %b : !fusion.tensor<f32[8 stream, 4]>
+}
+// CHECK-LABEL: hir.program @permute
+// CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 1 : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[8 stream, 4]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT:      fusion.permute %a_i dims [0] into %b_i : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>

@@ -54,9 +54,9 @@ def names(block) -> list[str]:
 
 def test_grouping_merges_adjacent_mapped_ops_and_splits_at_other_ops():
     merged = group(parse_module(TWO_OPS).body.block.first_op.body.block)
-    assert [len(loop.ops) for loop in merged] == [3]
+    assert [len(loop.slicings) for loop in merged] == [3]
     split = group(parse_module(THREE_SETS).body.block.first_op.body.block)
-    assert [[op.result.name_hint for op in loop.ops] for loop in split] == [["b"], ["d"]]
+    assert [[s.op.result.name_hint for s in loop.slicings] for loop in split] == [["b"], ["d"]]
 
 
 def test_top_level_shape_per_stream_region():
@@ -133,11 +133,25 @@ def test_chunk_type_drops_the_axis_from_the_allocation_order():
 
 def test_precondition_errors_name_the_op_and_its_location():
     text = program(f"""
-  %b = fusion.permute %a dims [1, 0] : {t('4, 8')} -> {t('8 stream, 4')}
-  hir.return %b : {t('8 stream, 4')}""", results=t("8 stream, 4"))
+  %b = fusion.set %a : {t('4 stream, 8')} -> {t('4, 8')}
+  hir.return %b : {t('4, 8')}""", args=f"%a: {t('4 stream, 8')}", results=t("4, 8"))
     module = parse_module(text, "prog.mlir")
-    with pytest.raises(HostIRError, match=r"^prog.mlir:3:3: error: 'fusion.permute' op stream parallel type not supported"):
+    with pytest.raises(HostIRError, match=r"^prog.mlir:1:1: error: 'hir.program' op expected no stream axis in the program inputs"):
         StreamParallelType().apply(make_context(), module)
+
+
+@pytest.mark.parametrize(
+    "op, result",
+    [
+        (f"fusion.reduce sum %a dims [0] : {t('4, 8')} -> {t('r4 stream, 8')}", t("r4 stream, 8")),
+        (f"fusion.reshape %a : {t('4, 8')} -> {t('32 stream')}", t("32 stream")),
+        (f"fusion.set %a : {t('4, 8')} -> {t('4(2 stream, 2), 8')}", t("4(2 stream, 2), 8")),
+    ],
+)
+def test_an_op_that_cannot_compute_chunks_runs_whole(op, result):
+    """Stream schedules and never changes what is computed: no loop, no refusal."""
+    prog = lowered(program(f"  %b = {op}\n  hir.return %b : {result}", results=result))
+    assert not loops(prog)
 
 
 def run_lowered(fd, inputs):

@@ -129,6 +129,38 @@ def mlp(s: int) -> str:
 }}"""
 
 
+def unit_feeds_matmul(s: int) -> str:
+    """relu -> matmul(Stream): the relu kernel unit is computed chunk by chunk in the loop."""
+    return f"""fusion.func @f(%a: {t(f'{s}, 4')}, %b: {t('4, 2')}) -> {t(f'{s} stream, 2, r4')} {{
+  %r = fusion.relu %a : {t(f'{s}, 4')} -> {t(f'{s}, 4')}
+  %c = fusion.matmul %r, %b : {t(f'{s}, 4')}, {t('4, 2')} -> {t(f'{s} stream, 2, r4')}
+  fusion.return %c : {t(f'{s} stream, 2, r4')}
+}}"""
+
+
+def pointwise_chain(s: int) -> str:
+    """exp(relu(x)) + x with a Stream output: a two-op unit and an add share the loop."""
+    x, y = t(f'{s}, 8'), t(f'{s} stream, 8')
+    return f"""fusion.func @f(%x: {x}) -> {y} {{
+  %r = fusion.relu %x : {x} -> {x}
+  %e = fusion.exp %r : {x} -> {x}
+  %y = fusion.add %e, %x : {x}, {x} -> {y}
+  fusion.return %y : {y}
+}}"""
+
+
+def matmul_feeds_unit(s: int) -> str:
+    """A Stream matmul feeding a cast unit (issue 12, defect 6: the post's operands did not
+    match its unit)."""
+    a, b, c = t(f'{s}, 2, 1'), t('1, 2'), t(f'{s} stream, 2, 2, r1')
+    d = f"!fusion.tensor<f64[{s} stream, 2, 2]>"
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {d} {{
+  %c = fusion.matmul %a, %b : {a}, {b} -> {c}
+  %d = fusion.cast %c : {c} -> {d}
+  fusion.return %d : {d}
+}}"""
+
+
 SINGLE_DEVICE = [
     pytest.param(single_set, PIPELINE, id="SingleSetOp"),
     pytest.param(non_outermost, PIPELINE, id="SingleSetOpNonOutermost"),
@@ -142,6 +174,10 @@ SINGLE_DEVICE = [
     pytest.param(broadcast_operand, PIPELINE, id="BroadcastOperand"),
     pytest.param(mlp, PIPELINE, id="MatmulReduce"),
     pytest.param(mlp, BOUNDED, id="MatmulReduce-bounded"),
+    pytest.param(unit_feeds_matmul, PIPELINE, id="KernelUnitFeedsMatmul"),
+    pytest.param(pointwise_chain, PIPELINE, id="PointwiseChain"),
+    pytest.param(matmul_feeds_unit, PIPELINE, id="MatmulFeedsKernelUnit"),
+    pytest.param(matmul_feeds_unit, BOUNDED, id="MatmulFeedsKernelUnit-bounded"),
 ]
 
 
@@ -178,6 +214,14 @@ def test_single_device_matches_eager(fusion_text, pipeline, extent):
         for g, e in zip(got, expected):
             torch.testing.assert_close(g, e, **TOLERANCE, msg=lambda m: f"numberOfStreams={streams}: {m}")
 
+
+
+@pytest.mark.parametrize("fusion_text", [unit_feeds_matmul, pointwise_chain, matmul_feeds_unit])
+def test_kernel_units_run_in_the_loop(fusion_text):
+    """Beyond nvFuser: a unit whose ops all map the stream axis is posted once per chunk."""
+    program = lowered(fusion_text(4), PIPELINE)
+    posts = [op for op in program.walk() if op.name == "hir.post_on_stream"]
+    assert posts and all(op.parent_op().name == "scf.for" for op in posts)
 
 # --------------------------------------------------------------------------- #
 # Multi-device collective pipelines (MultiDeviceStreamParallelTypeTest), D = 2
