@@ -5,7 +5,15 @@ Forward over the ops in order, each result that the user did not annotate takes 
 parallel types it lacks from its reference inputs (the weight of a matmul or linear
 first, otherwise the most parallel input), mapped through the op's axis map with the
 outer split replayed. Backward over the ops in reverse, each input that the user did
-not annotate takes what it lacks from the op's result.
+not annotate takes what it lacks from the op's result. The two sweeps repeat until
+nothing changes (beyond nvFuser's one sweep each way, which leaves a tensor without a
+mesh when its mesh arrives through a later backward step: `b = f(a); c = g(a, m)`).
+Propagation only adds, so it ends.
+
+A parallel type is propagated only where the mapping is exact: not from an inner
+split, nor onto an axis its split factor does not divide (a slice or reshape onto
+another extent). There the target is left unsharded on that type -- always a legal
+choice, decompose-reshardings moves data where needed -- instead of refusing.
 
 Annotated tensors (a mesh or any parallel piece, as written) are never changed.
 Fusion inputs only ever receive a mesh: a Stream axis on an input is not allowed by
@@ -24,7 +32,6 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
-from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp
 from hostir_dialect.symbols import user_fusions
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
@@ -50,11 +57,23 @@ def _key(value: SSAValue) -> ValueKey:
 def propagate_in_function(func: FuncOp) -> None:
     frozen = {_key(v) for v, _ in tensors(func) if is_annotated(tensor_type(v))}
     ops = [op for op in func.body.block.ops if isinstance(op, ComputeOp)]
+    before = None
+    while before != (after := [v.type for v, _ in tensors(func)]):
+        before = after
+        _forward(ops, frozen)
+        _backward(func, ops, frozen)
+    func.update_function_type()
+
+
+def _forward(ops: list[ComputeOp], frozen: set[ValueKey]) -> None:
     for op in ops:
         if _key(op.result) in frozen:
             continue
         for reference in op.sharding_reference_operands():
-            _propagate(op, reference, op.result, forward_axis_map(op, reference), PROPAGATED_TYPES)
+            _propagate(reference, op.result, forward_axis_map(op, reference), PROPAGATED_TYPES)
+
+
+def _backward(func: FuncOp, ops: list[ComputeOp], frozen: set[ValueKey]) -> None:
     for op in reversed(ops):
         for index in _tensor_operand_indices(op):
             operand = op.operands[index]  # re-read: retyping replaces the value
@@ -62,18 +81,20 @@ def propagate_in_function(func: FuncOp) -> None:
                 continue
             # A fusion input receives a mesh and nothing else (see the module docstring).
             types = () if operand.owner is func.body.block else PROPAGATED_TYPES
-            _propagate(op, op.result, operand, backward_axis_map(op, operand), types)
-    func.update_function_type()
+            _propagate(op.result, operand, backward_axis_map(op, operand), types)
 
 
-def _propagate(
-    op: ComputeOp, source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelKind]
-) -> None:
-    try:
-        new_type = propagate_parallel_types(tensor_type(source), tensor_type(target), axis_map, types)
-    except ShardingError as error:
-        raise op_error(op, str(error)) from None
-    retype(target, new_type)
+def _propagate(source: SSAValue, target: SSAValue, axis_map: dict[int, int], types: Iterable[ParallelKind]) -> None:
+    """Give `target` the mesh of `source`, and each of its parallel types that maps exactly."""
+    reference = tensor_type(source)
+    new_type = propagate_parallel_types(reference, tensor_type(target), axis_map, ())
+    for parallel in types:
+        try:
+            new_type = propagate_parallel_types(reference, new_type, axis_map, (parallel,))
+        except ShardingError:
+            continue  # not exact: stop propagating this type here (see the module docstring)
+    if new_type != tensor_type(target):
+        retype(target, new_type)
 
 
 def _tensor_operand_indices(op: ComputeOp) -> list[int]:

@@ -96,7 +96,7 @@ class MemberSplit:
         """The op on member `position`'s part, at the end of `block`."""
         views = {v: _view(block, v, axis, position, self.op) for v, axis in self.removed.items()}
         out = _view(block, self.op.out, self.axis, position, self.op)
-        part = self.op.stream_chunk(views, self.removed, out)
+        part = self.op.stream_chunk(views, {**self.removed, self.op.result: self.axis}, tensor_type(out), out)
         part.attributes.update(self.op.attributes)
         block.add_op(located_like(part, self.op))
 

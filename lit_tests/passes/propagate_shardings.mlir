@@ -110,3 +110,50 @@ fusion.func @two_d_mesh(%x: !fusion.tensor<f32[4(2 didy, 2), 8(2 didx, 4)], mesh
   %p = fusion.permute %x dims [1, 0] : !fusion.tensor<f32[4(2 didy, 2), 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8, 4]>
   fusion.return %p : !fusion.tensor<f32[8, 4]>
 }
+
+// -----
+
+// Propagation stops where the mapping is not exact, leaving the target unsharded on
+// that type (but on the mesh) instead of refusing: from an inner split...
+// CHECK-LABEL: fusion.func @inner_split
+// CHECK-NEXT:    %y = fusion.relu %x : !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]>
+fusion.func @inner_split(%x: !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8]> {
+  %y = fusion.relu %x : !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8]>
+  fusion.return %y : !fusion.tensor<f32[8]>
+}
+
+// -----
+
+// ... onto an axis the split factor does not divide (a reshape onto another extent) ...
+// CHECK-LABEL: fusion.func @not_divisible
+// CHECK-NEXT:    %y = fusion.reshape %x : !fusion.tensor<f32[6(2 didx, 3), 4], mesh=[0, 1]> -> !fusion.tensor<f32[3, 8], mesh=[0, 1]>
+fusion.func @not_divisible(%x: !fusion.tensor<f32[6(2 didx, 3), 4], mesh=[0, 1]>) -> !fusion.tensor<f32[3, 8]> {
+  %y = fusion.reshape %x : !fusion.tensor<f32[6(2 didx, 3), 4], mesh=[0, 1]> -> !fusion.tensor<f32[3, 8]>
+  fusion.return %y : !fusion.tensor<f32[3, 8]>
+}
+
+// -----
+
+// ... and backward too.
+// CHECK-LABEL: fusion.func @not_divisible_backward
+// CHECK-NEXT:    %y = fusion.relu %x : !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
+fusion.func @not_divisible_backward(%x: !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[16(4 didx, 4)], mesh=[0, 1, 2, 3]> {
+  %y = fusion.relu %x : !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[2, 8]>
+  %z = fusion.reshape %y : !fusion.tensor<f32[2, 8]> -> !fusion.tensor<f32[16(4 didx, 4)], mesh=[0, 1, 2, 3]>
+  fusion.return %z : !fusion.tensor<f32[16(4 didx, 4)], mesh=[0, 1, 2, 3]>
+}
+
+// -----
+
+// Sweeps repeat to a fixed point: %b's mesh comes from %a, which gets it backward from
+// %c after the forward sweep has passed %b (one sweep each way left %b without a mesh).
+// CHECK-LABEL: fusion.func @fixed_point
+// CHECK-NEXT:    %b = fusion.relu %a : !fusion.tensor<f32[4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %r = fusion.relu %a : !fusion.tensor<f32[4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.add %r, %m : !fusion.tensor<f32[4, 8], mesh=[0, 1]>, !fusion.tensor<f32[4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+fusion.func @fixed_point(%a: !fusion.tensor<f32[4, 8]>, %m: !fusion.tensor<f32[4, 8], mesh=[0, 1]>) -> (!fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[4, 8]>) {
+  %b = fusion.relu %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8]>
+  %r = fusion.relu %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4, 8]>
+  %c = fusion.add %r, %m : !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8]>
+  fusion.return %b, %c : !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[4, 8]>
+}
