@@ -8,7 +8,8 @@ outer split replayed. Backward over the ops in reverse, each input that the user
 not annotate takes what it lacks from the op's result. The two sweeps repeat until
 nothing changes (beyond nvFuser's one sweep each way, which leaves a tensor without a
 mesh when its mesh arrives through a later backward step: `b = f(a); c = g(a, m)`).
-Propagation only adds, so it ends.
+Propagation only adds, so it ends. Tensors still without a mesh then (a chain connected
+to no tensor with one) are replicated on the fusion's mesh if it uses exactly one.
 
 A parallel type is propagated only where the mapping is exact: not from an inner
 split, nor onto an axis its split factor does not divide (a slice or reshape onto
@@ -62,7 +63,20 @@ def propagate_in_function(func: FuncOp) -> None:
         before = after
         _forward(ops, frozen)
         _backward(func, ops, frozen)
+    _place_the_rest_on_the_only_mesh(func)
     func.update_function_type()
+
+
+def _place_the_rest_on_the_only_mesh(func: FuncOp) -> None:
+    """Tensors no sweep reaches (a chain connected to no tensor with a mesh, such as a
+    dead one) are replicated on the fusion's mesh when it uses exactly one."""
+    meshes = {tensor_type(v).mesh for v, _ in tensors(func)} - {None}
+    if len(meshes) != 1:
+        return
+    (mesh,) = meshes
+    for value, _ in tensors(func):
+        if tensor_type(value).mesh is None:
+            retype(value, tensor_type(value).with_(mesh=mesh))
 
 
 def _forward(ops: list[ComputeOp], frozen: set[ValueKey]) -> None:

@@ -157,3 +157,14 @@ fusion.func @fixed_point(%a: !fusion.tensor<f32[4, 8]>, %m: !fusion.tensor<f32[4
   %c = fusion.add %r, %m : !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8]>
   fusion.return %b, %c : !fusion.tensor<f32[4, 8]>, !fusion.tensor<f32[4, 8]>
 }
+
+// -----
+
+// A chain connected to no tensor with a mesh is replicated on the fusion's only mesh.
+// CHECK-LABEL: fusion.func @disconnected
+// CHECK-SAME:    (%a: !fusion.tensor<f32[4], mesh=[0, 1]>, %m: !fusion.tensor<f32[4], mesh=[0, 1]>)
+// CHECK-NEXT:    %b = fusion.relu %a : !fusion.tensor<f32[4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
+fusion.func @disconnected(%a: !fusion.tensor<f32[4]>, %m: !fusion.tensor<f32[4], mesh=[0, 1]>) -> !fusion.tensor<f32[4], mesh=[0, 1]> {
+  %b = fusion.relu %a : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  fusion.return %m : !fusion.tensor<f32[4], mesh=[0, 1]>
+}

@@ -1,9 +1,8 @@
 """Differential testing against eager torch (harness.py), and a guard on the generator.
 
-The differential test runs only when HOSTIR_DIFFERENTIAL is set: `ci` (or any value) runs
-the fixed-seed CI profile (300 programs over 1, 2 and 4 ranks, about 2 minutes on 2 CPU
-cores), `long` runs 3,000. It fails today (see TRIAGE.md); it is switched on by default
-once those defects are fixed.
+The differential test runs the fixed-seed CI profile (300 programs over 1, 2 and 4 ranks,
+each fifth also with each pass disabled in turn); HOSTIR_DIFFERENTIAL=long runs 3,000
+(README). Every defect it ever found is a named reproducer in regressions.py, run here.
 """
 
 from __future__ import annotations
@@ -17,7 +16,8 @@ from hostir_dialect import FusionDefinitionError
 from hostir_dialect.frontend import Ops
 
 from . import harness
-from .generator import ARITHMETIC, COMPARISONS, GUARDED_UNARY, REDUCTIONS, SAFE_UNARY, build
+from .generator import ARITHMETIC, COMPARISONS, GUARDED_UNARY, REDUCTIONS, SAFE_UNARY, build, program_from_source
+from .regressions import REGRESSIONS
 
 OTHER_OPS = ("matmul", "linear", "broadcast", "permute", "reshape", "squeeze", "slice", "select", "cast", "set")
 
@@ -26,8 +26,6 @@ CI_PROFILE = (300, 0)
 PROFILE = os.environ.get("HOSTIR_DIFFERENTIAL")
 
 
-@pytest.mark.skipif(PROFILE is None, reason="differential testing is opt-in until the defects in "
-                                            "tests/differential/TRIAGE.md are fixed: set HOSTIR_DIFFERENTIAL=ci or long")
 def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
     count, seed = PROFILES.get(PROFILE, CI_PROFILE)
     results = harness.run_profile(count, seed)
@@ -35,6 +33,17 @@ def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
     if bad:
         pytest.fail(f"{len(bad)} of {len(results)} runs gave a wrong answer, crashed or hung; reproduce one with "
                     f"`python -m tests.differential.harness --replay FILE`\n{harness.summary(results)}", pytrace=False)
+
+
+def test_every_defect_found_stays_fixed():
+    """Each reproducer gives its fixed outcome (a refusal reached by every rank counts as
+    refused; a rank left waiting would be a hang)."""
+    cases = [harness.Case(program_from_source(r.source, r.world_size), i, r.disabled)
+             for i, r in enumerate(REGRESSIONS.values())]
+    got = {name: result for name, result in zip(REGRESSIONS, harness.run_cases(cases, 0))}
+    changed = {name: f"{got[name].outcome}: {got[name].message[:300]}"
+               for name, r in REGRESSIONS.items() if got[name].outcome != r.outcome}
+    assert not changed, changed
 
 
 def test_the_generator_draws_mostly_valid_definitions_covering_every_op():

@@ -1,0 +1,198 @@
+"""Every defect the differential tester found, as a named reproducer (TRIAGE.md, issue 12's
+numbered defects). test_differential.py runs each through the pipeline (with the pass
+that exposed it disabled, where one was) on its world size and checks the outcome: the
+program computes what eager torch computes, or is refused on every rank.
+
+A new failure found by the tester is added here under its own name, with the source
+`harness.py --shrink` prints and the outcome the fix gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Regression:
+    world_size: int
+    source: str
+    outcome: str
+    """What the fixed pipeline gives: "correct", or "refused" (on every rank)."""
+    disabled: str | None = None
+    """The pass (or "+"-joined passes) left out, as in harness.DISABLED_VARIANTS."""
+
+
+REGRESSIONS = {
+    "W1_int32_sum_keeps_its_type": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4], dtype='int32')
+    s = fd.ops.sum(a, dims=[0])
+    fd.add_output(s)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.outer_split(0, 2)
+a.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    "W2_fusion_without_host_program_is_refused": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 8], dtype='float32')
+    b = fd.ops.neg(a)
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+""", "refused", "lower-to-host+convert-op-to-communication"),
+    "W3_mixed_meshes_without_finalize": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([1, 3, 3], dtype='float32')
+    w = fd.define_tensor([3, 2], dtype='float32')
+    m = fd.ops.matmul(a, w)
+    b = fd.ops.abs(w)
+    fd.add_output(b)
+a.set_device_mesh(DeviceMesh([0]))
+""", "correct", "finalize-multidevice-domains"),
+    "C1_matrix_vector_matmul": Regression(1, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([2, 4], dtype='float32')
+    b = fd.define_tensor([4], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    fd.add_output(c)
+""", "correct"),
+    "C2_rfactor_of_a_1d_operand": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4], dtype='float32')
+    b = fd.define_tensor([4, 8], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    fd.add_output(c)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.outer_split(0, 2)
+a.axis(0).parallelize(ParallelType.DIDx)
+b.set_device_mesh(mesh)
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    "C3_dynamic_extent_with_allocation_order": Regression(1, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([-1, 4], dtype='float32')  # concrete: [2, 4]
+    b = fd.ops.neg(a)
+    fd.add_output(b)
+b.set_allocation_order([1, 0])
+""", "correct"),
+    "C4_reshape_sharding_the_inner_part_of_a_split": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([8], dtype='float32')
+    b = fd.ops.reshape(a, [2, 4])
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+b.outer_split(1, 2)
+b.axis(1).parallelize(ParallelType.DIDx)
+""", "refused"),
+    "C5_fresh_result_of_a_permuted_input_is_dense": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 6], dtype='float32')
+    b = fd.ops.neg(a)
+    c = fd.ops.neg(b)
+    fd.add_output(c)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.outer_split(0, 2)
+a.axis(0).parallelize(ParallelType.DIDx)
+a.set_allocation_order([1, 0])
+b.set_device_mesh(mesh)
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+c.set_device_mesh(mesh)
+""", "correct"),
+    "C6_stream_units_of_a_dead_chain": Regression(1, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([3], dtype='float32')
+    b = fd.ops.broadcast(a, [True, False])
+    p = fd.ops.eq(b, -0.5)
+    c = fd.ops.cast(p, dtype='float32')
+    fd.add_output(b)
+mesh = DeviceMesh([0])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+p.set_device_mesh(mesh)
+c.set_device_mesh(mesh)
+p.axis(1).parallelize(ParallelType.Stream)
+c.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
+    "defect6_stream_matmul_feeding_a_kernel_unit": Regression(1, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([3, 2, 1], dtype='float32')
+    b = fd.define_tensor([1, 2], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    d = fd.ops.cast(c, dtype='float64')
+    fd.add_output(d)
+c.axis(0).parallelize(ParallelType.Stream)
+""", "correct"),
+    "defect7_matmul_into_an_allocation_order": Regression(1, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([8, 2, 4, 1], dtype='float32')
+    b = fd.define_tensor([1, 1], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    fd.add_output(c)
+c.set_allocation_order([0, 2, 3, 1, 4])
+""", "correct"),
+    "C7_stream_axis_without_stream_loops": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([6, 3], dtype='float32')
+    b = fd.ops.select(a, 1, dim=1)
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.outer_split(0, 2)
+a.axis(0).parallelize(ParallelType.DIDx)
+b.set_device_mesh(mesh)
+b.axis(0).parallelize(ParallelType.Stream)
+""", "refused", "stream-parallel-type"),
+    "C8_unlowered_set_between_meshes": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4], dtype='float32')
+    b = fd.ops.neg(a)
+    c = fd.ops.neg(b)
+    fd.add_output(c)
+a.set_device_mesh(DeviceMesh([1]))
+b.set_device_mesh(DeviceMesh([1]))
+c.set_device_mesh(DeviceMesh([0]))
+""", "refused", "convert-op-to-communication"),
+    "fixed_point_mesh_propagation": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 8], dtype='float32')
+    m = fd.define_tensor([4, 8], dtype='float32')
+    b = fd.ops.relu(a)
+    c = fd.ops.add(fd.ops.relu(a), m)
+    fd.add_output(b)
+    fd.add_output(c)
+m.set_device_mesh(DeviceMesh([0, 1]))
+""", "correct"),
+    "stream_kernel_unit_feeding_a_matmul": Regression(1, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 6], dtype='float32')
+    w = fd.define_tensor([6, 3], dtype='float32')
+    r = fd.ops.relu(a)
+    c = fd.ops.matmul(r, w)
+    fd.add_output(c)
+c.axis(0).parallelize(ParallelType.Stream)
+""", "correct"),
+    "dead_chain_without_a_mesh_joins_the_only_mesh": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([8], dtype='float32')
+    t1 = fd.define_tensor([1, 4], dtype='float32')
+    t2 = fd.ops.squeeze(t1, dims=[0])
+    t3 = fd.ops.ne(t0, 0.0)
+    t4 = fd.ops.cast(t3, dtype='float32')
+    t5 = fd.ops.set(t2)
+    fd.add_output(t5)
+    fd.add_output(t2)
+mesh = DeviceMesh([0, 1, 2, 3])
+t2.set_device_mesh(mesh)
+t2.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+}
