@@ -13,4 +13,5 @@
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops in loops over stream chunks
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, insert-deallocations
+// CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, insert-deallocations, verify-collective-order
