@@ -677,6 +677,11 @@ class TeamPositionOp(IndexValueOp):
     def team_ids(self) -> tuple[int, ...]:
         return self.team.get_values()
 
+    def position_of(self, rank: int) -> int:
+        """The value this op has on `rank`."""
+        team = self.team_ids
+        return team.index(rank) if rank in team else -1
+
     def verify_(self) -> None:
         team = self.team_ids
         if not team or len(set(team)) != len(team):

@@ -7,13 +7,14 @@ collective whose team leaves it out and a transfer of a buffer whose mesh leaves
 `hir.recv`, loop bounds and branch conditions are index values that may depend on the rank.
 So the pass *projects* the program onto every rank of the world (option `world-size`,
 default: the largest device the program names, plus one): it reads the program's index
-arithmetic for that rank (constants, `arith`, `hir.extent`, `hir.number_of_streams`) and
-lists the communication the rank posts, in order. Then it replays the ranks together as
-NCCL runs them, each rank's posts completing in program order: a collective completes
-when every member of its team posts it next, with the same op, root, reduction, element
-type and buffer sizes; a send completes with its peer's receive from this rank, of the
-same size. The first post that can never complete, or whose ends disagree, is reported
-at its op, with the rank that does not answer.
+arithmetic for that rank (constants, `arith`, `hir.extent`, `hir.number_of_streams`,
+`hir.team_position`) and lists the communication the rank posts, in order. Then it
+replays the ranks together as NCCL runs them, each rank's posts completing in program
+order: a collective completes when every member of its team posts it next, with the same
+op, root, reduction, element type, buffer sizes and transport (for the copy engine, the
+very same op: each has flags of its own); a send completes with its peer's receive from
+this rank, of the same size. The first post that can never complete, or whose ends
+disagree, is reported at its op, with the rank that does not answer.
 
 Loops with constant bounds are unrolled (up to `UNROLL_BUDGET` ops per rank). Any other
 loop, and a branch on a value that is unknown but the same on every rank (a dynamic
@@ -294,6 +295,11 @@ def _number_of_streams(p: Projection, op: hir.NumberOfStreamsOp) -> Iterable[Eve
     return ()
 
 
+def _team_position(p: Projection, op: hir.TeamPositionOp) -> Iterable[Event]:
+    p.set(op.results, [op.position_of(p.rank)])
+    return ()
+
+
 def _extent(p: Projection, op: hir.ExtentOp) -> Iterable[Event]:
     t, axis = tensor_type(op.input), op.axis_index
     if t.axes[axis].extent != DYNAMIC:
@@ -317,15 +323,21 @@ def _collective(p: Projection, op: hir.CollectiveOp) -> Iterable[Event]:
         raise op_error(op, f"team {list(team)} names devices {outside} outside the world of {p.world_size} ranks")
     if not op.takes_part(p.rank):
         return ()
-    for buffer, needed, what in ((op.input, op.needs_input, "input"), (op.output, op.needs_output, "output")):
+    buffers = [(op.input, op.needs_input(p.rank), "input"), (op.output, op.needs_output(p.rank), "output")]
+    if op.via is not None:
+        buffers.append((op.via, True, "via"))  # a copy-engine post reads all of its buffers
+    for buffer, needed, what in buffers:
         t = tensor_type(buffer)
-        if needed(p.rank) and not t.is_on_rank(p.rank):
+        if needed and not t.is_on_rank(p.rank):
             others = ", ".join(str(d) for d in team if d != p.rank)
             raise op_error(op, f"rank {p.rank} of team {list(team)} holds no {what} buffer (its mesh is {t.mesh}), "
                                f"so it cannot post it and rank(s) {others} would wait for it forever")
     in_type, out_type = tensor_type(op.input), tensor_type(op.output)
     reduction = op.reduction.data if op.reduction is not None else None
-    signature = (op.name, op.root_id, reduction, in_type.element_type, _size(in_type), _size(out_type))
+    # Copy-engine posts pair by op: each op has flags of its own (runtime/copy_engine.py).
+    instance = op if op.uses_copy_engine else None
+    signature = (op.name, op.root_id, reduction, in_type.element_type, _size(in_type), _size(out_type),
+                 op.transport.data, instance)
     return (Post(op, ("team", team), tuple(d for d in team if d != p.rank), signature, p.iteration),)
 
 
@@ -421,6 +433,7 @@ PROJECTIONS: dict[type[Operation], Callable[[Projection, Any], Iterable[Event]]]
     **{cls: _binary for cls in arith_semantics.BINARY},
     **{cls: _cast for cls in arith_semantics.CASTS},
     hir.NumberOfStreamsOp: _number_of_streams,
+    hir.TeamPositionOp: _team_position,
     hir.ExtentOp: _extent,
     **{cls: _collective for cls in hir.COLLECTIVE_OPS},
     hir.SendOp: _transfer,
@@ -547,7 +560,8 @@ def _show_key(summary: Summary) -> str:
     return f"condition {_show(summary.key[0])}"
 
 
-_FIELDS = ("op", "root", "reduction", "element type", "input size", "output size")
+_FIELDS = ("op", "root", "reduction", "element type", "input size", "output size", "transport",
+           "copy-engine collective")
 
 
 def _disagreement(event: Post, rank: int, other: Post, partner: int) -> HostIRError:
@@ -561,5 +575,8 @@ def _disagreement(event: Post, rank: int, other: Post, partner: int) -> HostIREr
                                   f"{list(event.channel[1])} where rank {partner} posts {_show(other.op)}")
     if field.endswith("size"):
         mine, theirs = _show_size(mine), _show_size(theirs)
+    if field == "copy-engine collective":
+        return op_error(event.op, f"ranks disagree{_where(event)}: rank {rank} posts it where rank {partner} posts "
+                                  f"{_show(other.op)}, but copy-engine collectives pair only with the same op")
     return op_error(event.op, f"ranks disagree on the {field}{_where(event)}: rank {rank} posts it with {mine} "
                               f"where rank {partner} posts {_show(other.op)} with {theirs}")

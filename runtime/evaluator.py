@@ -683,8 +683,7 @@ class _Compiler:
         return step
 
     def team_position(self, op: hir.TeamPositionOp) -> None:
-        team = op.team_ids
-        self.constant(op.result, team.index(self.rank) if self.rank in team else -1)
+        self.constant(op.result, op.position_of(self.rank))
 
     # -- arith and scf ----------------------------------------------------------
     def arith_constant(self, op: arith.ConstantOp) -> None:

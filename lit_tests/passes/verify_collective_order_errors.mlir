@@ -274,3 +274,233 @@ hir.program @step_zero(%x: !t) -> !t {
   }
   hir.return %o : !t
 }
+
+// -----
+
+// Below, `hir.team_position` makes the ranks take different branches of one program text.
+// Different collectives on one team: rank 0 takes the first branch, rank 1 the second.
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 7]]:5: error: 'hir.allreduce' op ranks disagree: rank 0 posts 'hir.allreduce' on team [0, 1] where rank 1 posts 'hir.broadcast' at {{.*}}:[[# @LINE + 10]]:5
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+hir.program @different_ops(%x: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  } else {
+    %w = hir.broadcast %x -> %o team [0, 1] root 0 : !t -> !t
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// CHECK: error: 'hir.broadcast' op ranks disagree on the root: rank 0 posts it with 0 where rank 1 posts 'hir.broadcast' at {{.*}}:[[# @LINE + 10]]:5 with 1
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+hir.program @different_roots(%x: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.broadcast %x -> %o team [0, 1] root 0 : !t -> !t
+    hir.wait %w
+  } else {
+    %w = hir.broadcast %x -> %o team [0, 1] root 1 : !t -> !t
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// CHECK: error: 'hir.allreduce' op ranks disagree on the reduction: rank 0 posts it with sum where rank 1 posts 'hir.allreduce' at {{.*}} with max
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+hir.program @different_reductions(%x: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  } else {
+    %w = hir.allreduce %x -> %o team [0, 1] op max : !t -> !t
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// CHECK: error: 'hir.allreduce' op ranks disagree on the element type: rank 0 posts it with f32 where rank 1 posts 'hir.allreduce' at {{.*}} with bf16
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+!b = !fusion.tensor<bf16[4], mesh=[0, 1]>
+hir.program @different_element_types(%x: !t, %o: !t, %xb: !b) {
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  } else {
+    %w = hir.allreduce %xb -> %xb team [0, 1] op sum : !b -> !b
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// CHECK: error: 'hir.allreduce' op ranks disagree on the input size: rank 0 posts it with 4 elements where rank 1 posts 'hir.allreduce' at {{.*}} with 8 elements
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+!t8 = !fusion.tensor<f32[8], mesh=[0, 1]>
+hir.program @different_sizes(%x: !t, %o: !t, %x8: !t8) {
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  } else {
+    %w = hir.allreduce %x8 -> %x8 team [0, 1] op sum : !t8 -> !t8
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// A copy-engine all-gather pairs only with itself (its flags are its own), and not with
+// an NCCL one.
+// CHECK: error: 'hir.allgather' op ranks disagree on the transport: rank 0 posts it with copy_engine where rank 1 posts 'hir.allgather' at {{.*}}:[[# @LINE + 12]]:5 with nccl
+!shard = !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+!gathered = !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+hir.program @different_transports(%a: !shard) {
+  %g = hir.allocate symmetric : !gathered
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !shard -> !gathered
+    hir.wait %w
+  } else {
+    %w = hir.allgather %a -> %g team [0, 1] : !shard -> !gathered
+    hir.wait %w
+  }
+  hir.deallocate %g : !gathered
+  hir.return
+}
+
+// -----
+
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 9]]:5: error: 'hir.allgather' op ranks disagree: rank 0 posts it where rank 1 posts 'hir.allgather' at {{.*}}:[[# @LINE + 12]]:5, but copy-engine collectives pair only with the same op
+!shard = !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+!gathered = !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+hir.program @two_copy_engine_allgathers(%a: !shard) {
+  %g = hir.allocate symmetric : !gathered
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !shard -> !gathered
+    hir.wait %w
+  } else {
+    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !shard -> !gathered
+    hir.wait %w
+  }
+  hir.deallocate %g : !gathered
+  hir.return
+}
+
+// -----
+
+// A rank-dependent trip count: rank 1 runs a second iteration whose allreduce has no partner.
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 8]]:5: error: 'hir.allreduce' op would wait forever (loop iteration 1): rank 1 posts it on team [0, 1], but rank 0 never posts it
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+hir.program @rank_dependent_trip_count(%x: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %me = hir.team_position team [0, 1]
+  %n = arith.addi %me, %c1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// A loop too long to unroll is checked once: its bounds must agree between ranks.
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 8]]:3: error: 'scf.for' op ranks may disagree on it: rank 0 runs it with bounds 0 to 1000000000 step 1 where rank 1 runs it with bounds 0 to 1000000001 step 1
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+hir.program @rank_dependent_long_loop(%x: !t, %o: !t) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %big = arith.constant 1000000000 : index
+  %me = hir.team_position team [0, 1]
+  %n = arith.addi %big, %me : index
+  scf.for %i = %c0 to %n step %c1 {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// A branch on a dynamic extent (the same on every rank) is checked for both outcomes; compared
+// with the rank's position, the condition may differ between ranks.
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 7]]:3: error: 'scf.if' op ranks may disagree on it: rank 0 runs it with condition slt(extent(%d, 0), 0) where rank 1 runs it with condition slt(extent(%d, 0), 1)
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+!d = !fusion.tensor<f32[?], mesh=[0, 1]>
+hir.program @rank_dependent_condition(%x: !t, %o: !t, %d: !d) {
+  %n = hir.extent %d axis 0 : !d
+  %me = hir.team_position team [0, 1]
+  %below = arith.cmpi slt, %n, %me : index
+  scf.if %below {
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// A ring whose peers come from the rank's position: every rank sends first, so with NCCL
+// every send waits for a receive that is never posted before it.
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 11]]:3: error: 'hir.send' op would wait forever: rank 0 sends 4 elements of f32 to rank 1, but rank 1 is waiting in 'hir.send' at {{.*}}:[[# @LINE + 11]]:3
+!t = !fusion.tensor<f32[4], mesh=[0, 1, 2]>
+hir.program @ring_everyone_sends_first(%x: !t, %o: !t) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %me = hir.team_position team [0, 1, 2]
+  %up = arith.addi %me, %c1 : index
+  %next = arith.remui %up, %c3 : index
+  %down = arith.addi %me, %c2 : index
+  %prev = arith.remui %down, %c3 : index
+  %s = hir.send %x, %next : !t
+  %r = hir.recv %o, %prev : !t
+  hir.wait %s
+  hir.wait %r
+  hir.return
+}
+
+// -----
+
+// A peer computed from the index of a loop too long to unroll is unknown before the run.
+// CHECK: error: 'hir.send' op cannot be verified: its peer on rank 0 is remui(the index of 'scf.for' at {{.*}}:[[# @LINE + 6]]:3, 2), unknown before the run
+!t = !fusion.tensor<f32[4], mesh=[0]>
+hir.program @peer_from_a_long_loop(%x: !t, %y: !fusion.tensor<f32[4], mesh=[1]>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %big = arith.constant 1000000000 : index
+  scf.for %i = %c0 to %big step %c2 {
+    %peer = arith.remui %i, %c2 : index
+    %w = hir.send %x, %peer : !t
+    hir.wait %w
+  }
+  hir.return
+}
