@@ -122,7 +122,8 @@ class NumericalCheck:
                 compare(snapshot, name, expected, outcome, unchecked)
                 unchecked = []
         world = self.world_size()
-        where = f"host programs on {world} ranks" if world > 1 else "in this process"
+        spawned = world > 1 and any(runnable(function_of(s, name)) for s in self.snapshots)
+        where = f"host programs on {world} ranks" if spawned else "in this process"
         kept = len(self.snapshots) - 1 - len(unchecked)
         note = f"; not run after {_passes(unchecked)}, whose IR still needs communications" if unchecked else ""
         print(f"verify-each-pass-numerically: {kept} pass(es) keep the outputs of @{name} "
@@ -266,7 +267,9 @@ def compare(snapshot: Snapshot, name: str, expected: list[torch.Tensor], outcome
     at the failure they caused."""
     changed = f"{_passes(passes)} changed"
     if isinstance(outcome, Failed):
-        raise HostIRError(f"error: {changed} the outputs of @{name}: after it the program fails: {outcome.message}")
+        after = "it" if len(passes) == 1 else "them"
+        raise HostIRError(f"error: {changed} the outputs of @{name}: after {after} the program fails: "
+                          f"{outcome.message}")
     function = function_of(snapshot, name)
     types = function.function_type.outputs.data
     if len(types) != len(expected):

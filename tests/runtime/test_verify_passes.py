@@ -116,6 +116,13 @@ def test_the_lowering_keeps_the_outputs_of_every_example(example):
     assert report.startswith(f"verify-each-pass-numerically: {len(passes)} pass(es) keep the outputs of @"), report
 
 
+def test_the_copy_engine_lowering_keeps_the_outputs():
+    passes = pipeline("hostir-lower{transport=copy-engine}")
+    report = check("ag_matmul.mlir", passes)
+    assert report == (f"verify-each-pass-numerically: {len(passes)} pass(es) keep the outputs of @ag_matmul "
+                      "(seed 0, host programs on 2 ranks)\n")
+
+
 def test_passes_on_a_host_program_are_checked_against_it():
     report = check("host_allgather.mlir", pipeline("insert-deallocations", "canonicalize"))
     assert report == ("verify-each-pass-numerically: 2 pass(es) keep the outputs of @main "
