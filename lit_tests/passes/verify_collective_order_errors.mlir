@@ -504,3 +504,77 @@ hir.program @peer_from_a_long_loop(%x: !t, %y: !fusion.tensor<f32[4], mesh=[1]>)
   }
   hir.return
 }
+
+// -----
+
+// A peer carried across the iterations of a loop that is not unrolled.
+// CHECK: error: 'hir.send' op cannot be verified: its peer on rank 0 depends on a value carried across the iterations of 'scf.for' at {{.*}}:[[# @LINE + 6]]:3
+!t = !fusion.tensor<f32[4], mesh=[0]>
+hir.program @peer_carried_by_a_long_loop(%x: !t, %y: !fusion.tensor<f32[4], mesh=[1]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %big = arith.constant 1000000000 : index
+  %last = scf.for %i = %c0 to %big step %c1 iter_args(%peer = %c1) -> (index) {
+    %w = hir.send %x, %peer : !t
+    hir.wait %w
+    scf.yield %peer : index
+  }
+  hir.return
+}
+
+// -----
+
+// A division by zero fails the run where it is reached: a peer computed by one is unknown.
+// CHECK: error: 'hir.send' op cannot be verified: its peer on rank 0 depends on 'arith.divui' at {{.*}}:[[# @LINE + 5]]:3, a division by zero that fails the run
+!t = !fusion.tensor<f32[4], mesh=[0]>
+hir.program @peer_divided_by_zero(%x: !t, %y: !fusion.tensor<f32[4], mesh=[1]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %peer = arith.divui %c1, %c0 : index
+  %w = hir.send %x, %peer : !t
+  hir.wait %w
+  hir.return
+}
+
+// -----
+
+// A copy-engine all-reduce reads every member's via buffer.
+// CHECK: error: 'hir.allreduce' op rank 1 of team [0, 1] holds no via buffer (its mesh is [0]), so it cannot post it and rank(s) 0 would wait for it forever
+!t = !fusion.tensor<f32[4], mesh=[0, 1]>
+!slots = !fusion.tensor<f32[2, 4], mesh=[0]>
+hir.program @member_without_via(%x: !t) -> !t {
+  %o = hir.allocate : !t
+  %v = hir.allocate symmetric : !slots
+  %w = hir.allreduce %x -> %o via %v team [0, 1] op sum transport copy_engine : !t -> !t, !slots
+  hir.wait %w
+  hir.deallocate %v : !slots
+  hir.return %o : !t
+}
+
+// -----
+
+// CHECK: error: 'hir.allgather' op ranks disagree on the output size: rank 0 posts it with 8 elements where rank 1 posts 'hir.allgather' at {{.*}} with 16 elements
+!x = !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+!o = !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+!o16 = !fusion.tensor<f32[4, 4], mesh=[0, 1]>
+hir.program @different_output_sizes(%x: !x, %o: !o, %o16: !o16) {
+  %c0 = arith.constant 0 : index
+  %me = hir.team_position team [0, 1]
+  %first = arith.cmpi eq, %me, %c0 : index
+  scf.if %first {
+    %w = hir.allgather %x -> %o team [0, 1] : !x -> !o
+    hir.wait %w
+  } else {
+    %w = hir.allgather %x -> %o16 team [0, 1] : !x -> !o16
+    hir.wait %w
+  }
+  hir.return
+}
+
+// -----
+
+// RUN: not hostir-opt %s --split-input-file -p 'verify-collective-order{world-size=0}' 2>&1 | filecheck %s --check-prefix=EMPTY
+// EMPTY: error: 'hir.program' op world-size must be at least 1, got 0
+hir.program @empty_world() {
+  hir.return
+}

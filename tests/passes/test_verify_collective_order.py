@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
 
@@ -34,7 +34,16 @@ class SignalOp(IRDLOperation):
     assembly_format = "$buffer attr-dict `:` type($buffer)"
 
 
-TEST = Dialect("test", [SignalOp])
+@irdl_op_definition
+class IndexOp(IRDLOperation):
+    """%i = test.index   -- an index the projection cannot read."""
+
+    name = "test.index"
+    result = result_def(IndexType)
+    assembly_format = "attr-dict"
+
+
+TEST = Dialect("test", [SignalOp, IndexOp])
 
 
 def verify(text: str) -> None:
@@ -53,6 +62,18 @@ def test_a_communication_op_without_a_projection_is_refused():
                                           r"verify-collective-order cannot tell which ranks post it"):
         verify(T + """hir.program @main(%x: !t) {
   %w = test.signal %x : !t
+  hir.wait %w
+  hir.return
+}""")
+
+
+def test_a_peer_from_an_op_the_projection_cannot_read_is_refused():
+    with pytest.raises(HostIRError, match=r"test.mlir:4:3: error: 'hir.send' op cannot be verified: its peer on "
+                                          r"rank 0 depends on %peer, a result of 'test.index' at test.mlir:3:3, "
+                                          r"which this pass cannot read"):
+        verify(T + """hir.program @main(%x: !t) {
+  %peer = test.index
+  %w = hir.send %x, %peer : !t
   hir.wait %w
   hir.return
 }""")
