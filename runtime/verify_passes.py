@@ -170,8 +170,13 @@ class NumericalCheck:
 
 
 def runnable(function: FunctionLikeOp) -> bool:
-    """Is `function` a host program the evaluator runs (see `Unlowered`)?"""
-    return isinstance(function, hir.ProgramOp) and not any(communicates(op) for op in function.walk())
+    """Is `function` a host program the evaluator runs (see `Unlowered`)? Not before
+    stream-parallel-type either: a tensor allocated one stream chunk at a time needs
+    the stream loop that pass builds."""
+    return isinstance(function, hir.ProgramOp) and not any(
+        communicates(op) or any(isinstance(r.type, TensorType) and r.type.stream_allocated for r in op.results)
+        for op in function.walk()
+    )
 
 
 def _passes(names: Sequence[str]) -> str:
