@@ -31,7 +31,7 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
 from . import PIPELINES, get_all_passes
-from .pipeline import ALL, PassManagerOptions, build_pipeline
+from .pipeline import ALL, VERIFY_EACH_VARIABLE, PassManagerOptions, build_pipeline, verify_each_by_default
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -125,6 +125,9 @@ class HostIROptMain(xDSLOptMain):
                                 help="dump the IR to stderr after every pass")
         arg_parser.add_argument("--print-ir-after", action="append", default=[], metavar="NAME",
                                 help="dump the IR to stderr after this pass (repeatable)")
+        arg_parser.add_argument("--verify-each", action="store_true",
+                                help="verify the IR after every pass, not only after the pipeline "
+                                     f"(the default when {VERIFY_EACH_VARIABLE}=1, as in the test suites)")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
         # --help ends with every pass and pipeline; the list imports every pass, so it is
@@ -146,7 +149,8 @@ class HostIROptMain(xDSLOptMain):
             disabled=frozenset(self.args.disable_pass),
             print_ir_after=frozenset(after),
             time_passes=self.args.time_passes,
-            verify_each=not self.args.disable_verify,
+            verify=not self.args.disable_verify,
+            verify_each=not self.args.disable_verify and (self.args.verify_each or verify_each_by_default()),
         )
         self.pipeline = build_pipeline(self.args.passes, options, self.available_passes)
 
