@@ -31,6 +31,7 @@ typed accessor for an SSA value's type.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -319,7 +320,8 @@ class TensorType(Data[TensorDesc], TypeAttribute):
     name = "fusion.tensor"
 
     def verify(self) -> None:
-        for problem in self.data.problems():
+        problem = _first_problem(self.data)
+        if problem is not None:
             raise VerifyException(f"invalid tensor type: {problem}")
 
     # -- construction -----------------------------------------------------------
@@ -463,16 +465,7 @@ class TensorType(Data[TensorDesc], TypeAttribute):
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string("<")
         printer.print_attribute(self.element_type)
-        printer.print_string("[" + ", ".join(_format_axis(a) for a in self.axes) + "]")
-        if self.mesh is not None:
-            printer.print_string(f", mesh={self.mesh}")
-        if self.alloc_order is not None or self.stream_allocated:
-            stream_axis = self.stream_axis() if self.stream_allocated else None
-            entries = [
-                f"{i} stream" if i == stream_axis else str(i) for i in self.allocation_order()
-            ]
-            printer.print_string(", alloc=[" + ", ".join(entries) + "]")
-        printer.print_string(">")
+        printer.print_string(_format_layout(self.data) + ">")
 
 
 def tensor_type(value: SSAValue) -> TensorType:
@@ -550,6 +543,28 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
             parser.pos,
         )
     return desc
+
+
+# A program names the same few types over and over: each is checked and formatted once
+# (TensorDescs are immutable values).
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_problem(desc: TensorDesc) -> str | None:
+    return next(desc.problems(), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_layout(desc: TensorDesc) -> str:
+    """`[8 stream, 64], mesh=[0, 1], alloc=[..]`: the type's text after the element type."""
+    text = "[" + ", ".join(_format_axis(a) for a in desc.axes) + "]"
+    if desc.mesh is not None:
+        text += f", mesh={desc.mesh}"
+    if desc.alloc_order is not None or desc.stream_allocated:
+        stream_axis = _axis_with(desc.axes, ParallelKind.STREAM) if desc.stream_allocated else None
+        order = desc.alloc_order if desc.alloc_order is not None else range(len(desc.axes))
+        text += ", alloc=[" + ", ".join(f"{i} stream" if i == stream_axis else str(i) for i in order) + "]"
+    return text
 
 
 def _format_axis(axis: Axis) -> str:
