@@ -131,7 +131,7 @@ def cli_seconds(ops: int, repeat: int) -> dict:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / f"fusion{ops}.mlir"
         path.write_text(fusion_text(ops))
-        commands = {"start-up": [*opt, "--version"], f"{ops} ops": [*opt, str(path), "-p", "hostir-lower", "-o", "-"]}
+        commands = {"start-up": [*opt, "--version"], f"{ops} ops": [*opt, str(path), "-p", "hostir-lower"]}
         times = {}
         for name, command in commands.items():
             wall, cpu = [], []
