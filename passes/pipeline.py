@@ -5,9 +5,9 @@ member passes (so disabling a pass or dumping the IR after one reaches the membe
 drops the disabled passes, and hands the rest to `PassPipeline.parse_spec` with one
 `Instrumentation` callback, which verifies the module with located diagnostics when
 the pipeline ends (after every pass with `verify_each`, as mlir-opt's `--verify-each`),
-dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when asked, and
-times the passes and the verification (MLIR's `--time-passes` report when the pipeline
-ends).
+dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when asked, times
+the passes and the verification (MLIR's `--time-passes` report when the pipeline ends)
+and shows it to a `PassCheck` when one is given (`--verify-each-pass-numerically`).
 
 Verifying walks the whole module, so after every pass it costs about as much as a pass;
 the test suites turn it on (`HOSTIR_VERIFY_EACH=1`, the default of `verify_each`) so that
@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -54,6 +54,20 @@ PassRegistry = Mapping[str, Callable[[], type[ModulePass]]]
 """CLI name -> loader of the pass class, as `get_all_passes()` and xDSL give them."""
 
 
+class PassCheck(Protocol):
+    """A check of what the passes do, beyond verification: it sees the module before the
+    first pass and after each one, and raises a located HostIRError to stop the pipeline.
+    The runtime provides one that interprets the module (runtime/verify_passes.py); the
+    passes reach it through the `hostir.pass_checks` entry points, not an import."""
+
+    def start(self, module: ModuleOp) -> None: ...
+
+    def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None: ...
+
+    def finish(self) -> None:
+        """After the last pass: a check may defer its work to here."""
+
+
 @dataclass(frozen=True)
 class PassManagerOptions:
     disabled: frozenset[str] = frozenset()
@@ -67,6 +81,8 @@ class PassManagerOptions:
     """Verify after every pass (implies `verify`)."""
     dump_stream: TextIO | None = None
     """Where IR dumps and timings go (default: stderr, as MLIR tools do)."""
+    check: PassCheck | None = None
+    """Shown the module before the first pass and after each one."""
 
     def dumps_after(self, name: str) -> bool:
         return ALL in self.print_ir_after or name in self.print_ir_after
@@ -97,9 +113,12 @@ class Instrumentation:
         """Seconds spent verifying in this application of the pipeline (None: none)."""
 
     def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        check = self.options.check
         if previous is None:
             self.run.timings.clear()  # a new application (e.g. the next --split-input-file chunk)
             self.verifying = None
+            if check is not None:
+                check.start(module)
         else:
             self.run.timings.append(PassTiming(previous.name, time.perf_counter() - self.started))
             self.after_pass(previous, module, last=following is None)
@@ -108,6 +127,8 @@ class Instrumentation:
                 self.run.timings.append(PassTiming(VERIFICATION, self.verifying))
             if self.options.time_passes:
                 self.stream.write(format_timings(self.run.timings))
+            if check is not None:
+                check.finish()
         self.started = time.perf_counter()
 
     def after_pass(self, module_pass: ModulePass, module: ModuleOp, last: bool) -> None:
@@ -119,6 +140,8 @@ class Instrumentation:
             self.stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
             Printer(stream=self.stream).print_op(module)
             self.stream.write("\n\n")
+        if self.options.check is not None:
+            self.options.check.after_pass(module_pass, module)
 
     @property
     def stream(self) -> TextIO:
