@@ -31,6 +31,7 @@ from hostir_dialect.symbols import programs, user_fusions
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import ExecutionError, find_function
+from .graphs import EAGER
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
 from .layouts import shard_tensor, torch_dtype, unshard
 from .reference import run_fusion
@@ -52,6 +53,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("gloo", "nccl"), help="default: nccl with enough GPUs, else gloo")
     parser.add_argument("--program", help="the hir.program (or fusion.func) to run when FILE has several")
     parser.add_argument("--timeout", type=float, default=300, help="seconds before every rank is stopped")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="capture the program in a CUDA graph on its first run and replay it (eager on CPU ranks)")
     return parser.parse_args(argv)
 
 
@@ -142,6 +145,8 @@ def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: lis
         lines.append(line)
     per_run = [max(r.times[k] for r in results) for k in range(len(results[0].times))]
     lines.append(f"median time: {statistics.median(per_run) * 1e3:.3f} ms over {len(per_run)} run(s) on {world_size} rank(s)")
+    if results[0].graph_mode != EAGER:
+        lines.append(f"graph mode: {results[0].graph_mode}")
     return "\n".join(lines)
 
 
@@ -155,7 +160,7 @@ def run(args: argparse.Namespace) -> str | None:
     joined = "RANK" in os.environ and "WORLD_SIZE" in os.environ
     world_size = int(os.environ["WORLD_SIZE"]) if joined else args.nproc
     job = Job(str(host), shards_per_rank(program, inputs, world_size), name=program.sym_name.data,
-              number_of_streams=args.number_of_streams, repeat=args.repeat)
+              number_of_streams=args.number_of_streams, repeat=args.repeat, cuda_graph=args.cuda_graph)
     if not joined:
         results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout)[0]
         return report(program, results, reference, world_size)

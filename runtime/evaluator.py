@@ -43,7 +43,9 @@ from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
+from .buffers import BufferUses
 from .communicator import DONE, CollectiveError, Communicator
+from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
 from .layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
 from .streams import make_streams
 from .torch_ops import OpContext, UnsupportedOp, build_kernel, copy_into
@@ -109,13 +111,20 @@ class Evaluator:
     process groups of the program's teams are created here, collectively). A `fusion.func`
     runs with the eager reference semantics on global (unsharded) tensors.
     `record_streams`: log `(op name, stream id)` for every op that enqueues device work.
+    `cuda_graph`: capture the program in a CUDA graph on its first run for an input
+    signature and replay it afterwards (runtime/graphs.py gives the contract); programs a
+    graph cannot replay are refused here. `graph_mode` says how runs execute.
     """
 
     def __init__(self, module: ModuleOp, *, name: str | None = None, rank: int | None = None,
                  world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None,
-                 communicator: Communicator | None = None, record_streams: bool = False):
+                 communicator: Communicator | None = None, record_streams: bool = False, cuda_graph: bool = False):
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
+        if cuda_graph:
+            if not isinstance(self.function, hir.ProgramOp):
+                raise ValueError(f"cuda_graph runs a hir.program; @{self.name} is a fusion.func")
+            check_capturable(self.function)
         device = torch.device(device) if device is not None else None
         if self.is_program:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
@@ -131,24 +140,33 @@ class Evaluator:
         self.number_of_streams = number_of_streams
         self.streams = make_streams(self.device)
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None
-        compiler = _Compiler(self, local=self.is_program)
+        compiler = _Compiler(self, local=self.is_program, may_view=BufferUses(self.function).immutable)
         self.compiled = compiler.function(self.function)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
+        self.graph_mode = graph_mode(cuda_graph, self.device)
+        self.graphs = CudaGraphs(self.run_eagerly, self.streams) if self.graph_mode == CUDA_GRAPH else None  # type: ignore[arg-type]
 
     @property
     def name(self) -> str:
         return self.function.sym_name.data
 
     def run(self, inputs: Sequence[Any]) -> list:
-        """Run once on this rank's inputs (local shards; None where the rank holds none)."""
+        """Run once on this rank's inputs (local shards; None where the rank holds none):
+        replay the program's CUDA graph in graph mode, else run it eagerly."""
         self.check_inputs(inputs)
-        saved = self.streams.current()
+        if self.graphs is not None:
+            return self.graphs.run(inputs)
+        return self.run_eagerly(inputs)
+
+    def run_eagerly(self, inputs: Sequence[Any]) -> list:
+        """Run the compiled steps once on checked inputs (a graph captures such a run)."""
+        self.streams.begin_run()
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings("error", message=_RESIZE_WARNING)
                 return self.compiled(inputs)
         finally:
-            self.streams.set_current(saved)
+            self.streams.end_run()
 
     def check_inputs(self, inputs: Sequence[Any]) -> None:
         if len(inputs) != len(self._arg_specs):
@@ -165,10 +183,11 @@ def compile_program(module: ModuleOp, **options) -> Evaluator:
 
 
 def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None, rank: int | None = None,
-            world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None) -> list:
+            world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None,
+            cuda_graph: bool = False) -> list:
     """Compile and run a host program on this rank: the list of its local outputs."""
     evaluator = Evaluator(module, name=name, rank=rank, world_size=world_size,
-                          number_of_streams=number_of_streams, device=device)
+                          number_of_streams=number_of_streams, device=device, cuda_graph=cuda_graph)
     return evaluator.run(inputs)
 
 
@@ -345,11 +364,16 @@ def _aliases(buffer: SSAValue) -> list[SSAValue]:
 
 
 class _Compiler:
-    """Compiles one function body. `local`: host-program semantics on this rank's shards."""
+    """Compiles one function body. `local`: host-program semantics on this rank's shards.
+    `may_view(value)`: whether `value` may share its buffer with another value (nothing
+    writes either, see `BufferUses.immutable`), so that an op computing a view of its input
+    (a broadcast, a permute, a set...) need not copy it."""
 
-    def __init__(self, evaluator: Evaluator, local: bool, units: dict | None = None):
+    def __init__(self, evaluator: Evaluator, local: bool, may_view: Callable[[SSAValue], bool],
+                 units: dict | None = None):
         self.ev = evaluator
         self.local = local
+        self.may_view = may_view
         self.rank = evaluator.rank if local else None
         self.ctx = OpContext(self.rank, evaluator.device)
         self.slots: dict[SSAValue, int] = {}
@@ -415,17 +439,27 @@ class _Compiler:
         if handler is None:
             raise op_error(op, "is not supported by the runtime")
         step = handler(self, op)
-        return self.recorded(op, step) if isinstance(op, (hir.PostOnStreamOp, hir.WaitOp)) else step
+        return self.recorded(op, step) if isinstance(op, (hir.PostOnStreamOp, hir.WaitOp, hir.AllocateOp)) else step
 
     def recorded(self, op: Operation, step: Step | None) -> Step | None:
-        """In stream-recording mode, log the stream each device-work op runs on."""
-        log = self.ev.stream_log
-        if step is None or log is None:
-            return step
-        streams, name = self.ev.streams, op.name
+        """The step of an op that enqueues device work (or allocates, which binds memory to
+        a stream): it makes the program's current stream torch's first. In stream-recording
+        mode, it logs that stream."""
+        if step is None:
+            return None
+        streams, log = self.ev.streams, self.ev.stream_log
+        activate = streams.activate
+        if log is None:
+            def on_current_stream(env: list) -> None:
+                activate()
+                step(env)
+
+            return on_current_stream
+        name = op.name
 
         def logged(env: list) -> None:
-            log.append((name, streams.stream_id(streams.current())))
+            activate()
+            log.append((name, streams.stream_id(streams.active)))
             step(env)
 
         return logged
@@ -453,7 +487,8 @@ class _Compiler:
             return _into_step(kernel.into, result, self.destinations[op.result], args, "the post's output")
         result_type = tensor_type(op.result)
         if value_alloc_perm(result_type) is None:
-            return _fresh_step(kernel.fresh, result, args)
+            viewable = kernel.view is not None and all(map(self.may_view, [*op.tensor_inputs(), op.result]))
+            return _fresh_step(kernel.view if viewable else kernel.fresh, result, args)
         # A fresh result with an allocation order: allocate it in that order, compute into it.
         rank, device, into = self.rank, self.ev.device, kernel.into
         return _fresh_step(lambda *xs: into(empty_buffer(result_type, rank, device), *xs), result, args)
@@ -578,7 +613,7 @@ class _Compiler:
         ins = [self.slot(v) for v in op.inputs]
         results = [self.slot(v) for v in op.outputs]
         if not op.outs:
-            unit = self.unit(op, outs=0, direct=False)
+            unit = self.unit(op, outs=0, direct=False, views=all(map(self.may_view, [*op.inputs, *op.outputs])))
 
             def step(env: list) -> None:
                 for slot, value in zip(results, unit([env[s] for s in ins])):
@@ -588,7 +623,7 @@ class _Compiler:
         # Writing straight into an out buffer that is also an input could clobber the
         # input before the unit has read it: such posts copy their results at the end.
         direct = not set(op.outs) & set(op.inputs)
-        unit = self.unit(op, outs=len(op.outs), direct=direct)
+        unit = self.unit(op, outs=len(op.outs), direct=direct, views=all(map(self.may_view, op.inputs)))
         outs = [self.slot(v) for v in op.outs]
 
         def step(env: list) -> None:
@@ -600,11 +635,15 @@ class _Compiler:
 
         return step
 
-    def unit(self, op: hir.PostOnStreamOp, outs: int, direct: bool) -> CompiledFunction:
-        """The post's `fusion.func`, compiled once per way of being called."""
-        key = (op.callee_name(), outs, direct)
+    def unit(self, op: hir.PostOnStreamOp, outs: int, direct: bool, views: bool) -> CompiledFunction:
+        """The post's `fusion.func`, compiled once per way of being called. With `views`
+        (nothing in the program writes the post's inputs, nor its results when it has no
+        `outs`), the unit's values may be views of each other where the unit does not write them."""
+        key = (op.callee_name(), outs, direct, views)
         if key not in self.units:
-            self.units[key] = _Compiler(self.ev, self.local, self.units).function(op.unit(), outs, direct)
+            unit = op.unit()
+            may_view = BufferUses(unit).unwritten if views else _never
+            self.units[key] = _Compiler(self.ev, self.local, may_view, self.units).function(unit, outs, direct)
         return self.units[key]
 
     def collective(self, op: hir.CollectiveOp) -> Step | None:
@@ -724,6 +763,10 @@ class _Compiler:
                 env[slot] = value
 
         return step
+
+
+def _never(value: SSAValue) -> bool:
+    return False
 
 
 def _copy_step(source: int, dest: int) -> Step:

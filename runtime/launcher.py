@@ -51,6 +51,7 @@ class Job:
     number_of_streams: int = 4
     repeat: int = 1
     record_streams: bool = False
+    cuda_graph: bool = False
 
 
 @dataclass
@@ -60,6 +61,8 @@ class RankResult:
     times: list[float]
     """Wall seconds of every run (device work included)."""
     stream_log: list[tuple[str, int]] | None
+    graph_mode: str = "eager"
+    """How the runs executed (`Evaluator.graph_mode`)."""
 
 
 def default_backend(world_size: int) -> str:
@@ -85,7 +88,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     for job in jobs:
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams)
+                              record_streams=job.record_streams, cuda_graph=job.cuda_graph)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):
@@ -94,7 +97,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
-        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log))
+        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode))
     return results
 
 

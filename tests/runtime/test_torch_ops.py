@@ -41,3 +41,26 @@ def test_a_strided_destination_keeps_its_strides_and_its_neighbours():
     assert result.stride() == (3,)
     torch.testing.assert_close(base[:, 1], w @ x)
     assert not base[:, 0].any() and not base[:, 2].any()
+
+
+def test_a_scalar_lhs_never_goes_to_the_device():
+    """A binary op with a scalar lhs passes the scalar as a CPU 0-d tensor (a kernel
+    argument): a tensor made on the device would be a host-to-device copy per call, which a
+    CUDA graph cannot capture. Built for a CUDA device and run on CPU tensors, the kernel
+    must not touch the device (this torch may have none)."""
+    from hostir_dialect.context import parse_module
+    from runtime.torch_ops import OpContext, build_kernel
+
+    t = "!fusion.tensor<f32[4]>"
+    module = parse_module(f"""fusion.func @f(%x: {t}) -> {t} {{
+  %two = arith.constant 2.0 : f32
+  %y = fusion.sub %two, %x : f32, {t} -> {t}
+  fusion.return %y : {t}
+}}""")
+    sub = [op for op in module.walk() if op.name == "fusion.sub"][0]
+    kernel = build_kernel(sub, OpContext(rank=None, device=torch.device("cuda", 0)))
+    x = torch.randn(4)
+    torch.testing.assert_close(kernel.fresh(2.0, x), 2 - x)
+    out = torch.empty(4)
+    assert kernel.into(out, 2.0, x) is out
+    torch.testing.assert_close(out, 2 - x)
