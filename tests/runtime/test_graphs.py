@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.distributed as dist
 
-from hostir import FusionDefinition, ParallelType
+from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
-from runtime import Evaluator, RankResult, execute
+from runtime import Evaluator, RankResult, execute, launch, shard_tensor
 from runtime.cli import console_main, report
 from runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
+from runtime.launcher import device_for
 
 T = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"
@@ -159,3 +161,55 @@ def test_execute_passes_the_option_on():
     text, message = REFUSED["returning an argument"]
     with pytest.raises(HostIRError, match=message):
         execute(parse_module(text, "graph.mlir"), [torch.zeros(4, 8)], cuda_graph=True)
+
+
+# --------------------------------------------------------------------------- #
+# GPU: a replay is one graph launch
+# --------------------------------------------------------------------------- #
+
+
+def ag_matmul(chunks: int) -> FusionDefinition:
+    """AG+matmul over `chunks` stream chunks on 2 ranks (the overlap benchmark's schedule)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([chunks, 2, 64, 32])
+        b = fd.define_tensor([32, 16])
+        c = fd.ops.matmul(a, b)
+        fd.add_output(c)
+    mesh = DeviceMesh([0, 1])
+    for tensor in (a, b, c):
+        tensor.set_device_mesh(mesh)
+    a.axis(1).parallelize(ParallelType.DIDx)
+    c.axis(0).parallelize(ParallelType.Stream)
+    return fd
+
+
+def second_replay_host_work(rank: int, world_size: int, program: str, per_rank: list) -> dict:
+    device = device_for(dist.get_backend(), rank)
+    evaluator = Evaluator(parse_module(program), number_of_streams=4, device=device, cuda_graph=True)
+    inputs = [x.to(device) for x in per_rank[rank]]
+    evaluator.run(inputs)  # captures, then replays once
+    torch.cuda.synchronize(device)
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as profile:
+        (output,) = evaluator.run(inputs)
+        torch.cuda.synchronize(device)
+    host = [e.name for e in profile.events() if e.device_type == torch.autograd.DeviceType.CPU]
+    return {"host": host, "output": output.cpu(), "graphs": len(evaluator.graphs)}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_launch():
+    fd = ag_matmul(4)
+    host = fd.lower()
+    program = the_program(str(host))
+    a, b = torch.randn(4, 2, 64, 32), torch.randn(32, 16)
+    per_rank = [[shard_tensor(x, arg.type, r) for x, arg in zip((a, b), program.args)] for r in range(2)]
+    for rank, result in enumerate(launch(second_replay_host_work, 2, (str(host), per_rank), backend="nccl")):
+        torch.testing.assert_close(result["output"], shard_tensor(a @ b, program.function_type.outputs.data[0], rank),
+                                   rtol=1e-3, atol=1e-3)  # TF32 may be on
+        assert result["graphs"] == 1
+        ops = [name for name in result["host"] if name.startswith(("aten::", "c10d::", "nccl:", "record_param"))]
+        assert ops == ["aten::copy_", "aten::copy_"], result["host"]  # the two inputs into the graph's buffers
+        assert result["host"].count("cudaGraphLaunch") == 1, result["host"]
+        assert not {"cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent"} & set(result["host"]), result["host"]
