@@ -80,9 +80,10 @@ class LocatingParser(Parser):
         except VerifyException as error:
             # Custom formats check type constraints while parsing; locate that error too.
             self.raise_error(str(error), start_span)
-        op.location = FileLineColLoc(
-            StringAttr(start.file), IntAttr(start.line + self.line_offset), IntAttr(start.col)
-        )
+        if not isinstance(op.location, FileLineColLoc):  # an explicit `loc(...)` stays
+            op.location = FileLineColLoc(
+                StringAttr(start.file), IntAttr(start.line + self.line_offset), IntAttr(start.col)
+            )
         return op
 
     def parse_module(self, allow_implicit_module: bool = True):

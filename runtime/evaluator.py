@@ -28,6 +28,7 @@ and running it on local shards would compute a wrong answer.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -49,6 +50,7 @@ from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
 from .layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
 from .streams import make_streams
 from .torch_ops import OpContext, UnsupportedOp, build_kernel, copy_into
+from .trace import COMMUNICATION, COMPUTE, HOST, op_label, traced_run
 
 
 class ExecutionError(Exception):
@@ -114,11 +116,14 @@ class Evaluator:
     `cuda_graph`: capture the program in a CUDA graph on its first run for an input
     signature and replay it afterwards (runtime/graphs.py gives the contract); programs a
     graph cannot replay are refused here. `graph_mode` says how runs execute.
+    `trace`: run every hir and fusion op inside a profiler range named after it and its
+    source location, and each run inside `hir.program @name`, for `runtime.trace`.
     """
 
     def __init__(self, module: ModuleOp, *, name: str | None = None, rank: int | None = None,
                  world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None,
-                 communicator: Communicator | None = None, record_streams: bool = False, cuda_graph: bool = False):
+                 communicator: Communicator | None = None, record_streams: bool = False, cuda_graph: bool = False,
+                 trace: bool = False):
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
         if cuda_graph:
@@ -140,6 +145,9 @@ class Evaluator:
         self.number_of_streams = number_of_streams
         self.streams = make_streams(self.device)
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None
+        self.trace = trace
+        self.trace_kinds: dict[str, str] = {}
+        """In trace mode: each op label -> what the op does (trace.COMMUNICATION, COMPUTE, HOST)."""
         compiler = _Compiler(self, local=self.is_program, may_view=BufferUses(self.function).immutable)
         self.compiled = compiler.function(self.function)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
@@ -154,6 +162,12 @@ class Evaluator:
         """Run once on this rank's inputs (local shards; None where the rank holds none):
         replay the program's CUDA graph in graph mode, else run it eagerly."""
         self.check_inputs(inputs)
+        if self.trace:
+            with torch.profiler.record_function(f"hir.program @{self.name}"):
+                return self._run_checked(inputs)
+        return self._run_checked(inputs)
+
+    def _run_checked(self, inputs: Sequence[Any]) -> list:
         if self.graphs is not None:
             return self.graphs.run(inputs)
         return self.run_eagerly(inputs)
@@ -184,11 +198,16 @@ def compile_program(module: ModuleOp, **options) -> Evaluator:
 
 def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None, rank: int | None = None,
             world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None,
-            cuda_graph: bool = False) -> list:
-    """Compile and run a host program on this rank: the list of its local outputs."""
-    evaluator = Evaluator(module, name=name, rank=rank, world_size=world_size,
-                          number_of_streams=number_of_streams, device=device, cuda_graph=cuda_graph)
-    return evaluator.run(inputs)
+            cuda_graph: bool = False, trace: str | os.PathLike | None = None) -> list:
+    """Compile and run a host program on this rank: the list of its local outputs.
+    `trace`: write this rank's Chrome/Perfetto trace of the run there (runtime/trace.py)."""
+    evaluator = Evaluator(module, name=name, rank=rank, world_size=world_size, number_of_streams=number_of_streams,
+                          device=device, cuda_graph=cuda_graph, trace=trace is not None)
+    if trace is None:
+        return evaluator.run(inputs)
+    outputs, traced = traced_run(evaluator, inputs)
+    traced.save(trace)
+    return outputs
 
 
 def find_function(module: ModuleOp, name: str | None = None) -> FunctionLikeOp:
@@ -427,6 +446,24 @@ class _Compiler:
         return steps, ops
 
     def op(self, op: Operation) -> Step | None:
+        step = self.op_step(op)
+        if step is None or not self.ev.trace or op.dialect_name() not in ("hir", "fusion"):
+            return step
+        return self.labelled(op, step)
+
+    def labelled(self, op: Operation, step: Step) -> Step:
+        """The step inside a profiler range named after the op (trace mode)."""
+        label = op_label(op)
+        self.ev.trace_kinds[label] = _kind(op)
+        record = torch.profiler.record_function
+
+        def run(env: list) -> None:
+            with record(label):
+                step(env)
+
+        return run
+
+    def op_step(self, op: Operation) -> Step | None:
         if isinstance(op, fusion.ComputeOp):
             return self.recorded(op, self.compute(op))
         if isinstance(op, hir.CollectiveOp):
@@ -763,6 +800,14 @@ class _Compiler:
                 env[slot] = value
 
         return step
+
+
+def _kind(op: Operation) -> str:
+    if isinstance(op, (hir.CollectiveOp, hir.PointToPointOp, hir.WaitOp)):
+        return COMMUNICATION
+    if isinstance(op, (fusion.ComputeOp, hir.PostOnStreamOp)):
+        return COMPUTE
+    return HOST
 
 
 def _never(value: SSAValue) -> bool:

@@ -31,9 +31,10 @@ import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
 import passes
-from hostir_dialect.context import parse_module
+from hostir_dialect.context import located_text, parse_module
 
 from .evaluator import Evaluator
+from .trace import Trace, traced_run
 
 
 class SpmdError(RuntimeError):
@@ -52,6 +53,8 @@ class Job:
     repeat: int = 1
     record_streams: bool = False
     cuda_graph: bool = False
+    trace: bool = False
+    """Trace one more run after the timed ones (`RankResult.trace`)."""
 
 
 @dataclass
@@ -63,6 +66,7 @@ class RankResult:
     stream_log: list[tuple[str, int]] | None
     graph_mode: str = "eager"
     """How the runs executed (`Evaluator.graph_mode`)."""
+    trace: Trace | None = None
 
 
 def default_backend(world_size: int) -> str:
@@ -88,7 +92,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     for job in jobs:
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams, cuda_graph=job.cuda_graph)
+                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):
@@ -97,7 +101,9 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
-        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode))
+        trace = traced_run(evaluator, inputs)[1] if job.trace else None
+        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode,
+                                  trace))
     return results
 
 
@@ -233,7 +239,7 @@ def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_
              backend: str | None = None, number_of_streams: int = 4, lower: bool = False, name: str | None = None,
              timeout: float = 300, collective_timeout: float = 60) -> list[list]:
     """Run one program on `world_size` spawned ranks: every rank's list of local outputs."""
-    text = str(as_module(module_or_fd, lower))
+    text = located_text(as_module(module_or_fd, lower))
     job = Job(text, per_rank_inputs, name=name, number_of_streams=number_of_streams)
     results = run_spmd_batch([job], world_size, backend=backend, timeout=timeout,
                              collective_timeout=collective_timeout)[0]
