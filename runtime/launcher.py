@@ -15,6 +15,7 @@ launch; `run_spmd` is the one-program form.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import os
 import socket
@@ -141,6 +142,8 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
         finished = True
         dist.barrier(group=finish_line)
+        # CUDA graphs that captured NCCL collectives hold the communicators: free them first.
+        gc.collect()
         dist.destroy_process_group()
     except BaseException as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""

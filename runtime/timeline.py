@@ -28,8 +28,10 @@ def rows(trace: Trace) -> dict[str, list[tuple[float, float, str]]]:
     found: dict[str, list[tuple[float, float, str]]] = {}
     if trace.device_clock:
         for event in device_events(trace):
-            row = f"rank {trace.rank} stream {event.get('args', {}).get('stream', event.get('tid'))}"
-            found.setdefault(row, []).append(_bar(event, shift, event["args"]["hostir kind"]))
+            kind = event["args"]["hostir kind"]
+            if kind in COLOURS:
+                row = f"rank {trace.rank} stream {event['args'].get('stream', event.get('tid'))}"
+                found.setdefault(row, []).append(_bar(event, shift, kind))
     else:
         for event in trace.events:
             kind = trace.kinds.get(event.get("name"))

@@ -24,7 +24,7 @@ from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion
 from hostir_dialect.fusion import ComputeOp, ReduceKind
-from hostir_dialect.tensor_type import TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .layouts import logical_shape, torch_dtype
 
@@ -241,7 +241,26 @@ def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
     if 1 in (len(tensor_type(op.a).value_axes()), len(tensor_type(op.b).value_axes())):
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
+    b_shape, result_shape = ctx.shape(op.b), ctx.shape(op.result)
+    if len(b_shape) > 2 and all(e == 1 for e in b_shape[:-2]) and DYNAMIC not in (*b_shape, *result_shape):
+        return _matrix_times_broadcast_matrix(b_shape[-2:], result_shape)
     return Kernel(torch.matmul, _contraction_into(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out)))
+
+
+def _matrix_times_broadcast_matrix(kn: tuple[int, ...], result_shape: tuple[int, ...]) -> Kernel:
+    """a @ b where b is one matrix with broadcast batch axes ([1, ..., 1, K, N], as stream
+    pipelines make the weight of every chunk): one GEMM on a's rows. torch.matmul would
+    expand b to a's batch and copy it (a batched GEMM)."""
+    k, n = kn
+
+    def fresh(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.mm(a.reshape(-1, k), b.reshape(k, n)).view(result_shape)
+
+    def into_dense(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        torch.mm(a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
+        return out
+
+    return Kernel(fresh, _contraction_into(fresh, into_dense))
 
 
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:

@@ -19,7 +19,8 @@ eta = (comm + compute - wall) / min(comm, compute) (1: the shorter one is hidden
 
 In CUDA-graph mode the kernels of a replay are launched by one graph launch, outside any op's
 label: they are named after the program and counted as communication when their kernel is
-NCCL's, as compute otherwise.
+NCCL's, as compute otherwise. Device work launched outside the run (the barrier that makes
+every rank start the run at once) is left out.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from hostir_dialect.diagnostics import location_of
 
 COMMUNICATION = "communication"
 COMPUTE = "compute"
 HOST = "host"
+OUTSIDE = "outside the run"
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 HOST_CLOCK_NOTE = "CPU ranks: host timestamps only (no device timeline); an op's host time stands for its work"
 
@@ -82,6 +85,7 @@ def traced_run(evaluator, inputs: Sequence[Any]) -> tuple[list, Trace]:
     cuda = evaluator.device.type == "cuda"
     activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=activities) as profile:
+        _start_together(evaluator.device)
         outputs = evaluator.run(inputs)
         if cuda:
             torch.cuda.synchronize(evaluator.device)
@@ -94,6 +98,15 @@ def traced_run(evaluator, inputs: Sequence[Any]) -> tuple[list, Trace]:
                   int(exported.get("baseTimeNanoseconds", 0)))
     name_device_work(trace)
     return outputs, trace
+
+
+def _start_together(device: torch.device) -> None:
+    """Every rank starts the run at once (the profiler starts at different times on each), so
+    a collective's time is its transfer, not the wait for a late peer."""
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 # --------------------------------------------------------------------------- #
@@ -128,7 +141,9 @@ def _enclosing(labels: list[dict], event: dict) -> str | None:
 
 
 def device_events(trace: Trace) -> list[dict]:
-    return [e for e in trace.events if e.get("ph") == "X" and e.get("cat") in DEVICE_CATEGORIES]
+    """The device work of the run (named by `name_device_work`)."""
+    return [e for e in trace.events if e.get("ph") == "X" and e.get("cat") in DEVICE_CATEGORIES
+            and e.get("args", {}).get("hostir kind") in (COMMUNICATION, COMPUTE, HOST)]
 
 
 def name_device_work(trace: Trace) -> None:
@@ -139,10 +154,12 @@ def name_device_work(trace: Trace) -> None:
         correlation = event.get("args", {}).get("correlation")
         if event.get("ph") == "X" and event.get("cat") not in DEVICE_CATEGORIES and correlation is not None:
             launches[correlation] = _enclosing(labels.get((event.get("pid"), event.get("tid")), []), event)
-    for event in device_events(trace):
+    for event in (e for e in trace.events if e.get("ph") == "X" and e.get("cat") in DEVICE_CATEGORIES):
         label = launches.get(event.get("args", {}).get("correlation"))
         event.setdefault("args", {})["kernel"] = event.get("name")
-        if label == trace.run_label or label is None:
+        if label is None:
+            event["args"]["hostir kind"] = OUTSIDE
+        elif label == trace.run_label:
             event["name"] = f"{trace.run_label} (CUDA graph replay): {event['name']}"
             event["args"]["hostir kind"] = COMMUNICATION if "nccl" in event["args"]["kernel"].lower() else COMPUTE
         else:

@@ -64,3 +64,24 @@ def test_a_scalar_lhs_never_goes_to_the_device():
     out = torch.empty(4)
     assert kernel.into(out, 2.0, x) is out
     torch.testing.assert_close(out, 2 - x)
+
+
+@pytest.mark.parametrize("into", [False, True])
+def test_a_broadcast_matrix_operand_is_one_gemm_on_the_rows(into):
+    """a [2, 3, 4, 5] @ b [1, 1, 5, 6] (the weight of every stream chunk): one mm, where
+    torch.matmul expands b to a's batch, copies it and runs a batched GEMM."""
+    from hostir_dialect.context import parse_module
+
+    a_t, b_t, r_t = "!fusion.tensor<f32[2, 3, 4, 5]>", "!fusion.tensor<f32[b1, b1, 5, 6]>", "!fusion.tensor<f32[2, 3, 4, 6, r5]>"
+    destination = (f", %o: {r_t}", " into %o") if into else ("", "")
+    module = parse_module(f"""hir.program @main(%a: {a_t}, %b: {b_t}{destination[0]}) -> {r_t} {{
+  %r = fusion.matmul %a, %b{destination[1]} : {a_t}, {b_t} -> {r_t}
+  hir.return %r : {r_t}
+}}""")
+    a, b = torch.randn(2, 3, 4, 5), torch.randn(1, 1, 5, 6)
+    inputs = [a, b] + ([torch.empty(2, 3, 4, 6)] if into else [])
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        (got,) = execute(module, inputs)
+    torch.testing.assert_close(got, torch.matmul(a, b))
+    ops = {event.name for event in profile.events()}
+    assert "aten::mm" in ops and not {"aten::bmm", "aten::clone", "aten::expand"} & ops, ops

@@ -22,6 +22,7 @@ from runtime.trace import (
     COMPUTE,
     HOST,
     HOST_CLOCK_NOTE,
+    OUTSIDE,
     Trace,
     name_device_work,
     overlap,
@@ -72,11 +73,14 @@ def device_trace() -> Trace:
     """The shape of a Kineto trace on a GPU: op labels and launches on the host thread, kernels
     on streams, tied by correlation ids. An allgather's NCCL kernel (20..60 µs) overlaps a
     matmul's GEMM (30..80 µs) of another chunk; a kernel launched outside any op label (10 µs
-    long, from a graph replay) is NCCL's."""
+    long, from a graph replay) is NCCL's; a barrier's kernel launched before the run is not
+    part of it."""
     gather, matmul = "hir.allgather a.mlir:3:5", "fusion.matmul a.mlir:5:5"
     host = {"ph": "X", "pid": 1, "tid": 7}
     kernel = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 13}
     events = [
+        {**host, "name": "cudaLaunchKernel", "cat": "cuda_runtime", "ts": -30, "dur": 2, "args": {"correlation": 4}},
+        {**kernel, "name": "ncclDevKernel_Barrier", "ts": -25, "dur": 20, "args": {"correlation": 4, "stream": 13}},
         {**host, "name": "hir.program @main", "cat": "user_annotation", "ts": 0, "dur": 50},
         {**host, "name": gather, "cat": "user_annotation", "ts": 5, "dur": 10},
         {**host, "name": "cudaLaunchKernel", "cat": "cuda_runtime", "ts": 6, "dur": 2, "args": {"correlation": 1}},
@@ -94,10 +98,12 @@ def test_device_work_is_named_after_the_op_that_launched_it():
     trace = device_trace()
     name_device_work(trace)
     kernels = [e for e in trace.events if e.get("cat") == "kernel"]
-    assert [e["name"] for e in kernels] == ["hir.allgather a.mlir:3:5", "fusion.matmul a.mlir:5:5",
+    assert [e["name"] for e in kernels] == ["ncclDevKernel_Barrier", "hir.allgather a.mlir:3:5",
+                                           "fusion.matmul a.mlir:5:5",
                                            "hir.program @main (CUDA graph replay): ncclDevKernel_Other"]
-    assert [e["args"]["kernel"] for e in kernels] == ["ncclDevKernel_AllGather", "sm90_gemm", "ncclDevKernel_Other"]
-    assert [e["args"]["hostir kind"] for e in kernels] == [COMMUNICATION, COMPUTE, COMMUNICATION]
+    assert [e["args"]["kernel"] for e in kernels] == ["ncclDevKernel_Barrier", "ncclDevKernel_AllGather", "sm90_gemm",
+                                                     "ncclDevKernel_Other"]
+    assert [e["args"]["hostir kind"] for e in kernels] == [OUTSIDE, COMMUNICATION, COMPUTE, COMMUNICATION]
     assert set(rows(trace)) == {"rank 0 stream 13", "rank 0 stream 14"}
 
 
