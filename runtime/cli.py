@@ -30,6 +30,7 @@ from hostir_dialect.diagnostics import parse_error
 from hostir_dialect.symbols import programs, user_fusions
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
+from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import ExecutionError, find_function
 from .graphs import EAGER
 from .timeline import draw, require_matplotlib
@@ -50,7 +51,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", nargs="+", metavar="PT", help="global input tensors saved with torch.save")
     source.add_argument("--seed", type=int, default=0, help="seed of the random global inputs (default 0)")
-    parser.add_argument("--number-of-streams", type=int, default=4)
+    parser.add_argument("--number-of-streams", type=int, default=DEFAULT_NUMBER_OF_STREAMS)
     parser.add_argument("--repeat", type=int, default=1, help="runs per rank; the median time is printed")
     parser.add_argument("--backend", choices=("gloo", "nccl"), help="default: nccl with enough GPUs, else gloo")
     parser.add_argument("--program", help="the hir.program (or fusion.func) to run when FILE has several")

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 import passes
 from hostir_dialect.context import located_text, parse_module
 
+from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
 from .trace import Trace, traced_run
 
@@ -50,7 +51,7 @@ class Job:
     inputs: Sequence[Sequence[Any]]
     """inputs[rank] = that rank's list of local input tensors (None where it holds none)."""
     name: str | None = None
-    number_of_streams: int = 4
+    number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS
     repeat: int = 1
     record_streams: bool = False
     cuda_graph: bool = False
@@ -239,7 +240,7 @@ def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None 
 
 
 def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_size: int, *,
-             backend: str | None = None, number_of_streams: int = 4, lower: bool = False, name: str | None = None,
+             backend: str | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS, lower: bool = False, name: str | None = None,
              timeout: float = 300, collective_timeout: float = 60) -> list[list]:
     """Run one program on `world_size` spawned ranks: every rank's list of local outputs."""
     text = located_text(as_module(module_or_fd, lower))
