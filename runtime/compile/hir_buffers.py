@@ -19,7 +19,7 @@ def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
     if not t.is_on_rank(c.rank):
         return None
     if op.is_symmetric:
-        return c.acquire_symmetric(op)
+        return acquire_symmetric(c, op)
     shape = logical_shape(t, c.rank)
     if DYNAMIC in shape:
         raise op_error(op, f"cannot allocate {t}: its local shape {['?' if e == DYNAMIC else e for e in shape]} is dynamic")
