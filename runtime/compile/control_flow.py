@@ -3,62 +3,24 @@ floats (loop indices, extents, stream keys)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Operation
 
+from hostir_dialect import arith_semantics
 from hostir_dialect.diagnostics import op_error
 
 from .context import FunctionCompiler, Handler, Step, fresh_step, run_steps
 
 
-def _int_cmp(predicate: int) -> Callable[[int, int], bool]:
-    return [
-        lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a < b, lambda a, b: a <= b,
-        lambda a, b: a > b, lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b,
-        lambda a, b: a > b, lambda a, b: a >= b,
-    ][predicate]
-
-
-def _trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
-
-
-def _trunc_rem(a: int, b: int) -> int:
-    return a - b * _trunc_div(a, b)
-
-
-_ARITH_BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
-    arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, arith.MuliOp: lambda a, b: a * b,
-    arith.DivSIOp: _trunc_div, arith.DivUIOp: lambda a, b: a // b, arith.RemSIOp: _trunc_rem,
-    arith.RemUIOp: lambda a, b: a % b, arith.FloorDivSIOp: lambda a, b: a // b,
-    arith.CeilDivSIOp: lambda a, b: -(-a // b), arith.CeilDivUIOp: lambda a, b: -(-a // b),
-    arith.MaxSIOp: max, arith.MinSIOp: min, arith.MaxUIOp: max, arith.MinUIOp: min,
-    arith.AndIOp: lambda a, b: a & b, arith.OrIOp: lambda a, b: a | b, arith.XOrIOp: lambda a, b: a ^ b,
-    arith.AddfOp: lambda a, b: a + b, arith.SubfOp: lambda a, b: a - b, arith.MulfOp: lambda a, b: a * b,
-    arith.DivfOp: lambda a, b: a / b, arith.MaximumfOp: max, arith.MinimumfOp: min,
-}
-_ARITH_IDENTITY = (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
-
-
 def arith_constant(c: FunctionCompiler, op: arith.ConstantOp) -> None:
-    value = op.value
-    if isinstance(value, IntegerAttr):
-        data = value.value.data
-        is_bool = isinstance(value.type, IntegerType) and value.type.width.data == 1
-        c.constant(op.result, bool(data) if is_bool else data)
-    elif isinstance(value, FloatAttr):
-        c.constant(op.result, float(value.value.data))
-    else:
-        raise op_error(op, f"constant {value} is not a scalar")
+    try:
+        c.constant(op.result, arith_semantics.constant_value(op))
+    except ValueError as error:
+        raise op_error(op, str(error)) from None
 
 
 def arith_cmpi(c: FunctionCompiler, op: arith.CmpiOp) -> Step:
-    return fresh_step(_int_cmp(op.predicate.value.data), c.slot(op.result), [c.slot(op.lhs), c.slot(op.rhs)])
+    return fresh_step(arith_semantics.comparison(op.predicate.value.data), c.slot(op.result), [c.slot(op.lhs), c.slot(op.rhs)])
 
 
 def arith_select(c: FunctionCompiler, op: arith.SelectOp) -> Step:
@@ -127,7 +89,7 @@ def scf_if(c: FunctionCompiler, op: scf.IfOp) -> Step:
 
 
 def arith_binary(c: FunctionCompiler, op: Operation) -> Step:
-    return fresh_step(_ARITH_BINARY[type(op)], c.slot(op.results[0]), [c.slot(o) for o in op.operands])
+    return fresh_step(arith_semantics.BINARY[type(op)], c.slot(op.results[0]), [c.slot(o) for o in op.operands])
 
 
 HANDLERS: dict[type, Handler] = {
@@ -136,6 +98,6 @@ HANDLERS: dict[type, Handler] = {
     arith.SelectOp: arith_select,
     scf.ForOp: scf_for,
     scf.IfOp: scf_if,
-    **{cls: arith_identity for cls in _ARITH_IDENTITY},
-    **{cls: arith_binary for cls in _ARITH_BINARY},
+    **{cls: arith_identity for cls in arith_semantics.CASTS},
+    **{cls: arith_binary for cls in arith_semantics.BINARY},
 }

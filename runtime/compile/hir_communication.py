@@ -14,7 +14,7 @@ from .context import FunctionCompiler, Handler, Step, Unbound, on_current_stream
 
 def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step | None:
     work = c.slot(op.work)
-    if c.rank not in op.team_ids:
+    if not op.takes_part(c.rank):
         c.constant(op.work, DONE)
         return None
     if op.uses_copy_engine:
@@ -48,7 +48,7 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step:
 
 def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> Step | None:
     work = c.slot(op.work)
-    if not tensor_type(op.buffer).is_on_rank(c.rank):
+    if not op.takes_part(c.rank):
         c.constant(op.work, DONE)
         return None
     if c.context.comm.backend is None:
@@ -76,8 +76,7 @@ def wait(c: FunctionCompiler, op: hir.WaitOp) -> Step:
 
 
 def team_position(c: FunctionCompiler, op: hir.TeamPositionOp) -> None:
-    team = op.team_ids
-    c.constant(op.result, team.index(c.rank) if c.rank in team else -1)
+    c.constant(op.result, op.position_of(c.rank))
 
 
 HANDLERS: dict[type, Handler] = {
