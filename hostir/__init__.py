@@ -11,6 +11,8 @@ imports neither the passes nor the runtime, and the passes do not import the run
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
@@ -43,16 +45,17 @@ class FusionDefinition(FusionDefinitionIR):
         (`options` disable passes, dump IR after passes, time them)."""
         return passes.lower(self.to_module(), options)
 
-    def execute(self, inputs: Sequence[object], **options) -> list:
-        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`, ...
-        as `runtime.execute`): local shards in, local shards out. For several ranks at
-        once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N, lower=True)`.
+    def execute(self, inputs: Sequence[object], *, trace: str | os.PathLike | None = None, **options) -> list:
+        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`,
+        `cuda_graph=`, `trace=PATH`, ... as `runtime.execute`): local shards in, local shards
+        out. For several ranks at once use `runtime.run_spmd(fd, per_rank_inputs,
+        world_size=N, lower=True)`.
 
         As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
         are kept, by the definition's revision (any definition or scheduling call makes a
         new one) and the options: calling again with the same ones only runs it."""
-        evaluator = self._executors.evaluator(self._version(), self._lowered_program, **options)
-        return evaluator.run(list(inputs))
+        evaluator = self._executors.evaluator(self._version(), self._lowered_program, trace=trace is not None, **options)
+        return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
 
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name

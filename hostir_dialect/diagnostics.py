@@ -88,9 +88,10 @@ class LocatingParser(Parser):
         except VerifyException as error:
             # Custom formats check type constraints while parsing; locate that error too.
             self.raise_error(str(error), start_span)
-        line = bisect.bisect_right(self.line_starts, start_span.start)
-        column = start_span.start - self.line_starts[line - 1] + 1
-        op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(column))
+        if not isinstance(op.location, FileLineColLoc):  # an explicit `loc(...)` stays
+            line = bisect.bisect_right(self.line_starts, start_span.start)
+            column = start_span.start - self.line_starts[line - 1] + 1
+            op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(column))
         return op
 
     def parse_module(self, allow_implicit_module: bool = True):

@@ -17,6 +17,7 @@ they all hit and miss alike and this stays true.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
@@ -25,7 +26,9 @@ import torch
 import torch.distributed as dist
 from xdsl.dialects.builtin import ModuleOp
 
+from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
+from .trace import traced_run
 
 V = TypeVar("V")
 
@@ -89,9 +92,24 @@ _EXECUTORS = ExecutorCache(capacity=32)
 
 
 def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None, rank: int | None = None,
-            world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None) -> list:
+            world_size: int | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS,
+            device: torch.device | str | None = None, cuda_graph: bool = False,
+            trace: str | os.PathLike | None = None) -> list:
     """Run a host program on this rank: the list of its local outputs. It is compiled
-    once per program text and options; calling again with the same ones only runs it."""
+    once per program text and options (a CUDA-graph evaluator keeps its graphs); calling
+    again with the same ones only runs it. `trace`: write this rank's Chrome/Perfetto
+    trace of the run there (runtime/trace.py)."""
     evaluator = _EXECUTORS.evaluator(str(module), module.clone, name=name, rank=rank, world_size=world_size,
-                                     number_of_streams=number_of_streams, device=device)
-    return evaluator.run(inputs)
+                                     number_of_streams=number_of_streams, device=device, cuda_graph=cuda_graph,
+                                     trace=trace is not None)
+    return run_and_trace(evaluator, inputs, trace)
+
+
+def run_and_trace(evaluator: Evaluator, inputs: Sequence[Any], trace: str | os.PathLike | None) -> list:
+    """Run once; with `trace` (the evaluator must have been built with `trace=True`), also
+    write this rank's Chrome/Perfetto trace of the run there."""
+    if trace is None:
+        return evaluator.run(inputs)
+    outputs, traced = traced_run(evaluator, inputs)
+    traced.save(trace)
+    return outputs
