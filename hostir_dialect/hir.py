@@ -2,11 +2,13 @@
 
 Every op that touches buffers, streams or the network declares a memory effect, so
 xDSL's dead-code elimination never removes it; only the value-producing queries
-(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.alias_select`) are pure.
+(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.team_position`,
+`hir.alias_select`) are pure.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -47,7 +49,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .fusion import FuncOp, ReduceKind, ReduceKindAttr
-from .tensor_type import TensorType, tensor_type
+from .tensor_type import DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Types and enums
@@ -277,6 +279,41 @@ class SynchronizeOp(StreamEffectOp):
     name = "hir.synchronize"
 
 
+def team_problem(team: Sequence[int]) -> str | None:
+    """Why `team` cannot name the members of a communication, if it cannot."""
+    if not team:
+        return "team must not be empty"
+    if len(set(team)) != len(team):
+        return f"team {list(team)} repeats a device"
+    return None
+
+
+@irdl_op_definition
+class TeamPositionOp(IndexValueOp):
+    """%me = hir.team_position team [0, 1]   -- this rank's position in the team.
+
+    Known when the program is compiled for a rank, as the rank is. A rank outside the
+    team gets 0: it takes part in none of the team's communications, so the value can
+    only order its local work.
+    """
+
+    name = "hir.team_position"
+    team = prop_def(DenseArrayBase[I64])
+    assembly_format = "`team` $team attr-dict"
+
+    def __init__(self, team: Sequence[int]):
+        super().__init__(properties={"team": DenseArrayBase.from_list(i64, team)})
+
+    @property
+    def team_ids(self) -> tuple[int, ...]:
+        return self.team.get_values()
+
+    def verify_(self) -> None:
+        problem = team_problem(self.team_ids)
+        if problem:
+            raise VerifyException(problem)
+
+
 @irdl_op_definition
 class NumberOfStreamsOp(IndexValueOp):
     """%n = hir.number_of_streams   -- a run parameter (default 4)."""
@@ -383,10 +420,9 @@ class CollectiveOp(IRDLOperation):
 
     def verify_(self) -> None:
         team = self.team_ids
-        if not team:
-            raise VerifyException("team must not be empty")
-        if len(set(team)) != len(team):
-            raise VerifyException(f"team {list(team)} repeats a device")
+        problem = team_problem(team)
+        if problem:
+            raise VerifyException(problem)
         if self.HAS_ROOT != (self.root is not None):
             raise VerifyException(f"{self.name} {'needs' if self.HAS_ROOT else 'takes no'} root")
         if self.root_id is not None and self.root_id not in team:
@@ -475,8 +511,48 @@ class AllToAllOp(CollectiveOp):
     name = "hir.all_to_all"
 
 
+@irdl_op_definition
+class ShiftOp(CollectiveOp):
+    """%w = hir.shift %in -> %out team [0, 1, 2, 3] offset %k : T -> R
+
+    Member p's out = the in of the member at position (p + k) mod D (D: the team size):
+    every member receives from the member k places after it and sends to the one k places
+    before it, in one exchange, so each send meets its receive whatever k is (a rotation,
+    MLIR shard's `shift` with a run-time offset). k = 0 mod D is a local copy. Buffers are
+    flat and of equal size (runtime/communicator.py).
+    """
+
+    name = "hir.shift"
+    input = operand_def(TensorType)
+    output = operand_def(TensorType)
+    offset = operand_def(IndexType)
+    assembly_format = (
+        "$input `->` $output `team` $team `offset` $offset (`root` $root^)? (`op` $reduction^)? "
+        "(`backend` $backend^)? attr-dict `:` type($input) `->` type($output)"
+    )
+
+    def __init__(
+        self, input: SSAValue, output: SSAValue, team: Sequence[int], offset: SSAValue, *, backend: Backend = Backend.NCCL
+    ):
+        IRDLOperation.__init__(
+            self, operands=[input, output, offset], result_types=[WorkType()],
+            properties={"team": DenseArrayBase.from_list(i64, team), "backend": BackendAttr(backend)},
+        )
+
+    def verify_buffers(self) -> None:
+        super().verify_buffers()
+        member = self.team_ids[0]
+        sizes = [tensor_type(v).local_shape(member) for v in (self.input, self.output)]
+        if None in sizes or any(DYNAMIC in s for s in sizes):  # type: ignore[operator]
+            return
+        counts = [math.prod(s) for s in sizes]  # type: ignore[arg-type]
+        if counts[0] != counts[1]:
+            raise VerifyException(f"a member sends {counts[0]} elements but receives {counts[1]}")
+
+
 COLLECTIVE_OPS: list[type[CollectiveOp]] = [
     AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
+    ShiftOp,
 ]
 
 
@@ -517,7 +593,7 @@ HIR = Dialect(
     "hir",
     [
         ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, ExtentOp,
-        GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
+        GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp, TeamPositionOp,
         PostOnStreamOp, *COLLECTIVE_OPS, SendOp, RecvOp, WaitOp,
     ],
     [StreamType, WorkType, BackendAttr],

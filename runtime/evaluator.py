@@ -572,6 +572,10 @@ class _Compiler:
     def number_of_streams(self, op: hir.NumberOfStreamsOp) -> None:
         self.constant(op.result, self.ev.number_of_streams)
 
+    def team_position(self, op: hir.TeamPositionOp) -> None:
+        team = op.team_ids
+        self.constant(op.result, team.index(self.rank) if self.rank in team else 0)
+
     def post_on_stream(self, op: hir.PostOnStreamOp) -> Step | None:
         if not self.on_rank([*op.inputs, *op.outs, *op.outputs]):
             return None
@@ -616,12 +620,19 @@ class _Compiler:
             post = self.ev.comm.poster(op)
         except CollectiveError as error:
             raise op_error(op, str(error)) from None
-        source, dest = self.slot(op.input), self.slot(op.output)
+        operands = [self.slot(o) for o in op.operands]
+        if len(operands) == 2:
+            source, dest = operands
 
-        def step(env: list) -> None:
-            env[work] = post(env[source], env[dest])
+            def step(env: list) -> None:
+                env[work] = post(env[source], env[dest])
 
-        return step
+            return step
+
+        def step_with_indices(env: list) -> None:
+            env[work] = post(*[env[s] for s in operands])
+
+        return step_with_indices
 
     def point_to_point(self, op: hir.PointToPointOp) -> Step | None:
         work = self.slot(op.work)
@@ -743,6 +754,7 @@ _HANDLERS: dict[type[Operation], Callable[[_Compiler, Any], Step | None]] = {
     hir.SetCurrentStreamOp: _Compiler.set_current_stream,
     hir.SynchronizeOp: _Compiler.synchronize,
     hir.NumberOfStreamsOp: _Compiler.number_of_streams,
+    hir.TeamPositionOp: _Compiler.team_position,
     hir.PostOnStreamOp: _Compiler.post_on_stream,
     hir.WaitOp: _Compiler.wait,
     arith.ConstantOp: _Compiler.arith_constant,

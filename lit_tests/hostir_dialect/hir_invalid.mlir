@@ -334,3 +334,31 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>) {
 // CHECK: // {{-----}}
 // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:1: error: 'hir.return' op 'hir.return' expects parent op 'hir.program'
 hir.return
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %k: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op hir.shift takes no root
+  %w = hir.shift %x -> %x team [0, 1] offset %k root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, %y: !fusion.tensor<f32[8], mesh=[0, 1]>, %k: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op a member sends 4 elements but receives 8
+  %w = hir.shift %x -> %y team [0, 1] offset %k : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[8], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [1, 1] repeats a device
+  %me = hir.team_position team [1, 1]
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team must not be empty
+  %me = hir.team_position team []
+  hir.return
+}

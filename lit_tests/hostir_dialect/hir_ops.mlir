@@ -136,6 +136,13 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %sr_self = hir.send_recv %x -> %x team [1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
   %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  // A rotation by a run-time offset; this rank's position in a team.
+  // CHECK-NEXT: %sh = hir.shift %x -> %x team [2, 0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %sh = hir.shift %x -> %x team [2, 0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %sh_gloo = hir.shift %x -> %x team [0, 1] offset %peer backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %sh_gloo = hir.shift %x -> %x team [0, 1] offset %peer backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %me = hir.team_position team [2, 0, 1]
+  %me = hir.team_position team [2, 0, 1]
   // CHECK-NEXT: %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   // CHECK-NEXT: %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
