@@ -87,9 +87,9 @@ fusion.func @stream_allgather(%x: !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]>
 // -----
 
 // Errors found late still point at the op the user wrote.
-// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable
-// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable
-fusion.func @inner_axis(%x: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 2], mesh=[0, 1]> {
-  %s = fusion.set %x : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2], mesh=[0, 1]>
-  fusion.return %s : !fusion.tensor<f32[4, 2], mesh=[0, 1]>
+// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh, got mesh [[0, 1], [2, 3]]
+// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh
+fusion.func @gather_2d(%x: !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 8], mesh=[4]> {
+  %s = fusion.set %x : !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 8], mesh=[4]>
+  fusion.return %s : !fusion.tensor<f32[2, 8], mesh=[4]>
 }
