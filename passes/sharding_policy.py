@@ -238,6 +238,8 @@ def layout_problem(op: SetOp | ReduceOp, loop_axis: int | None = None) -> str | 
     """Why the flat buffers of the communicating `op` are not laid out as its collective
     needs (None if they are). `loop_axis`: a result axis a stream loop slices away."""
     exchange = Exchange.of(op)
+    if loop_axis is not None and loop_axis in (exchange.scattered, exchange.gathered):
+        return None  # the loop moves whole shards point to point (stream-parallel-type's rings)
     source, target = tensor_type(op.input), tensor_type(op.result)
     to_result = op.axis_map(op.input)
     identity = {i: i for i in range(target.rank)}
