@@ -164,7 +164,7 @@ def _split_scattered_axis(op: SetOp, exchange: Exchange, rewriter: PatternRewrit
     value = _emit(rewriter, op, ReshapeOp(y2, whole))
     if stream is not None:
         value = _emit(rewriter, op, SetOp(value, _value_type(target)))
-    rewriter.replace_op(op, [], [value])
+    rewriter.replace(op, [], [value])
 
 
 def _split(axes: Sequence[Axis], index: int, outer: Axis, inner: Axis) -> list[Axis]:

@@ -238,6 +238,19 @@ def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3) -> str:
 }}"""
 
 
+def p2p_ag_matmul(m: int, k: int = 8, n: int = 3) -> str:
+    """The P2P DID -> Stream pipeline (nvFuser #4515): the stream axis is A's device axis,
+    so the loop is a ring of shifts, one member's shard per iteration, own shard first
+    (its extent is the device count: the argument varies M)."""
+    a, b = t(f'2 didx, {m}, {k}', 1), t(f'{k}, {n}', 1)
+    g, c = t(f'2 stream, {m}, {k}', 1), t(f'2 stream, {m}, {n}, r{k}', 1)
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %g = fusion.set %a : {a} -> {g}
+  %c = fusion.matmul %g, %b : {g}, {b} -> {c}
+  fusion.return %c : {c}
+}}"""
+
+
 MULTI_DEVICE = {
     "Allgather": (allgather, PIPELINE, "hir.allgather"),
     "Allreduce": (allreduce, PIPELINE, "hir.allreduce"),
@@ -248,6 +261,8 @@ MULTI_DEVICE = {
     "matmul_AR": (matmul_ar, PIPELINE, "hir.allreduce"),
     "matmul_AR-bounded": (matmul_ar, BOUNDED, "hir.allreduce"),
     "matmul_RS_through_bcast": (matmul_rs, PIPELINE, "hir.reduce_scatter"),
+    "P2P_AG_Matmul": (p2p_ag_matmul, PIPELINE, "hir.shift"),
+    "P2P_AG_Matmul-bounded": (p2p_ag_matmul, BOUNDED, "hir.shift"),
 }
 WORLD = 2
 MULTI_EXTENTS = (3, 4)
