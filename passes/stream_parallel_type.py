@@ -47,9 +47,9 @@ handles the chunk of team member p = (me + i) mod D, where me is this rank's pos
 rank's shard to member (me - i) mod D. Iteration 0 is a local copy of this rank's own
 shard (own-first: the first compute needs no communication). Since each rank visits the
 chunks in its own order, such a loop holds no other communication. The shift is one op
-per iteration, a collective with a team, so a transport choice (its `backend` today, the
-collectives' transport attribute) replaces the NCCL send/recv of an iteration without
-touching the loop; on the copy-engine transport a shift is a put into the peer's chunk.
+per iteration, a collective with a team, so a transport choice (its `transport`
+attribute) replaces the NCCL send/recv of an iteration without touching the loop; on the
+copy-engine transport a shift would be a put into the peer's chunk (docs/design_notes.md).
 
     %me = hir.team_position team [0, 1, ..]          (in the main loop's body)
     %p = arith.remui (%i + %me), D
