@@ -142,8 +142,7 @@ def _split_scattered_axis(op: SetOp, exchange: Exchange, rewriter: PatternRewrit
     def position(axis: int) -> int:  # a result axis after the split
         return axis + (axis > scattered)
 
-    local = [a.unparallelized() if i == scattered else a for i, a in enumerate(source.value_axes())]
-    sent_axes = _split(local, scattered, Axis(devices), part)
+    sent_axes = _split(source.value_axes(), scattered, Axis(devices), part)
     lead = [position(a) for a in (stream, scattered, gathered) if a is not None]
     lead.insert(lead.index(position(gathered)) + 1, scattered + 1)
     rest = [a for a in range(len(sent_axes)) if a not in lead]
