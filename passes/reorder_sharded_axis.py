@@ -61,7 +61,6 @@ from .sharding_policy import Exchange, buffer_order, layout_problem, propagate_p
 class Layout:
     """The memory orders, as result axes, that a communication's two buffers need."""
 
-    stream: int | None
     sent: list[int]
     received: list[int]
 
@@ -72,7 +71,7 @@ class Layout:
         lead = [a for a in (stream, exchange.scattered, exchange.gathered) if a is not None]
         rest = [a for a in range(target.rank) if a not in lead]
         received = [a for a in (stream, exchange.gathered, exchange.scattered) if a is not None]
-        return Layout(stream, lead + rest, received + rest)
+        return Layout(lead + rest, received + rest)
 
 
 class ReorderShardedAxis(RewritePattern):
@@ -83,10 +82,10 @@ class ReorderShardedAxis(RewritePattern):
     def match_and_rewrite(self, op: SetOp | ReduceOp, rewriter: PatternRewriter) -> None:
         if not _is_one_communication(op):
             return
-        target = tensor_type(op.result)
-        if layout_problem(op, target.stream_axis()) is None:
+        stream = tensor_type(op.result).stream_axis()
+        if layout_problem(op, stream) is None:
             return
-        exchange = Exchange.of(op)
+        exchange = Exchange.of(op, stream)
         if _needs_split(op, exchange):
             _split_scattered_axis(op, exchange, rewriter)
         else:
@@ -116,12 +115,12 @@ def _copy_around(op: SetOp | ReduceOp, layout: Layout, rewriter: PatternRewriter
     source, target = tensor_type(op.input), tensor_type(op.result)
     identity = {i: i for i in range(target.rank)}
     sent = _streamed_like(target, _value_type(source)).with_(alloc_order=tuple(layout.sent))
-    if buffer_order(source, op.axis_map(op.input), layout.stream) != buffer_order(sent, identity, layout.stream):
+    if buffer_order(source, op.axis_map(op.input)) != buffer_order(sent, identity):
         copy = located_like(SetOp(op.input, sent), op)
         rewriter.insert(copy, InsertPoint.before(op))
         op.operands[0] = copy.result
     received = target.with_(alloc_order=tuple(layout.received))
-    if buffer_order(target, identity, layout.stream) != buffer_order(received, identity, layout.stream):
+    if buffer_order(target, identity) != buffer_order(received, identity):
         communicated = rewriter.replace_value_with_new_type(op.result, received)
         copy = located_like(SetOp(communicated, _value_type(target)), op)
         rewriter.insert(copy, InsertPoint.after(op))

@@ -185,7 +185,17 @@ class Exchange:
     gathered: int | None
 
     @staticmethod
-    def of(op: SetOp | ReduceOp) -> Exchange:
+    def of(op: SetOp | ReduceOp, loop_axis: int | None = None) -> Exchange:
+        """`op`'s exchange, in the chunks of a stream loop over the result axis `loop_axis`
+        if given. A loop over the gathered axis is a ring (stream-parallel-type): each
+        iteration receives one member's whole shard into its chunk, gathering nothing."""
+        exchange = Exchange._of(op)
+        if loop_axis is not None and loop_axis == exchange.gathered:
+            return Exchange(exchange.parallel, exchange.scattered, None)
+        return exchange
+
+    @staticmethod
+    def _of(op: SetOp | ReduceOp) -> Exchange:
         parallel = communicated_type(op)
         source, target = tensor_type(op.input), tensor_type(op.result)
         produced = _sharded_placement(source, parallel)
@@ -237,12 +247,13 @@ def _team_size(t: TensorType, parallel: ParallelKind) -> int:
 def layout_problem(op: SetOp | ReduceOp, loop_axis: int | None = None) -> str | None:
     """Why the flat buffers of the communicating `op` are not laid out as its collective
     needs (None if they are). `loop_axis`: a result axis a stream loop slices away."""
-    exchange = Exchange.of(op)
-    if loop_axis is not None and loop_axis in (exchange.scattered, exchange.gathered):
-        return None  # the loop moves whole shards point to point (stream-parallel-type's rings)
+    exchange = Exchange.of(op, loop_axis)
     source, target = tensor_type(op.input), tensor_type(op.result)
     to_result = op.axis_map(op.input)
     identity = {i: i for i in range(target.rank)}
+    for order in (buffer_order(source, to_result), buffer_order(target, identity)):
+        if loop_axis in order and order[0] != loop_axis:
+            return f"the stream loop over axis {loop_axis} would cut chunks that are not contiguous out of its buffers"
     sent, received = buffer_order(source, to_result, loop_axis), buffer_order(target, identity, loop_axis)
     for order, leading in ((sent, exchange.scattered), (received, exchange.gathered)):
         if leading is not None and order[:1] != [leading]:

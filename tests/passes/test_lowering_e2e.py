@@ -139,6 +139,7 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_inner_axis": (set_fusion("8, 4], mesh=[0", "8, 4(2 didx, 2)], mesh=[0, 1"), 2),
     "reduce_scatter_inner_axis": (reduce_fusion("sum", "0", "2 didx, 4, 8], mesh=[0, 1", "r2, 4, 8(2 didx, 4)], mesh=[0, 1"), 2),
     "allgather_inner_axis_4": (set_fusion("3, 8(4 didx, 2)], mesh=[0, 1, 2, 3", "3, 8], mesh=[0, 1, 2, 3"), 4),
+    "scatter_in_a_loop_over_an_inner_axis_4": (set_fusion("8, 8], mesh=[0, 1, 2, 3", "8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3"), 4),
     # DIDy on a 2-D mesh (teams are mesh columns), and both types at once
     "allgather_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2 didx, 8], {MESH_2D}"), 4),
     "allgather_didy_inner_axis": (set_fusion(f"2 didx, 8, 2 didy], {MESH_2D}", f"2 didx, 8, 2], {MESH_2D}"), 4),
