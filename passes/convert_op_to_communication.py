@@ -41,6 +41,7 @@ the collective (every copy measured on 2x H200 beat NCCL's, docs/copy_engine.md)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -56,8 +57,9 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import DEVICE_KINDS, Axis, Mesh, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
+from .cost_model import DEFAULT_MACHINE, Machine
 from .sharding_policy import (
     Exchange,
     communicated_type,
@@ -209,15 +211,29 @@ class TransportChoice(StrEnum):
     AUTO = "auto"
 
 
-def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice) -> hir.Transport:
+def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
     if choice == TransportChoice.NCCL:
         return hir.Transport.NCCL
     problem = copy_engine_problem(op, plan)
-    if problem is None:
-        return hir.Transport.COPY_ENGINE
     if choice == TransportChoice.COPY_ENGINE:
-        raise op_error(op, f"cannot communicate on the copy engines: {problem}")
+        if problem is not None:
+            raise op_error(op, f"cannot communicate on the copy engines: {problem}")
+        return hir.Transport.COPY_ENGINE
+    if problem is None and copy_engine_is_faster(op, plan[0], machine):
+        return hir.Transport.COPY_ENGINE
     return hir.Transport.NCCL
+
+
+def copy_engine_is_faster(op: Operation, collective: Collective, machine: Machine) -> bool:
+    """By the cost model, for the bytes each member sends each peer (dynamic: no)."""
+    source, target = tensor_type(op.operands[0]), tensor_type(op.results[0])
+    member = collective.team[0]
+    shard = (target if collective.kind is hir.ReduceScatterOp else source).local_shape(member)
+    if shard is None or DYNAMIC in shard:
+        return False
+    link_bytes = math.prod(shard) * source.element_bytes()
+    name = collective.kind.name
+    return machine.collective_ms(name, True, link_bytes) <= machine.collective_ms(name, False, link_bytes)
 
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
@@ -232,7 +248,10 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
-    return None
+    local_input = tensor_type(op.operands[0]).local_shape(plan[0].team[0])
+    if local_input is None or DYNAMIC in local_input:
+        return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
+    return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
 
 
 def _enclosing_loops(op: Operation) -> list[scf.ForOp]:
@@ -295,7 +314,7 @@ def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int
     source = tensor_type(op.operands[0])
     chunk_axes = [a for a in source.axes if not a.is_reduction]
     if kind is hir.AllreduceOp:
-        chunk_axes = [Axis(len(team)), *chunk_axes]
+        chunk_axes = [Axis(2), *chunk_axes]  # input chunks, then reduced chunks
     loops = _enclosing_loops(op)
     axes = ([Axis(_trip_count(loops[0]))] if loops else []) + chunk_axes
     allocate = located_like(hir.AllocateOp(TensorType.of(source.element_type, axes, source.mesh), symmetric=True), op)
@@ -382,10 +401,14 @@ class ConvertOpToCommunication(ModulePass):
     transport: str = "nccl"
     """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
+    machine: str = DEFAULT_MACHINE
+    """The cost model `auto` decides with (passes/machines/<machine>.json)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):
             raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
         choice = TransportChoice(self.transport)
+        machine = Machine.load(self.machine)
         host_programs = programs(op)
         if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
@@ -394,5 +417,5 @@ class ConvertOpToCommunication(ModulePass):
             for inner in program.walk():
                 if isinstance(inner, fusion.ComputeOp) and communicates(inner):
                     collectives = plan_communication(inner)
-                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice))
+                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine))
         PatternRewriteWalker(ConvertToCollectives(plans), apply_recursively=False).rewrite_module(op)
