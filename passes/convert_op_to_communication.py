@@ -62,6 +62,7 @@ from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, Parall
 from .cost_model import DEFAULT_MACHINE, Machine
 from .sharding_policy import (
     Exchange,
+    buffer_order,
     communicated_type,
     device_parallel_reduced_axes,
     is_inner_split,
@@ -103,10 +104,24 @@ def plan_communication(op: Operation) -> list[Collective]:
         plan = _plan_reduce(op, parallel, sender, receiver, out_sharded)
     else:
         plan = _plan_set(op, parallel, sender, receiver, in_sharded, out_sharded)
-    problem = layout_problem(op)
+    problem = layout_problem(op) or _chunk_problem(op)
     if problem is not None:
         raise op_error(op, problem)
     return plan
+
+
+def _chunk_problem(op: fusion.SetOp | fusion.ReduceOp) -> str | None:
+    """Why a stream loop's chunk that `op` communicates is not one contiguous run of its
+    buffer (collectives need dense buffers; reorder-sharded-axis puts the loop's axis first)."""
+    for value in (op.input, op.out):
+        select = value.owner if value is not None else None
+        if not isinstance(select, hir.AliasSelectOp):
+            continue
+        whole = tensor_type(select.input)
+        if select.axis_index in buffer_order(whole, {a: a for a in range(whole.rank)})[1:]:
+            return (f"communicates chunks of a stream loop over axis {select.axis_index} that are not contiguous "
+                    "in their buffer: that axis must be allocated outermost (reorder-sharded-axis makes it so)")
+    return None
 
 
 def _plan_set(

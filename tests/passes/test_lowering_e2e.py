@@ -321,3 +321,9 @@ def test_disabling_reorder_sharded_axis_refuses_inner_axes(disabled_outcomes):
     for name in ("all_to_all_split", "allgather_inner_axis", "reduce_scatter_inner_axis"):
         error = disabled_outcomes[(name, "reorder-sharded-axis")].error
         assert error is not None and "reorder-sharded-axis" in error, (name, error)
+
+
+def test_disabling_reorder_sharded_axis_refuses_a_stream_loop_over_an_inner_axis():
+    """Its chunks would be strided in their buffers: refused when lowered, not when run."""
+    error = lower_or_refuse("scatter_in_a_loop_over_an_inner_axis_4", "reorder-sharded-axis").error
+    assert error is not None and "not contiguous" in error and "reorder-sharded-axis" in error, error
