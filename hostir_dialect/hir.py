@@ -44,12 +44,11 @@ from xdsl.traits import (
     MemoryFreeEffect,
     MemoryWriteEffect,
     Pure,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .functions import FunctionLikeOp, ReturnLikeOp
+from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
 
@@ -341,7 +340,7 @@ class PostOnStreamOp(IRDLOperation):
         return self.callee.root_reference.data
 
     def unit(self) -> FuncOp:
-        found = SymbolTable.lookup_symbol(self, self.callee)
+        found = lookup_function(self, self.callee_name())
         if not isinstance(found, FuncOp):
             raise VerifyException(f"@{self.callee_name()} is not a fusion.func in this module")
         return found

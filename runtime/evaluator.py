@@ -155,6 +155,7 @@ class Evaluator:
         if self.copy_engine is not None:
             self.copy_engine.begin_run()
         saved = self.streams.current()
+        self.streams.start_run()
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings("error", message=_RESIZE_WARNING)
@@ -174,14 +175,6 @@ class Evaluator:
 def compile_program(module: ModuleOp, **options) -> Evaluator:
     """`Evaluator(module, **options)`: compile once, then call `.run(inputs)` many times."""
     return Evaluator(module, **options)
-
-
-def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None, rank: int | None = None,
-            world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None) -> list:
-    """Compile and run a host program on this rank: the list of its local outputs."""
-    evaluator = Evaluator(module, name=name, rank=rank, world_size=world_size,
-                          number_of_streams=number_of_streams, device=device)
-    return evaluator.run(inputs)
 
 
 def find_function(module: ModuleOp, name: str | None = None) -> FunctionLikeOp:

@@ -38,6 +38,7 @@ import passes
 from hostir_dialect.context import parse_module
 
 from .evaluator import Evaluator
+from .executor_cache import LruCache
 
 
 class SpmdError(RuntimeError):
@@ -233,9 +234,13 @@ def _death(exit_code: int) -> str:
 # --------------------------------------------------------------------------- #
 
 
+_LOWERED: LruCache[ModuleOp] = LruCache(capacity=32)
+"""Fusions lowered by `lower_module`, by their text."""
+
+
 def lower_module(module: ModuleOp) -> ModuleOp:
-    """A copy of `module` lowered by the `hostir-lower` pipeline."""
-    return passes.lower(module.clone())
+    """A copy of `module` lowered by the `hostir-lower` pipeline (lowered once per text)."""
+    return _LOWERED.get(str(module), lambda: passes.lower(module.clone())).clone()
 
 
 def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:

@@ -4,7 +4,9 @@ Both pools have the same interface, so one compiled program runs on either:
 `current()`, `get(key)` (the worker stream of an integer key, created on first use and
 cached for the pool's lifetime, i.e. across runs), `set_current(s)`, `synchronize(s)`
 (the current stream waits for `s`: an event recorded on `s` and waited on by the current
-stream, never blocking the host) and `stream_id(s)` (a stable integer, for debug logs).
+stream, never blocking the host), `stream_id(s)` (a stable integer, for debug logs) and
+`start_run()` (called by the evaluator before each run: what a pool records about one run
+is dropped, so a program run many times holds no more than one run's worth).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ class CpuStream:
     key: int | None
     id: int
     waited_for: list[int] = field(default_factory=list)
-    """Ids of the streams this one was made to wait for (hir.synchronize), in order."""
+    """Ids of the streams this one was made to wait for (hir.synchronize) in the current
+    run, in order."""
 
     def __repr__(self) -> str:
         return f"CpuStream(key={self.key}, id={self.id})"
@@ -47,6 +50,10 @@ class CpuStreams:
 
     def synchronize(self, stream: CpuStream) -> None:
         self._current.waited_for.append(stream.id)
+
+    def start_run(self) -> None:
+        for stream in (self.default, *self._by_key.values()):
+            stream.waited_for.clear()
 
     def stream_id(self, stream: CpuStream) -> int:
         return stream.id
@@ -76,6 +83,9 @@ class CudaStreams:
     def synchronize(self, stream: torch.cuda.Stream) -> None:
         # wait_stream = record an event on `stream` + cudaStreamWaitEvent on the current one.
         torch.cuda.current_stream(self.device).wait_stream(stream)
+
+    def start_run(self) -> None:
+        pass  # nothing is recorded: the events live in CUDA's own streams
 
     def stream_id(self, stream: torch.cuda.Stream) -> int:
         return stream.cuda_stream
