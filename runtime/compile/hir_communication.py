@@ -23,12 +23,19 @@ def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step | None:
         post = c.context.comm.poster(op)
     except CollectiveError as error:
         raise op_error(op, str(error)) from None
-    source, dest = c.slot(op.input), c.slot(op.output)
+    operands = [c.slot(o) for o in op.operands]
+    if len(operands) == 2:  # input and output: the common case, without unpacking a list
+        source, dest = operands
 
-    def step(env: list) -> None:
-        env[work] = post(env[source], env[dest])
+        def step(env: list) -> None:
+            env[work] = post(env[source], env[dest])
 
-    return step
+        return step
+
+    def step_with_indices(env: list) -> None:  # hir.shift: its offset too
+        env[work] = post(*[env[s] for s in operands])
+
+    return step_with_indices
 
 
 def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step:
