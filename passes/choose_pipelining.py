@@ -14,7 +14,8 @@ function, from the machine's constants (passes/cost_model.py):
 where C and c are the communication of the whole tensors and of one chunk (each
 collective on its fastest transport), G and g the matmuls' (a two-stage pipeline: after
 the first chunk, the slower stage sets the pace; the host enqueues ahead of the GPU, so
-its time counts only where it is the larger). Where `serial` is smaller it drops the
+its time counts only where it is the larger; `cuda-graph=true`: none, the program is
+replayed from a graph). Where `serial` is smaller it drops the
 `Stream` parallelization from every value of the function: no loop is built, and each
 communication and matmul runs once, on whole tensors. The user's data layout is the
 same either way (a Stream axis is not sharded), so the function's callers see no change.
@@ -56,13 +57,13 @@ class Stages:
     matmuls_per_chunk: float
     slowdown: float
 
-    def pipelined_ms(self, machine: Machine) -> float:
+    def pipelined_ms(self, host_ms_per_chunk: float) -> float:
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
         gpu = self.chunks * max(c, g * (1 + self.slowdown)) + min(c, g)
-        return max(gpu, self.chunks * machine.host_us_per_chunk / 1e3)
+        return max(gpu, self.chunks * host_ms_per_chunk)
 
-    def serial_ms(self, machine: Machine) -> float:
-        return max(self.communication + self.matmuls, machine.host_us_per_chunk / 1e3)
+    def serial_ms(self, host_ms_per_chunk: float) -> float:
+        return max(self.communication + self.matmuls, host_ms_per_chunk)
 
 
 def stream_chunks(func: fusion.FuncOp) -> int | None:
@@ -169,11 +170,15 @@ class ChoosePipelining(ModulePass):
     machine: str = DEFAULT_MACHINE
     """The cost model it decides with (passes/machines/<machine>.json)."""
 
+    cuda_graph: bool = False
+    """The program will be replayed from a CUDA graph: no host time per chunk."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport != TransportChoice.AUTO:
             return
         machine = Machine.load(self.machine)
+        host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
         for func in user_fusions(op):
             stages = estimate(func, machine)
-            if stages is not None and stages.serial_ms(machine) < stages.pipelined_ms(machine):
+            if stages is not None and stages.serial_ms(host) < stages.pipelined_ms(host):
                 unpipeline(func)
