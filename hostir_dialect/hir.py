@@ -435,6 +435,19 @@ class CollectiveOp(IRDLOperation):
     def root_id(self) -> int | None:
         return self.root.value.data if self.root is not None else None
 
+    def takes_part(self, rank: int) -> bool:
+        """Does `rank` post this collective? A rank outside the team skips it."""
+        return rank in self.team_ids
+
+    def needs_input(self, member: int) -> bool:
+        """Must team member `member` hold an input buffer? One that must and does not
+        cannot post (runtime/communicator.py); where it need not, it posts scratch."""
+        return True
+
+    def needs_output(self, member: int) -> bool:
+        """Must team member `member` hold an output buffer? (See `needs_input`.)"""
+        return True
+
     def verify_(self) -> None:
         team = self.team_ids
         if not team:
@@ -571,12 +584,24 @@ class ScatterOp(RootedCollectiveOp):
 
     name = "hir.scatter"
 
+    def needs_input(self, member: int) -> bool:
+        return member == self.root_id
+
+    def needs_output(self, member: int) -> bool:
+        return member != self.root_id
+
 
 @irdl_op_definition
 class GatherOp(RootedCollectiveOp):
     """The root gets every member's input, concatenated."""
 
     name = "hir.gather"
+
+    def needs_input(self, member: int) -> bool:
+        return False  # a member without input sends zeros
+
+    def needs_output(self, member: int) -> bool:
+        return False  # a root without output gathers into scratch
 
 
 @irdl_op_definition
@@ -585,6 +610,12 @@ class BroadcastOp(RootedCollectiveOp):
 
     name = "hir.broadcast"
 
+    def needs_input(self, member: int) -> bool:
+        return member == self.root_id
+
+    def needs_output(self, member: int) -> bool:
+        return member != self.root_id
+
 
 @irdl_op_definition
 class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
@@ -592,12 +623,24 @@ class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
 
     name = "hir.reduce"
 
+    def needs_input(self, member: int) -> bool:
+        return False  # a member without input adds the identity
+
+    def needs_output(self, member: int) -> bool:
+        return False  # a root without output reduces into scratch
+
 
 @irdl_op_definition
 class SendRecvOp(RootedCollectiveOp):
     """Team [sender, receiver], root = sender: one copy."""
 
     name = "hir.send_recv"
+
+    def needs_input(self, member: int) -> bool:
+        return member == self.team_ids[0]
+
+    def needs_output(self, member: int) -> bool:
+        return member == self.team_ids[-1]
 
 
 @irdl_op_definition
@@ -623,6 +666,10 @@ class PointToPointOp(IRDLOperation):
 
     def __init__(self, buffer: SSAValue, peer: SSAValue):
         super().__init__(operands=[buffer, peer], result_types=[WorkType()])
+
+    def takes_part(self, rank: int) -> bool:
+        """Does `rank` post this transfer? A rank that does not hold the buffer skips it."""
+        return tensor_type(self.buffer).is_on_rank(rank)
 
 
 @irdl_op_definition
@@ -666,6 +713,11 @@ class TeamPositionOp(IndexValueOp):
     @property
     def team_ids(self) -> tuple[int, ...]:
         return self.team.get_values()
+
+    def position_of(self, rank: int) -> int:
+        """The value this op has on `rank`."""
+        team = self.team_ids
+        return team.index(rank) if rank in team else -1
 
     def verify_(self) -> None:
         team = self.team_ids

@@ -5,7 +5,10 @@ It overrides only what it must of `xDSLOptMain`: the dialects, passes and fronte
 registers; the pipeline, built by passes/pipeline.py so that pipelines (`-p hostir-lower`)
 are expanded and `--disable-pass`, `--print-ir-after[-all]` and `--time-passes` reach
 their member passes; `-o`, written only once the run has succeeded; `--help`, which lists
-every pass with its one-line description, as `mlir-opt --help` does. Every op is
+every pass with its one-line description, as `mlir-opt --help` does;
+`--verify-each-pass-numerically`, which hands the pipeline the runtime's numerical
+`PassCheck`, found through the `hostir.pass_checks` entry points (pyproject.toml) since
+the passes do not import the runtime (docs/architecture.md). Every op is
 located, so parse, verifier and pass errors print `file:line:col: error: ...` and exit 1
 (with `--verify-diagnostics` they are printed to stdout and the exit code is 0, as in
 xdsl-opt); `--debug` shows the Python traceback instead.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from importlib.metadata import entry_points
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -31,7 +35,7 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
 from . import PIPELINES, get_all_passes
-from .pipeline import ALL, PassManagerOptions, build_pipeline
+from .pipeline import ALL, PassCheck, PassManagerOptions, build_pipeline
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -41,6 +45,19 @@ _UNDOCUMENTED = {
     "dce": "Eliminate dead code: unused ops without side effects (xDSL)",
 }
 """Descriptions of the upstream passes whose classes have no docstring."""
+
+
+PASS_CHECKS = "hostir.pass_checks"
+"""The entry-point group of `PassCheck` classes by name; the runtime registers `numerical`."""
+
+
+def load_pass_check(name: str) -> PassCheck:
+    """A new instance of the `PassCheck` registered as `name`."""
+    found = entry_points(group=PASS_CHECKS, name=name)
+    if not found:
+        raise ValueError(f"no pass check {name!r} is installed (entry points {PASS_CHECKS}); "
+                         "install hostir with `pip install -e .`")
+    return next(iter(found)).load()()
 
 
 def registered_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -127,6 +144,10 @@ class HostIROptMain(xDSLOptMain):
                                 help="dump the IR to stderr after this pass (repeatable)")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
+        arg_parser.add_argument("--verify-each-pass-numerically", action="store_true",
+                                help="run the module before and after every pass on the same random inputs "
+                                     "(on CPU ranks when it names several devices) and report the first pass "
+                                     "that changes an output")
         # --help ends with every pass and pipeline; the list imports every pass, so it is
         # built only when the help is printed.
         format_help = arg_parser.format_help
@@ -147,6 +168,7 @@ class HostIROptMain(xDSLOptMain):
             print_ir_after=frozenset(after),
             time_passes=self.args.time_passes,
             verify_each=not self.args.disable_verify,
+            check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
         )
         self.pipeline = build_pipeline(self.args.passes, options, self.available_passes)
 

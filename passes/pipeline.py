@@ -5,7 +5,8 @@ member passes (so disabling a pass or dumping the IR after one reaches the membe
 drops the disabled passes, and hands the rest to `PassPipeline.parse_spec` with one
 `Instrumentation` callback, which after every pass verifies the module with located
 diagnostics, dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when
-asked, and times it (MLIR's `--time-passes` report when the pipeline ends).
+asked, times it (MLIR's `--time-passes` report when the pipeline ends) and shows it to a
+`PassCheck` when one is given (`--verify-each-pass-numerically`).
 
 nvFuser's OptimizationPass (#4385/#4401) gives every pass an enable flag and a
 dump-after option; here they are options of one run instead of global state, so two
@@ -18,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -36,6 +37,20 @@ PassRegistry = Mapping[str, Callable[[], type[ModulePass]]]
 """CLI name -> loader of the pass class, as `get_all_passes()` and xDSL give them."""
 
 
+class PassCheck(Protocol):
+    """A check of what the passes do, beyond verification: it sees the module before the
+    first pass and after each one, and raises a located HostIRError to stop the pipeline.
+    The runtime provides one that interprets the module (runtime/verify_passes.py); the
+    passes reach it through the `hostir.pass_checks` entry points, not an import."""
+
+    def start(self, module: ModuleOp) -> None: ...
+
+    def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None: ...
+
+    def finish(self) -> None:
+        """After the last pass: a check may defer its work to here."""
+
+
 @dataclass(frozen=True)
 class PassManagerOptions:
     disabled: frozenset[str] = frozenset()
@@ -46,6 +61,8 @@ class PassManagerOptions:
     verify_each: bool = True
     dump_stream: TextIO | None = None
     """Where IR dumps and timings go (default: stderr, as MLIR tools do)."""
+    check: PassCheck | None = None
+    """Shown the module before the first pass and after each one."""
 
     def dumps_after(self, name: str) -> bool:
         return ALL in self.print_ir_after or name in self.print_ir_after
@@ -73,13 +90,19 @@ class Instrumentation:
         self.started = 0.0
 
     def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        check = self.options.check
         if previous is None:
             self.run.timings.clear()  # a new application (e.g. the next --split-input-file chunk)
+            if check is not None:
+                check.start(module)
         else:
             self.run.timings.append(PassTiming(previous.name, time.perf_counter() - self.started))
             self.after_pass(previous, module)
-        if following is None and self.options.time_passes:
-            self.stream.write(format_timings(self.run.timings))
+        if following is None:
+            if self.options.time_passes:
+                self.stream.write(format_timings(self.run.timings))
+            if check is not None:
+                check.finish()
         self.started = time.perf_counter()
 
     def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
@@ -89,6 +112,8 @@ class Instrumentation:
             self.stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
             Printer(stream=self.stream).print_op(module)
             self.stream.write("\n\n")
+        if self.options.check is not None:
+            self.options.check.after_pass(module_pass, module)
 
     @property
     def stream(self) -> TextIO:

@@ -32,7 +32,7 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import ExecutionError, find_function
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
-from .layouts import shard_tensor, torch_dtype, unshard
+from .layouts import random_tensor, shard_tensor, unshard
 from .reference import run_fusion
 
 
@@ -98,19 +98,10 @@ def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int
                 raise UsageError(f"cannot load {path}: {error}") from None
         return tensors
     generator = torch.Generator().manual_seed(seed)
-    return [_random(t, generator, index) for index, t in enumerate(types)]
-
-
-def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tensor:
-    shape = t.value_shape()
-    if DYNAMIC in shape:
-        raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
-    dtype = torch_dtype(t)
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=generator).to(dtype)
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=generator) > 0.5
-    return torch.randint(0, 10, shape, generator=generator, dtype=dtype)
+    for index, t in enumerate(types):
+        if DYNAMIC in t.value_shape():
+            raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
+    return [random_tensor(t, generator) for t in types]
 
 
 def shards_per_rank(program: hir.ProgramOp, inputs: Sequence[torch.Tensor], world_size: int) -> list[list]:

@@ -34,10 +34,10 @@ from typing import Any
 
 import torch
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
-from hostir_dialect import fusion, hir, symbols
+from hostir_dialect import arith_semantics, fusion, hir, symbols
 from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.sharding import communicates
@@ -264,34 +264,6 @@ class _ArgSpec:
 # --------------------------------------------------------------------------- #
 
 
-def _int_cmp(predicate: int) -> Callable[[int, int], bool]:
-    return [
-        lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a < b, lambda a, b: a <= b,
-        lambda a, b: a > b, lambda a, b: a >= b, lambda a, b: a < b, lambda a, b: a <= b,
-        lambda a, b: a > b, lambda a, b: a >= b,
-    ][predicate]
-
-
-def _trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
-
-
-def _trunc_rem(a: int, b: int) -> int:
-    return a - b * _trunc_div(a, b)
-
-
-_ARITH_BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
-    arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, arith.MuliOp: lambda a, b: a * b,
-    arith.DivSIOp: _trunc_div, arith.DivUIOp: lambda a, b: a // b, arith.RemSIOp: _trunc_rem,
-    arith.RemUIOp: lambda a, b: a % b, arith.FloorDivSIOp: lambda a, b: a // b,
-    arith.CeilDivSIOp: lambda a, b: -(-a // b), arith.CeilDivUIOp: lambda a, b: -(-a // b),
-    arith.MaxSIOp: max, arith.MinSIOp: min, arith.MaxUIOp: max, arith.MinUIOp: min,
-    arith.AndIOp: lambda a, b: a & b, arith.OrIOp: lambda a, b: a | b, arith.XOrIOp: lambda a, b: a ^ b,
-    arith.AddfOp: lambda a, b: a + b, arith.SubfOp: lambda a, b: a - b, arith.MulfOp: lambda a, b: a * b,
-    arith.DivfOp: lambda a, b: a / b, arith.MaximumfOp: max, arith.MinimumfOp: min,
-}
-_ARITH_IDENTITY = (arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
 _TERMINATORS = (hir.ReturnOp, fusion.ReturnOp, scf.YieldOp)
 
 
@@ -427,8 +399,9 @@ class _Compiler:
             return self.recorded(op, self.collective(op))
         if isinstance(op, hir.PointToPointOp):
             return self.recorded(op, self.point_to_point(op))
-        if type(op) in _ARITH_BINARY:
-            return _fresh_step(_ARITH_BINARY[type(op)], self.slot(op.results[0]), [self.slot(o) for o in op.operands])
+        if type(op) in arith_semantics.BINARY:
+            return _fresh_step(arith_semantics.BINARY[type(op)], self.slot(op.results[0]),
+                               [self.slot(o) for o in op.operands])
         handler = _HANDLERS.get(type(op))
         if handler is None:
             raise op_error(op, "is not supported by the runtime")
@@ -652,7 +625,7 @@ class _Compiler:
 
     def collective(self, op: hir.CollectiveOp) -> Step | None:
         work = self.slot(op.work)
-        if self.rank not in op.team_ids:
+        if not op.takes_part(self.rank):
             self.constant(op.work, DONE)
             return None
         if op.uses_copy_engine:
@@ -684,7 +657,7 @@ class _Compiler:
 
     def point_to_point(self, op: hir.PointToPointOp) -> Step | None:
         work = self.slot(op.work)
-        if not tensor_type(op.buffer).is_on_rank(self.rank):
+        if not op.takes_part(self.rank):
             self.constant(op.work, DONE)
             return None
         if self.ev.comm.backend is None:
@@ -710,23 +683,18 @@ class _Compiler:
         return step
 
     def team_position(self, op: hir.TeamPositionOp) -> None:
-        team = op.team_ids
-        self.constant(op.result, team.index(self.rank) if self.rank in team else -1)
+        self.constant(op.result, op.position_of(self.rank))
 
     # -- arith and scf ----------------------------------------------------------
     def arith_constant(self, op: arith.ConstantOp) -> None:
-        value = op.value
-        if isinstance(value, IntegerAttr):
-            data = value.value.data
-            is_bool = isinstance(value.type, IntegerType) and value.type.width.data == 1
-            self.constant(op.result, bool(data) if is_bool else data)
-        elif isinstance(value, FloatAttr):
-            self.constant(op.result, float(value.value.data))
-        else:
-            raise op_error(op, f"constant {value} is not a scalar")
+        try:
+            self.constant(op.result, arith_semantics.constant_value(op))
+        except ValueError as error:
+            raise op_error(op, str(error)) from None
 
     def arith_cmpi(self, op: arith.CmpiOp) -> Step:
-        return _fresh_step(_int_cmp(op.predicate.value.data), self.slot(op.result), [self.slot(op.lhs), self.slot(op.rhs)])
+        return _fresh_step(arith_semantics.comparison(op.predicate.value.data), self.slot(op.result),
+                           [self.slot(op.lhs), self.slot(op.rhs)])
 
     def arith_select(self, op: arith.SelectOp) -> Step:
         cond, a, b, result = self.slot(op.cond), self.slot(op.lhs), self.slot(op.rhs), self.slot(op.result)
@@ -815,5 +783,5 @@ _HANDLERS: dict[type[Operation], Callable[[_Compiler, Any], Step | None]] = {
     arith.SelectOp: _Compiler.arith_select,
     scf.ForOp: _Compiler.scf_for,
     scf.IfOp: _Compiler.scf_if,
-    **{cls: _Compiler.arith_identity for cls in _ARITH_IDENTITY},
+    **{cls: _Compiler.arith_identity for cls in arith_semantics.CASTS},
 }

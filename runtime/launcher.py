@@ -3,10 +3,12 @@ existing torchrun world.
 
 `launch(fn, world_size)` spawns `world_size` processes (torch.multiprocessing, start method
 spawn) that join one torch.distributed world on 127.0.0.1 and a free port, calls
-`fn(rank, world_size, *args)` in each and returns every rank's result. If a rank raises,
-the others are killed and `SpmdError` names the failing rank and its exception; a launch
-that outlives `timeout` is killed too, so nothing hangs. Collectives time out after
-`collective_timeout` seconds (a rank blocked on a dead peer fails instead of waiting).
+`fn(rank, world_size, *args)` in each and returns every rank's result. As soon as a rank
+fails -- it raises, is killed, crashes, or times out in a collective -- the others are killed
+and `SpmdError` names that rank and what happened to it; a launch that outlives `timeout` is
+killed too, so nothing hangs and no process outlives the launch. Collectives time out after
+`collective_timeout` seconds (a rank blocked on a peer that never posts fails instead of
+waiting).
 
 Starting processes costs seconds, so `run_spmd_batch` runs many programs (`Job`s) in one
 launch; `run_spmd` is the one-program form.
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import multiprocessing.connection
 import os
+import signal
 import socket
 import tempfile
 import time
@@ -159,16 +163,29 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
             _worker, args=(world_size, free_port(), backend, result_dir, fn, args, collective_timeout, timeout),
             nprocs=world_size, join=False, start_method="spawn",
         )
-        deadline = time.monotonic() + timeout
         try:
-            while not context.join(timeout=0.2):
-                if time.monotonic() > deadline:
-                    _kill(context)
-                    raise SpmdError(f"the {world_size} ranks did not finish within {timeout} s; all were stopped")
-        except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
+            _wait(context.processes, Path(result_dir), timeout)
+        finally:
+            # Whatever happened (a rank failed, the launch timed out, the caller was
+            # interrupted), no rank outlives the launch.
             _kill(context)
-            raise SpmdError(_failure(Path(result_dir), error)) from None
         return [torch.load(Path(result_dir) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
+
+
+def _wait(processes: Sequence, result_dir: Path, timeout: float) -> None:
+    """Until every rank has finished; SpmdError as soon as one fails or time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        exit_codes = {rank: p.exitcode for rank, p in enumerate(processes) if p.exitcode is not None}
+        failed = {rank: code for rank, code in exit_codes.items()
+                  if code != 0 or not (result_dir / f"rank{rank}.pt").exists()}
+        if failed:
+            raise SpmdError(_failure(result_dir, failed, processes))
+        if len(exit_codes) == len(processes):
+            return
+        if time.monotonic() > deadline:
+            raise SpmdError(f"the {len(processes)} ranks did not finish within {timeout} s; all were stopped")
+        multiprocessing.connection.wait([p.sentinel for p in processes if p.exitcode is None], timeout=0.2)
 
 
 def _kill(context) -> None:
@@ -176,19 +193,39 @@ def _kill(context) -> None:
         if process.is_alive():
             process.kill()
         process.join(timeout=5)
+    for path in context.error_files:  # torch's tracebacks of raising ranks: ours are in result_dir
+        Path(path).unlink(missing_ok=True)
 
 
-def _failure(result_dir: Path, error: Exception) -> str:
-    """The rank that failed first, from the records the workers left."""
+def _failure(result_dir: Path, failed: dict[int, int], processes: Sequence) -> str:
+    """Which rank failed first, and how, from the ranks that have exited.
+
+    A rank that died without leaving a record (killed by a signal, or crashed) is the
+    culprit: the others can only have failed because it disappeared. Otherwise it is the
+    rank whose record is the earliest among those that failed working (a rank that
+    finished and then timed out waiting for the others is a victim).
+    """
+    died = sorted(rank for rank in failed if not (result_dir / f"rank{rank}.err").exists())
+    if died:
+        rank = died[0]
+        return f"rank {rank} failed: {_death(failed[rank])} (pid {processes[rank].pid})"
     records = []
-    for path in result_dir.glob("rank*.err"):
-        record = json.loads(path.read_text())
-        records.append((record["finished"], record["time"], int(path.stem.removeprefix("rank")), record["message"]))
-    if records:
-        *_, rank, message = min(records)
-        return f"rank {rank} failed: {message}"
-    rank = getattr(error, "error_index", "?")
-    return f"rank {rank} failed: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+    for rank in failed:
+        record = json.loads((result_dir / f"rank{rank}.err").read_text())
+        records.append((record["finished"], record["time"], rank, record["message"]))
+    *_, rank, message = min(records)
+    return f"rank {rank} failed: {message}"
+
+
+def _death(exit_code: int) -> str:
+    if exit_code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exit_code).name}"
+        except ValueError:
+            return f"killed by signal {-exit_code}"
+    if exit_code == 0:
+        return "exited without a result"
+    return f"exited with code {exit_code} without reporting an error"
 
 
 # --------------------------------------------------------------------------- #
