@@ -2,7 +2,8 @@
 
 Every op that touches buffers, streams or the network declares a memory effect, so
 xDSL's dead-code elimination never removes it; only the value-producing queries
-(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.alias_select`) are pure.
+(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.team_position`,
+`hir.alias_select`) are pure.
 """
 
 from __future__ import annotations
@@ -650,8 +651,47 @@ class AllToAllOp(CollectiveOp):
     name = "hir.all_to_all"
 
 
+@irdl_op_definition
+class ShiftOp(CollectiveOp):
+    """%w = hir.shift %in -> %out team [0, 1, 2, 3] offset %k : T -> R
+
+    Member p's out = the in of the member at position (p + k) mod D (D: the team size):
+    every member receives from the member k places after it and sends to the one k places
+    before it, in one exchange, so each send meets its receive whatever k is (a rotation,
+    MLIR shard's `shift` with a run-time offset). k = 0 mod D is a local copy. Buffers are
+    flat and of equal size (runtime/communicator.py).
+    """
+
+    name = "hir.shift"
+    input = operand_def(TensorType)  # declared again so that the offset comes last
+    output = operand_def(TensorType)
+    via = opt_operand_def(TensorType)
+    offset = operand_def(IndexType)
+    assembly_format = (
+        "$input `->` $output (`via` $via^)? `team` $team `offset` $offset (`root` $root^)? (`op` $reduction^)? "
+        "(`transport` $transport^)? attr-dict `:` type($input) `->` type($output) (`,` type($via)^)?"
+    )
+
+    def __init__(self, input: SSAValue, output: SSAValue, team: Sequence[int], offset: SSAValue):
+        IRDLOperation.__init__(
+            self, operands=[input, output, None, offset], result_types=[WorkType()],
+            properties={"team": DenseArrayBase.from_list(i64, team)},
+        )
+
+    def verify_buffers(self) -> None:
+        super().verify_buffers()
+        member = self.team_ids[0]
+        sizes = [tensor_type(v).local_shape(member) for v in (self.input, self.output)]
+        if None in sizes or any(DYNAMIC in s for s in sizes):  # type: ignore[operator]
+            return
+        counts = [math.prod(s) for s in sizes]  # type: ignore[arg-type]
+        if counts[0] != counts[1]:
+            raise VerifyException(f"a member sends {counts[0]} elements but receives {counts[1]}")
+
+
 COLLECTIVE_OPS: list[type[CollectiveOp]] = [
     AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
+    ShiftOp,
 ]
 
 

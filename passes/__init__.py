@@ -55,6 +55,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return propagate_shardings.PropagateShardings
 
+    def get_reorder_sharded_axis():
+        from passes import reorder_sharded_axis
+
+        return reorder_sharded_axis.ReorderShardedAxisPass
+
     def get_stream_parallel_type():
         from passes import stream_parallel_type
 
@@ -78,6 +83,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "insert-deallocations": get_insert_deallocations,
         "lower-to-host": get_lower_to_host,
         "propagate-shardings": get_propagate_shardings,
+        "reorder-sharded-axis": get_reorder_sharded_axis,
         "split-by-member": get_split_by_member,
         "stream-parallel-type": get_stream_parallel_type,
         "verify-collective-order": get_verify_collective_order,
@@ -92,6 +98,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "propagate-shardings",
         "decompose-reshardings",
         "choose-pipelining",
+        "reorder-sharded-axis",
         "finalize-multidevice-domains",
         "lower-to-host",
         "stream-parallel-type",

@@ -9,9 +9,9 @@ allocated by the caller -- and whose every consumer's result has the same Stream
 sharding, so that producer and consumers run in one stream loop and no iteration needs
 another iteration's chunk. Every other tensor is allocated whole.
 
-Preconditions, each reported at the op: all tensors of a fusion have a device mesh or
-none do, and resharding ops read and write buffers in logical (identity) order, as
-collectives work on contiguous buffers.
+Precondition, reported at the op: all tensors of a fusion have a device mesh or none
+do. (The layouts collectives need are reorder-sharded-axis's business, which runs
+before: nvFuser's MakeReshardingContiguous check has no counterpart here.)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
-from hostir_dialect.sharding import have_different_shardings, is_resharding
+from hostir_dialect.sharding import have_different_shardings
 from hostir_dialect.symbols import user_fusions
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
@@ -39,21 +39,6 @@ def check_meshes(func: FuncOp) -> None:
         value, op = values[with_mesh.index(False)]
         where = f"argument {value.index}" if op is func else "its result"  # type: ignore[attr-defined]
         raise op_error(op, f"Cannot have some tensors with a device mesh and some without ({where} has none)")
-
-
-def check_contiguous_reshardings(func: FuncOp) -> None:
-    for op in func.body.block.ops:
-        if not is_resharding(op):
-            continue
-        assert isinstance(op, ComputeOp)
-        for value in [*op.tensor_inputs(), op.result]:
-            order = tensor_type(value).alloc_order
-            if order is not None:
-                raise op_error(
-                    op,
-                    "Resharding expression must have contiguous inputs and outputs: "
-                    f"a buffer is allocated in order {list(order)}",
-                )
 
 
 def allocated_per_stream_chunk(value: SSAValue) -> bool:
@@ -73,7 +58,6 @@ def allocated_per_stream_chunk(value: SSAValue) -> bool:
 
 def finalize(func: FuncOp) -> None:
     check_meshes(func)
-    check_contiguous_reshardings(func)
     decisions = [(v, allocated_per_stream_chunk(v)) for v, _ in tensors(func)]
     for value, per_chunk in decisions:
         retype(value, tensor_type(value).with_(stream_allocated=per_chunk))

@@ -38,6 +38,26 @@ Improvements over nvFuser: an op is not merged into a loop when it would read, i
 iteration, a chunk other iterations of that loop produce (an operand made in the loop but
 sliced on another axis, or read whole); ops with several non-stream results are accepted.
 
+DID -> Stream sets become a ring of point-to-point copies (nvFuser #4515, "linear
+allgather"): when a loop's stream axis is, in a set's input, an axis sharded over the D
+devices of a 1-D mesh (`a: [D didx, m, k]` -> `set` -> `[D stream, m, k]`), iteration i
+handles the chunk of team member p = (me + i) mod D, where me is this rank's position
+(`hir.team_position`): every op of the loop works on chunk p, and the set becomes a
+`hir.shift` by offset i, which receives member p's whole shard into chunk p and sends this
+rank's shard to member (me - i) mod D. Iteration 0 is a local copy of this rank's own
+shard (own-first: the first compute needs no communication). Since each rank visits the
+chunks in its own order, such a loop holds no other communication. The shift is one op
+per iteration, a collective with a team, so a transport choice (its `transport`
+attribute) replaces the NCCL send/recv of an iteration without touching the loop; on the
+copy-engine transport a shift would be a put into the peer's chunk (docs/design_notes.md).
+
+    %me = hir.team_position team [0, 1, ..]          (in the main loop's body)
+    %p = arith.remui (%i + %me), D
+    %t_p = hir.alias_select %t[%p] axis 0
+    %w = hir.shift %a -> %t_p team [0, 1, ..] offset %i
+    hir.wait %w
+    (the other ops of the loop on chunk %p)
+
 Option `bounded-intermediates=true` (beyond nvFuser, whose code leaves it as a TODO): a body
 output that is neither returned nor read after its loop (such as the ones
 finalize-multidevice-domains marks stream-allocated) gets no full-size buffer. Each
@@ -63,8 +83,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Preconditions and axis mapping
@@ -212,6 +233,46 @@ def group(block: Block) -> list[StreamLoop]:
 
 
 # --------------------------------------------------------------------------- #
+# DID -> Stream: rings of shifts
+# --------------------------------------------------------------------------- #
+
+
+def ring_team(loop: StreamLoop) -> tuple[int, ...] | None:
+    """The team whose ring the loop runs when a set of it turns a device axis into its
+    stream axis (module docstring); None for a plain loop. Refuses, at the op, what a
+    ring cannot compute."""
+    teams = {}
+    for op in loop.ops:
+        axis = loop.stream_axes[op.result]
+        for operand in op.tensor_inputs():
+            mapped = operand_axis(op, operand, axis)
+            if mapped is not None and tensor_type(operand).axes[mapped].parallel_types() & set(DEVICE_KINDS):
+                teams[op] = _ring_set_team(op, operand, mapped, loop.extent)
+    if not teams:
+        return None
+    for op in loop.ops:
+        if op not in teams and communicates(op):
+            raise op_error(op, "communicates in a stream loop that runs a ring of shifts, where each rank handles the chunks in its own order; a collective needs them in one order")
+    (team,) = set(teams.values())  # the sets read one loop's inputs, all on one mesh
+    return team
+
+
+def _ring_set_team(op: fusion.ComputeOp, operand: SSAValue, axis: int, extent: int) -> tuple[int, ...]:
+    """The team of a set reading its operand's device axis `axis` chunk by chunk."""
+    source, result = tensor_type(operand), tensor_type(op.result)
+    if not isinstance(op, fusion.SetOp):
+        raise op_error(op, f"reads axis {axis} of an input sharded across devices one stream chunk at a time; only a set can turn a device axis into a stream axis (decompose-reshardings puts one in front)")
+    assert source.mesh is not None  # a device-parallel axis has a mesh
+    if source.mesh != result.mesh:
+        raise op_error(op, f"turns a device axis into a stream axis from mesh {source.mesh} to mesh {result.mesh}; a ring stays on one mesh")
+    if source.mesh.ndim != 1:
+        raise op_error(op, f"turns a device axis into a stream axis on the 2-D mesh {source.mesh}; a ring needs a 1-D mesh (this rank's position along one mesh axis)")
+    if source.axes[axis].is_split or extent != source.mesh.size:
+        raise op_error(op, f"turns a split device axis into a stream axis of {extent} chunks; a ring needs the whole axis over the {source.mesh.size} devices")
+    return source.mesh.devices
+
+
+# --------------------------------------------------------------------------- #
 # Steps 2-4: building the loops
 # --------------------------------------------------------------------------- #
 
@@ -233,6 +294,7 @@ class _LoopBuilder:
     def __init__(self, loop: StreamLoop, bounded_intermediates: bool):
         self.loop = loop
         self.anchor = loop.ops[0]
+        self.ring = ring_team(loop)
         body_ops = set(loop.ops)
         self.loop_local = {
             op.result
@@ -306,6 +368,19 @@ class _LoopBuilder:
         block.add_ops(self.located(o) for o in (count, key, worker, hir.SetCurrentStreamOp(worker.result)))
         return worker.result
 
+    def chunk_index(self, block: Block) -> SSAValue:
+        """The chunk an iteration handles: its index, or in a ring the chunk of member
+        (me + i) mod D."""
+        if self.ring is None:
+            return block.args[0]
+        me = hir.TeamPositionOp(self.ring)
+        size = arith.ConstantOp.from_int_and_width(len(self.ring), IndexType())
+        shifted = arith.AddiOp(block.args[0], me.result)
+        member = arith.RemUIOp(shifted.result, size.result)
+        me.result.name_hint, size.result.name_hint, member.result.name_hint = "me", "team_size", "member"
+        block.add_ops(self.located(o) for o in (me, size, shifted, member))
+        return member.result
+
     def sync_body(self, user: SSAValue) -> Block:
         block = _loop_block()
         self.worker_stream(block)
@@ -315,7 +390,7 @@ class _LoopBuilder:
     def main_body(self, user: SSAValue, buffers: dict[SSAValue, Operation]) -> Block:
         block = _loop_block()
         worker = self.worker_stream(block)
-        chunks = _Chunks(block, self)
+        chunks = _Chunks(block, self, self.chunk_index(block))
         for op in self.loop.ops:
             chunks.emit(op, buffers)
         for chunk in chunks.loop_local:
@@ -333,10 +408,10 @@ def _loop_block() -> Block:
 class _Chunks:
     """The main-loop body: one chunk (view or loop-local buffer) per tensor and axis."""
 
-    def __init__(self, block: Block, builder: _LoopBuilder):
+    def __init__(self, block: Block, builder: _LoopBuilder, index: SSAValue):
         self.block = block
         self.builder = builder
-        self.index = block.args[0]
+        self.index = index
         self.cache: dict[tuple[SSAValue, int], SSAValue] = {}
         self.loop_local: list[SSAValue] = []
 
@@ -382,6 +457,10 @@ class _Chunks:
 
     def emit(self, op: fusion.ComputeOp, buffers: dict[SSAValue, Operation]) -> None:
         axis = self.builder.loop.stream_axes[op.result]
+        source = self.ring_source(op, axis)
+        if source is not None:
+            self.shift(op, source, self.destination(op, axis, buffers))
+            return
         removed: dict[SSAValue, int] = {}
         for operand in op.tensor_inputs():
             mapped = operand_axis(op, operand, axis)
@@ -390,6 +469,19 @@ class _Chunks:
         chunks = {operand: self.select(operand, a, self.operand_index(op, operand, a)) for operand, a in removed.items()}
         out = self.destination(op, axis, buffers)
         self.block.add_op(self.sliced_op(op, chunks, removed, out))
+
+    def ring_source(self, op: fusion.ComputeOp, axis: int) -> SSAValue | None:
+        """The input whose device axis the set `op` turns into the stream axis, if any."""
+        if self.builder.ring is None or not isinstance(op, fusion.SetOp):
+            return None
+        mapped = operand_axis(op, op.input, axis)
+        return op.input if tensor_type(op.input).axes[mapped].parallel_types() & set(DEVICE_KINDS) else None  # type: ignore[index]
+
+    def shift(self, op: fusion.ComputeOp, source: SSAValue, out: SSAValue) -> None:
+        """Member p's whole shard into chunk p: a shift by the iteration number."""
+        shift = hir.ShiftOp(source, out, self.builder.ring, self.block.args[0])  # type: ignore[arg-type]
+        shift.work.name_hint = "w"
+        self.block.add_ops([self.builder.located(shift), self.builder.located(hir.WaitOp(shift.work))])
 
     def operand_index(self, op: fusion.ComputeOp, operand: SSAValue, operand_axis: int) -> SSAValue:
         """The operand chunk that result chunk `i` reads: chunk `start + step * i`, which

@@ -634,12 +634,19 @@ class _Compiler:
             post = self.ev.comm.poster(op)
         except CollectiveError as error:
             raise op_error(op, str(error)) from None
-        source, dest = self.slot(op.input), self.slot(op.output)
+        operands = [self.slot(o) for o in op.operands]
+        if len(operands) == 2:
+            source, dest = operands
 
-        def step(env: list) -> None:
-            env[work] = post(env[source], env[dest])
+            def step(env: list) -> None:
+                env[work] = post(env[source], env[dest])
 
-        return step
+            return step
+
+        def step_with_indices(env: list) -> None:
+            env[work] = post(*[env[s] for s in operands])
+
+        return step_with_indices
 
     def copy_engine_collective(self, op: hir.CollectiveOp) -> Step:
         """Post through the copy-engine algorithm of `op` on flat views of its buffers."""

@@ -138,3 +138,52 @@ fusion.func @unchanged(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %w: !fus
   %m = fusion.matmul %e, %w : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
   fusion.return %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
 }
+
+// -----
+
+// Gathering along DIDx and DIDy at once: two sets, DIDx first (an allgather per mesh row,
+// then one per column).
+// CHECK-LABEL: fusion.func @two_changes
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.set %0 : !fusion.tensor<f32[2 didy, 2], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+fusion.func @two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// With a Stream axis on the result, the first set takes it too: both land in one loop.
+// CHECK-LABEL: fusion.func @two_changes_streamed
+// CHECK-NEXT:    %0 = fusion.set %x : {{.*}} -> !fusion.tensor<f32[4 stream, 2 didy, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]>
+fusion.func @two_changes_streamed(%x: !fusion.tensor<f32[4, 2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[4, 2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// DIDy moves to the axis DIDx then takes: DIDx first would change nothing (the axis is
+// DIDy's until the second set), so DIDy changes first (an all-to-all per mesh column,
+// then a scatter per row).
+// CHECK-LABEL: fusion.func @didy_first
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[2 didy, 2, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.set %0 : !fusion.tensor<f32[2, 2 didy, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+fusion.func @didy_first(%x: !fusion.tensor<f32[2 didy, 2, 4], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[2 didy, 2, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// A reduction that also gathers along DIDy gets a set in front (at its location), which
+// becomes one set per type; the reduction is then local.
+// CHECK-LABEL: fusion.func @reduce_two_changes
+// CHECK-NEXT:    %0 = fusion.set %x : {{.*}} -> !fusion.tensor<f32[2 didy, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.reduce sum %1 dims [1]
+fusion.func @reduce_two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]>
+}

@@ -13,10 +13,3 @@ fusion.func @argument_without_mesh(%x: !fusion.tensor<f32[4], mesh=[0, 1]>, %w: 
   fusion.return %x : !fusion.tensor<f32[4], mesh=[0, 1]>
 }
 
-// -----
-
-// CHECK: finalize_multidevice_domains_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Resharding expression must have contiguous inputs and outputs: a buffer is allocated in order [1, 0]
-fusion.func @non_contiguous(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1], alloc=[1, 0]>) -> !fusion.tensor<f32[2, 8], mesh=[0, 1]> {
-  %y = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1], alloc=[1, 0]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
-  fusion.return %y : !fusion.tensor<f32[2, 8], mesh=[0, 1]>
-}

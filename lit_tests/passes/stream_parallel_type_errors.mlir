@@ -98,3 +98,49 @@ hir.program @reshape(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[32 str
   %b = fusion.reshape %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[32 stream]>
   hir.return %b : !fusion.tensor<f32[32 stream]>
 }
+
+// -----
+
+// DID -> Stream: only a set moves whole shards between ranks (a ring of shifts).
+hir.program @ring_add(%a: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 4], mesh=[0, 1]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.add' op reads axis 0 of an input sharded across devices one stream chunk at a time; only a set can turn a device axis into a stream axis (decompose-reshardings puts one in front)
+  %b = fusion.add %a, %a : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 4], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[2 stream, 4], mesh=[0, 1]>
+}
+
+// -----
+
+// DID -> Stream over a split device axis: 4 chunks on 2 devices.
+hir.program @ring_split_axis(%a: !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>) -> !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.set' op turns a split device axis into a stream axis of 4 chunks; a ring needs the whole axis over the 2 devices
+  %b = fusion.set %a : !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]>
+}
+
+// -----
+
+// DID -> Stream on a 2-D mesh: each row would need its own position.
+hir.program @ring_2d(%a: !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.set' op turns a device axis into a stream axis on the 2-D mesh [[0, 1], [2, 3]]; a ring needs a 1-D mesh (this rank's position along one mesh axis)
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// DID -> Stream to another mesh.
+hir.program @ring_meshes(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]> {
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.set' op turns a device axis into a stream axis from mesh [0, 1] to mesh [1, 0]; a ring stays on one mesh
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>
+  hir.return %b : !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>
+}
+
+// -----
+
+// A collective in the loop of a ring: ranks visit the chunks in different orders.
+hir.program @ring_and_collective(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]> {
+  %t = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.set' op communicates in a stream loop that runs a ring of shifts, where each rank handles the chunks in its own order; a collective needs them in one order
+  %u = fusion.set %t : !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]>
+  hir.return %u : !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]>
+}

@@ -26,11 +26,11 @@ from runtime.launcher import Job, device_for, launch, run_spmd_batch
 PIPELINE = "hostir-lower"
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"
 BOUNDED = (
-    "propagate-shardings,decompose-reshardings,finalize-multidevice-domains,lower-to-host,"
+    "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
 AG_AFTER = (
-    "propagate-shardings,decompose-reshardings{insert-after=true},finalize-multidevice-domains,"
+    "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
 )
 STREAM_COUNTS = (1, 2, 4)
@@ -243,6 +243,19 @@ def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
+def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
+    """The P2P DID -> Stream pipeline (nvFuser #4515): the stream axis is A's device axis,
+    so the loop is a ring of shifts, one member's shard per iteration, own shard first
+    (its extent is the device count: the first argument varies M)."""
+    a, b = t(f'{d} didx, {m}, {k}', d), t(f'{k}, {n}', d)
+    g, c = t(f'{d} stream, {m}, {k}', d), t(f'{d} stream, {m}, {n}, r{k}', d)
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %g = fusion.set %a : {a} -> {g}
+  %c = fusion.matmul %g, %b : {g}, {b} -> {c}
+  fusion.return %c : {c}
+}}"""
+
+
 MULTI_DEVICE = {
     "Allgather": (allgather, PIPELINE, "hir.allgather"),
     "Allreduce": (allreduce, PIPELINE, "hir.allreduce"),
@@ -253,6 +266,8 @@ MULTI_DEVICE = {
     "matmul_AR": (matmul_ar, PIPELINE, "hir.allreduce"),
     "matmul_AR-bounded": (matmul_ar, BOUNDED, "hir.allreduce"),
     "matmul_RS_through_bcast": (matmul_rs, PIPELINE, "hir.reduce_scatter"),
+    "P2P_AG_Matmul": (p2p_ag_matmul, PIPELINE, "hir.shift"),
+    "P2P_AG_Matmul-bounded": (p2p_ag_matmul, BOUNDED, "hir.shift"),
     # The copy-engine transport (docs/copy_engine.md); split-by-member splits the matmuls.
     "Allreduce-copy_engine": (allreduce, COPY_ENGINE, "hir.allreduce"),
     "ReduceScatter-copy_engine": (reduce_scatter, COPY_ENGINE, "hir.reduce_scatter"),
@@ -260,7 +275,9 @@ MULTI_DEVICE = {
     "matmul_AR-copy_engine": (matmul_ar, COPY_ENGINE, "hir.allreduce"),
     "matmul_RS_through_bcast-copy_engine": (matmul_rs, COPY_ENGINE, "hir.reduce_scatter"),
 }
-FOUR_DEVICES = [name for name in MULTI_DEVICE if name.endswith("copy_engine")] + ["AG_before_Matmul", "matmul_RS_through_bcast"]
+FOUR_DEVICES = [name for name in MULTI_DEVICE if name.endswith("copy_engine")] + [
+    "AG_before_Matmul", "matmul_RS_through_bcast", "P2P_AG_Matmul",
+]
 WORLD = 2
 MULTI_EXTENTS = (3, 4)
 RUNS = 3
