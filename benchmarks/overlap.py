@@ -44,6 +44,7 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]]], ...] = (
     # label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
     ("hostir_nccl", {}),
     ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}),
+    ("hostir_auto", {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")

@@ -418,6 +418,15 @@ class CollectiveOp(IRDLOperation):
         member (None if it can)."""
         return None
 
+    COPY_ENGINE_PHASES: ClassVar[int] = 1
+    """Rounds of copies and signals of the copy-engine algorithm, one after the other."""
+
+    @classmethod
+    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
+        """What the copy-engine algorithm copies to each peer per phase, of an input of
+        `input_size` (elements or bytes) per member: the whole input by default."""
+        return input_size
+
     @property
     def team_ids(self) -> tuple[int, ...]:
         return self.team.get_values()
@@ -535,6 +544,12 @@ class AllreduceOp(ReducingCollectiveOp):
     def copy_engine_via_elements(self, input_elements: int) -> int:
         return 2 * input_elements  # every member's input chunk, then every member's reduced chunk
 
+    COPY_ENGINE_PHASES: ClassVar[int] = 2
+
+    @classmethod
+    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
+        return input_size / team_size  # one chunk per phase
+
     @classmethod
     def copy_engine_input_problem(cls, input_elements: int, team_size: int) -> str | None:
         if input_elements % team_size:
@@ -557,6 +572,10 @@ class ReduceScatterOp(ReducingCollectiveOp):
 
     def copy_engine_via_elements(self, input_elements: int) -> int:
         return input_elements  # one chunk from every member
+
+    @classmethod
+    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
+        return input_size / team_size  # the peer's chunk
 
 
 @irdl_op_definition

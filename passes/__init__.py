@@ -20,6 +20,11 @@ from hostir_dialect.context import make_context
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every hostir pass by CLI name; a pass is imported when its loader is called."""
 
+    def get_choose_pipelining():
+        from passes import choose_pipelining
+
+        return choose_pipelining.ChoosePipelining
+
     def get_convert_op_to_communication():
         from passes import convert_op_to_communication
 
@@ -71,6 +76,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return verify_collective_order.VerifyCollectiveOrder
 
     return {
+        "choose-pipelining": get_choose_pipelining,
         "convert-op-to-communication": get_convert_op_to_communication,
         "decompose-reshardings": get_decompose_reshardings,
         "finalize-multidevice-domains": get_finalize_multidevice_domains,
@@ -91,6 +97,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     "hostir-lower": (
         "propagate-shardings",
         "decompose-reshardings",
+        "choose-pipelining",
         "reorder-sharded-axis",
         "finalize-multidevice-domains",
         "lower-to-host",

@@ -234,21 +234,15 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
         if problem is not None:
             raise op_error(op, f"cannot communicate on the copy engines: {problem}")
         return hir.Transport.COPY_ENGINE
-    if problem is None and copy_engine_is_faster(op, plan[0], machine):
-        return hir.Transport.COPY_ENGINE
+    if problem is None:
+        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team))
     return hir.Transport.NCCL
 
 
-def copy_engine_is_faster(op: Operation, collective: Collective, machine: Machine) -> bool:
-    """By the cost model, for the bytes each member sends each peer (dynamic: no)."""
-    source, target = tensor_type(op.operands[0]), tensor_type(op.results[0])
-    member = collective.team[0]
-    shard = (target if collective.kind is hir.ReduceScatterOp else source).local_shape(member)
-    if shard is None or DYNAMIC in shard:
-        return False
-    link_bytes = math.prod(shard) * source.element_bytes()
-    name = collective.kind.name
-    return machine.collective_ms(name, True, link_bytes) <= machine.collective_ms(name, False, link_bytes)
+def input_bytes(op: Operation, member: int) -> int:
+    """Bytes of `op`'s input on `member` (static: copy_engine_problem has checked)."""
+    source = tensor_type(op.operands[0])
+    return math.prod(source.local_shape(member)) * source.element_bytes()
 
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
