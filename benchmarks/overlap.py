@@ -10,14 +10,15 @@ times on every rank (method: measure.py):
   torch_fused                    torch's fused symmetric-memory op (none for matmul+AR: —)
   <hostir label>_S{2,4,8}        the fusion built with the Python frontend, lowered with the
                                  label's pipeline options, run by runtime.Evaluator with
-                                 numberOfStreams = S
+                                 numberOfStreams = S (the _graph labels: replayed from a
+                                 CUDA graph; eagerly on CPU ranks)
 
 and prints one row per case and shape: ms of comm, matmul and ideal, then each variant's time
 over the ideal (`_best` columns: the best S). A variant whose check fails is reported
 `WRONG <error>` and not timed.
 
     torchrun --nproc-per-node 2 benchmarks/overlap.py [--dtype bf16|fp32] [--shapes MxKxN ...]
-        [--json PATH] [--png PATH] [--tiny]
+        [--chunks S ...] [--json PATH] [--png PATH] [--tiny]
 
 On GPUs it writes benchmarks/results/overlap_<gpu>x<ranks>_<dtype>.json and .png unless told
 otherwise. --tiny runs toy sizes (on CPU ranks with gloo where there are no GPUs) to prove the
@@ -39,12 +40,17 @@ import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
 from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, parse_shape
 
-HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]]], ...] = (
-    # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}); each
-    # label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
-    ("hostir_nccl", {}),
-    ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}),
-    ("hostir_auto", {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}),
+AUTO = {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}
+AUTO_GRAPH = {"choose-pipelining": {"transport": "auto", "cuda-graph": True},
+              "convert-op-to-communication": {"transport": "auto"}}
+HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]], bool], ...] = (
+    # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}, replayed
+    # from a CUDA graph); each label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
+    ("hostir_nccl", {}, False),
+    ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}, False),
+    ("hostir_auto", AUTO, False),
+    ("hostir_ce_graph", {"convert-op-to-communication": {"transport": "copy-engine"}}, True),
+    ("hostir_auto_graph", AUTO_GRAPH, True),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")
@@ -108,7 +114,8 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
         "repeat": args.repeat,
         "warmup": args.warmup,
         "chunk_counts": args.chunks,
-        "hostir_variants": {label: lowering_pipeline(options) for label, options in HOSTIR_VARIANTS},
+        "hostir_variants": {label: lowering_pipeline(options) + (" (CUDA graph)" if graph else "")
+                            for label, options, graph in HOSTIR_VARIANTS},
         "cases": rows,
     }
 
@@ -127,13 +134,14 @@ def variant_builders(case: Case, chunk_counts: list[int]) -> list[tuple[str, Cal
         ("naive", case.naive),
         *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in chunk_counts),
         ("torch_fused", fused),
-        *((f"{label}_S{s}", partial(hostir, case, s, options)) for label, options in HOSTIR_VARIANTS for s in chunk_counts),
+        *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph))
+          for label, options, graph in HOSTIR_VARIANTS for s in chunk_counts),
     ]
 
 
 def families() -> list[str]:
     """Variants swept over S, whose best S gets a column of its own."""
-    return ["handwritten_nccl", *(label for label, _ in HOSTIR_VARIANTS)]
+    return ["handwritten_nccl", *(label for label, _, _ in HOSTIR_VARIANTS)]
 
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace) -> dict:
