@@ -305,6 +305,30 @@ class AgMatmul(Case):
 class _ShardedOnK(Case):
     """matmul+RS and matmul+AR: A's columns and B's rows are sharded."""
 
+    fusion_name: str
+    scatters: bool
+    """matmul+RS: the reduction scatters C's row blocks; matmul+AR: every rank gets C."""
+
+    def fusion(self, chunks: int) -> FusionDefinition:
+        p = self.p
+        with FusionDefinition(self.fusion_name) as fd:
+            # [S, D (K shard), D (M block), M/(S·D), K/D]: chunk i of M splits into D row blocks
+            a = fd.define_tensor([chunks, p.world, p.world, p.m // (chunks * p.world), p.k // p.world], dtype=p.dtype)
+            b = fd.define_tensor([p.world, p.k // p.world, p.n], dtype=p.dtype)
+            b_batched = fd.ops.broadcast(b, [True, False, True, False, False])
+            partial = fd.ops.matmul(a, b_batched)
+            c = fd.ops.sum(partial, dims=[1])
+            fd.add_output(c)
+        self._mesh(a, b, b_batched, partial, c)
+        for t in (a, b_batched, partial):
+            t.axis(1).parallelize(ParallelType.DIDx)
+        b.axis(0).parallelize(ParallelType.DIDx)
+        if self.scatters:
+            c.axis(2).parallelize(ParallelType.DIDx)  # the reduction scatters the row blocks
+        partial.axis(0).parallelize(ParallelType.Stream)
+        c.axis(0).parallelize(ParallelType.Stream)
+        return fd
+
     def a_shard(self, a, chunks=1):
         p = self.p
         return a.view(p.m, p.world, p.k // p.world)[:, p.rank]
@@ -343,6 +367,8 @@ class _ShardedOnK(Case):
 
 class MatmulReduceScatter(_ShardedOnK):
     name = "matmul+RS"
+    fusion_name = "matmul_rs"
+    scatters = True
 
     def c_shard(self, c, chunks=1):
         p = self.p
@@ -397,28 +423,10 @@ class MatmulReduceScatter(_ShardedOnK):
 
         return Variant(run, lambda: outputs[0], load, lambda ops: self.c_shard(ops.c))
 
-    def fusion(self, chunks: int) -> FusionDefinition:
-        p = self.p
-        with FusionDefinition("matmul_rs") as fd:
-            # [S, D (K shard), D (M block), M/(S·D), K/D]: chunk i of M splits into D row blocks
-            a = fd.define_tensor([chunks, p.world, p.world, p.m // (chunks * p.world), p.k // p.world], dtype=p.dtype)
-            b = fd.define_tensor([p.world, p.k // p.world, p.n], dtype=p.dtype)
-            b_batched = fd.ops.broadcast(b, [True, False, True, False, False])
-            partial = fd.ops.matmul(a, b_batched)
-            c = fd.ops.sum(partial, dims=[1])
-            fd.add_output(c)
-        self._mesh(a, b, b_batched, partial, c)
-        for t in (a, b_batched, partial):
-            t.axis(1).parallelize(ParallelType.DIDx)
-        b.axis(0).parallelize(ParallelType.DIDx)
-        c.axis(2).parallelize(ParallelType.DIDx)  # the reduction scatters the row blocks
-        partial.axis(0).parallelize(ParallelType.Stream)
-        c.axis(0).parallelize(ParallelType.Stream)
-        return fd
-
-
 class MatmulAllReduce(_ShardedOnK):
     name = "matmul+AR"
+    fusion_name = "matmul_ar"
+    scatters = False
 
     def c_shard(self, c, chunks=1):
         return c
@@ -471,21 +479,6 @@ class MatmulAllReduce(_ShardedOnK):
         run = stream_pipeline(worker_streams(p.device, chunks), chunk)
         return Variant(run, lambda: out, load, lambda ops: ops.c, (out,))
 
-    def fusion(self, chunks: int) -> FusionDefinition:
-        p = self.p
-        with FusionDefinition("matmul_ar") as fd:
-            a = fd.define_tensor([chunks, p.world, p.m // chunks, p.k // p.world], dtype=p.dtype)
-            b = fd.define_tensor([1, p.world, p.k // p.world, p.n], dtype=p.dtype)
-            partial = fd.ops.matmul(a, b)
-            c = fd.ops.sum(partial, dims=[1])
-            fd.add_output(c)
-        self._mesh(a, b, partial, c)
-        for t in (a, b, partial, c):
-            t.axis(1).parallelize(ParallelType.DIDx)
-        partial.axis(0).parallelize(ParallelType.Stream)
-        c.axis(0).parallelize(ParallelType.Stream)
-        return fd
-
 
 CASES: dict[str, type[Case]] = {c.name: c for c in (AgMatmul, MatmulReduceScatter, MatmulAllReduce)}
 
@@ -511,12 +504,14 @@ def _options_text(options: Mapping[str, object]) -> str:
                           for key, value in options.items()) + "}"
 
 
-def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]]) -> Variant:
-    """The case's fusion over `chunks` stream chunks, lowered, run with numberOfStreams = chunks."""
+def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]], cuda_graph: bool = False) -> Variant:
+    """The case's fusion over `chunks` stream chunks, lowered, run with numberOfStreams = chunks
+    (replayed from a CUDA graph with `cuda_graph`)."""
     p = case.p
     module = case.fusion(chunks).to_module()
     run_passes(make_context(), module, build_passes(lowering_pipeline(pass_options)))
-    evaluator = Evaluator(module, rank=p.rank, world_size=p.world, number_of_streams=chunks, device=p.device)
+    evaluator = Evaluator(module, rank=p.rank, world_size=p.world, number_of_streams=chunks, device=p.device,
+                          cuda_graph=cuda_graph)
     a_type, b_type = (arg.type for arg in evaluator.function.args)
     inputs: list[torch.Tensor] = []
     outputs: list[torch.Tensor] = []

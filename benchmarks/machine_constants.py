@@ -7,8 +7,10 @@ all-gather, reduce-scatter and all-reduce at sizes from 64 KiB to 256 MiB (a lin
 the times: latency + bytes / bandwidth, fitted by least squares); dense matmuls in bf16 and
 fp32 at several sizes (sustained rate, and the work at which the rate halves); a
 cross-rank signal's round trip with CUDA stream memory operations; and how much longer a
-matmul takes beside a copy-engine transfer and beside an NCCL all-gather. Timing: CUDA
-events, medians of 20 runs after warm-up, maximum over ranks.
+matmul takes beside a copy-engine transfer and beside an NCCL all-gather; and the
+evaluator's host time per stream-loop iteration (tiny pipelines of each overlap case,
+lowered with the copy-engine transport, at 8 and at 2 chunks, wall-clock). Timing: CUDA
+events (wall-clock for the host), medians of 20 runs after warm-up, maximum over ranks.
 """
 
 from __future__ import annotations
@@ -17,19 +19,22 @@ import argparse
 import json
 import os
 import statistics
+import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from cases import CASES, Operands, Problem, hostir
 from passes.cost_model import MACHINES
 from runtime.symmetric_memory import Flags, SymmetricHeap
 
 SIZES_MIB = (0.0625, 0.25, 1, 4, 16, 64, 256)
 
 
-def timed(fn, repeat: int = 20, warmup: int = 3) -> float:
-    """Median ms over `repeat` runs, max over ranks."""
+def timed(fn, repeat: int = 20, warmup: int = 3, wall: bool = False) -> float:
+    """Median ms over `repeat` runs, max over ranks: CUDA-event time, or with `wall` the
+    wall-clock time through the runs' GPU work (what the host costs where it is slower)."""
     for _ in range(warmup):
         fn()
     times = []
@@ -37,11 +42,12 @@ def timed(fn, repeat: int = 20, warmup: int = 3) -> float:
         dist.barrier()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        began = time.perf_counter()
         start.record()
         fn()
         end.record()
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append((time.perf_counter() - began) * 1e3 if wall else start.elapsed_time(end))
     median = torch.tensor([statistics.median(times)], device="cuda")
     dist.all_reduce(median, op=dist.ReduceOp.MAX)
     return median.item()
@@ -138,6 +144,23 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     return {"copy_engine": round(copy / alone - 1, 3), "nccl": round(nccl / alone - 1, 3)}
 
 
+def host_us_per_chunk(device: torch.device) -> float:
+    """The evaluator's host µs per stream-loop iteration, the largest over the overlap
+    cases: tiny shapes, so that the GPU waits for the host, at 8 and at 2 chunks."""
+    problem = Problem(64, 32, 16, torch.bfloat16, device, dist.get_rank(), dist.get_world_size())
+    options = {"convert-op-to-communication": {"transport": "copy-engine"}}
+    slopes = []
+    for case_class in CASES.values():
+        case = case_class(problem)
+        times = {}
+        for chunks in (2, 8):
+            variant = hostir(case, chunks, options)
+            variant.load(Operands(problem, seed=1))
+            times[chunks] = timed(variant.run, wall=True)
+        slopes.append((times[8] - times[2]) / 6 * 1e3)
+    return round(max(slopes), 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--name", required=True, help="the machine's name, e.g. h200x2")
@@ -155,6 +178,7 @@ def main() -> None:
     constants["copy_engine"], constants["nccl"] = measured["copy_engine"], measured["nccl"]
     constants["signal_us"] = round(signal_round_trip(device, heap), 1)
     constants["matmul_slowdown"] = slowdowns(device, heap)
+    constants["host_us_per_chunk"] = host_us_per_chunk(device)
     if dist.get_rank() == 0:
         out = args.out or MACHINES / f"{args.name}.json"
         out.write_text(json.dumps(constants, indent=2) + "\n")

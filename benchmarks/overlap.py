@@ -10,14 +10,15 @@ times on every rank (method: measure.py):
   torch_fused                    torch's fused symmetric-memory op (none for matmul+AR: —)
   <hostir label>_S{2,4,8}        the fusion built with the Python frontend, lowered with the
                                  label's pipeline options, run by runtime.Evaluator with
-                                 numberOfStreams = S
+                                 numberOfStreams = S (the _graph labels: replayed from a
+                                 CUDA graph; eagerly on CPU ranks)
 
 and prints one row per case and shape: ms of comm, matmul and ideal, then each variant's time
 over the ideal (`_best` columns: the best S). A variant whose check fails is reported
 `WRONG <error>` and not timed.
 
     torchrun --nproc-per-node 2 benchmarks/overlap.py [--dtype bf16|fp32] [--shapes MxKxN ...]
-        [--json PATH] [--png PATH] [--tiny]
+        [--chunks S ...] [--json PATH] [--png PATH] [--tiny]
 
 On GPUs it writes benchmarks/results/overlap_<gpu>x<ranks>_<dtype>.json and .png unless told
 otherwise. --tiny runs toy sizes (on CPU ranks with gloo where there are no GPUs) to prove the
@@ -39,11 +40,17 @@ import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
 from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, parse_shape
 
-HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]]], ...] = (
-    # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}); each
-    # label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
-    ("hostir_nccl", {}),
-    ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}),
+AUTO = {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}
+AUTO_GRAPH = {"choose-pipelining": {"transport": "auto", "cuda-graph": True},
+              "convert-op-to-communication": {"transport": "auto"}}
+HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]], bool], ...] = (
+    # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}, replayed
+    # from a CUDA graph); each label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
+    ("hostir_nccl", {}, False),
+    ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}, False),
+    ("hostir_auto", AUTO, False),
+    ("hostir_ce_graph", {"convert-op-to-communication": {"transport": "copy-engine"}}, True),
+    ("hostir_auto_graph", AUTO_GRAPH, True),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")
@@ -63,6 +70,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--png", type=Path, help="write the chart here (needs matplotlib)")
+    parser.add_argument("--chunks", nargs="+", type=int, default=list(CHUNK_COUNTS),
+                        help="stream chunk counts S of the swept variants (default: 2 4 8)")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     args = parser.parse_args(argv)
     args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
 def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
     world = dist.get_world_size()
     for m, k, _ in args.shapes:
-        problem = unsupported(m, k, world, list(CHUNK_COUNTS))
+        problem = unsupported(m, k, world, args.chunks)
         if problem:
             raise SystemExit(f"overlap.py: {problem}")
     dtype = DTYPES[args.dtype]
@@ -104,13 +113,16 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
         "machine": machine_info(device, args.dtype),
         "repeat": args.repeat,
         "warmup": args.warmup,
-        "hostir_variants": {label: lowering_pipeline(options) for label, options in HOSTIR_VARIANTS},
+        "chunk_counts": args.chunks,
+        "hostir_variants": {label: lowering_pipeline(options) + (" (CUDA graph)" if graph else "")
+                            for label, options, graph in HOSTIR_VARIANTS},
         "cases": rows,
     }
 
 
-def variant_builders(case: Case) -> list[tuple[str, Callable[[], Variant] | str]]:
-    """Every variant of the case by name: how to build it, or why it does not run here."""
+def variant_builders(case: Case, chunk_counts: list[int]) -> list[tuple[str, Callable[[], Variant] | str]]:
+    """Every variant of the case by name, the swept ones at each of `chunk_counts`: how to
+    build it, or why it does not run here."""
     cuda = case.p.device.type == "cuda"
     fused = case.torch_fused if cuda else NEEDS_CUDA
     if case.torch_fused is None:
@@ -120,26 +132,27 @@ def variant_builders(case: Case) -> list[tuple[str, Callable[[], Variant] | str]
         ("comm_ce", case.comm_ce if cuda else NEEDS_CUDA),
         ("matmul", case.matmul),
         ("naive", case.naive),
-        *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in CHUNK_COUNTS),
+        *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in chunk_counts),
         ("torch_fused", fused),
-        *((f"{label}_S{s}", partial(hostir, case, s, options)) for label, options in HOSTIR_VARIANTS for s in CHUNK_COUNTS),
+        *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph))
+          for label, options, graph in HOSTIR_VARIANTS for s in chunk_counts),
     ]
 
 
 def families() -> list[str]:
     """Variants swept over S, whose best S gets a column of its own."""
-    return ["handwritten_nccl", *(label for label, _ in HOSTIR_VARIANTS)]
+    return ["handwritten_nccl", *(label for label, _, _ in HOSTIR_VARIANTS)]
 
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace) -> dict:
-    variants = {name: measure_variant(build, case, next(seeds), args) for name, build in variant_builders(case)}
+    variants = {name: measure_variant(build, case, next(seeds), args) for name, build in variant_builders(case, args.chunks)}
     ideal = ideal_ms(variants)
     for name, result in variants.items():
         if name not in BASELINES and "ms" in result and ideal:
             result["ratio"] = result["ms"] / ideal
     best = {}
     for family in families():
-        swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in CHUNK_COUNTS]
+        swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in args.chunks]
         timed = [(ratio, s) for ratio, s in swept if ratio is not None]
         if timed:
             ratio, s = min(timed)
@@ -174,7 +187,7 @@ def table(report: dict) -> str:
     first = report["cases"][0]["variants"]
     variant_columns = [name for name in first if name not in BASELINES]
     for family in families():  # the best-S column right after its family's last S
-        variant_columns.insert(variant_columns.index(f"{family}_S{CHUNK_COUNTS[-1]}") + 1, f"{family}_best")
+        variant_columns.insert(variant_columns.index(f"{family}_S{report['chunk_counts'][-1]}") + 1, f"{family}_best")
     header = ["case", *(f"{name} ms" for name in BASELINES), "ideal ms", *variant_columns]
     rows, failures = [], []
     for row in report["cases"]:

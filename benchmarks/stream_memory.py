@@ -35,7 +35,7 @@ from runtime import Evaluator, shard_tensor
 from runtime.launcher import device_for, launch
 
 PIPELINE = (
-    "propagate-shardings,decompose-reshardings,finalize-multidevice-domains,lower-to-host,"
+    "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"
     "stream-parallel-type{{bounded-intermediates={bounded}}},convert-op-to-communication,insert-deallocations"
 )
 STREAM_COUNTS = (1, 2, 4)

@@ -1,7 +1,8 @@
-"""What the `arith` ops of a host program compute on Python numbers: one definition for
-the evaluator (runtime/evaluator.py), which runs them, and for verify-collective-order
-(passes/verify_collective_order.py), which reads a program's index arithmetic rank by
-rank before it runs, so that both see the same peers, loop bounds and conditions.
+"""What the `arith` ops of a host program compute on Python numbers: one definition for the
+evaluator (runtime/compile/control_flow.py), which runs them, and for
+verify-collective-order (passes/verify_collective_order.py), which reads a program's index
+arithmetic rank by rank before it runs, so that both see the same peers, loop bounds and
+conditions.
 """
 
 from __future__ import annotations

@@ -7,12 +7,16 @@ located ancestor.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import re
 
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+from .parsing import peek_token
 
 
 class HostIRError(DiagnosticException):
@@ -66,23 +70,28 @@ class LocatingParser(Parser):
     """A parser that records where each op was written (MLIR's default behaviour).
 
     `line_offset` is the line the text starts at in its file (for split input files).
+    Lines are found by bisecting the offsets of the line starts, numbered once: xDSL's
+    `Span.get_location` counts the newlines from the start of the text at every call,
+    which made locating every op quadratic in the size of the file.
     """
 
     def __init__(self, ctx, text: str, name: str = "<unknown>", line_offset: int = 0):
         super().__init__(ctx, text, name)
         self.line_offset = line_offset
+        self.line_starts = [0, *(match.end() for match in re.finditer("\n", text))]
+        self.file = StringAttr(name)
 
     def parse_operation(self) -> Operation:
-        start_span = self._current_token.span  # noqa: SLF001 -- where the op's text starts
-        start = start_span.get_location()
+        start_span = peek_token(self).span  # where the op's text starts
         try:
             op = super().parse_operation()
         except VerifyException as error:
             # Custom formats check type constraints while parsing; locate that error too.
             self.raise_error(str(error), start_span)
-        op.location = FileLineColLoc(
-            StringAttr(start.file), IntAttr(start.line + self.line_offset), IntAttr(start.col)
-        )
+        if not isinstance(op.location, FileLineColLoc):  # an explicit `loc(...)` stays
+            line = bisect.bisect_right(self.line_starts, start_span.start)
+            column = start_span.start - self.line_starts[line - 1] + 1
+            op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(column))
         return op
 
     def parse_module(self, allow_implicit_module: bool = True):

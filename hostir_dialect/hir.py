@@ -2,7 +2,8 @@
 
 Every op that touches buffers, streams or the network declares a memory effect, so
 xDSL's dead-code elimination never removes it; only the value-producing queries
-(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.alias_select`) are pure.
+(`hir.stream`, `hir.number_of_streams`, `hir.extent`, `hir.team_position`,
+`hir.alias_select`) are pure.
 """
 
 from __future__ import annotations
@@ -43,12 +44,11 @@ from xdsl.traits import (
     MemoryFreeEffect,
     MemoryWriteEffect,
     Pure,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .functions import FunctionLikeOp, ReturnLikeOp
+from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
 
@@ -340,7 +340,7 @@ class PostOnStreamOp(IRDLOperation):
         return self.callee.root_reference.data
 
     def unit(self) -> FuncOp:
-        found = SymbolTable.lookup_symbol(self, self.callee)
+        found = lookup_function(self, self.callee_name())
         if not isinstance(found, FuncOp):
             raise VerifyException(f"@{self.callee_name()} is not a fusion.func in this module")
         return found
@@ -417,6 +417,15 @@ class CollectiveOp(IRDLOperation):
         """Why the copy-engine algorithm cannot take an input of this many elements per
         member (None if it can)."""
         return None
+
+    COPY_ENGINE_PHASES: ClassVar[int] = 1
+    """Rounds of copies and signals of the copy-engine algorithm, one after the other."""
+
+    @classmethod
+    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
+        """What the copy-engine algorithm copies to each peer per phase, of an input of
+        `input_size` (elements or bytes) per member: the whole input by default."""
+        return input_size
 
     @property
     def team_ids(self) -> tuple[int, ...]:
@@ -535,6 +544,12 @@ class AllreduceOp(ReducingCollectiveOp):
     def copy_engine_via_elements(self, input_elements: int) -> int:
         return 2 * input_elements  # every member's input chunk, then every member's reduced chunk
 
+    COPY_ENGINE_PHASES: ClassVar[int] = 2
+
+    @classmethod
+    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
+        return input_size / team_size  # one chunk per phase
+
     @classmethod
     def copy_engine_input_problem(cls, input_elements: int, team_size: int) -> str | None:
         if input_elements % team_size:
@@ -557,6 +572,10 @@ class ReduceScatterOp(ReducingCollectiveOp):
 
     def copy_engine_via_elements(self, input_elements: int) -> int:
         return input_elements  # one chunk from every member
+
+    @classmethod
+    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
+        return input_size / team_size  # the peer's chunk
 
 
 @irdl_op_definition
@@ -631,8 +650,47 @@ class AllToAllOp(CollectiveOp):
     name = "hir.all_to_all"
 
 
+@irdl_op_definition
+class ShiftOp(CollectiveOp):
+    """%w = hir.shift %in -> %out team [0, 1, 2, 3] offset %k : T -> R
+
+    Member p's out = the in of the member at position (p + k) mod D (D: the team size):
+    every member receives from the member k places after it and sends to the one k places
+    before it, in one exchange, so each send meets its receive whatever k is (a rotation,
+    MLIR shard's `shift` with a run-time offset). k = 0 mod D is a local copy. Buffers are
+    flat and of equal size (runtime/communicator.py).
+    """
+
+    name = "hir.shift"
+    input = operand_def(TensorType)  # declared again so that the offset comes last
+    output = operand_def(TensorType)
+    via = opt_operand_def(TensorType)
+    offset = operand_def(IndexType)
+    assembly_format = (
+        "$input `->` $output (`via` $via^)? `team` $team `offset` $offset (`root` $root^)? (`op` $reduction^)? "
+        "(`transport` $transport^)? attr-dict `:` type($input) `->` type($output) (`,` type($via)^)?"
+    )
+
+    def __init__(self, input: SSAValue, output: SSAValue, team: Sequence[int], offset: SSAValue):
+        IRDLOperation.__init__(
+            self, operands=[input, output, None, offset], result_types=[WorkType()],
+            properties={"team": DenseArrayBase.from_list(i64, team)},
+        )
+
+    def verify_buffers(self) -> None:
+        super().verify_buffers()
+        member = self.team_ids[0]
+        sizes = [tensor_type(v).local_shape(member) for v in (self.input, self.output)]
+        if None in sizes or any(DYNAMIC in s for s in sizes):  # type: ignore[operator]
+            return
+        counts = [math.prod(s) for s in sizes]  # type: ignore[arg-type]
+        if counts[0] != counts[1]:
+            raise VerifyException(f"a member sends {counts[0]} elements but receives {counts[1]}")
+
+
 COLLECTIVE_OPS: list[type[CollectiveOp]] = [
     AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
+    ShiftOp,
 ]
 
 

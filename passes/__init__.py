@@ -20,6 +20,11 @@ from hostir_dialect.context import make_context
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every hostir pass by CLI name; a pass is imported when its loader is called."""
 
+    def get_choose_pipelining():
+        from passes import choose_pipelining
+
+        return choose_pipelining.ChoosePipelining
+
     def get_convert_op_to_communication():
         from passes import convert_op_to_communication
 
@@ -50,6 +55,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return propagate_shardings.PropagateShardings
 
+    def get_reorder_sharded_axis():
+        from passes import reorder_sharded_axis
+
+        return reorder_sharded_axis.ReorderShardedAxisPass
+
     def get_stream_parallel_type():
         from passes import stream_parallel_type
 
@@ -66,12 +76,14 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return verify_collective_order.VerifyCollectiveOrder
 
     return {
+        "choose-pipelining": get_choose_pipelining,
         "convert-op-to-communication": get_convert_op_to_communication,
         "decompose-reshardings": get_decompose_reshardings,
         "finalize-multidevice-domains": get_finalize_multidevice_domains,
         "insert-deallocations": get_insert_deallocations,
         "lower-to-host": get_lower_to_host,
         "propagate-shardings": get_propagate_shardings,
+        "reorder-sharded-axis": get_reorder_sharded_axis,
         "split-by-member": get_split_by_member,
         "stream-parallel-type": get_stream_parallel_type,
         "verify-collective-order": get_verify_collective_order,
@@ -85,6 +97,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     "hostir-lower": (
         "propagate-shardings",
         "decompose-reshardings",
+        "choose-pipelining",
+        "reorder-sharded-axis",
         "finalize-multidevice-domains",
         "lower-to-host",
         "stream-parallel-type",

@@ -4,26 +4,31 @@ buffer + collectives, each followed by `hir.wait` (nvFuser's ConvertOpToCommunic
 and convertSingleOpToCommunication: csrc/host_ir/pass/convert_op_to_communication.cpp,
 csrc/host_ir/lower_to_communication.cpp).
 
-Decision table (in/out sharded = DIDx-sharded with a mesh of more than one device):
+Decision table, along the one device type P the op changes (DIDx or DIDy; DIDx when only
+the mesh changes). in/out sharded = sharded along P over more than one device:
 
     op      in   out  meshes     collectives
-    set     no   yes  any        scatter, root = first sender device in the receiver mesh
-    set     yes  no   same       allgather, one per DIDx slice of the mesh
+    set     no   yes  same       scatter, one per P-slice of the mesh, root = its first device
+    set     no   yes  different  scatter, root = first sender device in the receiver mesh
+    set     yes  no   same       allgather, one per P-slice
     set     yes  no   different  gather, one per receiving device
-    set     yes  yes  any        send_recv, sender_mesh[i] -> receiver_mesh[i]
+    set     yes  yes  same axis  send_recv, sender_mesh[i] -> receiver_mesh[i]
+    set     yes  yes  same mesh  all_to_all, one per P-slice (the sharded axis moves)
     set     no   no   different  broadcast from sender_mesh[0]
-    reduce  yes  yes  same       reduce_scatter, one per DIDx slice
-    reduce  yes  no   same       allreduce, one per DIDx slice
+    reduce  yes  yes  same       reduce_scatter, one per P-slice
+    reduce  yes  no   same       allreduce, one per P-slice
     reduce  yes  no   different  reduce, one per receiving device (root)
 
-Teams on 2-D meshes. nvFuser gives Allgather/Allreduce/ReduceScatter the team
-`mesh.getSlice(my_rank, DIDx)`, which depends on the rank; our program text is the same on
-every rank, so we emit one collective per DIDx slice (one per mesh row). A rank is in
-exactly one of them and the others are no-ops for it (ranks outside a team skip the op).
+Teams on 2-D meshes. nvFuser gives a collective the team `mesh.getSlice(my_rank, P)`,
+which depends on the rank; our program text is the same on every rank, so we emit one
+collective per P-slice: along DIDx one per mesh row, along DIDy one per mesh column. A
+rank is in exactly one of them and the others are no-ops for it (ranks outside a team
+skip the op). Rows marked "different" need 1-D meshes. An op that changes both DIDx and
+DIDy is two communications (decompose-reshardings splits it).
 
-Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py),
-so an axis that is gathered or scattered must be the outermost allocated axis with a local
-extent above 1 on both sides, and the other axes must be allocated in the same order.
+Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py):
+`sharding_policy.layout_problem` says when they are not laid out as the collective needs
+(reorder-sharded-axis arranges them in the `hostir-lower` pipeline).
 
 Transport (option `transport=nccl|copy-engine|auto`, docs/copy_engine.md): an all-gather,
 reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one loop with
@@ -50,14 +55,20 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.sharding import communicates, placement
+from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
 from .cost_model import DEFAULT_MACHINE, Machine
-from .sharding_policy import device_parallel_reduced_axes, is_inner_split
-
-DIDX, DIDY = ParallelKind.DIDX, ParallelKind.DIDY
+from .sharding_policy import (
+    Exchange,
+    buffer_order,
+    communicated_type,
+    device_parallel_reduced_axes,
+    is_inner_split,
+    layout_problem,
+    sharding_changes,
+)
 
 
 @dataclass(frozen=True)
@@ -82,77 +93,93 @@ def plan_communication(op: Operation) -> list[Collective]:
     sender, receiver = source.mesh, target.mesh
     if sender is None or receiver is None:
         raise op_error(op, "reshards between a tensor with a device mesh and one without; run propagate-shardings first")
-    in_sharded = source.is_sharded(DIDX) and sender.size > 1
-    out_sharded = target.is_sharded(DIDX) and receiver.size > 1
+    _check_parallelization(op, source, target)
+    parallel = communicated_type(op)
+    in_sharded = source.is_sharded(parallel) and sender.axis_size(parallel) > 1
+    out_sharded = target.is_sharded(parallel) and receiver.axis_size(parallel) > 1
     if isinstance(op, fusion.ReduceOp) and not in_sharded and sender.size > 1:
         raise op_error(op, "the comm input must be sharded in case of reduce. Insert a `set` before the reduction to reshard")
-    _check_parallelization(op, source, target)
     if isinstance(op, fusion.ReduceOp):
         _check_reduces_only_device_axis(op)
-        return _plan_reduce(op, sender, receiver, out_sharded)
-    return _plan_set(op, sender, receiver, in_sharded, out_sharded)
+        plan = _plan_reduce(op, parallel, sender, receiver, out_sharded)
+    else:
+        plan = _plan_set(op, parallel, sender, receiver, in_sharded, out_sharded)
+    problem = layout_problem(op) or _chunk_problem(op)
+    if problem is not None:
+        raise op_error(op, problem)
+    return plan
 
 
-def _plan_set(op: fusion.SetOp, sender: Mesh, receiver: Mesh, in_sharded: bool, out_sharded: bool) -> list[Collective]:
-    source, target = tensor_type(op.input), tensor_type(op.result)
+def _chunk_problem(op: fusion.SetOp | fusion.ReduceOp) -> str | None:
+    """Why a stream loop's chunk that `op` communicates is not one contiguous run of its
+    buffer (collectives need dense buffers; reorder-sharded-axis puts the loop's axis first)."""
+    for value in (op.input, op.out):
+        select = value.owner if value is not None else None
+        if not isinstance(select, hir.AliasSelectOp):
+            continue
+        whole = tensor_type(select.input)
+        if select.axis_index in buffer_order(whole, {a: a for a in range(whole.rank)})[1:]:
+            return (f"communicates chunks of a stream loop over axis {select.axis_index} that are not contiguous "
+                    "in their buffer: that axis must be allocated outermost (reorder-sharded-axis makes it so)")
+    return None
+
+
+def _plan_set(
+    op: fusion.SetOp, parallel: ParallelKind, sender: Mesh, receiver: Mesh, in_sharded: bool, out_sharded: bool
+) -> list[Collective]:
     if not in_sharded and out_sharded:
-        _check_layout(op, scattered=_didx_axis(target))
+        if sender == receiver:
+            return [Collective(hir.ScatterOp, team, team[0]) for team in _slices(receiver, parallel)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
             raise op_error(op, f"No common device found between the sender mesh {sender} and the receiver mesh {receiver}: scatter needs its root in both")
         return [Collective(hir.ScatterOp, receiver.devices, root)]
     if in_sharded and not out_sharded:
-        gathered = op.axis_map(op.input)[_didx_axis(source)]
-        _check_layout(op, scattered=gathered)
         if sender == receiver:
-            return [Collective(hir.AllgatherOp, team) for team in _didx_slices(sender)]
+            return [Collective(hir.AllgatherOp, team) for team in _slices(sender, parallel)]
         _check_1d(op, sender, "Gather only supported on a 1D mesh")
         return [Collective(hir.GatherOp, _with(sender.devices, root), root) for root in receiver.devices]
     if in_sharded and out_sharded:
-        _check_same_sharded_axis(op, source, target)
+        exchange = Exchange.of(op)
+        if exchange.scattered is not None:
+            if sender != receiver:
+                raise op_error(op, f"reshards from axis {exchange.gathered} to axis {exchange.scattered} (an all-to-all) between different meshes ({sender} and {receiver}), which is not lowerable")
+            return [Collective(hir.AllToAllOp, team) for team in _slices(sender, parallel)]
         _check_1d(op, sender, "SendRecv only supported on 1D meshes")
         _check_1d(op, receiver, "SendRecv only supported on 1D meshes")
         if sender.size != receiver.size:
             raise op_error(op, f"the receiver and sender meshes have different sizes ({receiver} and {sender}); send_recv pairs them device by device")
-        _check_layout(op)
         return [
             Collective(hir.SendRecvOp, (s,) if s == r else (s, r), s)
             for s, r in zip(sender.devices, receiver.devices)
         ]
-    _check_layout(op)
     _check_1d(op, sender, "Broadcast only supported a 1D mesh")
     _check_1d(op, receiver, "Broadcast only supported a 1D mesh")
     root = sender.devices[0]
     return [Collective(hir.BroadcastOp, _with(receiver.devices, root), root)]
 
 
-def _plan_reduce(op: fusion.ReduceOp, sender: Mesh, receiver: Mesh, out_sharded: bool) -> list[Collective]:
+def _plan_reduce(
+    op: fusion.ReduceOp, parallel: ParallelKind, sender: Mesh, receiver: Mesh, out_sharded: bool
+) -> list[Collective]:
     if out_sharded:
         if sender != receiver:
             raise op_error(op, f"ReduceScatter operation must have the same sender and receiver device mesh, got {sender} and {receiver}")
-        _check_layout(op, scattered=_didx_axis(tensor_type(op.result)))
-        return [Collective(hir.ReduceScatterOp, team) for team in _didx_slices(sender)]
-    _check_layout(op)
+        return [Collective(hir.ReduceScatterOp, team) for team in _slices(sender, parallel)]
     if sender == receiver:
-        return [Collective(hir.AllreduceOp, team) for team in _didx_slices(sender)]
+        return [Collective(hir.AllreduceOp, team) for team in _slices(sender, parallel)]
     _check_1d(op, sender, "Reduce only supported a 1D mesh")
     return [Collective(hir.ReduceOp, _with(sender.devices, root), root) for root in receiver.devices]
 
 
-def _didx_slices(mesh: Mesh) -> list[tuple[int, ...]]:
-    """Every team `mesh.slice(rank, DIDx)` can be, each once, in mesh order."""
-    return list(dict.fromkeys(mesh.slice(d, DIDX) for d in mesh.devices))
+def _slices(mesh: Mesh, parallel: ParallelKind) -> list[tuple[int, ...]]:
+    """Every team `mesh.slice(rank, parallel)` can be, each once, in mesh order."""
+    return list(dict.fromkeys(mesh.slice(d, parallel) for d in mesh.devices))
 
 
 def _with(team: tuple[int, ...], device: int) -> tuple[int, ...]:
     return team if device in team else (*team, device)
-
-
-def _didx_axis(t: TensorType) -> int:
-    found = t.axis_with(DIDX, include_reduction=False)
-    assert found is not None
-    return found
 
 
 def _check_1d(op: Operation, mesh: Mesh, message: str) -> None:
@@ -160,58 +187,30 @@ def _check_1d(op: Operation, mesh: Mesh, message: str) -> None:
         raise op_error(op, f"{message}, got mesh {mesh}")
 
 
-def _check_parallelization(op: Operation, source: TensorType, target: TensorType) -> None:
-    """Only DIDx may change, and only on an outer split (nvFuser rejects the rest too)."""
+_SPELLED = {ParallelKind.DIDX: "DIDx", ParallelKind.DIDY: "DIDy"}
+
+
+def _check_parallelization(op: fusion.SetOp | fusion.ReduceOp, source: TensorType, target: TensorType) -> None:
+    """Device types only on outer splits, and one type changing at a time (nvFuser
+    rejects the rest too)."""
     for t in (source, target):
         for index, axis in enumerate(t.axes):
-            if is_inner_split(axis, DIDX):
-                raise op_error(op, f"DIDx on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
-    moved_didy = source.mesh != target.mesh and (source.is_sharded(DIDY) or target.is_sharded(DIDY))
-    p, c = placement(source, DIDY), placement(target, DIDY, include_reduction=True)
-    changed_didy = (p is None) != (c is None) or (
-        p is not None and c is not None and (op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors)
-    )
-    if moved_didy or changed_didy:
-        raise op_error(op, "resharding along DIDy is not lowerable: only DIDx may change, within one mesh for DIDy-sharded tensors")
-
-
-def _check_same_sharded_axis(op: Operation, source: TensorType, target: TensorType) -> None:
-    p, c = placement(source, DIDX), placement(target, DIDX)
-    assert p is not None and c is not None
-    if op.axis_map(op.input).get(p.axis) != c.axis or p.outer_factors != c.outer_factors:
-        raise op_error(op, f"reshards from axis {p.axis} to axis {c.axis} (an all-to-all), which is not lowerable; gather first")
+            for parallel in DEVICE_KINDS:
+                if is_inner_split(axis, parallel):
+                    raise op_error(op, f"{_SPELLED[parallel]} on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
+    changed = sharding_changes(source, target, op.axis_map(op.input))
+    if len(changed) > 1:
+        raise op_error(op, f"changes more than one parallel type ({', '.join(changed)}), which is more than one communication; run decompose-reshardings first")
 
 
 def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
     """One communication reduces across devices only: the reduced axis must be the
-    DIDx axis, not split locally. A local part has to be reduced first (rFactor)."""
+    device-parallel axis, not split locally. A local part has to be reduced first (rFactor)."""
     if device_parallel_reduced_axes(op) != op.reduced_axes() or len(op.reduced_axes()) != 1:
         raise op_error(op, "reduces local data as well as across devices, which is not one communication; run decompose-reshardings first")
     axis = tensor_type(op.input).value_axes()[op.reduced_axes()[0]]
     if axis.is_split:
         raise op_error(op, "reduces a split device-parallel axis (a local part as well), which is not one communication; run decompose-reshardings first")
-
-
-def _check_layout(op: fusion.SetOp | fusion.ReduceOp, scattered: int | None = None) -> None:
-    """The flattened-buffer contracts must give the right result. `scattered` is the
-    result axis gathered or scattered by the collective, if any: it must lead both
-    buffers (nvFuser's isCommunicationLayoutCompliant); the other allocated axes must
-    come in the same order in both."""
-    source, target = tensor_type(op.input), tensor_type(op.result)
-    axis_map = op.axis_map(op.input)
-    source_order = [axis_map[a] for a in _allocated(source) if a in axis_map]
-    target_order = _allocated(target)
-    if scattered is not None:
-        for order in (source_order, target_order):
-            if scattered in order and order[0] != scattered:
-                raise op_error(op, f"Resharding on an inner axis is not lowerable: axis {scattered} of the result must be the outermost allocated axis with a local extent above 1")
-    if [a for a in source_order if a != scattered] != [a for a in target_order if a != scattered]:
-        raise op_error(op, "input and result buffers allocate their axes in different orders, which no communication can convert")
-
-
-def _allocated(t: TensorType) -> list[int]:
-    """Logical axes of the local buffer in allocation order, without extent-1 ones."""
-    return [i for i in t.allocation_order() if not t.axes[i].is_reduction and t.local_extent(i) != 1]
 
 
 # --------------------------------------------------------------------------- #
@@ -235,21 +234,15 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
         if problem is not None:
             raise op_error(op, f"cannot communicate on the copy engines: {problem}")
         return hir.Transport.COPY_ENGINE
-    if problem is None and copy_engine_is_faster(op, plan[0], machine):
-        return hir.Transport.COPY_ENGINE
+    if problem is None:
+        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team))
     return hir.Transport.NCCL
 
 
-def copy_engine_is_faster(op: Operation, collective: Collective, machine: Machine) -> bool:
-    """By the cost model, for the bytes each member sends each peer (dynamic: no)."""
-    source, target = tensor_type(op.operands[0]), tensor_type(op.results[0])
-    member = collective.team[0]
-    shard = (target if collective.kind is hir.ReduceScatterOp else source).local_shape(member)
-    if shard is None or DYNAMIC in shard:
-        return False
-    link_bytes = math.prod(shard) * source.element_bytes()
-    name = collective.kind.name
-    return machine.collective_ms(name, True, link_bytes) <= machine.collective_ms(name, False, link_bytes)
+def input_bytes(op: Operation, member: int) -> int:
+    """Bytes of `op`'s input on `member` (static: copy_engine_problem has checked)."""
+    source = tensor_type(op.operands[0])
+    return math.prod(source.local_shape(member)) * source.element_bytes()
 
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from hostir_dialect import hir
+
 MACHINES = Path(__file__).resolve().parent / "machines"
 DEFAULT_MACHINE = "h200x2"
 
@@ -41,6 +43,9 @@ class Machine:
     """From a flag set in a peer's memory to the stream waiting for it moving on."""
     matmul_slowdown: dict[str, float]
     """How much longer a matmul takes while transfers of a transport run beside it."""
+    host_us_per_chunk: float
+    """The evaluator's host time for one iteration of a stream loop (a collective, a
+    matmul, the stream switches and events), run eagerly."""
 
     @staticmethod
     def load(name: str = DEFAULT_MACHINE) -> Machine:
@@ -58,16 +63,28 @@ class Machine:
             nccl={kind: Link(**link) for kind, link in data["nccl"].items()},
             signal_us=data["signal_us"],
             matmul_slowdown=data["matmul_slowdown"],
+            host_us_per_chunk=data["host_us_per_chunk"],
         )
 
     def matmul_ms(self, flops: float, element_type: str) -> float:
         rate = self.matmul_tflops.get(element_type, min(self.matmul_tflops.values())) * 1e9
         return flops / rate * (1 + self.matmul_half_rate_gflop * 1e9 / max(flops, 1.0))
 
-    def collective_ms(self, collective: str, copy_engine: bool, link_bytes: float) -> float:
-        """One collective of `collective` (an op name) whose every rank sends `link_bytes`
-        to each peer (all-gather: its shard; reduce-scatter: one output chunk; all-reduce:
-        its buffer) on NCCL or on the copy engines (all peers at once, then one signal)."""
-        if copy_engine:
-            return self.copy_engine.ms(link_bytes) + self.signal_us / 1e3
-        return self.nccl[collective].ms(link_bytes)
+    def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int) -> float:
+        """One collective of `kind` whose members each contribute `input_bytes`, on NCCL
+        (fitted on that measure) or on the copy engines (per phase: every peer's share
+        copied at once, then one signal)."""
+        if transport == hir.Transport.COPY_ENGINE:
+            share = kind.copy_engine_share_per_peer(input_bytes, team_size)
+            return kind.COPY_ENGINE_PHASES * (self.copy_engine.ms(share) + self.signal_us / 1e3)
+        return self.nccl[kind.name].ms(input_bytes)
+
+    def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> hir.Transport:
+        """NCCL, or the copy engines where `kind` has an algorithm on them and they are faster."""
+        if not kind.HAS_COPY_ENGINE_ALGORITHM:
+            return hir.Transport.NCCL
+        return min(hir.Transport, key=lambda t: self.collective_ms(kind, t, input_bytes, team_size))
+
+    def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> float:
+        transport = self.fastest_transport(kind, input_bytes, team_size)
+        return self.collective_ms(kind, transport, input_bytes, team_size)

@@ -15,8 +15,12 @@ In order:
    Stream sharding so that the communication lands in the result's stream loop;
    with `insert-after=true` the op computes on its most parallel input's sharding and a
    set after it reshards the result (nvFuser's InsertReshardingAfter)
-   (`InsertReshardingSets`);
-4. every remaining resharding op is checked to be one communication.
+   (`InsertReshardingSets`); a set that changes DIDx and DIDy becomes two sets, one
+   per type (`SplitByParallelType`);
+4. sets that reshard the same value to the same type (one in front of each of two
+   consumers, say) are merged into the first, so that each value is communicated once
+   per sharding (`share_reshardings`);
+5. every remaining resharding op is checked to be one communication.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -35,7 +39,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect.diagnostics import HostIRError, located_like, op_error
 from hostir_dialect.fusion import (
@@ -53,7 +57,7 @@ from hostir_dialect.fusion import (
     SqueezeOp,
     by_parallelism,
 )
-from hostir_dialect.sharding import have_different_shardings, reduces_sharded_axis
+from hostir_dialect.sharding import have_different_shardings, is_resharding, reduces_sharded_axis
 from hostir_dialect.symbols import user_fusions
 from hostir_dialect.tensor_type import (
     DEVICE_KINDS,
@@ -74,6 +78,7 @@ from .sharding_policy import (
     device_parallel_reduced_axes,
     forward_axis_map,
     propagate_parallel_types,
+    sharding_changes,
 )
 
 # --------------------------------------------------------------------------- #
@@ -416,8 +421,65 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
     computed.replace_uses_with_if(resharded.result, lambda use: use.operation is not resharded)
 
 
+class SplitByParallelType(RewritePattern):
+    """y = set x   changing DIDx and DIDy within one mesh
+    ->  t = set x  (one type changed, the other as in x) ; y = set t  (the other changed)
+    DIDx first when that gives two single-type sets, else DIDy first; t keeps y's Stream
+    sharding, so both sets land in y's stream loop."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
+        source, target = tensor_type(op.input), tensor_type(op.result)
+        axis_map = op.axis_map(op.input)
+        if source.mesh != target.mesh or len(sharding_changes(source, target, axis_map)) < 2:
+            return
+        for first, second in (DEVICE_KINDS, DEVICE_KINDS[::-1]):
+            middle = _changed_alone(source, target, axis_map, first, second)
+            if middle is not None:
+                step = SetOp(op.input, middle)
+                rewriter.insert(located_like(step, op), InsertPoint.before(op))
+                op.operands[0] = step.result
+                rewriter.notify_op_modified(op)
+                return
+
+
+def _changed_alone(
+    source: TensorType, target: TensorType, axis_map: dict[int, int], first: ParallelKind, second: ParallelKind
+) -> TensorType | None:
+    """`target`'s axes with `first` placed as in `target` and `second` as in `source`, if
+    going through it changes `first` alone and then `second` alone."""
+    identity = {i: i for i in range(target.rank)}
+    plain = _tensor(target, [a.unparallelized() for a in target.axes])
+    try:
+        middle = propagate_parallel_types(source, plain, axis_map, (second,))
+        middle = propagate_parallel_types(target, middle, identity, (first, ParallelKind.STREAM))
+    except ShardingError:
+        return None
+    if sharding_changes(source, middle, axis_map) != [first] or sharding_changes(middle, target, identity) != [second]:
+        return None
+    return middle
+
+
 # --------------------------------------------------------------------------- #
-# 4. validation
+# 4. one communication per value and sharding
+# --------------------------------------------------------------------------- #
+
+
+def share_reshardings(func: FuncOp) -> None:
+    """Replace every resharding `fusion.set` that repeats an earlier one (same input,
+    same result type) by that earlier one, which comes before all its uses: a fusion
+    is one block."""
+    first: dict[tuple[SSAValue, Attribute], SetOp] = {}
+    for op in list(func.body.block.ops):
+        if not isinstance(op, SetOp) or op.out is not None or not is_resharding(op):
+            continue
+        earlier = first.setdefault((op.input, op.result.type), op)
+        if earlier is not op:
+            Rewriter.replace_op(op, [], [earlier.result])
+
+
+# --------------------------------------------------------------------------- #
+# 5. validation
 # --------------------------------------------------------------------------- #
 
 
@@ -453,10 +515,11 @@ class DecomposeReshardings(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
             [SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
-            [InsertReshardingSets(self.insert_after)],
+            [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in user_fusions(op):
             for patterns in stages:
                 _rewrite(func, patterns)
                 func.update_function_type()
+            share_reshardings(func)
             validate(func)

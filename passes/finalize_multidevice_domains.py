@@ -9,10 +9,11 @@ allocated by the caller -- and whose every consumer's result has the same Stream
 sharding, so that producer and consumers run in one stream loop and no iteration needs
 another iteration's chunk. Every other tensor is allocated whole.
 
-Precondition, reported at the op: all tensors of a fusion have a device mesh or none do.
-(nvFuser also rejects any allocation order on a resharding op; here the layout contract
-of the collectives is checked where it applies, by convert-op-to-communication: the
-communicated axis leads both buffers and the other axes keep their order.)
+Precondition, reported at the op: all tensors of a fusion have a device mesh or none
+do. (nvFuser also rejects any allocation order on a resharding op, its
+MakeReshardingContiguous check, which has no counterpart here: reorder-sharded-axis,
+which runs before, lays out the buffers collectives need, and convert-op-to-communication
+checks that layout contract where it applies, `sharding_policy.layout_problem`.)
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
 from . import PIPELINES, get_all_passes
-from .pipeline import ALL, PassCheck, PassManagerOptions, build_pipeline
+from .pipeline import ALL, VERIFY_EACH_VARIABLE, PassCheck, PassManagerOptions, build_pipeline, verify_each_by_default
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -142,6 +142,9 @@ class HostIROptMain(xDSLOptMain):
                                 help="dump the IR to stderr after every pass")
         arg_parser.add_argument("--print-ir-after", action="append", default=[], metavar="NAME",
                                 help="dump the IR to stderr after this pass (repeatable)")
+        arg_parser.add_argument("--verify-each", action="store_true",
+                                help="verify the IR after every pass, not only after the pipeline "
+                                     f"(the default when {VERIFY_EACH_VARIABLE}=1, as in the test suites)")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
         arg_parser.add_argument("--verify-each-pass-numerically", action="store_true",
@@ -167,7 +170,10 @@ class HostIROptMain(xDSLOptMain):
             disabled=frozenset(self.args.disable_pass),
             print_ir_after=frozenset(after),
             time_passes=self.args.time_passes,
-            verify_each=not self.args.disable_verify,
+            verify=not self.args.disable_verify,
+            # the numerical check runs the module after every pass: only a verified one
+            verify_each=not self.args.disable_verify
+            and (self.args.verify_each or self.args.verify_each_pass_numerically or verify_each_by_default()),
             check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
         )
         self.pipeline = build_pipeline(self.args.passes, options, self.available_passes)

@@ -8,7 +8,8 @@ hostir_dialect/sharding.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
@@ -151,3 +152,120 @@ def communication_problem(op: Operation) -> str | None:
         if axis.is_split:
             return "the reduced device-parallel axis is split; reduce its device piece alone"
     return None
+
+
+# --------------------------------------------------------------------------- #
+# The buffers of one communication (reorder-sharded-axis, convert-op-to-communication)
+# --------------------------------------------------------------------------- #
+
+
+def communicated_type(op: SetOp | ReduceOp) -> ParallelKind:
+    """The device type a communicating set or reduce works along: the one whose
+    placement changes (the type of the reduced axis for a reduce); DIDx when only the
+    mesh changes. Several changed types give the first (decompose-reshardings splits them)."""
+    if isinstance(op, ReduceOp):
+        axes = tensor_type(op.input).value_axes()
+        for d in device_parallel_reduced_axes(op):
+            return next(p for p in axes[d].parallel_types() if p.is_device)
+    changed = sharding_changes(tensor_type(op.input), tensor_type(op.result), op.axis_map(op.input))
+    return changed[0] if changed else ParallelKind.DIDX
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """How a collective cuts its flat buffers into team chunks (the buffer contracts of
+    runtime/communicator.py): by the device piece of the result axis `scattered` in the
+    sender's buffer (scatter, reduce_scatter, all_to_all: chunk j goes to member j), and
+    of the result axis `gathered` in the receiver's (allgather, gather, all_to_all: chunk
+    i comes from member i). Each such piece must be outermost in its buffer, and the rest
+    of a chunk laid out alike on both sides."""
+
+    parallel: ParallelKind
+    scattered: int | None
+    gathered: int | None
+
+    @staticmethod
+    def of(op: SetOp | ReduceOp, loop_axis: int | None = None) -> Exchange:
+        """`op`'s exchange, in the chunks of a stream loop over the result axis `loop_axis`
+        if given. A loop over the gathered axis is a ring (stream-parallel-type): each
+        iteration receives one member's whole shard into its chunk, gathering nothing."""
+        exchange = Exchange._of(op)
+        if loop_axis is not None and loop_axis == exchange.gathered:
+            return Exchange(exchange.parallel, exchange.scattered, None)
+        return exchange
+
+    @staticmethod
+    def _of(op: SetOp | ReduceOp) -> Exchange:
+        parallel = communicated_type(op)
+        source, target = tensor_type(op.input), tensor_type(op.result)
+        produced = _sharded_placement(source, parallel)
+        consumed = _sharded_placement(target, parallel)
+        scattered = consumed.axis if consumed is not None else None
+        if isinstance(op, ReduceOp) or produced is None:
+            return Exchange(parallel, scattered, None)  # a reduce's sharded input axis is reduced
+        gathered = op.axis_map(op.input).get(produced.axis)
+        if gathered == scattered and produced.outer_factors == consumed.outer_factors:  # type: ignore[union-attr]
+            return Exchange(parallel, None, None)  # each shard stays whole (send_recv)
+        return Exchange(parallel, scattered, gathered)
+
+
+def _sharded_placement(t: TensorType, parallel: ParallelKind):
+    """Where `t` is sharded along `parallel` over more than one device, if it is."""
+    if t.mesh is None or t.mesh.axis_size(parallel) < 2:
+        return None
+    return placement(t, parallel)
+
+
+def buffer_order(t: TensorType, to_result: Mapping[int, int], skip: int | None = None) -> list[int]:
+    """The result axes of `t`'s local buffer in memory order, without the axes of local
+    extent 1 (nor `skip`, the axis a stream loop slices away)."""
+    return [
+        to_result[a] for a in t.allocation_order()
+        if a in to_result and to_result[a] != skip and not t.axes[a].is_reduction and t.local_extent(a) != 1
+    ]
+
+
+def _chunk_order(t: TensorType, to_result: Mapping[int, int], split: int | None, parts: int, skip: int | None) -> list[int]:
+    """The result axes of one of `parts` team chunks of `t`'s buffer, cut along the result
+    axis `split` (None: the chunk is the whole buffer), in memory order, without those of
+    extent 1 in the chunk."""
+    from_result = {r: a for a, r in to_result.items()}
+    order = []
+    for axis in buffer_order(t, to_result, skip):
+        extent = t.local_extent(from_result[axis])
+        if axis == split and extent != DYNAMIC:
+            extent //= parts
+        if extent != 1:
+            order.append(axis)
+    return order
+
+
+def _team_size(t: TensorType, parallel: ParallelKind) -> int:
+    return t.mesh.axis_size(parallel) if t.mesh is not None else 1
+
+
+def layout_problem(op: SetOp | ReduceOp, loop_axis: int | None = None) -> str | None:
+    """Why the flat buffers of the communicating `op` are not laid out as its collective
+    needs (None if they are). `loop_axis`: a result axis a stream loop slices away."""
+    exchange = Exchange.of(op, loop_axis)
+    source, target = tensor_type(op.input), tensor_type(op.result)
+    to_result = op.axis_map(op.input)
+    identity = {i: i for i in range(target.rank)}
+    for order in (buffer_order(source, to_result), buffer_order(target, identity)):
+        if loop_axis in order and order[0] != loop_axis:
+            return f"the stream loop over axis {loop_axis} would cut chunks that are not contiguous out of its buffers"
+    sent, received = buffer_order(source, to_result, loop_axis), buffer_order(target, identity, loop_axis)
+    for order, leading in ((sent, exchange.scattered), (received, exchange.gathered)):
+        if leading is not None and order[:1] != [leading]:
+            return (f"Resharding on an inner axis is not lowerable: axis {leading} of the result must be the "
+                    "outermost allocated axis with a local extent above 1 (reorder-sharded-axis makes it so)")
+    # A scattered axis is cut into as many chunks as it has shards in the result, a
+    # gathered one into as many as it had in the input.
+    send_chunk = _chunk_order(source, to_result, exchange.scattered, _team_size(target, exchange.parallel), loop_axis)
+    receive_chunk = _chunk_order(target, identity, exchange.gathered, _team_size(source, exchange.parallel), loop_axis)
+    if send_chunk == receive_chunk:
+        return None
+    if exchange.scattered is not None and exchange.gathered is not None:
+        return (f"an all-to-all from axis {exchange.gathered} to axis {exchange.scattered} that keeps both "
+                "above one element per device needs its scattered axis split first (reorder-sharded-axis does it)")
+    return "input and result buffers allocate their axes in different orders, which no communication can convert"

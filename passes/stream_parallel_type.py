@@ -51,6 +51,29 @@ A stream-allocated mark (`alloc=[0 stream, ..]`, finalize-multidevice-domains) i
 from every tensor: a loop writes every chunk of its full-size buffers, and what runs
 whole holds every chunk.
 
+DID -> Stream sets become a ring of point-to-point copies (nvFuser #4515, "linear
+allgather"): when a set's result has its stream axis where its input has an axis sharded
+over the D devices of a 1-D mesh (`a: [D didx, m, k]` -> `set` -> `[D stream, m, k]`),
+iteration i of the set's loop handles the chunk of team member p = (me + i) mod D, where
+me is this rank's position (`hir.team_position`): every op of the loop works on chunk p,
+and the set becomes a `hir.shift` by offset i, which receives member p's whole shard into
+chunk p and sends this rank's shard to member (me - i) mod D. Iteration 0 is a local copy
+of this rank's own shard (own-first: the first compute needs no communication). Since
+each rank visits the chunks in its own order, a ring loop holds no other communication:
+a communicating op closes it and starts a loop of its own. A set that a ring cannot
+compute (to another mesh, on a 2-D mesh, over a split device axis) runs whole, as does
+any other op reading a device axis one stream chunk at a time. The shift is one op per
+iteration, a collective with a team, so a transport choice (its `transport` attribute)
+replaces the NCCL send/recv of an iteration without touching the loop; on the copy-engine
+transport a shift would be a put into the peer's chunk (docs/design_notes.md).
+
+    %me = hir.team_position team [0, 1, ..]          (in the main loop's body)
+    %p = arith.remui (%i + %me), D
+    %t_p = hir.alias_select %t[%p] axis 0
+    %w = hir.shift %a -> %t_p team [0, 1, ..] offset %i
+    hir.wait %w
+    (the other ops of the loop on chunk %p)
+
 Option `bounded-intermediates=true` (beyond nvFuser, whose code leaves it as a TODO): a body
 output that is neither returned nor read after its loop (such as the ones
 finalize-multidevice-domains marks stream-allocated) gets no full-size buffer. Each
@@ -79,7 +102,7 @@ from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.symbols import functions, kernel_unit_names, programs
-from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
@@ -157,6 +180,9 @@ class Slicing:
     chunk `i` reads; (0, 1) when absent."""
     unit_axes: dict[SSAValue, int | None] = field(default_factory=dict)
     """For a post: the chunk axis of every live value of its unit (None: computed whole)."""
+    ring: tuple[int, ...] | None = None
+    """For a DID -> Stream set: the team of its ring of shifts (it reads its input whole,
+    this rank's shard)."""
 
     @staticmethod
     def of(op: Operation, axes: dict[SSAValue, int], chunked: dict[SSAValue, int], **fields) -> Slicing:
@@ -196,6 +222,8 @@ def slicing_of(op: Operation) -> Slicing | None:
         return None
     if isinstance(op, hir.PostOnStreamOp):
         slicing = _post_slicing(op, axes)
+    elif isinstance(op, fusion.SetOp) and op.out is None and _reads_device_axis(op, axes[op.result]):
+        slicing = _ring_slicing(op, axes[op.result])
     elif isinstance(op, fusion.ComputeOp) and op.out is None:
         slicing = _compute_slicing(op, axes[op.result])
     else:
@@ -217,6 +245,27 @@ def _chunks_exist(slicing: Slicing) -> bool:
         types = {v: tensor_type(v).with_(stream_allocated=False) for v in [*chunked, *slicing.axes]}
         return all(types[v].chunk_is_dense(a) for v, a in {**chunked, **slicing.axes}.items())
     return True
+
+
+def _reads_device_axis(op: fusion.ComputeOp, axis: int) -> bool:
+    """Does `op` read, along its result's axis `axis`, an input axis sharded over devices?"""
+    return any(
+        (a := operand_axis(op, v, axis)) is not None and bool(tensor_type(v).axes[a].parallel_types() & set(DEVICE_KINDS))
+        for v in op.tensor_inputs()
+    )
+
+
+def _ring_slicing(op: fusion.SetOp, axis: int) -> Slicing | None:
+    """A DID -> Stream set as a ring of shifts (module docstring); None (it runs whole)
+    where a ring cannot compute it."""
+    source, result = tensor_type(op.input), tensor_type(op.result)
+    mapped = operand_axis(op, op.input, axis)
+    assert mapped is not None and source.mesh is not None  # a device-parallel axis has a mesh
+    if source.mesh != result.mesh or source.mesh.ndim != 1:
+        return None  # a ring stays on one mesh and needs this rank's position along one mesh axis
+    if source.axes[mapped].is_split or result.axes[axis].extent != source.mesh.size:
+        return None  # a ring needs the whole axis over the devices
+    return Slicing(op, {op.result: axis}, {}, ring=source.mesh.devices)
 
 
 def _compute_slicing(op: fusion.ComputeOp, axis: int) -> Slicing | None:
@@ -306,6 +355,8 @@ class StreamLoop:
     """(tensor, logical axis) pairs known to run along the loop's axis."""
     scalars: list[Operation] = field(default_factory=list)
     """Scalar ops met between the body ops; they move in front of the loop."""
+    ring: tuple[int, ...] | None = None
+    """The team of the ring of shifts the loop runs, if a set of it is a ring."""
 
     @staticmethod
     def start(slicing: Slicing) -> StreamLoop:
@@ -315,6 +366,7 @@ class StreamLoop:
 
     def add(self, slicing: Slicing) -> None:
         self.slicings.append(slicing)
+        self.ring = self.ring or slicing.ring
         self.stream_axes.update(slicing.axes)
         self.mapped.update(slicing.axes.items())
         self.mapped.update((v, a) for v, a, stride in slicing.inputs() if a is not None and stride == (0, 1))
@@ -322,7 +374,7 @@ class StreamLoop:
     def accepts(self, slicing: Slicing) -> bool:
         """`slicing`'s stream axes map to the loop's and each iteration only reads chunks
         that the same iteration produces."""
-        if slicing.extent != self.extent:
+        if slicing.extent != self.extent or not self.keeps_one_order(slicing):
             return False
         joined = False
         for operand, mapped, stride in slicing.inputs():
@@ -331,6 +383,14 @@ class StreamLoop:
                 return False
             joined = joined or (same_chunk and (operand, mapped) in self.mapped)
         return joined
+
+
+    def keeps_one_order(self, slicing: Slicing) -> bool:
+        """In a ring each rank visits the chunks in its own order: a collective, which
+        needs them in one order, and a ring of another team stay out of it."""
+        if slicing.ring is not None:
+            return self.ring in (None, slicing.ring) and not any(communicates(s.op) for s in self.slicings)
+        return self.ring is None or not communicates(slicing.op)
 
 
 def group(block: Block) -> list[StreamLoop]:
@@ -364,6 +424,7 @@ class _LoopBuilder:
         self.loop = loop
         self.units = units
         self.anchor = loop.slicings[0].op
+        self.ring = loop.ring
         body_ops = {s.op for s in loop.slicings}
         self.results = [r for s in loop.slicings for r in s.axes]
         self.loop_local = {
@@ -425,6 +486,19 @@ class _LoopBuilder:
         block.add_ops(self.located(o) for o in (count, key, worker, hir.SetCurrentStreamOp(worker.result)))
         return worker.result
 
+    def chunk_index(self, block: Block) -> SSAValue:
+        """The chunk an iteration handles: its index, or in a ring the chunk of member
+        (me + i) mod D."""
+        if self.ring is None:
+            return block.args[0]
+        me = hir.TeamPositionOp(self.ring)
+        size = arith.ConstantOp.from_int_and_width(len(self.ring), IndexType())
+        shifted = arith.AddiOp(block.args[0], me.result)
+        member = arith.RemUIOp(shifted.result, size.result)
+        me.result.name_hint, size.result.name_hint, member.result.name_hint = "me", "team_size", "member"
+        block.add_ops(self.located(o) for o in (me, size, shifted, member))
+        return member.result
+
     def sync_body(self, user: SSAValue) -> Block:
         block = _loop_block()
         self.worker_stream(block)
@@ -434,7 +508,7 @@ class _LoopBuilder:
     def main_body(self, user: SSAValue, buffers: dict[SSAValue, Operation]) -> Block:
         block = _loop_block()
         worker = self.worker_stream(block)
-        chunks = _Chunks(block, self)
+        chunks = _Chunks(block, self, self.chunk_index(block))
         for slicing in self.loop.slicings:
             chunks.emit(slicing, buffers)
         for chunk in chunks.loop_local:
@@ -452,10 +526,10 @@ def _loop_block() -> Block:
 class _Chunks:
     """The main-loop body: one chunk (view or loop-local buffer) per tensor and axis."""
 
-    def __init__(self, block: Block, builder: _LoopBuilder):
+    def __init__(self, block: Block, builder: _LoopBuilder, index: SSAValue):
         self.block = block
         self.builder = builder
-        self.index = block.args[0]
+        self.index = index
         self.cache: dict[tuple[SSAValue, int, SSAValue], SSAValue] = {}
         self.loop_local: list[SSAValue] = []
 
@@ -502,6 +576,10 @@ class _Chunks:
         chunks = {v: self.select(v, a, self.strided_index(*stride)) for v, a, stride in slicing.inputs() if a is not None}
         outs = [self.destination(r, a, buffers) for r, a in slicing.axes.items()]
         op = slicing.op
+        if slicing.ring is not None:
+            assert isinstance(op, fusion.SetOp)
+            self.shift(op.input, outs[0], slicing.ring)
+            return
         if isinstance(op, hir.PostOnStreamOp):
             name = self.builder.units.chunk_unit(op, slicing.unit_axes)
             chunked: Operation = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], [o.type for o in outs], outs)
@@ -511,6 +589,12 @@ class _Chunks:
             chunked = op.stream_chunk(chunks, {**slicing.chunked(), result: axis}, tensor_type(outs[0]), outs[0])
             chunked.attributes.update(op.attributes)
         self.block.add_op(self.builder.located(chunked))
+
+    def shift(self, source: SSAValue, out: SSAValue, team: tuple[int, ...]) -> None:
+        """Member p's whole shard into chunk p: a shift by the iteration number."""
+        shift = hir.ShiftOp(source, out, team, self.block.args[0])
+        shift.work.name_hint = "w"
+        self.block.add_ops([self.builder.located(shift), self.builder.located(hir.WaitOp(shift.work))])
 
 
 def _chunk_name(tensor: SSAValue) -> str | None:

@@ -36,6 +36,9 @@ tensor's mesh; "chunks" are team-size equal parts, member i = position i in the 
 - reduce: the root's out = the reduction of every in (a member without in adds the identity).
 - send_recv: team [sender, receiver], root = sender: receiver's out = sender's in.
 - all_to_all: member j's out chunk i = member i's in chunk j.
+- shift (offset k): member p's out = in of the member at position (p + k) mod team size;
+  one batched send and receive per member (they meet whatever the order of the posts),
+  a local copy when k is a multiple of the team size.
 `hir.send`/`hir.recv` post on the world group with the peer's world rank. With NCCL a send
 completes only when the peer posts its receive, and a rank's operations run in order: a
 program must order them so that they pair up (e.g. in a ring, rank 0 sends first and the
@@ -70,6 +73,19 @@ REDUCE_OPS = {
 
 class CollectiveError(Exception):
     """A collective cannot run with the buffers it was given."""
+
+
+class Works:
+    """Several posted operations waited for as one (a batch of sends and receives)."""
+
+    __slots__ = ("works",)
+
+    def __init__(self, works: list):
+        self.works = works
+
+    def wait(self) -> None:
+        for work in self.works:
+            work.wait()
 
 
 class Token:
@@ -156,8 +172,10 @@ class Communicator:
         """Team positions by group rank, when the group does not keep the team's order."""
         return self._orders.get(team)
 
-    def poster(self, op: hir.CollectiveOp) -> Callable[[torch.Tensor | None, torch.Tensor | None], Token]:
-        """The function that posts `op` for this rank (which must be in the op's team)."""
+    def poster(self, op: hir.CollectiveOp) -> Callable[..., Token]:
+        """The function that posts `op` for this rank (which must be in the op's team),
+        called with the values of the op's operands (input and output buffers, then any
+        index such as a shift's offset)."""
         plan = Plan.of(self, op)
         return _COLLECTIVES[type(op)](plan)
 
@@ -453,6 +471,24 @@ def _all_to_all(p: Plan):
     return post
 
 
+def _shift(p: Plan):
+    position = p.team.index(p.rank)
+
+    def post(inp, out, offset: int) -> Token:
+        fi, fo = p.flat_in(inp), p.flat_out(out)
+        _check(fi.numel() == fo.numel(), f"shift sends {fi.numel()} elements but receives {fo.numel()}")
+        step = offset % p.size
+        if step == 0:
+            fo.copy_(fi)
+            return DONE
+        source, dest = p.team[(position + step) % p.size], p.team[(position - step) % p.size]
+        return Token(Works(dist.batch_isend_irecv([
+            dist.P2POp(dist.isend, fi, dest, p.group), dist.P2POp(dist.irecv, fo, source, p.group),
+        ])))
+
+    return post
+
+
 _COLLECTIVES: dict[type[hir.CollectiveOp], Callable[[Plan], Callable]] = {
     hir.AllgatherOp: _allgather,
     hir.AllreduceOp: _allreduce,
@@ -463,4 +499,5 @@ _COLLECTIVES: dict[type[hir.CollectiveOp], Callable[[Plan], Callable]] = {
     hir.ReduceOp: _reduce,
     hir.SendRecvOp: _send_recv,
     hir.AllToAllOp: _all_to_all,
+    hir.ShiftOp: _shift,
 }

@@ -120,7 +120,7 @@ class CopyEngineCollective:
     """
 
     PHASES = 1
-    """Signal rounds per post."""
+    """Signal rounds per post (the op's `COPY_ENGINE_PHASES`)."""
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering):
         self.flags = flags
@@ -206,7 +206,7 @@ class CopyEngineAllreduce(CopyEngineCollective):
     own chunk, as a reduce-scatter's post; waiting reduces the own chunk into the output,
     sends it to every other member and copies theirs into the output."""
 
-    PHASES = 2
+    PHASES = hir.AllreduceOp.COPY_ENGINE_PHASES
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
                  symmetric_via: SymmetricTensor, kind: ReduceKind):
@@ -276,7 +276,7 @@ def posts_per_run(op: Operation) -> int:
 
 def _flags_of(op: hir.CollectiveOp) -> int:
     """Flag slots a copy-engine collective needs in a run."""
-    return posts_per_run(op) * _ALGORITHMS[type(op)].PHASES
+    return posts_per_run(op) * op.COPY_ENGINE_PHASES
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -398,9 +398,3 @@ class CopyEngineProgram:
                                f"{'output' if isinstance(op, hir.AllgatherOp) else 'via buffer'} must be a view of a `hir.allocate symmetric`")
         return self.buffers[allocate][0]
 
-
-_ALGORITHMS: dict[type[hir.CollectiveOp], type[CopyEngineCollective]] = {
-    hir.AllgatherOp: CopyEngineAllgather,
-    hir.ReduceScatterOp: CopyEngineReduceScatter,
-    hir.AllreduceOp: CopyEngineAllreduce,
-}

@@ -17,6 +17,7 @@ launch; `run_spmd` is the one-program form.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import multiprocessing.connection
 import os
@@ -35,9 +36,12 @@ import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
 import passes
-from hostir_dialect.context import parse_module
+from hostir_dialect.context import located_text, parse_module
 
+from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
+from .executor_cache import LruCache
+from .trace import Trace, traced_run
 
 
 class SpmdError(RuntimeError):
@@ -52,9 +56,12 @@ class Job:
     inputs: Sequence[Sequence[Any]]
     """inputs[rank] = that rank's list of local input tensors (None where it holds none)."""
     name: str | None = None
-    number_of_streams: int = 4
+    number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS
     repeat: int = 1
     record_streams: bool = False
+    cuda_graph: bool = False
+    trace: bool = False
+    """Trace one more run after the timed ones (`RankResult.trace`)."""
 
 
 @dataclass
@@ -64,6 +71,9 @@ class RankResult:
     times: list[float]
     """Wall seconds of every run (device work included)."""
     stream_log: list[tuple[str, int]] | None
+    graph_mode: str = "eager"
+    """How the runs executed (`Evaluator.graph_mode`)."""
+    trace: Trace | None = None
 
 
 def default_backend(world_size: int) -> str:
@@ -89,7 +99,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     for job in jobs:
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams)
+                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):
@@ -98,7 +108,9 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
-        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log))
+        trace = traced_run(evaluator, inputs)[1] if job.trace else None
+        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode,
+                                  trace))
     return results
 
 
@@ -136,6 +148,8 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
         finished = True
         dist.barrier(group=finish_line)
+        # CUDA graphs that captured NCCL collectives hold the communicators: free them first.
+        gc.collect()
         dist.destroy_process_group()
     except BaseException as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -233,9 +247,13 @@ def _death(exit_code: int) -> str:
 # --------------------------------------------------------------------------- #
 
 
+_LOWERED: LruCache[ModuleOp] = LruCache(capacity=32)
+"""Fusions lowered by `lower_module`, by their text."""
+
+
 def lower_module(module: ModuleOp) -> ModuleOp:
-    """A copy of `module` lowered by the `hostir-lower` pipeline."""
-    return passes.lower(module.clone())
+    """A copy of `module` lowered by the `hostir-lower` pipeline (lowered once per text)."""
+    return _LOWERED.get(str(module), lambda: passes.lower(module.clone())).clone()
 
 
 def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
@@ -264,10 +282,10 @@ def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None 
 
 
 def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_size: int, *,
-             backend: str | None = None, number_of_streams: int = 4, lower: bool = False, name: str | None = None,
+             backend: str | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS, lower: bool = False, name: str | None = None,
              timeout: float = 300, collective_timeout: float = 60) -> list[list]:
     """Run one program on `world_size` spawned ranks: every rank's list of local outputs."""
-    text = str(as_module(module_or_fd, lower))
+    text = located_text(as_module(module_or_fd, lower))
     job = Job(text, per_rank_inputs, name=name, number_of_streams=number_of_streams)
     results = run_spmd_batch([job], world_size, backend=backend, timeout=timeout,
                              collective_timeout=collective_timeout)[0]

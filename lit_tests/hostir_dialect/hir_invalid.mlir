@@ -399,3 +399,24 @@ hir.program @p() {
   %p = hir.team_position team [0, 0]
   hir.return
 }
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %k: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op hir.shift takes no root
+  %w = hir.shift %x -> %x team [0, 1] offset %k root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, %y: !fusion.tensor<f32[8], mesh=[0, 1]>, %k: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op a member sends 4 elements but receives 8
+  %w = hir.shift %x -> %y team [0, 1] offset %k : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[8], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %k: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op hir.shift has no copy-engine algorithm (allgather, reduce_scatter and allreduce have)
+  %w = hir.shift %x -> %x team [0, 1] offset %k transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}

@@ -134,6 +134,12 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %sr_self = hir.send_recv %x -> %x team [1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
   %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  // A rotation by a run-time offset.
+  // CHECK-NEXT: %sh = hir.shift %x -> %x team [2, 0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %sh = hir.shift %x -> %x team [2, 0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // The default transport is not printed.
+  // CHECK-NEXT: %sh_nccl = hir.shift %x -> %x team [0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %sh_nccl = hir.shift %x -> %x team [0, 1] offset %peer transport nccl : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   // CHECK-NEXT: %rcv = hir.recv %x, %peer : !fusion.tensor<f32[4]>

@@ -84,6 +84,103 @@ hir.program @allgather_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1
 
 // -----
 
+// DIDy changes along the columns of a 2-D mesh: one allgather per DIDy slice (column).
+// CHECK-LABEL: hir.program @allgather_didy(
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W:.+]] = hir.allgather %a -> %b team [0, 2] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    hir.wait %[[W]]
+// CHECK-NEXT:    %[[W2:.+]] = hir.allgather %a -> %b team [1, 3]
+// CHECK-NEXT:    hir.wait %[[W2]]
+// CHECK-NEXT:    hir.return %b
+hir.program @allgather_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// Reductions along DIDy: allreduce and reduce_scatter per column.
+// CHECK-LABEL: hir.program @reduce_didy(
+// CHECK-NEXT:    %s = hir.allocate : !fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W1:.+]] = hir.allreduce %a -> %s team [0, 2] op sum
+// CHECK-NEXT:    hir.wait %[[W1]]
+// CHECK-NEXT:    %[[W2:.+]] = hir.allreduce %a -> %s team [1, 3] op sum
+// CHECK-NEXT:    hir.wait %[[W2]]
+// CHECK-NEXT:    %r = hir.allocate : !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W3:.+]] = hir.reduce_scatter %a -> %r team [0, 2] op max
+// CHECK-NEXT:    hir.wait %[[W3]]
+// CHECK-NEXT:    %[[W4:.+]] = hir.reduce_scatter %a -> %r team [1, 3] op max
+// CHECK-NEXT:    hir.wait %[[W4]]
+hir.program @reduce_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> (!fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>) {
+  %s = fusion.reduce sum %a dims [0] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+  %r = fusion.reduce max %a dims [0] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>
+  hir.return %s, %r : !fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// Sharding a replicated tensor within one 2-D mesh: a scatter per slice from its first device.
+// CHECK-LABEL: hir.program @scatter_didy_same_mesh(
+// CHECK-NEXT:    %b = hir.allocate
+// CHECK-NEXT:    %[[W1:.+]] = hir.scatter %a -> %b team [0, 2] root 0
+// CHECK-NEXT:    hir.wait %[[W1]]
+// CHECK-NEXT:    %[[W2:.+]] = hir.scatter %a -> %b team [1, 3] root 1
+// CHECK-NEXT:    hir.wait %[[W2]]
+hir.program @scatter_didy_same_mesh(%a: !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// Set, both sharded on different axes of one mesh: AllToAll ([D(i0), i1] -> [i0, D(i1)]).
+// The input's chunk j (its axis 1's part j) goes to member j, which receives member i's
+// part at its axis 0's position i.
+// CHECK-LABEL: hir.program @all_to_all(
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W:.+]] = hir.all_to_all %a -> %b team [0, 1] : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]>
+// CHECK-NEXT:    hir.wait %[[W]]
+// CHECK-NEXT:    hir.return %b
+hir.program @all_to_all(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]>
+}
+
+// -----
+
+// The set decompose-reshardings puts before reshape([2, 4(2 didx, 2)] -> [8(2 didx, 4)]):
+// rows become sharded instead of columns, an all-to-all whose axes are laid out as needed.
+// CHECK-LABEL: hir.program @all_to_all_of_a_reshape(
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W:.+]] = hir.all_to_all %a -> %b team [0, 1]
+// CHECK-NEXT:    hir.wait %[[W]]
+hir.program @all_to_all_of_a_reshape(%a: !fusion.tensor<f32[2, 4(2 didx, 2)], mesh=[0, 1]>) -> !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2, 4(2 didx, 2)], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+}
+
+// -----
+
+// All-to-all along DIDx on a 2-D mesh, one per row; and along DIDy, one per column.
+// CHECK-LABEL: hir.program @all_to_all_2d(
+// CHECK-NEXT:    %b = hir.allocate
+// CHECK-NEXT:    %[[W1:.+]] = hir.all_to_all %a -> %b team [0, 1]
+// CHECK-NEXT:    hir.wait %[[W1]]
+// CHECK-NEXT:    %[[W2:.+]] = hir.all_to_all %a -> %b team [2, 3]
+// CHECK-NEXT:    hir.wait %[[W2]]
+// CHECK-NEXT:    %c = hir.allocate
+// CHECK-NEXT:    %[[W3:.+]] = hir.all_to_all %b -> %c team [0, 2]
+// CHECK-NEXT:    hir.wait %[[W3]]
+// CHECK-NEXT:    %[[W4:.+]] = hir.all_to_all %b -> %c team [1, 3]
+// CHECK-NEXT:    hir.wait %[[W4]]
+hir.program @all_to_all_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 4], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2 didy, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]>
+  %c = fusion.set %b : !fusion.tensor<f32[2 didy, 2, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didy, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]>
+  hir.return %c : !fusion.tensor<f32[2, 2 didy, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // Set, in sharded, out not, different mesh: Gather, one per receiving device (LowerGatherTest {0,1}->{0}).
 // CHECK-LABEL: hir.program @gather_to_0(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[0]>

@@ -135,20 +135,57 @@ hir.program @reduce_scatter_meshes(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1
 
 // -----
 
-// Both sides sharded, on different axes: an all-to-all, not a SendRecv.
-// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op reshards from axis 0 to axis 1 (an all-to-all), which is not lowerable; gather first
-hir.program @all_to_all(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]> {
-  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]>
-  hir.return %b : !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[0, 1]>
+// An all-to-all between different meshes.
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op reshards from axis 0 to axis 1 (an all-to-all) between different meshes ([0, 1] and [2, 3]), which is not lowerable
+hir.program @all_to_all_meshes(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]>
+  hir.return %b : !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]>
 }
 
 // -----
 
-// A DIDy change.
-// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op resharding along DIDy is not lowerable: only DIDx may change, within one mesh for DIDy-sharded tensors
-hir.program @didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]> {
-  %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
-  hir.return %b : !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+// An all-to-all whose gathered and scattered axes both keep 2 elements per device: no
+// order of the logical axes makes one chunk of the input a chunk of the result.
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op an all-to-all from axis 0 to axis 1 that keeps both above one element per device needs its scattered axis split first (reorder-sharded-axis does it)
+hir.program @all_to_all_needs_split(%a: !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1], alloc=[1, 0]>) -> !fusion.tensor<f32[4, 4(2 didx, 2)], mesh=[0, 1]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1], alloc=[1, 0]> -> !fusion.tensor<f32[4, 4(2 didx, 2)], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[4, 4(2 didx, 2)], mesh=[0, 1]>
+}
+
+// -----
+
+// The scattered axis of an all-to-all is not outermost in the input.
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable: axis 1 of the result must be the outermost allocated axis with a local extent above 1 (reorder-sharded-axis makes it so)
+hir.program @all_to_all_inner(%a: !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 4(2 didx, 2)], mesh=[0, 1]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1]> -> !fusion.tensor<f32[4, 4(2 didx, 2)], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[4, 4(2 didx, 2)], mesh=[0, 1]>
+}
+
+// -----
+
+// DIDx and DIDy change at once: two communications.
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op changes more than one parallel type (didx, didy), which is more than one communication; run decompose-reshardings first
+hir.program @didx_and_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2, 8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2, 8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[2, 2, 8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// A DIDy change between meshes (a gather from a 2-D mesh).
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh, got mesh [[0, 1], [2, 3]]
+hir.program @didy_meshes(%a: !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 8], mesh=[4]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 8], mesh=[4]>
+  hir.return %b : !fusion.tensor<f32[2, 8], mesh=[4]>
+}
+
+// -----
+
+// DIDy on the inner piece of a split.
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op DIDy on an inner split (axis 0 of !fusion.tensor<f32[8(4, 2 didy)], mesh=[[0, 1], [2, 3]]>) is not lowerable; split the axis outer
+hir.program @inner_split_didy(%a: !fusion.tensor<f32[8(4, 2 didy)], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[8(4, 2 didy)], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
 }
 
 // -----
@@ -194,4 +231,21 @@ hir.program @partial_matmul(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]
 fusion.func @not_lowered(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8], mesh=[0, 1]> {
   %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
   fusion.return %b : !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+}
+
+// -----
+
+// A stream loop over an inner axis: each chunk is strided in its buffer.
+hir.program @chunk_not_contiguous(%x: !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %y = hir.allocate : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x_i = hir.alias_select %x[%i] axis 1 : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]>
+    %y_i = hir.alias_select %y[%i] axis 1 : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+    // CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 1]]:5: error: 'fusion.set' op communicates chunks of a stream loop over axis 1 that are not contiguous in their buffer: that axis must be allocated outermost (reorder-sharded-axis makes it so)
+    %0 = fusion.set %x_i into %y_i : !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+  }
+  hir.return %y : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
 }

@@ -156,6 +156,18 @@ fusion.func @linear_rank1(%x: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, %w
 
 // -----
 
+// Gathering along DIDx and DIDy at once: two sets, DIDx first (an allgather per mesh row,
+// then one per column).
+// CHECK-LABEL: fusion.func @two_changes
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.set %0 : !fusion.tensor<f32[2 didy, 2], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+fusion.func @two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // CHECK-LABEL: fusion.func @matrix_vector
 // CHECK:         %3 = fusion.broadcast %2 dims [2] : {{.*}} -> !fusion.tensor<f32[2 didx, 4, b1], mesh=[0, 1]>
 // CHECK-NEXT:    %4 = fusion.matmul %1, %3 : {{.*}} -> !fusion.tensor<f32[2 didx, 3, 1, r4], mesh=[0, 1]>
@@ -164,6 +176,17 @@ fusion.func @linear_rank1(%x: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>, %w
 fusion.func @matrix_vector(%a: !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[3, r8], mesh=[0, 1]> {
   %c = fusion.matmul %a, %b : !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[3, r8], mesh=[0, 1]>
   fusion.return %c : !fusion.tensor<f32[3, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// With a Stream axis on the result, the first set takes it too: both land in one loop.
+// CHECK-LABEL: fusion.func @two_changes_streamed
+// CHECK-NEXT:    %0 = fusion.set %x : {{.*}} -> !fusion.tensor<f32[4 stream, 2 didy, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]>
+fusion.func @two_changes_streamed(%x: !fusion.tensor<f32[4, 2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[4, 2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[4 stream, 2, 2], mesh=[[0, 1], [2, 3]]>
 }
 
 // -----
@@ -180,6 +203,19 @@ fusion.func @batched_b(%a: !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, %b
 
 // -----
 
+// DIDy moves to the axis DIDx then takes: DIDx first would change nothing (the axis is
+// DIDy's until the second set), so DIDy changes first (an all-to-all per mesh column,
+// then a scatter per row).
+// CHECK-LABEL: fusion.func @didy_first
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[2 didy, 2, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.set %0 : !fusion.tensor<f32[2, 2 didy, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+fusion.func @didy_first(%x: !fusion.tensor<f32[2 didy, 2, 4], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.set %x : !fusion.tensor<f32[2 didy, 2, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2 didx, 2 didy, 4], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // A reshape splitting an axis whose inner part the result shards (TRIAGE C4: it ran as
 // a local reshape of the whole input): no set in front can give it a local input, so
 // it computes replicated and a set after it scatters the result.
@@ -190,4 +226,37 @@ fusion.func @batched_b(%a: !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>, %b
 fusion.func @reshape_split_inner_sharded(%a: !fusion.tensor<f32[2], mesh=[0, 1]>) -> !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]> {
   %b = fusion.reshape %a : !fusion.tensor<f32[2], mesh=[0, 1]> -> !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]>
   fusion.return %b : !fusion.tensor<f32[1, 2 didx], mesh=[0, 1]>
+}
+
+// -----
+
+// A reduction that also gathers along DIDy gets a set in front (at its location), which
+// becomes one set per type; the reduction is then local.
+// CHECK-LABEL: fusion.func @reduce_two_changes
+// CHECK-NEXT:    %0 = fusion.set %x : {{.*}} -> !fusion.tensor<f32[2 didy, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[2, 2], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.reduce sum %1 dims [1]
+fusion.func @reduce_two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[2, r2], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// One communication per value and sharding: the sets inserted in front of %r and %s
+// and the user's own %g gather %x the same way, so they are one set, which all three
+// consumers share (it takes %g's name); %m needs %x chunked over streams: its own set.
+// CHECK-LABEL: fusion.func @shared_resharding
+// CHECK-NEXT:    %g = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %r = fusion.relu %g : !fusion.tensor<f32[2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %s = fusion.add %g, %g : {{.*}} -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %m = fusion.neg %0 : {{.*}}
+// CHECK-NEXT:    fusion.return %r, %s, %g, %m : {{.*}}
+fusion.func @shared_resharding(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> (!fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>) {
+  %r = fusion.relu %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %s = fusion.add %x, %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %g = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %m = fusion.neg %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  fusion.return %r, %s, %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
 }

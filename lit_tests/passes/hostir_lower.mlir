@@ -86,10 +86,27 @@ fusion.func @stream_allgather(%x: !fusion.tensor<f32[4, 2 didx, 8], mesh=[0, 1]>
 
 // -----
 
+// A matmul whose stream axis is its input's device axis: decompose-reshardings puts a
+// set in front, which stream-parallel-type runs as a ring of shifts (the P2P pipeline).
+// CHECK-LABEL: hir.program @p2p_matmul(
+// CHECK:         scf.for %[[I:.+]] = %c0 to %extent step %c1 {
+// CHECK:           %member = arith.remui
+// CHECK-NEXT:      %[[T:.+]] = hir.alias_select %[[BUF:.+]][%member] axis 0
+// CHECK-NEXT:      %[[W:.+]] = hir.shift %a -> %[[T]] team [0, 1] offset %[[I]]
+// CHECK-NEXT:      hir.wait %[[W]]
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%member] axis 0
+// CHECK-NEXT:      fusion.matmul %[[T]], %b into %c_i
+fusion.func @p2p_matmul(%a: !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 3], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 4, 3, r8], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 3], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 4, 3, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[2 stream, 4, 3, r8], mesh=[0, 1]>
+}
+
+// -----
+
 // Errors found late still point at the op the user wrote.
-// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable
-// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Resharding on an inner axis is not lowerable
-fusion.func @inner_axis(%x: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 2], mesh=[0, 1]> {
-  %s = fusion.set %x : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2], mesh=[0, 1]>
-  fusion.return %s : !fusion.tensor<f32[4, 2], mesh=[0, 1]>
+// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh, got mesh [[0, 1], [2, 3]]
+// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh
+fusion.func @gather_2d(%x: !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 8], mesh=[4]> {
+  %s = fusion.set %x : !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 8], mesh=[4]>
+  fusion.return %s : !fusion.tensor<f32[2, 8], mesh=[4]>
 }

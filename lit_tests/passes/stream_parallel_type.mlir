@@ -437,3 +437,57 @@ hir.program @permute(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[8 stre
 // CHECK:           %a_i = hir.alias_select %a[%{{.*}}] axis 1 : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4]>
 // CHECK-NEXT:      %b_i = hir.alias_select %b[%{{.*}}] axis 0 : !fusion.tensor<f32[8 stream, 4]> -> !fusion.tensor<f32[4]>
 // CHECK-NEXT:      fusion.permute %a_i dims [0] into %b_i : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+
+// -----
+
+// DID -> Stream: a ring of shifts, every op of the loop on chunk (i + me) mod D.
+hir.program @ring(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]> {
+  %t = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  %b = fusion.neg %t : !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+}
+// CHECK-LABEL: hir.program @ring
+// CHECK:           %me = hir.team_position team [0, 1]
+// CHECK-NEXT:      %team_size = arith.constant 2 : index
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addi %[[I:.*]], %me : index
+// CHECK-NEXT:      %member = arith.remui %[[SUM]], %team_size : index
+// CHECK-NEXT:      %t_i = hir.alias_select %t[%member] axis 0
+// CHECK-NEXT:      %w = hir.shift %a -> %t_i team [0, 1] offset %[[I]]
+// CHECK-NEXT:      hir.wait %w
+// CHECK-NEXT:      %b_i = hir.alias_select %b[%member] axis 0
+// CHECK-NEXT:      fusion.neg %t_i into %b_i
+
+// -----
+
+// A collective does not join a ring's loop (ranks visit its chunks in different
+// orders): it runs in a loop of its own, in chunk order.
+hir.program @ring_and_collective(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]> {
+  %t = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  %u = fusion.set %t : !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]>
+  hir.return %u : !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]>
+}
+// CHECK-LABEL: hir.program @ring_and_collective
+// CHECK:           hir.shift %a -> %t_i
+// CHECK:           hir.synchronize
+// CHECK-NEXT:    }
+// CHECK:           %[[T:.*]] = hir.alias_select %t[%[[J:.*]]] axis 0
+// CHECK-NEXT:      %u_i = hir.alias_select %u[%[[J]]] axis 0
+// CHECK-NEXT:      fusion.set %[[T]] into %u_i
+
+// -----
+
+// What a ring cannot compute runs whole: a set to another mesh, on a 2-D mesh, over a
+// split device axis, and an op other than a set reading a device axis chunk by chunk.
+hir.program @not_rings(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %m: !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]>, %s: !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>) -> (!fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>, !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>) {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>
+  %c = fusion.set %m : !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>
+  %d = fusion.set %s : !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]>
+  %e = fusion.add %a, %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  hir.return %b, %c, %d, %e : !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>, !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+}
+// CHECK-LABEL: hir.program @not_rings
+// CHECK-NEXT:    %b = fusion.set %a :
+// CHECK-NEXT:    %c = fusion.set %m :
+// CHECK-NEXT:    %d = fusion.set %s :
+// CHECK-NEXT:    %e = fusion.add %a, %a :
+// CHECK-NEXT:    hir.return %b, %c, %d, %e

@@ -162,3 +162,36 @@ hir.program @matmul_rs(%a: !fusion.tensor<f32[4, 2 didx, 2, 2, 4], mesh=[0, 1]>,
 // CHECK-NEXT:      %[[W:.*]] = hir.reduce_scatter %u_i -> %c_i team [0, 1] op sum
 // CHECK-NEXT:      hir.wait %[[W]]
 // CHECK-NEXT:      hir.set_current_stream %user_stream
+
+// -----
+
+// P2P DID -> Stream pipeline (nvFuser #4515, "linear allgather"): the stream axis of %t is
+// the device axis of %a. Iteration %i handles the chunk of member (me + i) mod 4: a shift
+// by %i receives that member's shard into its chunk of %t (a local copy at %i = 0, so the
+// first matmul needs no communication) and sends this rank's shard to member (me - i) mod 4;
+// the matmul then computes the same chunk, on the same worker stream.
+hir.program @p2p_ag_matmul(%a: !fusion.tensor<f32[4 didx, 2, 8], mesh=[0, 1, 2, 3]>, %b: !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[4 stream, 2, 3, r8], mesh=[0, 1, 2, 3]> {
+  %t = fusion.set %a : !fusion.tensor<f32[4 didx, 2, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1, 2, 3]>
+  %c = fusion.matmul %t, %b : !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1, 2, 3]>, !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[4 stream, 2, 3, r8], mesh=[0, 1, 2, 3]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 2, 3, r8], mesh=[0, 1, 2, 3]>
+}
+// CHECK-LABEL: hir.program @p2p_ag_matmul
+// CHECK:         %t = hir.allocate : !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %c = hir.allocate
+// CHECK-NEXT:    %user_stream = hir.get_current_stream
+// CHECK-NEXT:    scf.for
+// CHECK:         scf.for %[[I:.+]] = %c0 to %extent step %c1 {
+// CHECK:           hir.set_current_stream %worker
+// CHECK-NEXT:      %me = hir.team_position team [0, 1, 2, 3]
+// CHECK-NEXT:      %team_size = arith.constant 4 : index
+// CHECK-NEXT:      %[[SUM:.+]] = arith.addi %[[I]], %me : index
+// CHECK-NEXT:      %member = arith.remui %[[SUM]], %team_size : index
+// CHECK-NEXT:      %t_i = hir.alias_select %t[%member] axis 0 : !fusion.tensor<f32[4 stream, 2, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:      %[[W:.+]] = hir.shift %a -> %t_i team [0, 1, 2, 3] offset %[[I]] : !fusion.tensor<f32[4 didx, 2, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:      hir.wait %[[W]]
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%member] axis 0
+// CHECK-NEXT:      fusion.matmul %t_i, %b into %c_i
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:      hir.synchronize %worker
+// CHECK-NEXT:    }
+// CHECK-NOT:     hir.allgather

@@ -1,10 +1,18 @@
 """The top-level API (hostir/__init__.py): the frontend's FusionDefinition with `lower()`
 and `execute()`, which span the dialect, the passes and the runtime."""
 
+import gc
+import os
+import tracemalloc
+from pathlib import Path
+
 import torch
 
-from hostir import FusionDefinition
+import passes
+import runtime
+from hostir import DeviceMesh, FusionDefinition, ParallelType, Tensor
 from hostir_dialect import hir
+from runtime import executor_cache
 
 
 def test_lower_gives_a_host_program_and_execute_matches_torch():
@@ -20,3 +28,122 @@ def test_lower_gives_a_host_program_and_execute_matches_torch():
     (out,) = fd.execute([x])
     torch.testing.assert_close(out, torch.exp(torch.relu(x)).sum(dim=1), rtol=1e-6, atol=1e-6)
 
+
+
+def _all_to_all_and_ring() -> list[FusionDefinition]:
+    """nvFuser's AllToAll ([D(i0), i1] -> [i0, D(i1)]) and P2P DID -> Stream pipeline
+    (`a: [D didx, m, k]` -> set -> `[D stream, m, k]` -> matmul), written as nvFuser
+    users write them."""
+    mesh = DeviceMesh([0, 1])
+    with FusionDefinition() as all_to_all:
+        x = all_to_all.define_tensor([4, 6], dtype="float32")
+        y = all_to_all.ops.set(x)
+        all_to_all.add_output(y)
+    for tensor, axis in ((x, 0), (y, 1)):
+        tensor.set_device_mesh(mesh)
+        tensor.outer_split(axis, 2)
+        tensor.axis(axis).parallelize(ParallelType.DIDx)
+    with FusionDefinition() as ring:
+        a = ring.define_tensor([2, 3, 8], dtype="float32")
+        b = ring.define_tensor([8, 5], dtype="float32")
+        t = ring.ops.set(a)
+        c = ring.ops.matmul(t, b)
+        ring.add_output(c)
+    for tensor in (a, b, t, c):
+        tensor.set_device_mesh(mesh)
+    a.axis(0).parallelize(ParallelType.DIDx)
+    t.axis(0).parallelize(ParallelType.Stream)
+    c.axis(0).parallelize(ParallelType.Stream)
+    return [all_to_all, ring]
+
+
+def test_all_to_all_and_p2p_ring_from_the_python_api_match_torch():
+    fusions = _all_to_all_and_ring()
+    hosts = [fd.lower() for fd in fusions]
+    assert "hir.all_to_all" in str(hosts[0]) and "hir.shift" in str(hosts[1])
+    generator = torch.Generator().manual_seed(0)
+    jobs, expected, output_types = [], [], []
+    for fd, host in zip(fusions, hosts):
+        (program,) = [op for op in host.ops if isinstance(op, hir.ProgramOp)]
+        types = program.function_type.inputs.data
+        inputs = [torch.randn(t.value_shape(), generator=generator) for t in types]
+        expected.append(runtime.run_fusion(fd.to_module(), inputs)[0])
+        output_types.append(program.function_type.outputs.data[0])
+        jobs.append(runtime.Job(str(host), [[runtime.shard_tensor(x, t, r) for x, t in zip(inputs, types)] for r in range(2)]))
+    results = runtime.run_spmd_batch(jobs, 2, backend="gloo")
+    for per_rank, want, output_type in zip(results, expected, output_types):
+        got = runtime.unshard([r.outputs[0] for r in per_rank], output_type)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+# -- fd.execute keeps what it lowered and compiled (nvFuser's FusionExecutorCache) ----
+
+
+def unit_and_stream_loop() -> tuple[FusionDefinition, Tensor]:
+    """relu + exp in a kernel unit; a copy pipelined over 2 stream chunks (allocation,
+    two loops, stream switches and synchronizations)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([2, 4])
+        fd.add_output(fd.ops.exp(fd.ops.relu(a)))
+        copy = fd.ops.set(a)
+        fd.add_output(copy)
+    copy.axis(0).parallelize(ParallelType.Stream)
+    return fd, copy
+
+
+def test_execute_lowers_and_compiles_once_per_schedule_and_options(count_calls):
+    lowerings = count_calls(passes, "lower")
+    compilations = count_calls(executor_cache, "Evaluator")
+    fd, copy = unit_and_stream_loop()
+    x = torch.randn(2, 4)
+    for _ in range(3):
+        relu_exp, same = fd.execute([x])
+        torch.testing.assert_close(relu_exp, torch.exp(torch.relu(x)))
+        torch.testing.assert_close(same, x)
+    assert (len(lowerings), len(compilations)) == (1, 1)
+    fd.execute([x], number_of_streams=1)  # other options: compiled again, not lowered again
+    fd.execute([x], number_of_streams=1)
+    assert (len(lowerings), len(compilations)) == (1, 2)
+    copy.axis(0).parallelize(ParallelType.Serial)  # a new schedule: lowered again
+    relu_exp, same = fd.execute([x])
+    assert (len(lowerings), len(compilations)) == (2, 3)
+    assert "scf.for" not in str(fd.lower())
+    torch.testing.assert_close(same, x)
+
+
+def test_ten_thousand_executions_grow_neither_memory_nor_runtime_tables():
+    # Regression: every run appended each synchronization to a CPU stream's books.
+    fd, _ = unit_and_stream_loop()
+    x = torch.randn(2, 4)
+
+    def run(times: int) -> None:
+        for _ in range(times):
+            fd.execute([x])
+
+    def tables() -> dict[str, object]:
+        (evaluator,) = fd._executors.evaluators.values()
+        streams = evaluator.streams
+        books = {stream.id: len(stream.waited_for) for stream in (streams.default, *map(streams.get, streams.keys))}
+        return {"streams": streams.keys, "books": books, "evaluators": len(fd._executors.evaluators),
+                "slots": len(evaluator.compiled.template), "log": evaluator.stream_log}
+
+    run(100)  # warm-up: streams created, allocator and caches filled
+    before, resident = tables(), resident_bytes()
+    run(8_000)
+    tracemalloc.start()
+    try:
+        run(100)
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0]
+        run(1_800)
+        gc.collect()
+        growth = tracemalloc.get_traced_memory()[0] - traced
+    finally:
+        tracemalloc.stop()
+    assert tables() == before
+    assert growth < 16_384, f"{growth} bytes more after 1,800 runs"
+    assert resident_bytes() - resident < 8 << 20
+
+
+def resident_bytes() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -137,6 +137,7 @@ def build_host_program() -> ModuleOp:
         add(hir.ReduceOp(x, x, [0, 1], root=1, reduction=ReduceKind.PROD)),
         add(hir.SendRecvOp(x, x, [0, 1], root=0)),
         add(hir.AllToAllOp(y, y, [0, 1])),
+        add(hir.ShiftOp(x, x, [1, 0], add(hir.TeamPositionOp([1, 0])).results[0])),
         add(hir.SendOp(x, peer)),
         add(hir.RecvOp(x, peer)),
         add(hir.AllreduceOp(x, x, [0, 1], reduction=ReduceKind.MAX, transport=hir.Transport.COPY_ENGINE, via=y)),
@@ -159,6 +160,7 @@ def test_every_hir_op_builds_from_python_and_round_trips() -> None:
     assert "hir.allreduce %1 -> %1 via %2 team [0, 1] op max transport copy_engine :" in text
     assert "hir.recv %1, %8 :" in text
     assert "outs(%3 : !fusion.tensor<f32[8, 4]>)" in text
+    assert "hir.shift %1 -> %1 team [1, 0] offset %" in text
 
 
 def test_constructed_types_carry_sharding() -> None:

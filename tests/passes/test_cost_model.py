@@ -4,15 +4,36 @@ from __future__ import annotations
 
 import pytest
 
+from hostir_dialect import hir
 from passes.cost_model import Machine
 
+COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 
-def test_the_default_machine_loads_and_orders_transfers_by_size():
+
+@pytest.mark.parametrize("kind", [hir.AllgatherOp, hir.ReduceScatterOp, hir.AllreduceOp])
+def test_the_copy_engines_carry_large_transfers(kind):
+    assert Machine.load().fastest_transport(kind, 128 * 2**20, 2) == COPY_ENGINE
+
+
+@pytest.mark.parametrize("kind", [hir.ReduceScatterOp, hir.AllreduceOp])
+def test_nccl_carries_small_reductions(kind):
+    # NCCL's reductions start sooner than a copy-engine phase and its signal.
+    assert Machine.load().fastest_transport(kind, 1024, 2) == NCCL
+
+
+def test_copy_engine_time_follows_the_algorithm_share_and_phases():
     machine = Machine.load()
-    small, large = 1024, 128 * 2**20
-    # NCCL's collectives start sooner; the copy engines move bytes faster.
-    assert machine.collective_ms("hir.allreduce", False, small) < machine.collective_ms("hir.allreduce", True, small)
-    assert machine.collective_ms("hir.allreduce", True, large) < machine.collective_ms("hir.allreduce", False, large)
+    size = 64 * 2**20
+    gather = machine.collective_ms(hir.AllgatherOp, COPY_ENGINE, size, 2)
+    scatter = machine.collective_ms(hir.ReduceScatterOp, COPY_ENGINE, size, 2)
+    reduce = machine.collective_ms(hir.AllreduceOp, COPY_ENGINE, size, 2)
+    assert gather == pytest.approx(machine.copy_engine.ms(size) + machine.signal_us / 1e3)
+    assert scatter == pytest.approx(machine.copy_engine.ms(size / 2) + machine.signal_us / 1e3)
+    assert reduce == pytest.approx(2 * scatter)
+
+
+def test_a_collective_without_a_copy_engine_algorithm_stays_on_nccl():
+    assert Machine.load().fastest_transport(hir.BroadcastOp, 2**30, 2) == NCCL
 
 
 def test_matmul_rate_approaches_the_sustained_rate_with_size():

@@ -3,8 +3,9 @@ CPU ranks (gloo) compute what the eager fusion computes on unsharded data.
 
 Each rank passes its local shards (`runtime.shard_tensor`); outputs are reassembled with
 `runtime.unshard` and compared with `runtime.run_fusion` on the global inputs. Every
-communication type is covered, plus partial matmul + allreduce / reduce-scatter and a
-non-standalone group going through `hir.post_on_stream`. Then the pipeline runs with each
+communication type is covered, plus partial matmul + allreduce / reduce-scatter, a
+non-standalone group going through `hir.post_on_stream`, all-to-alls, reshardings of
+inner axes, DIDy reshardings on 2-D meshes and the P2P DID -> Stream ring. Then the pipeline runs with each
 pass disabled in turn: it must still compute the right result or fail with a located
 diagnostic, never give a wrong answer.
 
@@ -62,6 +63,17 @@ def reshape_fusion(source: str, target: str) -> str:
 }}"""
 
 
+def p2p_matmul(devices: str, m: int = 3) -> str:
+    """A matmul whose stream axis is its input's device axis: a ring of shifts."""
+    d = len(devices.split(","))
+    a, b, c = t(f"{d} didx, {m}, 8], mesh=[{devices}"), t(f"8, 5], mesh=[{devices}"), t(f"{d} stream, {m}, 5, r8], mesh=[{devices}")
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %c = fusion.matmul %a, %b : {a}, {b} -> {c}
+  fusion.return %c : {c}
+}}"""
+
+
+MESH_2D = "mesh=[[0, 1], [2, 3]"
 ALLGATHER_ADD = f"""fusion.func @f(%x: {t('4(2 didx, 2), 8], mesh=[0, 1')}) -> {t('4, 8], mesh=[0, 1')} {{
   %r = fusion.relu %x : {t('4(2 didx, 2), 8], mesh=[0, 1')} -> {t('4, 8')}
   %e = fusion.exp %r : {t('4, 8')} -> {t('4, 8')}
@@ -81,6 +93,13 @@ MATMUL_REDUCE_SCATTER = matmul_fusion(
 )
 STREAM_ALLGATHER = set_fusion("4, 2 didx, 8], mesh=[0, 1", "4 stream, 2, 8], mesh=[0, 1")
 
+# Two consumers need %x gathered: decompose-reshardings shares one set between them.
+TWO_CONSUMERS = f"""fusion.func @f(%x: {t('2 didx, 8], mesh=[0, 1')}) -> ({t('2, 8], mesh=[0, 1')}, {t('2, 8], mesh=[0, 1')}) {{
+  %r = fusion.relu %x : {t('2 didx, 8], mesh=[0, 1')} -> {t('2, 8], mesh=[0, 1')}
+  %s = fusion.add %x, %x : {t('2 didx, 8], mesh=[0, 1')}, {t('2 didx, 8], mesh=[0, 1')} -> {t('2, 8], mesh=[0, 1')}
+  fusion.return %r, %s : {t('2, 8], mesh=[0, 1')}, {t('2, 8], mesh=[0, 1')}
+}}"""
+
 # name -> (fusion, world size); the comment names the collective the lowering must use
 CASES: dict[str, tuple[str, int]] = {
     "allgather_add": (ALLGATHER_ADD, 2),  # allgather (inserted set), post_on_stream, add
@@ -99,6 +118,7 @@ CASES: dict[str, tuple[str, int]] = {
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
+    "two_consumers_one_allgather": (TWO_CONSUMERS, 2),
     "reshape_merging_the_sharded_outer_axis": (reshape_fusion("2 didx, 4], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1"), 2),
     # 4 ranks: nvFuser's mesh pairs and 2-D meshes (one collective per mesh row)
     "allgather_loop_split_4": (set_fusion("16(4 didx, 4)], mesh=[0, 1, 2, 3", "16], mesh=[0, 1, 2, 3"), 4),
@@ -115,6 +135,34 @@ CASES: dict[str, tuple[str, int]] = {
     "send_recv_12_to_10": (set_fusion("2 didx, 8], mesh=[1, 2", "2 didx, 8], mesh=[1, 0"), 4),
     "broadcast_0_to_all": (set_fusion("4, 8], mesh=[0", "4, 8], mesh=[0, 1, 2, 3"), 4),
     "reduce_01_to_12": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8], mesh=[1, 2"), 4),
+    # all-to-all: a sharded axis moves ([D(i0), i1] -> [i0, D(i1)])
+    "all_to_all": (set_fusion("2 didx, 8], mesh=[0, 1", "2, 8(2 didx, 4)], mesh=[0, 1"), 2),
+    "all_to_all_split": (set_fusion("4(2 didx, 2), 6], mesh=[0, 1", "4, 6(2 didx, 3)], mesh=[0, 1"), 2),
+    "all_to_all_split_4": (set_fusion("8(4 didx, 2), 12], mesh=[0, 1, 2, 3", "8, 12(4 didx, 3)], mesh=[0, 1, 2, 3"), 4),
+    "all_to_all_inner_axes": (set_fusion("3, 4(2 didx, 2), 6], mesh=[0, 1", "3, 4, 6(2 didx, 3)], mesh=[0, 1"), 2),
+    "reshape_merging_a_sharded_inner_axis": (reshape_fusion("2, 4(2 didx, 2)], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1"), 2),
+    # resharding on an inner axis (reorder-sharded-axis)
+    "allgather_inner_axis": (set_fusion("4, 2 didx], mesh=[0, 1", "4, 2], mesh=[0, 1"), 2),
+    "allgather_column_major": (set_fusion("4(2 didx, 2), 8], mesh=[0, 1], alloc=[1, 0", "4, 8], mesh=[0, 1"), 2),
+    "scatter_inner_axis": (set_fusion("8, 4], mesh=[0", "8, 4(2 didx, 2)], mesh=[0, 1"), 2),
+    "reduce_scatter_inner_axis": (reduce_fusion("sum", "0", "2 didx, 4, 8], mesh=[0, 1", "r2, 4, 8(2 didx, 4)], mesh=[0, 1"), 2),
+    "allgather_inner_axis_4": (set_fusion("3, 8(4 didx, 2)], mesh=[0, 1, 2, 3", "3, 8], mesh=[0, 1, 2, 3"), 4),
+    "scatter_in_a_loop_over_an_inner_axis_4": (set_fusion("8, 8], mesh=[0, 1, 2, 3", "8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3"), 4),
+    # DIDy on a 2-D mesh (teams are mesh columns), and both types at once
+    "allgather_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2 didx, 8], {MESH_2D}"), 4),
+    "allgather_didy_inner_axis": (set_fusion(f"2 didx, 8, 2 didy], {MESH_2D}", f"2 didx, 8, 2], {MESH_2D}"), 4),
+    "allreduce_didy": (reduce_fusion("sum", "0", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, 2 didx, 8], {MESH_2D}"), 4),
+    "reduce_scatter_didy": (
+        reduce_fusion("max", "0", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, 2 didx, 8(2 didy, 4)], {MESH_2D}"), 4
+    ),
+    "all_to_all_didy": (set_fusion(f"2 didy, 2 didx, 4], {MESH_2D}", f"2, 2 didx, 4(2 didy, 2)], {MESH_2D}"), 4),
+    "scatter_didy_same_mesh": (set_fusion(f"2, 2 didx, 8], {MESH_2D}", f"2 didy, 2 didx, 8], {MESH_2D}"), 4),
+    "gather_didx_and_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2, 8], {MESH_2D}"), 4),
+    "didy_then_didx": (set_fusion(f"2 didy, 2, 4], {MESH_2D}", f"2 didx, 2 didy, 4], {MESH_2D}"), 4),
+    # P2P DID -> Stream pipeline: a ring of shifts
+    "p2p_matmul": (p2p_matmul("0, 1"), 2),
+    "p2p_matmul_4": (p2p_matmul("0, 1, 2, 3"), 4),
+    "p2p_matmul_mesh_21": (p2p_matmul("2, 1"), 4),  # ranks 0 and 3 are outside the ring
 }
 
 EXPECTED_COLLECTIVE = {
@@ -123,11 +171,24 @@ EXPECTED_COLLECTIVE = {
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",
+    "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
+    "all_to_all": "hir.all_to_all %a -> %b team [0, 1]", "all_to_all_split": "hir.all_to_all",
+    "reshape_merging_a_sharded_inner_axis": "hir.all_to_all", "all_to_all_didy": "hir.all_to_all %a -> %b team [1, 3]",
+    "allgather_inner_axis": "hir.allgather %a -> %b team [0, 1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> "
+                            "!fusion.tensor<f32[4, 2], mesh=[0, 1], alloc=[1, 0]>",
+    "scatter_inner_axis": "hir.scatter", "reduce_scatter_inner_axis": "hir.reduce_scatter",
+    "allgather_didy": "hir.allgather %a -> %b team [0, 2]", "allreduce_didy": "hir.allreduce %a -> %b team [1, 3]",
+    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.scatter %a -> %b team [1, 3] root 1",
+    "gather_didx_and_didy": "team [1, 3]", "didy_then_didx": "hir.all_to_all",
+    "p2p_matmul": "hir.shift %a", "p2p_matmul_mesh_21": "hir.team_position team [2, 1]",
 }
 
 # Fusions run with each pass of the pipeline disabled in turn.
-DISABLED_PASS_CASES = ("allgather_add", "k_sharded_matmul_allreduce", "stream_allgather", "relu_exp", "broadcast")
+DISABLED_PASS_CASES = (
+    "allgather_add", "k_sharded_matmul_allreduce", "stream_allgather", "relu_exp", "broadcast",
+    "all_to_all_split", "allgather_inner_axis", "reduce_scatter_inner_axis", "gather_didx_and_didy", "p2p_matmul",
+)
 PASS_NAMES = PIPELINES["hostir-lower"]
 
 
@@ -154,16 +215,30 @@ def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed
     return Prepared(str(lowered), list(program.function_type.outputs.data), per_rank, expected)
 
 
-def run_batch(prepared: dict[str, Prepared], world_size: int) -> dict[str, list[torch.Tensor]]:
-    """Run every program on `world_size` ranks in one launch: name -> global outputs."""
+@dataclass
+class Ran:
+    outputs: list[torch.Tensor]
+    """The global outputs (every rank's shards reassembled)."""
+    posted: list[list[str]]
+    """Per rank, the ops that posted device work (collectives, kernels), in order."""
+
+
+def run_batch(prepared: dict[str, Prepared], world_size: int) -> dict[str, Ran]:
+    """Run every program on `world_size` ranks in one launch."""
     names = list(prepared)
-    jobs = [runtime.Job(prepared[n].program, prepared[n].per_rank_inputs, number_of_streams=2) for n in names]
+    jobs = [
+        runtime.Job(prepared[n].program, prepared[n].per_rank_inputs, number_of_streams=2, record_streams=True)
+        for n in names
+    ]
     results = runtime.run_spmd_batch(jobs, world_size, backend="gloo")
     return {
-        name: [
-            runtime.unshard([rank.outputs[i] for rank in per_rank], out_type)
-            for i, out_type in enumerate(prepared[name].output_types)
-        ]
+        name: Ran(
+            [
+                runtime.unshard([rank.outputs[i] for rank in per_rank], out_type)
+                for i, out_type in enumerate(prepared[name].output_types)
+            ],
+            [[op for op, _ in rank.stream_log or []] for rank in per_rank],
+        )
         for name, per_rank in zip(names, results)
     }
 
@@ -216,18 +291,23 @@ def disabled_outcomes() -> dict[tuple[str, str], Outcome]:
 
 
 @pytest.fixture(scope="module")
-def outputs(lowered, disabled_outcomes) -> dict[str, list[torch.Tensor]]:
-    """name (or "fusion|disabled pass") -> global outputs; one launch per world size."""
+def ran(lowered, disabled_outcomes) -> dict[str, Ran]:
+    """name (or "fusion|disabled pass") -> what it computed; one launch per world size."""
     batches: dict[int, dict[str, Prepared]] = {}
     for name, prepared in lowered.items():
         batches.setdefault(CASES[name][1], {})[name] = prepared
     for (name, pass_name), outcome in disabled_outcomes.items():
         if outcome.prepared is not None:
             batches.setdefault(CASES[name][1], {})[f"{name}|{pass_name}"] = outcome.prepared
-    results: dict[str, list[torch.Tensor]] = {}
+    results: dict[str, Ran] = {}
     for world, batch in sorted(batches.items()):
         results |= run_batch(batch, world)
     return results
+
+
+@pytest.fixture(scope="module")
+def outputs(ran) -> dict[str, list[torch.Tensor]]:
+    return {name: result.outputs for name, result in ran.items()}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_COLLECTIVE))
@@ -238,6 +318,12 @@ def test_lowering_uses_the_expected_communication(lowered, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_lowered_program_matches_eager_reference(lowered, outputs, name):
     assert_matches(name, outputs[name], lowered[name].expected)
+
+
+def test_a_value_resharded_for_two_consumers_is_gathered_once(lowered, ran):
+    assert lowered["two_consumers_one_allgather"].program.count("hir.allgather") == 1
+    posted = ran["two_consumers_one_allgather"].posted
+    assert [log.count("hir.allgather") for log in posted] == [1, 1], posted
 
 
 # --------------------------------------------------------------------------- #
@@ -263,8 +349,20 @@ def test_disabling_a_required_pass_is_refused(disabled_outcomes):
         assert disabled_outcomes[("allgather_add", pass_name)].error is not None, pass_name
 
 
-def test_a_reshape_merging_a_sharded_inner_axis_is_refused_not_computed_locally():
-    # Regression (issue 11, defect 2): rank 0 returned [0, 1, 4, 5] for elements [0, 4).
-    text = reshape_fusion("2, 4(2 didx, 2)], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1")
-    with pytest.raises(HostIRError, match=r"^<string>:2:\d+: error: 'fusion.set' op .*not lowerable"):
-        prepare(text, 2)
+def test_disabling_reorder_sharded_axis_refuses_inner_axes(disabled_outcomes):
+    """Without reorder-sharded-axis the buffers are laid out wrongly for the collectives:
+    refused, never computed."""
+    for name in ("all_to_all_split", "allgather_inner_axis", "reduce_scatter_inner_axis"):
+        error = disabled_outcomes[(name, "reorder-sharded-axis")].error
+        assert error is not None and "reorder-sharded-axis" in error, (name, error)
+
+
+def test_disabling_reorder_sharded_axis_runs_a_stream_loop_over_an_inner_axis_whole():
+    """Its chunks would be strided in their buffers: stream-parallel-type runs the scatter
+    whole, outside any loop (a collective moves dense chunks), which computes what torch does."""
+    outcome = lower_or_refuse("scatter_in_a_loop_over_an_inner_axis_4", "reorder-sharded-axis")
+    assert outcome.prepared is not None, outcome.error
+    assert "scf.for" not in outcome.prepared.program and "hir.scatter" in outcome.prepared.program
+    ran = run_batch({"whole": outcome.prepared}, CASES["scatter_in_a_loop_over_an_inner_axis_4"][1])["whole"]
+    assert_matches("scatter_in_a_loop_over_an_inner_axis_4 without reorder-sharded-axis", ran.outputs,
+                   outcome.prepared.expected)

@@ -21,16 +21,19 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.tensor_type import TensorType
 from passes import build_passes, run_passes
+from runtime.graphs import CUDA_GRAPH
 from runtime.launcher import Job, device_for, launch, run_spmd_batch
 
 PIPELINE = "hostir-lower"
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"
+AUTO = "hostir-lower{transport=auto}"
+"""The cost model decides: at these toy sizes choose-pipelining runs every program whole."""
 BOUNDED = (
-    "propagate-shardings,decompose-reshardings,finalize-multidevice-domains,lower-to-host,"
+    "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
 AG_AFTER = (
-    "propagate-shardings,decompose-reshardings{insert-after=true},finalize-multidevice-domains,"
+    "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
 )
 STREAM_COUNTS = (1, 2, 4)
@@ -287,6 +290,19 @@ def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
+def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
+    """The P2P DID -> Stream pipeline (nvFuser #4515): the stream axis is A's device axis,
+    so the loop is a ring of shifts, one member's shard per iteration, own shard first
+    (its extent is the device count: the first argument varies M)."""
+    a, b = t(f'{d} didx, {m}, {k}', d), t(f'{k}, {n}', d)
+    g, c = t(f'{d} stream, {m}, {k}', d), t(f'{d} stream, {m}, {n}, r{k}', d)
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %g = fusion.set %a : {a} -> {g}
+  %c = fusion.matmul %g, %b : {g}, {b} -> {c}
+  fusion.return %c : {c}
+}}"""
+
+
 MULTI_DEVICE = {
     "Allgather": (allgather, PIPELINE, "hir.allgather"),
     "Allreduce": (allreduce, PIPELINE, "hir.allreduce"),
@@ -297,14 +313,22 @@ MULTI_DEVICE = {
     "matmul_AR": (matmul_ar, PIPELINE, "hir.allreduce"),
     "matmul_AR-bounded": (matmul_ar, BOUNDED, "hir.allreduce"),
     "matmul_RS_through_bcast": (matmul_rs, PIPELINE, "hir.reduce_scatter"),
+    "P2P_AG_Matmul": (p2p_ag_matmul, PIPELINE, "hir.shift"),
+    "P2P_AG_Matmul-bounded": (p2p_ag_matmul, BOUNDED, "hir.shift"),
     # The copy-engine transport (docs/copy_engine.md); split-by-member splits the matmuls.
     "Allreduce-copy_engine": (allreduce, COPY_ENGINE, "hir.allreduce"),
     "ReduceScatter-copy_engine": (reduce_scatter, COPY_ENGINE, "hir.reduce_scatter"),
     "AG_before_Matmul-copy_engine": (ag_matmul, COPY_ENGINE, "hir.allgather"),
     "matmul_AR-copy_engine": (matmul_ar, COPY_ENGINE, "hir.allreduce"),
     "matmul_RS_through_bcast-copy_engine": (matmul_rs, COPY_ENGINE, "hir.reduce_scatter"),
+    # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
+    "AG_before_Matmul-auto": (ag_matmul, AUTO, "hir.allgather"),
+    "matmul_AR-auto": (matmul_ar, AUTO, "hir.allreduce"),
+    "matmul_RS_through_bcast-auto": (matmul_rs, AUTO, "hir.reduce_scatter"),
 }
-FOUR_DEVICES = [name for name in MULTI_DEVICE if name.endswith("copy_engine")] + ["AG_before_Matmul", "matmul_RS_through_bcast"]
+FOUR_DEVICES = [name for name in MULTI_DEVICE if name.endswith(("copy_engine", "auto"))] + [
+    "AG_before_Matmul", "matmul_RS_through_bcast", "P2P_AG_Matmul",
+]
 WORLD = 2
 MULTI_EXTENTS = (3, 4)
 RUNS = 3
@@ -325,9 +349,10 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             inputs = random_inputs(reference, seed=extent)
             expected = runtime.run_fusion(reference, inputs)
             program = lowered(text, pipeline)
-            assert collective_in_loop(program, collective), f"{name}: no {collective} inside the stream loop"
+            assert collective_in_loop(program, collective) == (pipeline != AUTO), f"{name}: {collective} and the stream loop"
             assert allocates_in_loop(program) == (pipeline == BOUNDED), name
-            assert ("transport copy_engine" in str(program)) == (pipeline == COPY_ENGINE), name
+            if pipeline != AUTO:
+                assert ("transport copy_engine" in str(program)) == (pipeline == COPY_ENGINE), name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
@@ -456,3 +481,60 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
             assert overlapping(result["collective"], result["matmul"]), (
                 f"{case} rank {rank}: copies {result['collective']} matmuls {result['matmul']}"
             )
+
+
+# --------------------------------------------------------------------------- #
+# GPU: every pipeline replayed from a CUDA graph computes what it computes eagerly
+# --------------------------------------------------------------------------- #
+
+
+def eager_and_replayed(rank: int, world_size: int, jobs: list) -> list[dict]:
+    """Each job run eagerly and in graph mode, twice, with different inputs the second time
+    (a replay must read its new inputs): the outputs of both and the graphs captured."""
+    device = device_for(dist.get_backend(), rank)
+    results = []
+    for text, per_rank, streams in jobs:
+        module = parse_module(text)
+        options = {"rank": rank, "world_size": world_size, "number_of_streams": streams, "device": device}
+        eager, graph = runtime.Evaluator(module, **options), runtime.Evaluator(module, cuda_graph=True, **options)
+        runs = []
+        for scale in (1.0, -2.0):
+            inputs = [None if x is None else scale * x.to(device) for x in per_rank[rank]]
+            runs.append(([o.cpu() for o in eager.run(inputs)], [o.cpu() for o in graph.run(inputs)]))
+        results.append({"runs": runs, "graphs": None if graph.graphs is None else len(graph.graphs), "mode": graph.graph_mode})
+    return results
+
+
+def every_pipeline() -> list[tuple[str, str, list, int]]:
+    """(name, host program, inputs of each rank, numberOfStreams) for every case of this file."""
+    found = []
+    for param in SINGLE_DEVICE:
+        fusion_text, pipeline = param.values
+        for extent in EXTENTS:
+            inputs = random_inputs(parse_module(fusion_text(extent)), seed=extent)
+            found += [(f"{param.id} S={extent} streams={n}", str(lowered(fusion_text(extent), pipeline)),
+                       [inputs] * WORLD, n) for n in STREAM_COUNTS]
+    for name, (fusion_text, pipeline, _) in MULTI_DEVICE.items():
+        for extent in MULTI_EXTENTS:
+            inputs = random_inputs(parse_module(fusion_text(extent)), seed=extent)
+            program = lowered(fusion_text(extent), pipeline)
+            (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
+            per_rank = [[runtime.shard_tensor(x, arg.type, r) for x, arg in zip(inputs, function.args)]
+                        for r in range(WORLD)]
+            found += [(f"{name} S={extent} streams={n}", str(program), per_rank, n) for n in STREAM_COUNTS]
+    return found
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_gpu_every_pipeline_replayed_from_a_cuda_graph_matches_eager():
+    cases = every_pipeline()
+    per_rank = launch(eager_and_replayed, WORLD, ([(text, inputs, n) for _, text, inputs, n in cases],),
+                      backend="nccl", timeout=600)
+    for index, (name, *_) in enumerate(cases):
+        for rank, results in enumerate(per_rank):
+            result = results[index]
+            assert result["mode"] == CUDA_GRAPH and result["graphs"] == 1, (name, rank, result)
+            for run, (eager, replayed) in enumerate(result["runs"]):
+                for output, (want, got) in enumerate(zip(eager, replayed)):
+                    torch.testing.assert_close(got, want, msg=lambda m: f"{name} rank {rank} run {run} output {output}: {m}")

@@ -92,13 +92,16 @@ def test_the_lowered_examples_are_accepted(example, transport):
 # --------------------------------------------------------------------------- #
 
 BUFFER = "!fusion.tensor<f32[4], mesh=[0, 1]>"
+OFFSET = 1  # a shift's offset: a rotation that sends and receives (offset 0 copies locally)
 
 
 def collective_op(cls: type[hir.CollectiveOp], root: int) -> hir.CollectiveOp:
-    extra = f" root {root}" if cls.HAS_ROOT else ""
+    extra = " offset %k" if cls is hir.ShiftOp else ""
+    extra += f" root {root}" if cls.HAS_ROOT else ""
     extra += " op sum" if cls.REDUCES else ""
     team = "[0, 1]" if cls is not hir.SendRecvOp or root == 0 else "[1, 0]"
     module: ModuleOp = parse_module(f"""hir.program @main(%x: {BUFFER}, %o: {BUFFER}) {{
+  %k = arith.constant {OFFSET} : index
   %w = {cls.name} %x -> %o team {team}{extra} : {BUFFER} -> {BUFFER}
   hir.wait %w
   hir.return
@@ -113,7 +116,7 @@ def refuses_missing(op: hir.CollectiveOp, member: int, missing: str) -> bool:
     buffers = {"input": torch.ones(4), "output": torch.ones(4)}
     buffers[missing] = None
     try:
-        post(buffers["input"], buffers["output"])
+        post(buffers["input"], buffers["output"], *([OFFSET] if isinstance(op, hir.ShiftOp) else []))
     except CollectiveError as error:
         return f"holds no {missing} buffer" in str(error)
     except (RuntimeError, ValueError):

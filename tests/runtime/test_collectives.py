@@ -160,6 +160,30 @@ def ring_inputs(world: int) -> tuple[list[torch.Tensor], list[list]]:
     return data, [[data[r], (r + 1) % world, (r - 1) % world, r == 0] for r in range(world)]
 
 
+def shift_program(team: tuple[int, ...]) -> str:
+    """Every offset 0..2D-1 (D = team size) in turn, offset k into row k of the output."""
+    n = len(team)
+    x, o, row = t("6", team), t(f"{2 * n}, 6", team), t("6", team)
+    members = ", ".join(map(str, team))
+    return f"""hir.program @main(%x: {x}) -> {o} {{
+  %o = hir.allocate : {o}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %rows = arith.constant {2 * n} : index
+  scf.for %k = %c0 to %rows step %c1 {{
+    %row = hir.alias_select %o[%k] axis 0 : {o} -> {row}
+    %w = hir.shift %x -> %row team [{members}] offset %k : {x} -> {row}
+    hir.wait %w
+  }}
+  hir.return %o : {o}
+}}"""
+
+
+def shift_teams(world: int) -> list[tuple[int, ...]]:
+    """The world, and a team in another order than the ranks (a subset of 4)."""
+    return [tuple(range(world)), (3, 0, 1) if world == 4 else (1, 0)]
+
+
 def run_cases(world: int):
     found = cases(world)
     jobs, data = [], {}
@@ -169,9 +193,12 @@ def run_cases(world: int):
         jobs.append(Job(case.program(), [[xs.get(r)] for r in range(world)]))
     ring, ring_args = ring_inputs(world)
     jobs.append(Job(RING, ring_args))
+    shifted = {team: {r: torch.full((6,), float(r)) for r in team} for team in shift_teams(world)}
+    jobs += [Job(shift_program(team), [[xs.get(r)] for r in range(world)]) for team, xs in shifted.items()]
     results = run_spmd_batch(jobs, world, backend="gloo", timeout=240)
     by_name = {name: (found[name], data[name], results[k]) for k, name in enumerate(found)}
-    by_name["ring"] = (ring, results[-1])
+    by_name["ring"] = (ring, results[len(found)])
+    by_name["shift"] = (shifted, results[len(found) + 1 :])
     return by_name
 
 
@@ -211,3 +238,18 @@ def test_send_recv_ring(world, world2, world4):
     ring, per_rank = (world2 if world == 2 else world4)["ring"]
     for rank, result in enumerate(per_rank):
         assert torch.equal(result.outputs[0], ring[(rank - 1) % world])
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_shift_by_every_offset(world, world2, world4):
+    """Member p's row k holds the input of the member at position (p + k) mod D; offsets
+    that are multiples of D copy locally; ranks outside the team hold nothing."""
+    shifted, per_team = (world2 if world == 2 else world4)["shift"]
+    for (team, xs), per_rank in zip(shifted.items(), per_team):
+        for rank, result in enumerate(per_rank):
+            if rank not in team:
+                assert result.outputs == [None]
+                continue
+            p = team.index(rank)
+            expected = torch.stack([xs[team[(p + k) % len(team)]] for k in range(2 * len(team))])
+            assert torch.equal(result.outputs[0], expected), f"team {team} rank {rank}"

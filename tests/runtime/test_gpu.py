@@ -12,7 +12,14 @@ import torch
 
 from hostir_dialect.context import parse_module
 from runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
-from test_collectives import RING, cases, local_inputs, ring_inputs  # the CPU cases, rerun with NCCL
+from test_collectives import (  # the CPU cases, rerun with NCCL
+    RING,
+    cases,
+    local_inputs,
+    ring_inputs,
+    shift_program,
+    shift_teams,
+)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -31,6 +38,8 @@ def nccl_results():
         jobs.append(Job(case.program(), [[data[name].get(r)] for r in range(2)]))
     ring, ring_args = ring_inputs(2)
     jobs.append(Job(RING, ring_args))
+    shifted = {team: {r: torch.full((6,), float(r)) for r in team} for team in shift_teams(2)}
+    shift_jobs = [Job(shift_program(team), [[xs.get(r)] for r in range(2)]) for team, xs in shifted.items()]
     module = parse_module((EXAMPLES / "host_allgather_matmul.mlir").read_text())
     program = module.ops.first
     while program.name != "hir.program":
@@ -39,12 +48,13 @@ def nccl_results():
     global_inputs = [torch.randn(t.value_shape(), generator=generator) for t in program.function_type.inputs.data]
     shards = [[shard_tensor(x, t, r) for x, t in zip(global_inputs, program.function_type.inputs.data)] for r in range(2)]
     jobs.append(Job(str(module), shards, number_of_streams=2, record_streams=True, repeat=2))
-    results = run_spmd_batch(jobs, 2, backend="nccl", timeout=300)
-    return found, data, results, ring, (module, program, global_inputs)
+    results = run_spmd_batch(jobs + shift_jobs, 2, backend="nccl", timeout=300)
+    shifts = (shifted, results[len(jobs):])
+    return found, data, results[: len(jobs)], ring, (module, program, global_inputs), shifts
 
 
 def test_every_collective_with_nccl(nccl_results):
-    found, data, results, _, _ = nccl_results
+    found, data, results, _, _, _ = nccl_results
     for k, (name, case) in enumerate(found.items()):
         for rank, want in case.expected(data[name]).items():
             got = results[k][rank].outputs[0]
@@ -52,13 +62,13 @@ def test_every_collective_with_nccl(nccl_results):
 
 
 def test_send_recv_ring_with_nccl(nccl_results):
-    _, _, results, ring, _ = nccl_results
+    _, _, results, ring, _, _ = nccl_results
     for rank, result in enumerate(results[-2]):
         assert torch.equal(result.outputs[0], ring[(rank - 1) % 2])
 
 
 def test_stream_pipelined_allgather_matmul_runs_on_two_cuda_streams(nccl_results):
-    _, _, results, _, (module, program, global_inputs) = nccl_results
+    _, _, results, _, (module, program, global_inputs), _ = nccl_results
     per_rank = results[-1]
     (expected,) = run_fusion(module, global_inputs, "reference")
     got = unshard([r.outputs[0] for r in per_rank], program.function_type.outputs.data[0])
@@ -70,6 +80,17 @@ def test_stream_pipelined_allgather_matmul_runs_on_two_cuda_streams(nccl_results
         first_run = matmul_streams[:2]
         assert first_run[0] != first_run[1], f"both iterations ran on stream {first_run[0]}"
         assert matmul_streams[2:] == first_run  # streams are cached across runs
+
+
+def test_shift_by_every_offset_with_nccl(nccl_results):
+    """One batched send/receive per member and offset: member p's row k holds the input
+    of the member at position (p + k) mod D, with no hang whatever the offset."""
+    shifted, per_team = nccl_results[-1]
+    for (team, xs), per_rank in zip(shifted.items(), per_team):
+        for rank, result in enumerate(per_rank):
+            p = team.index(rank)
+            expected = torch.stack([xs[team[(p + k) % len(team)]] for k in range(2 * len(team))])
+            assert torch.equal(result.outputs[0], expected), f"team {team} rank {rank}"
 
 
 def test_single_rank_programs_on_cuda():

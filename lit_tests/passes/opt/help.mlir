@@ -4,6 +4,7 @@
 // the pipelines with their passes, as mlir-opt --help does.
 // CHECK:      passes and pipelines (-p NAME{option=value ...},...):
 // CHECK-NEXT:   canonicalize                  {{.+}}
+// CHECK-NEXT:   choose-pipelining             Drop a function's stream pipeline where the cost model says running it whole is faster
 // CHECK-NEXT:   convert-op-to-communication   Turn each communicating set or reduce of a host program into collectives and waits
 // CHECK-NEXT:   cse                           Eliminate common sub-expressions
 // CHECK-NEXT:   dce                           Eliminate dead code
@@ -12,7 +13,8 @@
 // CHECK-NEXT:   insert-deallocations          Free every buffer a host program owns after its last use
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding
+// CHECK-NEXT:   reorder-sharded-axis          Lay out the buffers of each communication as its collective needs them
 // CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams
 // CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, verify-collective-order
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, verify-collective-order

@@ -1,0 +1,29 @@
+"""choose-pipelining's estimate: a two-stage pipeline against running whole, with the host's
+time per chunk counted only where it exceeds the GPU's (lit_tests/passes/choose_pipelining.mlir
+checks the decisions on IR)."""
+
+from __future__ import annotations
+
+import pytest
+
+from passes.choose_pipelining import Stages
+
+# Four chunks of a function whose communication and matmuls take 1 ms each, whole.
+BALANCED = Stages(chunks=4, communication=1.0, communication_per_chunk=0.25, matmuls=1.0, matmuls_per_chunk=0.25, slowdown=0.0)
+
+
+def test_a_balanced_pipeline_hides_all_but_one_chunk():
+    assert BALANCED.pipelined_ms(host_ms_per_chunk=0.0) == pytest.approx(1.25)
+    assert BALANCED.serial_ms(host_ms_per_chunk=0.0) == pytest.approx(2.0)
+
+
+def test_the_host_sets_the_pace_where_it_is_slower_than_the_gpu():
+    # Eagerly at 1 ms of host time per chunk the pipeline loses; replayed from a graph it wins.
+    assert BALANCED.pipelined_ms(host_ms_per_chunk=1.0) == pytest.approx(4.0)
+    assert BALANCED.serial_ms(host_ms_per_chunk=1.0) == pytest.approx(2.0)
+
+
+def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides():
+    # Communication is a tenth of the matmuls: overlapping it saves 0.1 ms and costs 10%.
+    stages = Stages(chunks=2, communication=0.1, communication_per_chunk=0.05, matmuls=1.0, matmuls_per_chunk=0.5, slowdown=0.1)
+    assert stages.pipelined_ms(0.0) > stages.serial_ms(0.0)
