@@ -21,7 +21,7 @@ def make_context() -> Context:
     return ctx
 
 
-def parse_module(text: str, name: str = "<string>"):
+def parse_module(text: str | bytes, name: str = "<string>"):
     """Parse and verify a module; errors are HostIRError/ParseError with locations."""
     module = LocatingParser(make_context(), text, name).parse_module()
     verify_located(module)

@@ -140,6 +140,33 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   // CHECK-NEXT: %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
   %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
+  // Every work token is waited (the verifier requires it).
+  // CHECK-NEXT: hir.wait %ag_gloo
+  hir.wait %ag_gloo
+  // CHECK-NEXT: hir.wait %ag_nccl
+  hir.wait %ag_nccl
+  // CHECK-NEXT: hir.wait %ar
+  hir.wait %ar
+  // CHECK-NEXT: hir.wait %ar_max
+  hir.wait %ar_max
+  // CHECK-NEXT: hir.wait %rs
+  hir.wait %rs
+  // CHECK-NEXT: hir.wait %sc
+  hir.wait %sc
+  // CHECK-NEXT: hir.wait %ga
+  hir.wait %ga
+  // CHECK-NEXT: hir.wait %bc
+  hir.wait %bc
+  // CHECK-NEXT: hir.wait %rd
+  hir.wait %rd
+  // CHECK-NEXT: hir.wait %rd_gloo
+  hir.wait %rd_gloo
+  // CHECK-NEXT: hir.wait %sr
+  hir.wait %sr
+  // CHECK-NEXT: hir.wait %sr_self
+  hir.wait %sr_self
+  // CHECK-NEXT: hir.wait %a2a
+  hir.wait %a2a
   // CHECK-NEXT: hir.wait %snd
   hir.wait %snd
   // CHECK-NEXT: hir.wait %rcv
