@@ -5,7 +5,8 @@ member passes (so disabling a pass or dumping the IR after one reaches the membe
 drops the disabled passes, and hands the rest to `PassPipeline.parse_spec` with one
 `Instrumentation` callback, which after every pass verifies the module with located
 diagnostics, dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when
-asked, and times it (MLIR's `--time-passes` report when the pipeline ends).
+asked, and times it; `apply_pipeline` prints MLIR's `--time-passes` report when the
+pipeline ends, also when a pass failed.
 
 nvFuser's OptimizationPass (#4385/#4401) gives every pass an enable flag and a
 dump-after option; here they are options of one run instead of global state, so two
@@ -25,6 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from hostir_dialect.diagnostics import verify_located
 
@@ -49,6 +51,10 @@ class PassManagerOptions:
 
     def dumps_after(self, name: str) -> bool:
         return ALL in self.print_ir_after or name in self.print_ir_after
+
+    @property
+    def stream(self) -> TextIO:
+        return self.dump_stream or sys.stderr
 
 
 @dataclass
@@ -78,25 +84,38 @@ class Instrumentation:
         else:
             self.run.timings.append(PassTiming(previous.name, time.perf_counter() - self.started))
             self.after_pass(previous, module)
-        if following is None and self.options.time_passes:
-            self.stream.write(format_timings(self.run.timings))
         self.started = time.perf_counter()
 
     def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
         if self.options.verify_each:
             verify_located(module)
         if self.options.dumps_after(module_pass.name):
-            self.stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
-            Printer(stream=self.stream).print_op(module)
-            self.stream.write("\n\n")
-
-    @property
-    def stream(self) -> TextIO:
-        return self.options.dump_stream or sys.stderr
+            stream = self.options.stream
+            stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
+            Printer(stream=stream).print_op(module)
+            stream.write("\n\n")
 
 
 def known_names(available: PassRegistry | None = None) -> set[str]:
     return set(get_all_passes() if available is None else available) | set(PIPELINES)
+
+
+def check_pass_names(names: Iterable[str], option: str, available: PassRegistry | None = None) -> None:
+    """Refuse a name in `option` (e.g. `--disable-pass`) that names no pass or pipeline."""
+    known = known_names(available)
+    for name in names:
+        if name not in known and name != ALL:
+            raise ValueError(f"unknown pass {name!r} in {option}; available: {', '.join(sorted(known))}")
+
+
+def parse_specs(pipeline: str) -> list[ArgSpec]:
+    """The pass specs of `"a,b{opt=1}"`; a syntax error is a one-line ValueError."""
+    try:
+        return list(parse_pipeline(pipeline))
+    except ArgSpecParseError as error:  # a BaseException in xDSL: nothing else would catch it
+        *_, where, _, _, reason = str(error).splitlines()
+        column = where.rsplit(":", 1)[-1]
+        raise ValueError(f"invalid pass pipeline {pipeline!r}: {reason.strip().lower()} at column {column}") from None
 
 
 def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None) -> list[ArgSpec]:
@@ -125,7 +144,7 @@ def build_pipeline(
     instrumented by `options`; `run` (if given) records skipped passes and timings."""
     available = get_all_passes() if available is None else available
     run = PassRun() if run is None else run
-    specs = expand_specs(parse_pipeline(pipeline), available)
+    specs = expand_specs(parse_specs(pipeline), available)
     run.skipped.extend(s.name for s in specs if s.name in options.disabled)
     enabled = ",".join(str(s) for s in specs if s.name not in options.disabled)
     return PassPipeline.parse_spec(dict(available), enabled, Instrumentation(options, run))
@@ -140,10 +159,23 @@ def run_passes(
     ctx: Context, module: ModuleOp, passes: Sequence[ModulePass], options: PassManagerOptions = PassManagerOptions()
 ) -> PassRun:
     """Apply pass instances in order, skipping the disabled ones, instrumented by `options`."""
+    if not isinstance(options, PassManagerOptions):
+        raise TypeError(f"options must be a PassManagerOptions, got {options!r}")
     run = PassRun(skipped=[p.name for p in passes if p.name in options.disabled])
     enabled = tuple(p for p in passes if p.name not in options.disabled)
-    PassPipeline(enabled, Instrumentation(options, run)).apply(ctx, module)
+    apply_pipeline(PassPipeline(enabled, Instrumentation(options, run)), ctx, module, options, run)
     return run
+
+
+def apply_pipeline(pipeline: PassPipeline, ctx: Context, module: ModuleOp, options: PassManagerOptions,
+                   run: PassRun) -> None:
+    """`pipeline.apply`, then MLIR's `--time-passes` report when asked: also when a pass
+    fails (the report then lists the passes that completed)."""
+    try:
+        pipeline.apply(ctx, module)
+    finally:
+        if options.time_passes:
+            options.stream.write(format_timings(run.timings))
 
 
 def format_timings(timings: Sequence[PassTiming]) -> str:

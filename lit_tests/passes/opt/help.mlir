@@ -1,16 +1,20 @@
 // RUN: hostir-opt --help | filecheck %s
 
-// --help lists every pass hostir-opt knows with the first line of its docstring, then
-// the pipelines with their passes, as mlir-opt --help does.
+// --help lists every pass hostir-opt knows with the first line of its docstring and its
+// options (name=default (type)), then the pipelines with their passes, as mlir-opt
+// --help does.
 // CHECK:      passes and pipelines (-p NAME{option=value ...},...):
 // CHECK-NEXT:   canonicalize                  {{.+}}
 // CHECK-NEXT:   convert-op-to-communication   Turn each communicating set or reduce of a host program into collectives and waits
+// CHECK-NEXT:                                 options: backend=nccl (str)
 // CHECK-NEXT:   cse                           Eliminate common sub-expressions
 // CHECK-NEXT:   dce                           Eliminate dead code
 // CHECK-NEXT:   decompose-reshardings         Make every op that moves data between devices exactly one communication
+// CHECK-NEXT:                                 options: insert_after=false (bool)
 // CHECK-NEXT:   finalize-multidevice-domains  Decide how each tensor of a user fusion is allocated
 // CHECK-NEXT:   insert-deallocations          Free every buffer a host program owns after its last use
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops in loops over stream chunks
+// CHECK-NEXT:                                 options: bounded_intermediates=false (bool)
 // CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, insert-deallocations
