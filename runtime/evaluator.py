@@ -114,9 +114,11 @@ class Evaluator:
     def __init__(self, module: ModuleOp, *, name: str | None = None, rank: int | None = None,
                  world_size: int | None = None, number_of_streams: int = 4, device: torch.device | str | None = None,
                  communicator: Communicator | None = None, record_streams: bool = False):
+        if not isinstance(module, ModuleOp):
+            raise TypeError(f"expected a ModuleOp (parse IR text with hostir_dialect.parse_module), got {module!r}")
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
-        device = torch.device(device) if device is not None else None
+        device = _device(device) if device is not None else None
         if self.is_program:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
             self.rank: int | None = self.comm.rank
@@ -157,6 +159,17 @@ class Evaluator:
             problem = spec.problem(value, self.device)
             if problem:
                 raise InputError(f"@{self.name} argument {index} ({spec.label}): {problem}")
+
+
+def _device(device: torch.device | str) -> torch.device:
+    """A torch device this process can use."""
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"invalid device {device!r}; use 'cpu', 'cuda' or 'cuda:N'") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(device)!r} requested but CUDA is not available here")
+    return device
 
 
 def compile_program(module: ModuleOp, **options) -> Evaluator:
@@ -329,21 +342,6 @@ def _value_name(value: SSAValue) -> str:
     return f"%{value.name_hint}" if value.name_hint else "its destination"
 
 
-def _aliases(buffer: SSAValue) -> list[SSAValue]:
-    """`buffer` and the results of ops that wrote into it, transitively."""
-    found, pending = [], [buffer]
-    while pending:
-        value = pending.pop()
-        found.append(value)
-        for use in value.uses:
-            user = use.operation
-            if isinstance(user, fusion.ComputeOp) and user.out is value:
-                pending.append(user.result)
-            elif isinstance(user, hir.PostOnStreamOp) and use.index >= len(user.inputs):
-                pending.append(user.outputs[use.index - len(user.inputs)])
-    return found
-
-
 class _Compiler:
     """Compiles one function body. `local`: host-program semantics on this rank's shards."""
 
@@ -482,7 +480,7 @@ class _Compiler:
     def deallocate(self, op: hir.DeallocateOp) -> Step | None:
         """Drop the buffer and every value that aliases it (results written into it), so
         the memory really goes back to the allocator."""
-        slots = [self.slot(v) for v in _aliases(op.buffer)]
+        slots = [self.slot(v) for v in op.freed_values()]
 
         def step(env: list) -> None:
             for slot in slots:
@@ -639,13 +637,16 @@ class _Compiler:
         return step
 
     def wait(self, op: hir.WaitOp) -> Step:
-        work = self.slot(op.work)
+        work, poster = self.slot(op.work), op.work.owner
 
         def step(env: list) -> None:
             token = env[work]
             if token is None:
                 raise _Unbound("waits for a collective that was never posted")
-            token.wait()
+            try:
+                token.wait()
+            except RuntimeError as error:  # a peer that never came: the poster is the culprit
+                raise ExecutionError(describe(poster, f"did not complete: {str(error).strip()}")) from error
 
         return step
 
