@@ -19,7 +19,7 @@ pytestmark = [
     pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices"),
 ]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HOST_PROGRAMS = Path(__file__).resolve().parents[2] / "examples" / "host_programs"
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def nccl_results():
         jobs.append(Job(case.program(), [[data[name].get(r)] for r in range(2)]))
     ring, ring_args = ring_inputs(2)
     jobs.append(Job(RING, ring_args))
-    module = parse_module((EXAMPLES / "host_allgather_matmul.mlir").read_text())
+    module = parse_module((HOST_PROGRAMS / "host_allgather_matmul.mlir").read_text())
     program = module.ops.first
     while program.name != "hir.program":
         program = program.next_op
