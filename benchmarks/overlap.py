@@ -43,6 +43,7 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]]], ...] = (
     # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}); each
     # label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
     ("hostir_nccl", {}),
+    ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")

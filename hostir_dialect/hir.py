@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttr,
     IndexType,
     IntegerAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -27,6 +28,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -70,19 +72,21 @@ class WorkType(ParametrizedAttribute, TypeAttribute):
     name = "hir.work"
 
 
-class Backend(StrEnum):
-    """The transport the compiler intends for a communication (informative: the runtime
-    posts every collective on the world's backend, docs/design_notes.md "Runtime")."""
+class Transport(StrEnum):
+    """How a communication moves data (docs/copy_engine.md)."""
 
     NCCL = "nccl"
-    GLOO = "gloo"
+    """The world's collective library: NCCL on GPUs, gloo on CPU ranks."""
+    COPY_ENGINE = "copy_engine"
+    """Copies into the other members' symmetric buffers (the copy engines on GPUs, no SM),
+    and flags set in their memory in stream order."""
 
 
 @irdl_attr_definition
-class BackendAttr(EnumAttribute[Backend], SpacedOpaqueSyntaxAttribute):
-    """`backend nccl|gloo` on a communication; nccl, the default, is not printed."""
+class TransportAttr(EnumAttribute[Transport], SpacedOpaqueSyntaxAttribute):
+    """`transport nccl|copy_engine` on a communication; nccl, the default, is not printed."""
 
-    name = "hir.backend"
+    name = "hir.transport"
 
 
 class InHostProgram(OpTrait):
@@ -136,18 +140,33 @@ class ReturnOp(ReturnLikeOp):
 
 @irdl_op_definition
 class AllocateOp(HostOp):
-    """%b = hir.allocate : T   -- the local buffer of T.
+    """%b = hir.allocate (symmetric)? : T   -- the local buffer of T.
 
     A no-op when %b is already bound; on a rank outside T's mesh, no buffer at all.
+    `symmetric`: allocated alike on every device of T's mesh, each of which can address
+    the others' instances (the buffers of copy-engine collectives). It is created once,
+    when the program is compiled, and reused by every run; allocating it acquires it:
+    the current stream waits until every other member released its instance of the
+    previous run (`hir.deallocate` releases), so no rank writes into a buffer a peer
+    still reads.
     """
 
     name = "hir.allocate"
+    symmetric = opt_prop_def(UnitAttr)
     result = result_def(TensorType)
     traits = traits_def(MemoryAllocEffect())
-    assembly_format = "attr-dict `:` type($result)"
+    assembly_format = "(`symmetric` $symmetric^)? attr-dict `:` type($result)"
 
-    def __init__(self, tensor_type: TensorType):
-        super().__init__(result_types=[tensor_type])
+    def __init__(self, tensor_type: TensorType, symmetric: bool = False):
+        super().__init__(result_types=[tensor_type], properties={"symmetric": UnitAttr()} if symmetric else {})
+
+    @property
+    def is_symmetric(self) -> bool:
+        return self.symmetric is not None
+
+    def verify_(self) -> None:
+        if self.is_symmetric and tensor_type(self.result).mesh is None:
+            raise VerifyException("a symmetric buffer needs a device mesh: the devices that allocate it")
 
 
 class HostEffectOp(HostOp):
@@ -388,7 +407,13 @@ class WaitedOp(HostOp):
 
 
 class CollectiveOp(WaitedOp):
-    """%w = hir.<collective> %in -> %out team [0, 1] (root 0)? (op sum)? (backend nccl)? : T -> R
+    """%w = hir.<collective> %in -> %out (via %r)? team [0, 1] (root 0)? (op sum)?
+              (transport copy_engine)? : T -> R (, V)?
+
+    With `transport copy_engine` (all-gather, reduce-scatter and all-reduce only;
+    docs/copy_engine.md), the output of an all-gather is a view of a symmetric buffer, and
+    reduce-scatter and all-reduce receive the other members' contributions in `via`, a
+    view of a symmetric buffer with one slot per member.
 
     The verifier checks what the runtime's contract (runtime/communicator.py) needs of
     each member: the buffers it must hold (`members_problem`) and their element counts
@@ -397,18 +422,21 @@ class CollectiveOp(WaitedOp):
 
     input = operand_def(TensorType)
     output = operand_def(TensorType)
+    via = opt_operand_def(TensorType)
     team = prop_def(DenseArrayBase[I64])
     root = opt_prop_def(IntegerAttr[I64])
     reduction = opt_prop_def(ReduceKindAttr)
-    backend = prop_def(BackendAttr, default_value=BackendAttr(Backend.NCCL))
+    transport = prop_def(TransportAttr, default_value=TransportAttr(Transport.NCCL))
     work = result_def(WorkType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = (
-        "$input `->` $output `team` $team (`root` $root^)? (`op` $reduction^)? "
-        "(`backend` $backend^)? attr-dict `:` type($input) `->` type($output)"
+        "$input `->` $output (`via` $via^)? `team` $team (`root` $root^)? (`op` $reduction^)? "
+        "(`transport` $transport^)? attr-dict `:` type($input) `->` type($output) (`,` type($via)^)?"
     )
     HAS_ROOT: ClassVar[bool] = False
     REDUCES: ClassVar[bool] = False
+    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = False
     EVERY_MEMBER_HOLDS_BOTH: ClassVar[bool] = True
     """Every member sends its input and receives into its output."""
     ROOT_SENDS: ClassVar[bool] = False
@@ -416,17 +444,26 @@ class CollectiveOp(WaitedOp):
 
     def __init__(
         self, input: SSAValue, output: SSAValue, team: Sequence[int], *,
-        root: int | None = None, reduction: ReduceKind | None = None, backend: Backend = Backend.NCCL,
+        root: int | None = None, reduction: ReduceKind | None = None,
+        transport: Transport = Transport.NCCL, via: SSAValue | None = None,
     ):
         super().__init__(
-            operands=[input, output], result_types=[WorkType()],
+            operands=[input, output, via], result_types=[WorkType()],
             properties={
                 "team": DenseArrayBase.from_list(i64, team),
                 "root": IntegerAttr(root, 64) if root is not None else None,
                 "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
-                "backend": BackendAttr(backend),
+                "transport": TransportAttr(transport),
             },
         )
+
+    @property
+    def uses_copy_engine(self) -> bool:
+        return self.transport.data == Transport.COPY_ENGINE
+
+    def copy_engine_via_elements(self, input_elements: int) -> int:
+        """Elements of the `via` buffer the copy-engine algorithm needs per member (0: none)."""
+        return 0
 
     @property
     def team_ids(self) -> tuple[int, ...]:
@@ -451,6 +488,7 @@ class CollectiveOp(WaitedOp):
         if self.REDUCES != (self.reduction is not None):
             raise VerifyException(f"{self.name} {'needs a reduction kind (op ...)' if self.REDUCES else 'takes no reduction kind'}")
         self.verify_buffers()
+        self.verify_transport()
         self.verify_work_is_waited()
 
     def verify_buffers(self) -> None:
@@ -491,6 +529,38 @@ class CollectiveOp(WaitedOp):
             return f"{what} has {whole} elements, expected {size * part} (team of {size} x {part})"
         return None
 
+    def verify_transport(self) -> None:
+        if not self.uses_copy_engine:
+            if self.via is not None:
+                raise VerifyException("only the copy-engine transport receives through a `via` buffer")
+            return
+        if not self.HAS_COPY_ENGINE_ALGORITHM:
+            raise VerifyException(
+                f"{self.name} has no copy-engine algorithm (allgather, reduce_scatter and allreduce have)"
+            )
+        needs_via = self.copy_engine_via_elements(1) > 0
+        if (self.via is not None) != needs_via:
+            raise VerifyException(
+                f"{self.name} with the copy-engine transport {'needs a' if needs_via else 'takes no'} `via` buffer"
+            )
+        if self.via is not None:
+            self.verify_via()
+
+    def verify_via(self) -> None:
+        input_type, via_type = tensor_type(self.input), tensor_type(self.via)
+        if via_type.element_type != input_type.element_type:
+            raise VerifyException("the via buffer and the input have different element types")
+        member = self.team_ids[0]
+        local_in, local_via = input_type.local_shape(member), via_type.local_shape(member)
+        if local_in is None or local_via is None or DYNAMIC in local_in + local_via:
+            return  # a member outside the mesh, or dynamic: checked when the program runs
+        expected = self.copy_engine_via_elements(math.prod(local_in))
+        if math.prod(local_via) != expected:
+            raise VerifyException(
+                f"the via buffer holds {math.prod(local_via)} elements per member but {self.name} needs "
+                f"{expected} for an input of {math.prod(local_in)} on a team of {len(self.team_ids)}"
+            )
+
 
 def _member_numel(t: TensorType) -> int | None:
     """Element count of one mesh member's buffer of `t` (None when dynamic)."""
@@ -518,9 +588,14 @@ class ReducingCollectiveOp(CollectiveOp):
 
 @irdl_op_definition
 class AllgatherOp(CollectiveOp):
-    """Every team member gets all shards, concatenated along axis 0."""
+    """Every team member gets all shards, concatenated along axis 0.
+
+    Copy engine: posting copies the input into slot `me` of every member's output (a view
+    of a symmetric buffer); `hir.wait %w from %p` waits for member %p's slot only.
+    """
 
     name = "hir.allgather"
+    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
         return self.gathered_problem(output_numel, input_numel, "output")
@@ -528,16 +603,34 @@ class AllgatherOp(CollectiveOp):
 
 @irdl_op_definition
 class AllreduceOp(ReducingCollectiveOp):
-    """Every team member gets the reduction of all inputs."""
+    """Every team member gets the reduction of all inputs.
+
+    Copy engine: posting copies the input into slot `me` of every other member's `via`
+    (team size × input); waiting reduces the input and the received slots into the output.
+    """
 
     name = "hir.allreduce"
+    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
+
+    def copy_engine_via_elements(self, input_elements: int) -> int:
+        return len(self.team_ids) * input_elements  # a whole input from every member
 
 
 @irdl_op_definition
 class ReduceScatterOp(ReducingCollectiveOp):
-    """Reduce, then member i keeps chunk i (axis 0)."""
+    """Reduce, then member i keeps chunk i (axis 0).
+
+    Copy engine: posting copies input chunk p into slot `me` of member p's `via` (the
+    input's size), for every other member p, and does not read input chunk `me`; waiting
+    reduces input chunk `me` and the received slots into the output. So the own chunk may
+    be computed after the post, while the copies run.
+    """
 
     name = "hir.reduce_scatter"
+    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
+
+    def copy_engine_via_elements(self, input_elements: int) -> int:
+        return input_elements  # one chunk from every member
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
         return self.gathered_problem(input_numel, output_numel, "input")
@@ -624,13 +717,12 @@ class PointToPointOp(WaitedOp):
 
     buffer = operand_def(TensorType)
     peer = operand_def(IndexType)
-    backend = prop_def(BackendAttr, default_value=BackendAttr(Backend.NCCL))
     work = result_def(WorkType)
     traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$buffer `,` $peer (`backend` $backend^)? attr-dict `:` type($buffer)"
+    assembly_format = "$buffer `,` $peer attr-dict `:` type($buffer)"
 
-    def __init__(self, buffer: SSAValue, peer: SSAValue, backend: Backend = Backend.NCCL):
-        super().__init__(operands=[buffer, peer], result_types=[WorkType()], properties={"backend": BackendAttr(backend)})
+    def __init__(self, buffer: SSAValue, peer: SSAValue):
+        super().__init__(operands=[buffer, peer], result_types=[WorkType()])
 
     def verify_(self) -> None:
         self.verify_work_is_waited()
@@ -647,12 +739,41 @@ class RecvOp(PointToPointOp):
 
 
 @irdl_op_definition
-class WaitOp(HostEffectOp):
-    """hir.wait %w   -- the current stream waits for the collective (the host does not)."""
+class WaitOp(HostOp):
+    """hir.wait %w (from %p)?   -- the current stream waits for the collective (the host
+    does not); with `from`, only for the part of the team member at position %p (a
+    copy-engine all-gather's slot %p; any other collective is waited for whole)."""
 
     name = "hir.wait"
     work = operand_def(WorkType)
-    assembly_format = "$work attr-dict"
+    member = opt_operand_def(IndexType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$work (`from` $member^)? attr-dict"
+
+    def __init__(self, work: SSAValue, member: SSAValue | None = None):
+        super().__init__(operands=[work, member])
+
+
+@irdl_op_definition
+class TeamPositionOp(IndexValueOp):
+    """%p = hir.team_position team [0, 1]   -- this rank's position in the team (rank
+    dependent; -1 on a rank outside the team, whose ops on the team's buffers are skipped)."""
+
+    name = "hir.team_position"
+    team = prop_def(DenseArrayBase[I64])
+    assembly_format = "`team` $team attr-dict"
+
+    def __init__(self, team: Sequence[int]):
+        super().__init__(properties={"team": DenseArrayBase.from_list(i64, team)})
+
+    @property
+    def team_ids(self) -> tuple[int, ...]:
+        return self.team.get_values()
+
+    def verify_(self) -> None:
+        team = self.team_ids
+        if not team or len(set(team)) != len(team):
+            raise VerifyException(f"team {list(team)} must be non-empty and repeat no device")
 
 
 HIR = Dialect(
@@ -660,7 +781,7 @@ HIR = Dialect(
     [
         ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, ExtentOp,
         GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
-        PostOnStreamOp, *COLLECTIVE_OPS, SendOp, RecvOp, WaitOp,
+        PostOnStreamOp, *COLLECTIVE_OPS, SendOp, RecvOp, WaitOp, TeamPositionOp,
     ],
-    [StreamType, WorkType, BackendAttr],
+    [StreamType, WorkType, TransportAttr],
 )

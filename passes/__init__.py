@@ -55,6 +55,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return stream_parallel_type.StreamParallelType
 
+    def get_split_by_member():
+        from passes import split_by_member
+
+        return split_by_member.SplitByMember
+
     return {
         "convert-op-to-communication": get_convert_op_to_communication,
         "decompose-reshardings": get_decompose_reshardings,
@@ -62,6 +67,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "insert-deallocations": get_insert_deallocations,
         "lower-to-host": get_lower_to_host,
         "propagate-shardings": get_propagate_shardings,
+        "split-by-member": get_split_by_member,
         "stream-parallel-type": get_stream_parallel_type,
     }
 
@@ -76,6 +82,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "lower-to-host",
         "stream-parallel-type",
         "convert-op-to-communication",
+        "split-by-member",
         "insert-deallocations",
     ),
 }
@@ -86,10 +93,11 @@ a pipeline, so disabling a pass or printing the IR after one reaches the members
 from .pipeline import PassManagerOptions, PassRun, build_passes, build_pipeline, run_passes  # noqa: E402
 
 
-def lower(module: ModuleOp, options: PassManagerOptions | None = None) -> ModuleOp:
-    """Run the `hostir-lower` pipeline on `module` in place (and return it); `options`
-    disable passes, dump IR after passes, time them (see PassManagerOptions)."""
-    run_passes(make_context(), module, build_passes("hostir-lower"), options or PassManagerOptions())
+def lower(module: ModuleOp, options: PassManagerOptions | None = None, pipeline: str = "hostir-lower") -> ModuleOp:
+    """Run `pipeline` (default: `hostir-lower`; e.g. `hostir-lower{transport=auto}`) on
+    `module` in place (and return it); `options` disable passes, dump IR after passes,
+    time them (see PassManagerOptions)."""
+    run_passes(make_context(), module, build_passes(pipeline), options or PassManagerOptions())
     return module
 
 

@@ -22,9 +22,16 @@ every rank, so we emit one collective per DIDx slice (one per mesh row). A rank 
 exactly one of them and the others are no-ops for it (ranks outside a team skip the op).
 
 Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py),
-so an
-axis that is gathered or scattered must be the outermost allocated axis with a local
+so an axis that is gathered or scattered must be the outermost allocated axis with a local
 extent above 1 on both sides, and the other axes must be allocated in the same order.
+
+Transport (option `transport=nccl|copy-engine|auto`, docs/copy_engine.md): an all-gather,
+reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one loop with
+constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
+`hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
+buffer, allocated before the loop with one slice per iteration. `copy-engine` refuses,
+located, a collective that cannot; `auto` takes the copy engines wherever they can carry
+the collective (every copy measured on 2x H200 beat NCCL's, docs/copy_engine.md).
 """
 
 from __future__ import annotations
@@ -32,16 +39,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.str_enum import StrEnum
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates, placement
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import Mesh, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import Axis, Mesh, ParallelKind, TensorType, tensor_type
 
 from .sharding_policy import device_parallel_reduced_axes, is_inner_split
 
@@ -203,26 +213,158 @@ def _allocated(t: TensorType) -> list[int]:
 
 
 # --------------------------------------------------------------------------- #
+# The transport
+# --------------------------------------------------------------------------- #
+
+
+class TransportChoice(StrEnum):
+    """The pass option: one transport for every collective, or the best one per collective."""
+
+    NCCL = "nccl"
+    COPY_ENGINE = "copy-engine"
+    AUTO = "auto"
+
+
+def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice) -> hir.Transport:
+    if choice == TransportChoice.NCCL:
+        return hir.Transport.NCCL
+    problem = copy_engine_problem(op, plan)
+    if problem is None:
+        return hir.Transport.COPY_ENGINE
+    if choice == TransportChoice.COPY_ENGINE:
+        raise op_error(op, f"cannot communicate on the copy engines: {problem}")
+    return hir.Transport.NCCL
+
+
+def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
+    """Why the copy-engine transport cannot carry `op`'s communication (None if it can)."""
+    if len(plan) != 1 or not plan[0].kind.HAS_COPY_ENGINE_ALGORITHM:
+        return "only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm"
+    mesh = tensor_type(op.operands[0]).mesh
+    if mesh is None or mesh.ndim != 1 or plan[0].team != mesh.devices or len(plan[0].team) < 2:
+        return "its team must be a whole 1-D mesh of several devices (symmetric buffers span a mesh)"
+    loops = _enclosing_loops(op)
+    if len(loops) > 1 or (loops and _trip_count(loops[0]) is None):
+        return "it must be at the top level or in one loop with constant bounds from 0 by 1"
+    if plan[0].kind is hir.AllgatherOp:
+        return _gathered_buffer_problem(op)
+    return None
+
+
+def _enclosing_loops(op: Operation) -> list[scf.ForOp]:
+    loops, parent = [], op.parent_op()
+    while parent is not None and not isinstance(parent, hir.ProgramOp):
+        if isinstance(parent, scf.ForOp):
+            loops.append(parent)
+        parent = parent.parent_op()
+    return loops
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _trip_count(loop: scf.ForOp) -> int | None:
+    """The iterations of a loop `0 to N step 1` with a constant N (None otherwise)."""
+    if _constant(loop.lb) != 0 or _constant(loop.step) != 1:
+        return None
+    return _constant(loop.ub)
+
+
+def _buffer_root(value: SSAValue) -> SSAValue:
+    """The buffer a view (`hir.alias_select` chain) is of."""
+    while isinstance(value.owner, hir.AliasSelectOp):
+        value = value.owner.input
+    return value
+
+
+def _is_returned(buffer: SSAValue) -> bool:
+    """Does the program return `buffer` or a view of it?"""
+    for use in buffer.uses:
+        if isinstance(use.operation, hir.ReturnOp):
+            return True
+        if isinstance(use.operation, hir.AliasSelectOp) and _is_returned(use.operation.result):
+            return True
+    return False
+
+
+def _gathered_buffer_problem(op: Operation) -> str | None:
+    """An all-gather writes into every member's output: it must be a buffer the program
+    allocates (a symmetric one, reused by every run), which it does not return."""
+    destination = op.operands[-1] if isinstance(op, fusion.ComputeOp) and op.out is not None else None
+    if destination is None:
+        return None if not _is_returned(op.results[0]) else "its output is a program output"
+    root = _buffer_root(destination)
+    if not isinstance(root.owner, hir.AllocateOp):
+        return "its output is not a buffer the program allocates"
+    if _is_returned(root):
+        return "its output is a program output"
+    return None
+
+
+def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int, ...], rewriter: PatternRewriter) -> SSAValue:
+    """The symmetric `via` buffer of a copy-engine reduce-scatter or all-reduce: allocated
+    before the op's loop with one slice per iteration (before the op at the top level)."""
+    source = tensor_type(op.operands[0])
+    chunk_axes = [a for a in source.axes if not a.is_reduction]
+    if kind is hir.AllreduceOp:
+        chunk_axes = [Axis(len(team)), *chunk_axes]
+    loops = _enclosing_loops(op)
+    axes = ([Axis(_trip_count(loops[0]))] if loops else []) + chunk_axes
+    allocate = located_like(hir.AllocateOp(TensorType.of(source.element_type, axes, source.mesh), symmetric=True), op)
+    allocate.result.name_hint = "via"
+    if not loops:
+        rewriter.insert(allocate, InsertPoint.before(op))
+        return allocate.result
+    Rewriter.insert_op(allocate, InsertPoint.before(loops[0]))
+    view = located_like(hir.AliasSelectOp(
+        allocate.result, loops[0].body.block.args[0], 0, TensorType.of(source.element_type, chunk_axes, source.mesh)
+    ), op)
+    view.result.name_hint = "via_i"
+    rewriter.insert(view, InsertPoint.before(op))
+    return view.result
+
+
+def make_symmetric(buffer: SSAValue) -> None:
+    """The allocation of the buffer `buffer` views becomes symmetric."""
+    allocate = _buffer_root(buffer).owner
+    assert isinstance(allocate, hir.AllocateOp)
+    allocate.properties["symmetric"] = UnitAttr()
+
+
+# --------------------------------------------------------------------------- #
 # The rewrite
 # --------------------------------------------------------------------------- #
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What one communicating op becomes: its collectives, on one transport."""
+
+    collectives: list[Collective]
+    transport: hir.Transport
+
+
 class ConvertToCollectives(RewritePattern):
     """%r = fusion.set|reduce %x (into %d)? : P -> C   (communicating, planned)
-    ->  %d = hir.allocate : C                        (unless the op had a destination)
-        %w = hir.<collective> %x -> %d team [..] (root ..)? (op ..)? backend B : P -> C
+    ->  %d = hir.allocate (symmetric)? : C            (unless the op had a destination)
+        (%v = a slice of a symmetric via buffer)        (copy-engine reduce-scatter, all-reduce)
+        %w = hir.<collective> %x -> %d (via %v)? team [..] (root ..)? (op ..)? (transport T)?
         hir.wait %w                                    (once per planned collective)
     and every use of %r reads %d."""
 
-    def __init__(self, plans: dict[Operation, list[Collective]], backend: hir.Backend):
+    def __init__(self, plans: dict[Operation, Plan]):
         self.plans = plans
-        self.backend = backend
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: fusion.SetOp | fusion.ReduceOp, rewriter: PatternRewriter) -> None:
         plan = self.plans.get(op)
         if plan is None:
             return
+        copy_engine = plan.transport == hir.Transport.COPY_ENGINE
         new_ops: list[Operation] = []
         buffer = op.out
         if buffer is None:
@@ -231,10 +373,17 @@ class ConvertToCollectives(RewritePattern):
             new_ops.append(allocate)
             buffer = allocate.result
         reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
-        for c in plan:
-            collective = located_like(
-                c.kind(op.input, buffer, c.team, root=c.root, reduction=reduction, backend=self.backend), op
-            )
+        for c in plan.collectives:
+            via = None
+            if copy_engine and c.kind is hir.AllgatherOp:
+                rewriter.insert(new_ops, InsertPoint.before(op))
+                new_ops = []
+                make_symmetric(buffer)
+            elif copy_engine:
+                via = copy_engine_via(op, c.kind, c.team, rewriter)
+            collective = located_like(c.kind(
+                op.input, buffer, c.team, root=c.root, reduction=reduction, transport=plan.transport, via=via,
+            ), op)
             collective.work.name_hint = "w"
             new_ops += [collective, located_like(hir.WaitOp(collective.work), op)]
         rewriter.replace(op, new_ops, [buffer])
@@ -246,21 +395,20 @@ class ConvertOpToCommunication(ModulePass):
 
     name = "convert-op-to-communication"
 
-    backend: str = "nccl"
-    """Backend of the collectives; the runtime uses gloo on CPU whatever this says."""
+    transport: str = "nccl"
+    """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.backend not in set(hir.Backend):
-            raise ValueError(f"unknown backend {self.backend!r}; expected one of {', '.join(hir.Backend)}")
+        if self.transport not in set(TransportChoice):
+            raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
+        choice = TransportChoice(self.transport)
         host_programs = programs(op)
         if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
-        plans = {
-            inner: plan_communication(inner)
-            for program in host_programs
-            for inner in program.walk()
-            if isinstance(inner, fusion.ComputeOp) and communicates(inner)
-        }
-        PatternRewriteWalker(
-            ConvertToCollectives(plans, hir.Backend(self.backend)), apply_recursively=False
-        ).rewrite_module(op)
+        plans: dict[Operation, Plan] = {}
+        for program in host_programs:
+            for inner in program.walk():
+                if isinstance(inner, fusion.ComputeOp) and communicates(inner):
+                    collectives = plan_communication(inner)
+                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice))
+        PatternRewriteWalker(ConvertToCollectives(plans), apply_recursively=False).rewrite_module(op)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TextIO
 
 from xdsl.context import Context
@@ -100,12 +100,15 @@ def known_names(available: PassRegistry | None = None) -> set[str]:
     return set(get_all_passes() if available is None else available) | set(PIPELINES)
 
 
+def unknown_pass(name: str, available: PassRegistry | None = None, where: str = "") -> ValueError:
+    return ValueError(f"unknown pass {name!r}{where}; available: {', '.join(sorted(known_names(available)))}")
+
+
 def check_pass_names(names: Iterable[str], option: str, available: PassRegistry | None = None) -> None:
     """Refuse a name in `option` (e.g. `--disable-pass`) that names no pass or pipeline."""
-    known = known_names(available)
     for name in names:
-        if name not in known and name != ALL:
-            raise ValueError(f"unknown pass {name!r} in {option}; available: {', '.join(sorted(known))}")
+        if name not in known_names(available) and name != ALL:
+            raise unknown_pass(name, available, f" in {option}")
 
 
 def parse_specs(pipeline: str) -> list[ArgSpec]:
@@ -119,19 +122,28 @@ def parse_specs(pipeline: str) -> list[ArgSpec]:
 
 
 def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None) -> list[ArgSpec]:
-    """Replace each pipeline name by its member passes; refuse unknown names."""
+    """Replace each pipeline name by its member passes; refuse unknown names. A pipeline's
+    options go to the members that declare them (`hostir-lower{transport=auto}`)."""
     available = get_all_passes() if available is None else available
     expanded: list[ArgSpec] = []
     for spec in specs:
         if spec.name in PIPELINES:
-            if spec.parameters:
-                raise ValueError(f"pipeline {spec.name} takes no options; list its passes to configure them")
-            expanded.extend(expand_specs((ArgSpec(member, {}) for member in PIPELINES[spec.name]), available))
+            members = [ArgSpec(m, _options_for(available[m](), spec.parameters)) for m in PIPELINES[spec.name]]
+            unused = set(spec.parameters) - {option for member in members for option in member.parameters}
+            if unused:
+                raise ValueError(f"pipeline {spec.name} has no pass with option(s) {', '.join(sorted(unused))}")
+            expanded.extend(expand_specs(members, available))
         elif spec.name in available:
             expanded.append(spec)
         else:
-            raise ValueError(f"unknown pass {spec.name!r}; available: {', '.join(sorted(known_names(available)))}")
+            raise unknown_pass(spec.name, available)
     return expanded
+
+
+def _options_for(pass_class: type[ModulePass], options: dict) -> dict:
+    """The options among `options` that `pass_class` declares (as dataclass fields)."""
+    declared = {option.name.replace("_", "-") for option in fields(pass_class)}
+    return {name: value for name, value in options.items() if name in declared}
 
 
 def build_pipeline(

@@ -81,7 +81,8 @@ class Token:
         self.work = work
         self.after = after
 
-    def wait(self) -> None:
+    def wait(self, member: int | None = None) -> None:
+        """Wait for the whole collective (a library collective has no per-member parts)."""
         if self.work is not None:
             self.work.wait()
         if self.after is not None:

@@ -13,10 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Operation, SSAValue
 
+from hostir_dialect import hir
+from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ReduceKind
+from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
-from .symmetric_memory import Flags, SymmetricTensor, peer_view
+from .layouts import logical_shape, torch_dtype, value_alloc_perm
+from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
     ReduceKind.SUM: torch.add, ReduceKind.PROD: torch.mul,
@@ -216,3 +223,149 @@ def _reduce_into(out: torch.Tensor, parts: list[torch.Tensor], combine: Callable
     combine(parts[0], parts[1], out=out)
     for part in parts[2:]:
         combine(out, part, out=out)
+
+
+# --------------------------------------------------------------------------- #
+# One program's copy-engine state
+# --------------------------------------------------------------------------- #
+
+
+def buffer_root(value: SSAValue) -> SSAValue:
+    """The buffer a view (`hir.alias_select` chain) is of."""
+    while isinstance(value.owner, hir.AliasSelectOp):
+        value = value.owner.input
+    return value
+
+
+def posts_per_run(op: Operation) -> int:
+    """How many times a run posts `op`: the product of its loops' constant trip counts."""
+    count, parent = 1, op.parent_op()
+    while parent is not None and not isinstance(parent, hir.ProgramOp):
+        if isinstance(parent, scf.ForOp):
+            bounds = [_constant(v) for v in (parent.lb, parent.ub, parent.step)]
+            if None in bounds or bounds[2] <= 0:
+                raise op_error(op, "a copy-engine collective needs loops with constant bounds (its flags are counted when the program is compiled)")
+            lower, upper, step = bounds
+            count *= max(0, -(-(upper - lower) // step))
+        parent = parent.parent_op()
+    return count
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+class CopyEngineProgram:
+    """The symmetric buffers, flags and copy-engine collectives of one program on this
+    rank, created when the program is compiled (collectively, in program order, by the
+    members of each team) and reused by every run.
+
+    Flags of a team: one slot per symmetric buffer (its release/acquire handshake: set
+    means "the member at this position is done with its instance") and one per post of
+    each copy-engine collective in a run.
+    """
+
+    def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float):
+        self.rank = rank
+        self.heap = SymmetricHeap(rank, device, groups, timeout)
+        self.ordering = Ordering(device)
+        self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags, int]] = {}
+        self.collectives: list[CopyEngineCollective] = []
+        symmetric = [op for op in program.walk() if isinstance(op, hir.AllocateOp) and op.is_symmetric]
+        posting = [op for op in program.walk() if isinstance(op, hir.CollectiveOp) and op.uses_copy_engine]
+        self._slots: dict[Operation, int] = {}
+        self.flags = self._create_flags(symmetric, posting)
+        for op in symmetric:
+            self._create_buffer(op)
+
+    def _team_of(self, op: Operation) -> tuple[int, ...]:
+        if isinstance(op, hir.AllocateOp):
+            return tensor_type(op.result).mesh.devices  # type: ignore[union-attr]  # verified: symmetric has a mesh
+        return op.team_ids  # type: ignore[attr-defined]
+
+    def _create_flags(self, symmetric: list[hir.AllocateOp], posting: list[hir.CollectiveOp]) -> dict[tuple[int, ...], Flags]:
+        """The flags of every team this rank is in, slots assigned in program order."""
+        counts: dict[tuple[int, ...], int] = {}
+        for op in [*symmetric, *posting]:
+            team = self._team_of(op)
+            self._slots[op] = counts.get(team, 0)
+            counts[team] = self._slots[op] + (1 if isinstance(op, hir.AllocateOp) else posts_per_run(op))
+        flags = {}
+        for team in sorted(counts):
+            if self.rank in team and len(team) > 1:
+                flags[team] = Flags(self.heap, team, counts[team])
+        for op in symmetric:  # initially every member is done with its instance
+            team = self._team_of(op)
+            if team in flags:
+                flags[team].set_local(self._slots[op], 1)
+        for team in flags:
+            self.heap.barrier(team)
+        return flags
+
+    def _create_buffer(self, op: hir.AllocateOp) -> None:
+        t = tensor_type(op.result)
+        team = self._team_of(op)
+        if self.rank not in team:
+            return
+        shape = logical_shape(t, self.rank)
+        if DYNAMIC in shape:
+            raise op_error(op, "a symmetric buffer needs a static local shape (it is allocated when the program is compiled)")
+        perm = value_alloc_perm(t) or tuple(range(len(shape)))
+        dense = self.heap.allocate(team, [shape[p] for p in perm], torch_dtype(t))
+        logical = [perm.index(d) for d in range(len(perm))]
+        instances = [dense.peer(p).permute(logical) for p in range(len(team))]
+        self.buffers[op] = (SymmetricTensor(team, dense.position, instances), self.flags.get(team), self._slots[op])
+
+    # -- what the evaluator's steps call ------------------------------------------
+    def begin_run(self) -> None:
+        for collective in self.collectives:
+            collective.begin_run()
+
+    def acquire(self, op: hir.AllocateOp) -> Callable[[], torch.Tensor]:
+        """The step of `hir.allocate symmetric`: wait until the peers are done with
+        their instances (of the previous run), then hand out this rank's."""
+        symmetric, flags, slot = self.buffers[op]
+        peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
+
+        def acquire() -> torch.Tensor:
+            for peer in peers:
+                flags.wait(peer, slot)
+            return symmetric.local
+
+        return acquire
+
+    def release(self, op: hir.AllocateOp) -> Callable[[], None]:
+        """The step of `hir.deallocate` of a symmetric buffer: tell every peer, after this
+        rank's prior work, that it may write into this rank's instance again."""
+        symmetric, flags, slot = self.buffers[op]
+        peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
+
+        def release() -> None:
+            for peer in peers:
+                flags.signal(peer, slot)
+
+        return release
+
+    def collective(self, op: hir.CollectiveOp) -> CopyEngineCollective:
+        """The copy-engine algorithm of `op` on this rank (a member of its team)."""
+        team = tuple(op.team_ids)
+        flags, first, slots = self.flags[team], self._slots[op], posts_per_run(op)
+        if isinstance(op, hir.AllgatherOp):
+            collective: CopyEngineCollective = CopyEngineAllgather(flags, first, slots, self.ordering, self._symmetric(op, op.output))
+        elif isinstance(op, hir.ReduceScatterOp):
+            collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via), op.reduction.data)
+        else:
+            collective = CopyEngineAllreduce(flags, first, slots, self.ordering, self._symmetric(op, op.via), op.reduction.data)
+        self.collectives.append(collective)
+        return collective
+
+    def _symmetric(self, op: Operation, view: SSAValue | None) -> SymmetricTensor:
+        root = buffer_root(view) if view is not None else None
+        allocate = root.owner if root is not None else None
+        if not isinstance(allocate, hir.AllocateOp) or allocate not in self.buffers:
+            raise op_error(op, "a copy-engine collective writes into other members' buffers: its "
+                               f"{'output' if isinstance(op, hir.AllgatherOp) else 'via buffer'} must be a view of a `hir.allocate symmetric`")
+        return self.buffers[allocate][0]

@@ -44,7 +44,8 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
 from .communicator import DONE, CollectiveError, Communicator
-from .layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
+from .copy_engine import CopyEngineProgram
+from .layouts import empty_buffer, flatten_in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
 from .streams import make_streams
 from .torch_ops import OpContext, UnsupportedOp, build_kernel, copy_into
 
@@ -124,10 +125,12 @@ class Evaluator:
             self.rank: int | None = self.comm.rank
             self.device = self.comm.device
             self.comm.create_groups(program_teams(self.function, self.comm))
+            self.copy_engine = self._copy_engine(self.function)
         else:
             self.comm = None
             self.rank = None
             self.device = device or torch.device("cpu")
+            self.copy_engine = None
         if number_of_streams < 1:
             raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
         self.number_of_streams = number_of_streams
@@ -137,6 +140,13 @@ class Evaluator:
         self.compiled = compiler.function(self.function)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
 
+    def _copy_engine(self, program: hir.ProgramOp) -> CopyEngineProgram | None:
+        """The program's symmetric buffers and flags, if it has any (created collectively)."""
+        if not any(isinstance(op, hir.AllocateOp) and op.is_symmetric for op in program.walk()):
+            return None
+        timeout = self.comm.timeout.total_seconds() if self.comm.timeout else 60.0
+        return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout)
+
     @property
     def name(self) -> str:
         return self.function.sym_name.data
@@ -144,6 +154,8 @@ class Evaluator:
     def run(self, inputs: Sequence[Any]) -> list:
         """Run once on this rank's inputs (local shards; None where the rank holds none)."""
         self.check_inputs(inputs)
+        if self.copy_engine is not None:
+            self.copy_engine.begin_run()
         saved = self.streams.current()
         try:
             with warnings.catch_warnings():
@@ -205,14 +217,20 @@ def find_function(module: ModuleOp, name: str | None = None) -> FunctionLikeOp:
 
 
 def program_teams(program: Operation, comm: Communicator) -> list[tuple[int, ...]]:
-    """Every team of the program's collectives; refuses (at the op) one this world cannot form."""
+    """Every team of the program's collectives and symmetric buffers (the devices of its
+    mesh); refuses (at the op) one this world cannot form."""
     teams = []
     for op in program.walk():
         if isinstance(op, hir.CollectiveOp):
-            problem = comm.team_problem(tuple(op.team_ids))
-            if problem:
-                raise op_error(op, problem)
-            teams.append(tuple(op.team_ids))
+            team = tuple(op.team_ids)
+        elif isinstance(op, hir.AllocateOp) and op.is_symmetric:
+            team = tensor_type(op.result).mesh.devices  # type: ignore[union-attr]  # verified: it has a mesh
+        else:
+            continue
+        problem = comm.team_problem(team)
+        if problem:
+            raise op_error(op, problem)
+        teams.append(team)
     return teams
 
 
@@ -461,6 +479,8 @@ class _Compiler:
         t = tensor_type(op.result)
         if not t.is_on_rank(self.rank):
             return None
+        if op.is_symmetric:
+            return self.acquire_symmetric(op)
         shape = logical_shape(t, self.rank)
         if DYNAMIC in shape:
             raise op_error(op, f"cannot allocate {t}: its local shape {['?' if e == DYNAMIC else e for e in shape]} is dynamic")
@@ -477,10 +497,33 @@ class _Compiler:
                     env[result] = empty_buffer(t, rank, device)
         return step
 
+    def acquire_symmetric(self, op: hir.AllocateOp) -> Step:
+        """Bind this rank's instance of the symmetric buffer (created once, when the
+        program was compiled) once every peer is done with its own (docs/copy_engine.md)."""
+        acquire, result = self.ev.copy_engine.acquire(op), self.slot(op.result)
+
+        def step(env: list) -> None:
+            env[result] = acquire()
+
+        return step
+
     def deallocate(self, op: hir.DeallocateOp) -> Step | None:
         """Drop the buffer and every value that aliases it (results written into it), so
-        the memory really goes back to the allocator."""
+        the memory really goes back to the allocator; a symmetric buffer stays (every run
+        reuses it) and is released to the peers instead."""
         slots = [self.slot(v) for v in op.freed_values()]
+        owner = op.buffer.owner
+        if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
+            if not tensor_type(op.buffer).is_on_rank(self.rank):
+                return None
+            release = self.ev.copy_engine.release(owner)
+
+            def step(env: list) -> None:
+                release()
+                for slot in slots:
+                    env[slot] = None
+
+            return step
 
         def step(env: list) -> None:
             for slot in slots:
@@ -610,6 +653,8 @@ class _Compiler:
         if self.rank not in op.team_ids:
             self.constant(op.work, DONE)
             return None
+        if op.uses_copy_engine:
+            return self.copy_engine_collective(op)
         try:
             post = self.ev.comm.poster(op)
         except CollectiveError as error:
@@ -618,6 +663,20 @@ class _Compiler:
 
         def step(env: list) -> None:
             env[work] = post(env[source], env[dest])
+
+        return step
+
+    def copy_engine_collective(self, op: hir.CollectiveOp) -> Step:
+        """Post through the copy-engine algorithm of `op` on flat views of its buffers."""
+        if self.ev.copy_engine is None:
+            raise op_error(op, "a copy-engine collective needs symmetric buffers: its program allocates none")
+        post = self.ev.copy_engine.collective(op).post
+        buffers = [(self.slot(v), value_alloc_perm(tensor_type(v)), what)
+                   for v, what in ((op.input, "input"), (op.output, "output"), (op.via, "via")) if v is not None]
+        work = self.slot(op.work)
+
+        def step(env: list) -> None:
+            env[work] = post(*(flatten_in_allocation_order(env[slot], perm, what) for slot, perm, what in buffers))
 
         return step
 
@@ -638,17 +697,22 @@ class _Compiler:
 
     def wait(self, op: hir.WaitOp) -> Step:
         work, poster = self.slot(op.work), op.work.owner
+        member = self.slot(op.member) if op.member is not None else None
 
         def step(env: list) -> None:
             token = env[work]
             if token is None:
                 raise _Unbound("waits for a collective that was never posted")
             try:
-                token.wait()
+                token.wait(None if member is None else env[member])
             except RuntimeError as error:  # a peer that never came: the poster is the culprit
                 raise ExecutionError(describe(poster, f"did not complete: {str(error).strip()}")) from error
 
         return step
+
+    def team_position(self, op: hir.TeamPositionOp) -> None:
+        team = op.team_ids
+        self.constant(op.result, team.index(self.rank) if self.rank in team else -1)
 
     # -- arith and scf ----------------------------------------------------------
     def arith_constant(self, op: arith.ConstantOp) -> None:
@@ -746,6 +810,7 @@ _HANDLERS: dict[type[Operation], Callable[[_Compiler, Any], Step | None]] = {
     hir.NumberOfStreamsOp: _Compiler.number_of_streams,
     hir.PostOnStreamOp: _Compiler.post_on_stream,
     hir.WaitOp: _Compiler.wait,
+    hir.TeamPositionOp: _Compiler.team_position,
     arith.ConstantOp: _Compiler.arith_constant,
     arith.CmpiOp: _Compiler.arith_cmpi,
     arith.SelectOp: _Compiler.arith_select,

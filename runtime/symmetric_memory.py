@@ -119,6 +119,10 @@ class SymmetricHeap:
         return SymmetricTensor(team, position, instances)
 
     def barrier(self, team: tuple[int, ...]) -> None:
+        """Every member of the team got here, with its device work so far done (flags it
+        initialized are set before a peer may write them)."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
         if len(team) > 1:
             dist.barrier(group=self.groups(team))
 

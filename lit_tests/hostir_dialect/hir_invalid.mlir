@@ -273,8 +273,8 @@ hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:51: error: Expected `nccl`, or `gloo`.
-  %w = hir.allgather %x -> %y team [0, 1] backend mpi : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:53: error: Expected `nccl`, or `copy_engine`.
+  %w = hir.allgather %x -> %y team [0, 1] transport mpi : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   hir.return
 }
 // -----
@@ -334,3 +334,61 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>) {
 // CHECK: // {{-----}}
 // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:1: error: 'hir.return' op 'hir.return' expects parent op 'hir.program'
 hir.return
+// -----
+
+// The copy-engine transport (docs/copy_engine.md).
+// CHECK: // {{-----}}
+hir.program @p() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allocate' op a symmetric buffer needs a device mesh: the devices that allocate it
+  %s = hir.allocate symmetric : !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.gather' op hir.gather has no copy-engine algorithm (allgather, reduce_scatter and allreduce have)
+  %w = hir.gather %x -> %y team [0, 1] root 0 transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.reduce_scatter' op hir.reduce_scatter with the copy-engine transport needs a `via` buffer
+  %w = hir.reduce_scatter %y -> %x team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op hir.allgather with the copy-engine transport takes no `via` buffer
+  %w = hir.allgather %x -> %y via %y team [0, 1] transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>, !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op only the copy-engine transport receives through a `via` buffer
+  %w = hir.allreduce %x -> %x via %y team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>, !fusion.tensor<f32[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[4]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op the via buffer holds 4 elements per member but hir.allreduce needs 8 for an input of 4 on a team of 2
+  %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>, !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f64[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op the via buffer and the input have different element types
+  %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>, !fusion.tensor<f64[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [0, 0] must be non-empty and repeat no device
+  %p = hir.team_position team [0, 0]
+  hir.return
+}

@@ -101,34 +101,32 @@ hir.program @kernels(%a: !fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, r4]
   hir.return %d2 : !fusion.tensor<f32[8, r4]>
 }
 
-// Every collective, with and without root / reduction kind / backend; send, recv, wait.
+// Every collective, with and without root / reduction kind / transport; send, recv, wait.
 // CHECK-LABEL: hir.program @communication(
 hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>, %peer: index) {
   // CHECK-NEXT: %ag = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   %ag = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   // CHECK-NEXT: hir.wait %ag
   hir.wait %ag
-  // CHECK-NEXT: %ag_gloo = hir.allgather %x -> %y team [1, 0] backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  %ag_gloo = hir.allgather %x -> %y team [1, 0] backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  // The default backend is not printed.
+  // The default transport is not printed.
   // CHECK-NEXT: %ag_nccl = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  %ag_nccl = hir.allgather %x -> %y team [0, 1] backend nccl : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ag_nccl = hir.allgather %x -> %y team [0, 1] transport nccl : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   // CHECK-NEXT: %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
-  // CHECK-NEXT: %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
-  %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %ar_max = hir.allreduce %x -> %x team [0, 1, 2, 3] op max : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %rs = hir.reduce_scatter %y -> %x team [0, 1] op prod : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
   %rs = hir.reduce_scatter %y -> %x team [0, 1] op prod : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %sc = hir.scatter %y -> %x team [0, 1] root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
   %sc = hir.scatter %y -> %x team [0, 1] root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
-  // CHECK-NEXT: %ga = hir.gather %x -> %y team [0, 1] root 1 backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  %ga = hir.gather %x -> %y team [0, 1] root 1 backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  // CHECK-NEXT: %ga = hir.gather %x -> %y team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %ga = hir.gather %x -> %y team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   // CHECK-NEXT: %bc = hir.broadcast %x -> %x team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %bc = hir.broadcast %x -> %x team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %rd = hir.reduce %x -> %x team [0, 1] root 0 op min : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %rd = hir.reduce %x -> %x team [0, 1] root 0 op min : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
-  // CHECK-NEXT: %rd_gloo = hir.reduce %x -> %x team [2, 3] root 3 op sum backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
-  %rd_gloo = hir.reduce %x -> %x team [2, 3] root 3 op sum backend gloo : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %rd_team = hir.reduce %x -> %x team [2, 3] root 3 op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %rd_team = hir.reduce %x -> %x team [2, 3] root 3 op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %sr = hir.send_recv %x -> %x team [0, 1] root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %sr = hir.send_recv %x -> %x team [0, 1] root 0 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // A one-member team (sender == receiver: a local copy).
@@ -138,11 +136,9 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
   // CHECK-NEXT: %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
-  // CHECK-NEXT: %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
-  %rcv = hir.recv %x, %peer backend gloo : !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %rcv = hir.recv %x, %peer : !fusion.tensor<f32[4]>
+  %rcv = hir.recv %x, %peer : !fusion.tensor<f32[4]>
   // Every work token is waited (the verifier requires it).
-  // CHECK-NEXT: hir.wait %ag_gloo
-  hir.wait %ag_gloo
   // CHECK-NEXT: hir.wait %ag_nccl
   hir.wait %ag_nccl
   // CHECK-NEXT: hir.wait %ar
@@ -159,8 +155,8 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   hir.wait %bc
   // CHECK-NEXT: hir.wait %rd
   hir.wait %rd
-  // CHECK-NEXT: hir.wait %rd_gloo
-  hir.wait %rd_gloo
+  // CHECK-NEXT: hir.wait %rd_team
+  hir.wait %rd_team
   // CHECK-NEXT: hir.wait %sr
   hir.wait %sr
   // CHECK-NEXT: hir.wait %sr_self
@@ -173,4 +169,35 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   hir.wait %rcv
   // CHECK-NEXT: hir.return
   hir.return
+}
+
+// The copy-engine transport: symmetric buffers, `via` buffers, waits for one member.
+!shard = !fusion.tensor<bf16[2 didx, 4, 8], mesh=[0, 1]>
+!gathered = !fusion.tensor<bf16[2, 4, 8], mesh=[0, 1]>
+!partial = !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+!scattered = !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>
+!slots = !fusion.tensor<f32[2, 2, 4], mesh=[0, 1]>
+// CHECK-LABEL: hir.program @copy_engine(
+hir.program @copy_engine(%a: !shard, %u: !partial) -> (!gathered, !scattered, !partial) {
+  // CHECK-NEXT: %g = hir.allocate symmetric : !fusion.tensor<bf16[2, 4, 8], mesh=[0, 1]>
+  %g = hir.allocate symmetric : !gathered
+  %r = hir.allocate symmetric : !partial
+  %v = hir.allocate symmetric : !slots
+  %c = hir.allocate : !scattered
+  %o = hir.allocate : !partial
+  // CHECK: %me = hir.team_position team [0, 1]
+  %me = hir.team_position team [0, 1]
+  // CHECK-NEXT: %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !fusion.tensor<bf16[2 didx, 4, 8], mesh=[0, 1]> -> !fusion.tensor<bf16[2, 4, 8], mesh=[0, 1]>
+  %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !shard -> !gathered
+  // CHECK-NEXT: hir.wait %w from %me
+  hir.wait %w from %me
+  // CHECK-NEXT: hir.wait %w
+  hir.wait %w
+  // CHECK-NEXT: %w2 = hir.reduce_scatter %u -> %c via %r team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[2, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+  %w2 = hir.reduce_scatter %u -> %c via %r team [0, 1] op sum transport copy_engine : !partial -> !scattered, !partial
+  hir.wait %w2
+  // CHECK: %w3 = hir.allreduce %u -> %o via %v team [0, 1] op max transport copy_engine : !fusion.tensor<f32[2, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2, 4], mesh=[0, 1]>, !fusion.tensor<f32[2, 2, 4], mesh=[0, 1]>
+  %w3 = hir.allreduce %u -> %o via %v team [0, 1] op max transport copy_engine : !partial -> !partial, !slots
+  hir.wait %w3
+  hir.return %g, %c, %o : !gathered, !scattered, !partial
 }

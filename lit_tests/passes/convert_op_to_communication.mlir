@@ -1,4 +1,4 @@
-// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{backend=gloo}' | filecheck %s
+// RUN: hostir-opt %s --split-input-file -p convert-op-to-communication | filecheck %s
 
 // One case per row of the decision table (passes/convert_op_to_communication.py), nvFuser's
 // communication lowering cases (tests/cpp/test_multidevice_lower_communication.cpp), 2-D
@@ -7,7 +7,7 @@
 // Set, in not sharded, out sharded: Scatter from the first sender device in the receiver mesh (LowerScatterTest {0}->{0,1}).
 // CHECK-LABEL: hir.program @scatter(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W00:.+]] = hir.scatter %a -> %b team [0, 1] root 0 backend gloo : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W00:.+]] = hir.scatter %a -> %b team [0, 1] root 0 : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W00]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 hir.program @scatter(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> {
@@ -20,7 +20,7 @@ hir.program @scatter(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tensor<
 // LowerScatterTest {1}->{0,1}: the root is device 1.
 // CHECK-LABEL: hir.program @scatter_root_1(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W10:.+]] = hir.scatter %a -> %b team [0, 1] root 1 backend gloo : !fusion.tensor<f32[2, 8], mesh=[1]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W10:.+]] = hir.scatter %a -> %b team [0, 1] root 1 : !fusion.tensor<f32[2, 8], mesh=[1]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W10]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 hir.program @scatter_root_1(%a: !fusion.tensor<f32[2, 8], mesh=[1]>) -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> {
@@ -33,7 +33,7 @@ hir.program @scatter_root_1(%a: !fusion.tensor<f32[2, 8], mesh=[1]>) -> !fusion.
 // LowerScatterTest {0,2}->{1,2}: the root is the first sender device that receives, 2.
 // CHECK-LABEL: hir.program @scatter_common_device(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>
-// CHECK-NEXT:    %[[W20:.+]] = hir.scatter %a -> %b team [1, 2] root 2 backend gloo : !fusion.tensor<f32[2, 8], mesh=[0, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>
+// CHECK-NEXT:    %[[W20:.+]] = hir.scatter %a -> %b team [1, 2] root 2 : !fusion.tensor<f32[2, 8], mesh=[0, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>
 // CHECK-NEXT:    hir.wait %[[W20]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>
 hir.program @scatter_common_device(%a: !fusion.tensor<f32[2, 8], mesh=[0, 2]>) -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> {
@@ -46,7 +46,7 @@ hir.program @scatter_common_device(%a: !fusion.tensor<f32[2, 8], mesh=[0, 2]>) -
 // Set, in sharded, out not, same mesh: Allgather over the mesh (CommunicationLowering Allgather).
 // CHECK-LABEL: hir.program @allgather(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W30:.+]] = hir.allgather %a -> %b team [0, 1] backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W30:.+]] = hir.allgather %a -> %b team [0, 1] : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W30]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2, 8], mesh=[0, 1]>
 hir.program @allgather(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8], mesh=[0, 1]> {
@@ -59,7 +59,7 @@ hir.program @allgather(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusi
 // Allgather_LoopSplit: a 1-D tensor outer-split by the device count.
 // CHECK-LABEL: hir.program @allgather_loop_split(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[16], mesh=[0, 1, 2, 3]>
-// CHECK-NEXT:    %[[W40:.+]] = hir.allgather %a -> %b team [0, 1, 2, 3] backend gloo : !fusion.tensor<f32[16(4 didx, 4)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[16], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %[[W40:.+]] = hir.allgather %a -> %b team [0, 1, 2, 3] : !fusion.tensor<f32[16(4 didx, 4)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[16], mesh=[0, 1, 2, 3]>
 // CHECK-NEXT:    hir.wait %[[W40]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[16], mesh=[0, 1, 2, 3]>
 hir.program @allgather_loop_split(%a: !fusion.tensor<f32[16(4 didx, 4)], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[16], mesh=[0, 1, 2, 3]> {
@@ -72,9 +72,9 @@ hir.program @allgather_loop_split(%a: !fusion.tensor<f32[16(4 didx, 4)], mesh=[0
 // 2-D mesh: the team is the DIDx slice of the rank, so one allgather per mesh row; each rank takes part in its row's only.
 // CHECK-LABEL: hir.program @allgather_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W50:.+]] = hir.allgather %a -> %b team [0, 1] backend gloo : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W50:.+]] = hir.allgather %a -> %b team [0, 1] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W50]]
-// CHECK-NEXT:    %[[W51:.+]] = hir.allgather %a -> %b team [2, 3] backend gloo : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W51:.+]] = hir.allgather %a -> %b team [2, 3] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W51]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
 hir.program @allgather_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]> {
@@ -87,7 +87,7 @@ hir.program @allgather_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1
 // Set, in sharded, out not, different mesh: Gather, one per receiving device (LowerGatherTest {0,1}->{0}).
 // CHECK-LABEL: hir.program @gather_to_0(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[0]>
-// CHECK-NEXT:    %[[W60:.+]] = hir.gather %a -> %b team [0, 1] root 0 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0]>
+// CHECK-NEXT:    %[[W60:.+]] = hir.gather %a -> %b team [0, 1] root 0 : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0]>
 // CHECK-NEXT:    hir.wait %[[W60]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2, 8], mesh=[0]>
 hir.program @gather_to_0(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8], mesh=[0]> {
@@ -100,7 +100,7 @@ hir.program @gather_to_0(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fu
 // LowerGatherTest {0,1}->{1}.
 // CHECK-LABEL: hir.program @gather_to_1(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[1]>
-// CHECK-NEXT:    %[[W70:.+]] = hir.gather %a -> %b team [0, 1] root 1 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[1]>
+// CHECK-NEXT:    %[[W70:.+]] = hir.gather %a -> %b team [0, 1] root 1 : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[1]>
 // CHECK-NEXT:    hir.wait %[[W70]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2, 8], mesh=[1]>
 hir.program @gather_to_1(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8], mesh=[1]> {
@@ -113,9 +113,9 @@ hir.program @gather_to_1(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fu
 // LowerGatherTest {1,2}->{0,2}: two gathers; root 0 is not a sender, so it joins the team last.
 // CHECK-LABEL: hir.program @gather_two_roots(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[0, 2]>
-// CHECK-NEXT:    %[[W80:.+]] = hir.gather %a -> %b team [1, 2, 0] root 0 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2, 8], mesh=[0, 2]>
+// CHECK-NEXT:    %[[W80:.+]] = hir.gather %a -> %b team [1, 2, 0] root 0 : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2, 8], mesh=[0, 2]>
 // CHECK-NEXT:    hir.wait %[[W80]]
-// CHECK-NEXT:    %[[W81:.+]] = hir.gather %a -> %b team [1, 2] root 2 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2, 8], mesh=[0, 2]>
+// CHECK-NEXT:    %[[W81:.+]] = hir.gather %a -> %b team [1, 2] root 2 : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2, 8], mesh=[0, 2]>
 // CHECK-NEXT:    hir.wait %[[W81]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2, 8], mesh=[0, 2]>
 hir.program @gather_two_roots(%a: !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>) -> !fusion.tensor<f32[2, 8], mesh=[0, 2]> {
@@ -128,9 +128,9 @@ hir.program @gather_two_roots(%a: !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>) -
 // Set, both sharded: SendRecv pairs sender_mesh[i] -> receiver_mesh[i] (LowerSendRecvTest {1,2}->{0,1}).
 // CHECK-LABEL: hir.program @send_recv(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W90:.+]] = hir.send_recv %a -> %b team [1, 0] root 1 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W90:.+]] = hir.send_recv %a -> %b team [1, 0] root 1 : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W90]]
-// CHECK-NEXT:    %[[W91:.+]] = hir.send_recv %a -> %b team [2, 1] root 2 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W91:.+]] = hir.send_recv %a -> %b team [2, 1] root 2 : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W91]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 hir.program @send_recv(%a: !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>) -> !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> {
@@ -143,9 +143,9 @@ hir.program @send_recv(%a: !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>) -> !fusi
 // LowerSendRecvTest {1,2}->{1,0}: device 1 keeps its shard (a team of one: a local copy).
 // CHECK-LABEL: hir.program @send_recv_to_self(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]>
-// CHECK-NEXT:    %[[W100:.+]] = hir.send_recv %a -> %b team [1] root 1 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]>
+// CHECK-NEXT:    %[[W100:.+]] = hir.send_recv %a -> %b team [1] root 1 : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]>
 // CHECK-NEXT:    hir.wait %[[W100]]
-// CHECK-NEXT:    %[[W101:.+]] = hir.send_recv %a -> %b team [2, 0] root 2 backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]>
+// CHECK-NEXT:    %[[W101:.+]] = hir.send_recv %a -> %b team [2, 0] root 2 : !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]> -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]>
 // CHECK-NEXT:    hir.wait %[[W101]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]>
 hir.program @send_recv_to_self(%a: !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>) -> !fusion.tensor<f32[2 didx, 8], mesh=[1, 0]> {
@@ -158,7 +158,7 @@ hir.program @send_recv_to_self(%a: !fusion.tensor<f32[2 didx, 8], mesh=[1, 2]>) 
 // LowerSendRecvTest {0}->{1}: meshes of one device are not sharded, so the table gives a Broadcast.
 // CHECK-LABEL: hir.program @send_recv_single_devices(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[1 didx, 8], mesh=[1]>
-// CHECK-NEXT:    %[[W110:.+]] = hir.broadcast %a -> %b team [1, 0] root 0 backend gloo : !fusion.tensor<f32[1 didx, 8], mesh=[0]> -> !fusion.tensor<f32[1 didx, 8], mesh=[1]>
+// CHECK-NEXT:    %[[W110:.+]] = hir.broadcast %a -> %b team [1, 0] root 0 : !fusion.tensor<f32[1 didx, 8], mesh=[0]> -> !fusion.tensor<f32[1 didx, 8], mesh=[1]>
 // CHECK-NEXT:    hir.wait %[[W110]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[1 didx, 8], mesh=[1]>
 hir.program @send_recv_single_devices(%a: !fusion.tensor<f32[1 didx, 8], mesh=[0]>) -> !fusion.tensor<f32[1 didx, 8], mesh=[1]> {
@@ -171,7 +171,7 @@ hir.program @send_recv_single_devices(%a: !fusion.tensor<f32[1 didx, 8], mesh=[0
 // LowerSendRecvTest {1}->{0}.
 // CHECK-LABEL: hir.program @send_recv_single_devices_back(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[1 didx, 8], mesh=[0]>
-// CHECK-NEXT:    %[[W120:.+]] = hir.broadcast %a -> %b team [0, 1] root 1 backend gloo : !fusion.tensor<f32[1 didx, 8], mesh=[1]> -> !fusion.tensor<f32[1 didx, 8], mesh=[0]>
+// CHECK-NEXT:    %[[W120:.+]] = hir.broadcast %a -> %b team [0, 1] root 1 : !fusion.tensor<f32[1 didx, 8], mesh=[1]> -> !fusion.tensor<f32[1 didx, 8], mesh=[0]>
 // CHECK-NEXT:    hir.wait %[[W120]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[1 didx, 8], mesh=[0]>
 hir.program @send_recv_single_devices_back(%a: !fusion.tensor<f32[1 didx, 8], mesh=[1]>) -> !fusion.tensor<f32[1 didx, 8], mesh=[0]> {
@@ -184,7 +184,7 @@ hir.program @send_recv_single_devices_back(%a: !fusion.tensor<f32[1 didx, 8], me
 // Set, neither sharded, different meshes: Broadcast from sender_mesh[0] (CommunicationLowering Broadcast {0} -> all).
 // CHECK-LABEL: hir.program @broadcast(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
-// CHECK-NEXT:    %[[W130:.+]] = hir.broadcast %a -> %b team [0, 1, 2, 3] root 0 backend gloo : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %[[W130:.+]] = hir.broadcast %a -> %b team [0, 1, 2, 3] root 0 : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
 // CHECK-NEXT:    hir.wait %[[W130]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]>
 hir.program @broadcast(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tensor<f32[2, 8], mesh=[0, 1, 2, 3]> {
@@ -197,7 +197,7 @@ hir.program @broadcast(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tenso
 // Reduce, in sharded, out sharded, same mesh: ReduceScatter.
 // CHECK-LABEL: hir.program @reduce_scatter(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W140:.+]] = hir.reduce_scatter %a -> %b team [0, 1] op sum backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W140:.+]] = hir.reduce_scatter %a -> %b team [0, 1] op sum : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W140]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[0, 1]>
 hir.program @reduce_scatter(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[0, 1]> {
@@ -210,9 +210,9 @@ hir.program @reduce_scatter(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> 
 // ReduceScatter on a 2-D mesh: one per DIDx slice (mesh row).
 // CHECK-LABEL: hir.program @reduce_scatter_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W150:.+]] = hir.reduce_scatter %a -> %b team [0, 1] op sum backend gloo : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W150:.+]] = hir.reduce_scatter %a -> %b team [0, 1] op sum : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W150]]
-// CHECK-NEXT:    %[[W151:.+]] = hir.reduce_scatter %a -> %b team [2, 3] op sum backend gloo : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W151:.+]] = hir.reduce_scatter %a -> %b team [2, 3] op sum : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W151]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
 hir.program @reduce_scatter_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]> {
@@ -225,7 +225,7 @@ hir.program @reduce_scatter_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[
 // Reduce, in sharded, out not, same mesh: Allreduce.
 // CHECK-LABEL: hir.program @allreduce(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[r2, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W160:.+]] = hir.allreduce %a -> %b team [0, 1] op sum backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[W160:.+]] = hir.allreduce %a -> %b team [0, 1] op sum : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[0, 1]>
 // CHECK-NEXT:    hir.wait %[[W160]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[r2, 8], mesh=[0, 1]>
 hir.program @allreduce(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[r2, 8], mesh=[0, 1]> {
@@ -238,7 +238,7 @@ hir.program @allreduce(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusi
 // The reduced axis may keep its DIDx marker in the result: still an Allreduce; reduction kinds carry over.
 // CHECK-LABEL: hir.program @allreduce_keeps_axis_parallel(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[8, r4 didx], mesh=[0, 1, 2, 3]>
-// CHECK-NEXT:    %[[W170:.+]] = hir.allreduce %a -> %b team [0, 1, 2, 3] op max backend gloo : !fusion.tensor<f32[8, 4 didx], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, r4 didx], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %[[W170:.+]] = hir.allreduce %a -> %b team [0, 1, 2, 3] op max : !fusion.tensor<f32[8, 4 didx], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, r4 didx], mesh=[0, 1, 2, 3]>
 // CHECK-NEXT:    hir.wait %[[W170]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[8, r4 didx], mesh=[0, 1, 2, 3]>
 hir.program @allreduce_keeps_axis_parallel(%a: !fusion.tensor<f32[8, 4 didx], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8, r4 didx], mesh=[0, 1, 2, 3]> {
@@ -251,9 +251,9 @@ hir.program @allreduce_keeps_axis_parallel(%a: !fusion.tensor<f32[8, 4 didx], me
 // Allreduce on a 2-D mesh: one per DIDx slice; kind prod.
 // CHECK-LABEL: hir.program @allreduce_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W180:.+]] = hir.allreduce %a -> %b team [0, 1] op prod backend gloo : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W180:.+]] = hir.allreduce %a -> %b team [0, 1] op prod : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W180]]
-// CHECK-NEXT:    %[[W181:.+]] = hir.allreduce %a -> %b team [2, 3] op prod backend gloo : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W181:.+]] = hir.allreduce %a -> %b team [2, 3] op prod : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W181]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
 hir.program @allreduce_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]> {
@@ -266,7 +266,7 @@ hir.program @allreduce_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1
 // Reduce, in sharded, out not, different mesh: Reduce, one per root (CommunicationLowering Reduce, out mesh {0}); kind min.
 // CHECK-LABEL: hir.program @reduce(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[r2, 8], mesh=[0]>
-// CHECK-NEXT:    %[[W190:.+]] = hir.reduce %a -> %b team [0, 1] root 0 op min backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[0]>
+// CHECK-NEXT:    %[[W190:.+]] = hir.reduce %a -> %b team [0, 1] root 0 op min : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[0]>
 // CHECK-NEXT:    hir.wait %[[W190]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[r2, 8], mesh=[0]>
 hir.program @reduce(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[r2, 8], mesh=[0]> {
@@ -279,9 +279,9 @@ hir.program @reduce(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.
 // Reduce to a mesh of two devices, one of them outside the sender mesh: two reduces, that root joins the team.
 // CHECK-LABEL: hir.program @reduce_two_roots(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[r2, 8], mesh=[1, 2]>
-// CHECK-NEXT:    %[[W200:.+]] = hir.reduce %a -> %b team [0, 1] root 1 op sum backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[1, 2]>
+// CHECK-NEXT:    %[[W200:.+]] = hir.reduce %a -> %b team [0, 1] root 1 op sum : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[1, 2]>
 // CHECK-NEXT:    hir.wait %[[W200]]
-// CHECK-NEXT:    %[[W201:.+]] = hir.reduce %a -> %b team [0, 1, 2] root 2 op sum backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[1, 2]>
+// CHECK-NEXT:    %[[W201:.+]] = hir.reduce %a -> %b team [0, 1, 2] root 2 op sum : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8], mesh=[1, 2]>
 // CHECK-NEXT:    hir.wait %[[W201]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[r2, 8], mesh=[1, 2]>
 hir.program @reduce_two_roots(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[r2, 8], mesh=[1, 2]> {
@@ -294,7 +294,7 @@ hir.program @reduce_two_roots(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -
 // that does not reshard stays a local copy, and kernel units are left alone.
 // CHECK-LABEL: hir.program @into_destination(
 // CHECK-NEXT:    %d = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %[[W:.+]] = hir.allgather %a -> %d team [0, 1] backend gloo
+// CHECK-NEXT:    %[[W:.+]] = hir.allgather %a -> %d team [0, 1]
 // CHECK-NEXT:    hir.wait %[[W]]
 // CHECK-NEXT:    %c = fusion.set %d : !fusion.tensor<f32[2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
 // CHECK-NEXT:    %e = hir.post_on_stream @unit(%c)
@@ -323,11 +323,11 @@ fusion.func @unit(%x: !fusion.tensor<f32[2, 8], mesh=[0, 1]>) -> !fusion.tensor<
 // CHECK:         scf.for %i = %c0 to %c4 step %c1 {
 // CHECK-NEXT:      %av = hir.alias_select %a[%i] axis 0
 // CHECK-NEXT:      %ov = hir.alias_select %out[%i] axis 0
-// CHECK-NEXT:      %[[W1:.+]] = hir.allgather %av -> %ov team [0, 1] backend gloo : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:      %[[W1:.+]] = hir.allgather %av -> %ov team [0, 1] : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
 // CHECK-NEXT:      hir.wait %[[W1]]
 // CHECK-NEXT:      scf.for %j = %c0 to %c2 step %c1 {
 // CHECK-NEXT:        %s = hir.allocate : !fusion.tensor<f32[r2, 8], mesh=[0, 1]>
-// CHECK-NEXT:        %[[W2:.+]] = hir.allreduce %av -> %s team [0, 1] op sum backend gloo
+// CHECK-NEXT:        %[[W2:.+]] = hir.allreduce %av -> %s team [0, 1] op sum
 // CHECK-NEXT:        hir.wait %[[W2]]
 // CHECK-NEXT:        %e = fusion.exp %s : !fusion.tensor<f32[r2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[8], mesh=[0, 1]>
 // CHECK-NEXT:      }

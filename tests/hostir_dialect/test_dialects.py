@@ -18,7 +18,6 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, verify_located
 from hostir_dialect.fusion import ReduceKind
-from hostir_dialect.hir import Backend
 from hostir_dialect.tensor_type import Axis, IterKind, Mesh, ParallelKind, Piece, TensorType
 from passes.pipeline import run_passes
 
@@ -124,13 +123,14 @@ def build_host_program() -> ModuleOp:
     add(hir.SetCurrentStreamOp(worker))
     add(hir.SynchronizeOp(user))
     add(hir.AliasSelectOp(buf, zero, 0, x4))
+    position = add(hir.TeamPositionOp([0, 1])).results[0]
     add(hir.ExtentOp(a, 1))
     add(hir.PostOnStreamOp("unit", [a], [t84]))
     add(hir.PostOnStreamOp("unit", [a], [t84], outs=[buf]))
     works = [
         add(hir.AllgatherOp(x, y, [0, 1])),
         add(hir.AllreduceOp(x, x, [0, 1], reduction=ReduceKind.SUM)),
-        add(hir.ReduceScatterOp(y, x, [0, 1], reduction=ReduceKind.MAX, backend=Backend.GLOO)),
+        add(hir.ReduceScatterOp(y, x, [0, 1], reduction=ReduceKind.MAX)),
         add(hir.ScatterOp(y, x, [0, 1], root=0)),
         add(hir.GatherOp(x, y, [0, 1], root=1)),
         add(hir.BroadcastOp(x, x, [0, 1], root=0)),
@@ -138,8 +138,10 @@ def build_host_program() -> ModuleOp:
         add(hir.SendRecvOp(x, x, [0, 1], root=0)),
         add(hir.AllToAllOp(y, y, [0, 1])),
         add(hir.SendOp(x, peer)),
-        add(hir.RecvOp(x, peer, Backend.GLOO)),
+        add(hir.RecvOp(x, peer)),
+        add(hir.AllreduceOp(x, x, [0, 1], reduction=ReduceKind.MAX, transport=hir.Transport.COPY_ENGINE, via=y)),
     ]
+    add(hir.WaitOp(works[0].results[0], position))
     for work in works:
         add(hir.WaitOp(work.results[0]))
     add(hir.DeallocateOp(buf))
@@ -152,9 +154,10 @@ def test_every_hir_op_builds_from_python_and_round_trips() -> None:
     text = assert_round_trips(build_host_program())
     for op_class in hir.HIR.operations:
         assert op_class.name in text, op_class.name
-    assert "hir.reduce_scatter %2 -> %1 team [0, 1] op max backend gloo" in text
+    assert "hir.reduce_scatter %2 -> %1 team [0, 1] op max :" in text
     assert "hir.reduce %1 -> %1 team [0, 1] root 1 op prod :" in text
-    assert "hir.recv %1, %8 backend gloo :" in text
+    assert "hir.allreduce %1 -> %1 via %2 team [0, 1] op max transport copy_engine :" in text
+    assert "hir.recv %1, %8 :" in text
     assert "outs(%3 : !fusion.tensor<f32[8, 4]>)" in text
 
 

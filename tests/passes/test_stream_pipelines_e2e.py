@@ -24,6 +24,7 @@ from passes import build_passes, run_passes
 from runtime.launcher import Job, device_for, launch, run_spmd_batch
 
 PIPELINE = "hostir-lower"
+COPY_ENGINE = "hostir-lower{transport=copy-engine}"
 BOUNDED = (
     "propagate-shardings,decompose-reshardings,finalize-multidevice-domains,lower-to-host,"
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
@@ -37,8 +38,10 @@ EXTENTS = (3, 4, 6)
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
 
-def t(shape: str, mesh: bool = False) -> str:
-    return f"!fusion.tensor<f32[{shape}]{', mesh=[0, 1]' if mesh else ''}>"
+def t(shape: str, devices: int = 0) -> str:
+    """The f32 tensor type of `shape`, on a mesh of `devices` devices (none if 0)."""
+    mesh = f", mesh=[{', '.join(map(str, range(devices)))}]" if devices else ""
+    return f"!fusion.tensor<f32[{shape}]{mesh}>"
 
 
 # --------------------------------------------------------------------------- #
@@ -184,41 +187,43 @@ def test_single_device_matches_eager(fusion_text, pipeline, extent):
 # --------------------------------------------------------------------------- #
 
 
-def allgather(s: int) -> str:
-    return f"""fusion.func @f(%a: {t(f'{s}, 2 didx', 1)}) -> {t(f'{s} stream, 2', 1)} {{
-  %b = fusion.set %a : {t(f'{s}, 2 didx', 1)} -> {t(f'{s} stream, 2', 1)}
-  fusion.return %b : {t(f'{s} stream, 2', 1)}
+def allgather(s: int, d: int = 2) -> str:
+    return f"""fusion.func @f(%a: {t(f'{s}, {d} didx', d)}) -> {t(f'{s} stream, {d}', d)} {{
+  %b = fusion.set %a : {t(f'{s}, {d} didx', d)} -> {t(f'{s} stream, {d}', d)}
+  fusion.return %b : {t(f'{s} stream, {d}', d)}
 }}"""
 
 
-def allreduce(s: int) -> str:
-    return f"""fusion.func @f(%a: {t(f'{s}, 2 didx, 8', 1)}) -> {t(f'{s} stream, r2 didx, 8', 1)} {{
-  %b = fusion.reduce sum %a dims [1] : {t(f'{s}, 2 didx, 8', 1)} -> {t(f'{s} stream, r2 didx, 8', 1)}
-  fusion.return %b : {t(f'{s} stream, r2 didx, 8', 1)}
+def allreduce(s: int, d: int = 2) -> str:
+    a, b = t(f'{s}, {d} didx, 8', d), t(f'{s} stream, r{d} didx, 8', d)
+    return f"""fusion.func @f(%a: {a}) -> {b} {{
+  %b = fusion.reduce sum %a dims [1] : {a} -> {b}
+  fusion.return %b : {b}
 }}"""
 
 
-def reduce_scatter(s: int) -> str:
-    return f"""fusion.func @f(%a: {t(f'{s}, 2 didx, 2, 8', 1)}) -> {t(f'{s} stream, r2, 2 didx, 8', 1)} {{
-  %b = fusion.reduce sum %a dims [1] : {t(f'{s}, 2 didx, 2, 8', 1)} -> {t(f'{s} stream, r2, 2 didx, 8', 1)}
-  fusion.return %b : {t(f'{s} stream, r2, 2 didx, 8', 1)}
+def reduce_scatter(s: int, d: int = 2) -> str:
+    a, b = t(f'{s}, {d} didx, {d}, 8', d), t(f'{s} stream, r{d}, {d} didx, 8', d)
+    return f"""fusion.func @f(%a: {a}) -> {b} {{
+  %b = fusion.reduce sum %a dims [1] : {a} -> {b}
+  fusion.return %b : {b}
 }}"""
 
 
-def ag_matmul(s: int, m: int = 2, k: int = 8, n: int = 3) -> str:
+def ag_matmul(s: int, m: int = 2, k: int = 8, n: int = 3, d: int = 2) -> str:
     """A sharded on its device axis, C stream-parallel: decompose-reshardings inserts the
     allgathering set before the matmul (or, with insert-after, after it)."""
-    a, b, c = t(f'{s}, 2 didx, {m}, {k}', 1), t(f'{k}, {n}', 1), t(f'{s} stream, 2, {m}, {n}, r{k}', 1)
+    a, b, c = t(f'{s}, {d} didx, {m}, {k}', d), t(f'{k}, {n}', d), t(f'{s} stream, {d}, {m}, {n}, r{k}', d)
     return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
   %c = fusion.matmul %a, %b : {a}, {b} -> {c}
   fusion.return %c : {c}
 }}"""
 
 
-def matmul_ar(s: int, m: int = 2, k: int = 4, n: int = 3) -> str:
+def matmul_ar(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
     """K sharded: each device's partial products are all-reduced chunk by chunk."""
-    a, b = t(f'{s}, 2 didx, {m}, {k}', 1), t(f'b1, 2 didx, {k}, {n}', 1)
-    u, c = t(f'{s} stream, 2 didx, {m}, {n}, r{k}', 1), t(f'{s} stream, r2 didx, {m}, {n}', 1)
+    a, b = t(f'{s}, {d} didx, {m}, {k}', d), t(f'b1, {d} didx, {k}, {n}', d)
+    u, c = t(f'{s} stream, {d} didx, {m}, {n}, r{k}', d), t(f'{s} stream, r{d} didx, {m}, {n}', d)
     return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
   %u = fusion.matmul %a, %b : {a}, {b} -> {u}
   %c = fusion.reduce sum %u dims [1] : {u} -> {c}
@@ -226,10 +231,10 @@ def matmul_ar(s: int, m: int = 2, k: int = 4, n: int = 3) -> str:
 }}"""
 
 
-def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3) -> str:
+def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
     """K sharded, the result reduce-scattered; B reaches the matmul through a broadcast unit."""
-    a, b, bb = t(f'{s}, 2 didx, 2, {m}, {k}', 1), t(f'2 didx, {k}, {n}', 1), t(f'b1, 2 didx, b1, {k}, {n}', 1)
-    u, c = t(f'{s} stream, 2 didx, 2, {m}, {n}, r{k}', 1), t(f'{s} stream, r2, 2 didx, {m}, {n}', 1)
+    a, b, bb = t(f'{s}, {d} didx, {d}, {m}, {k}', d), t(f'{d} didx, {k}, {n}', d), t(f'b1, {d} didx, b1, {k}, {n}', d)
+    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {d} didx, {m}, {n}', d)
     return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
   %bb = fusion.broadcast %b dims [0, 2] : {b} -> {bb}
   %u = fusion.matmul %a, %bb : {a}, {bb} -> {u}
@@ -248,42 +253,60 @@ MULTI_DEVICE = {
     "matmul_AR": (matmul_ar, PIPELINE, "hir.allreduce"),
     "matmul_AR-bounded": (matmul_ar, BOUNDED, "hir.allreduce"),
     "matmul_RS_through_bcast": (matmul_rs, PIPELINE, "hir.reduce_scatter"),
+    # The copy-engine transport (docs/copy_engine.md); split-by-member splits the matmuls.
+    "Allreduce-copy_engine": (allreduce, COPY_ENGINE, "hir.allreduce"),
+    "ReduceScatter-copy_engine": (reduce_scatter, COPY_ENGINE, "hir.reduce_scatter"),
+    "AG_before_Matmul-copy_engine": (ag_matmul, COPY_ENGINE, "hir.allgather"),
+    "matmul_AR-copy_engine": (matmul_ar, COPY_ENGINE, "hir.allreduce"),
+    "matmul_RS_through_bcast-copy_engine": (matmul_rs, COPY_ENGINE, "hir.reduce_scatter"),
 }
+FOUR_DEVICES = [name for name in MULTI_DEVICE if name.endswith("copy_engine")] + ["AG_before_Matmul", "matmul_RS_through_bcast"]
 WORLD = 2
 MULTI_EXTENTS = (3, 4)
+RUNS = 3
+"""Each job runs this often: copy-engine buffers and flags are reused from run to run."""
 
 
 def collective_in_loop(program, collective: str) -> bool:
     return any(op.name == collective and op.parent_op().name == "scf.for" for op in program.walk())
 
 
-@pytest.fixture(scope="module")
-def multi_device_runs():
-    """Every (case, extent, numberOfStreams) job on two gloo ranks, in one launch."""
+def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tuple]]:
     jobs, expectations = [], []
-    for name, (fusion_text, pipeline, collective) in MULTI_DEVICE.items():
+    for name in names:
+        fusion_text, pipeline, collective = MULTI_DEVICE[name]
         for extent in MULTI_EXTENTS:
-            text = fusion_text(extent)
+            text = fusion_text(extent, d=world)
             reference = parse_module(text)
             inputs = random_inputs(reference, seed=extent)
             expected = runtime.run_fusion(reference, inputs)
             program = lowered(text, pipeline)
             assert collective_in_loop(program, collective), f"{name}: no {collective} inside the stream loop"
             assert allocates_in_loop(program) == (pipeline == BOUNDED), name
+            assert ("transport copy_engine" in str(program)) == (pipeline == COPY_ENGINE), name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
-            per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
+            per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
             output_types = list(function.function_type.outputs.data)
             for streams in STREAM_COUNTS:
-                jobs.append(Job(str(program), per_rank, number_of_streams=streams))
+                jobs.append(Job(str(program), per_rank, number_of_streams=streams, repeat=RUNS))
                 expectations.append((name, extent, streams, expected, output_types))
-    results = run_spmd_batch(jobs, WORLD, backend="gloo")
-    return list(zip(expectations, results))
+    return jobs, expectations
 
 
-@pytest.mark.parametrize("case", list(MULTI_DEVICE))
-def test_multi_device_matches_eager(multi_device_runs, case):
-    runs = [(e, r) for e, r in multi_device_runs if e[0] == case]
+@pytest.fixture(scope="module")
+def multi_device_runs():
+    """Every (case, extent, numberOfStreams) job on two and on four gloo ranks, one launch each."""
+    runs = {}
+    for world, names in ((2, list(MULTI_DEVICE)), (4, FOUR_DEVICES)):
+        jobs, expectations = multi_device_jobs(world, names)
+        runs[world] = list(zip(expectations, run_spmd_batch(jobs, world, backend="gloo")))
+    return runs
+
+
+@pytest.mark.parametrize("world, case", [(2, name) for name in MULTI_DEVICE] + [(4, name) for name in FOUR_DEVICES])
+def test_multi_device_matches_eager(multi_device_runs, world, case):
+    runs = [(e, r) for e, r in multi_device_runs[world] if e[0] == case]
     assert len(runs) == len(MULTI_EXTENTS) * len(STREAM_COUNTS)
     for (name, extent, streams, expected, output_types), ranks in runs:
         for index, (want, ty) in enumerate(zip(expected, output_types)):
@@ -308,6 +331,8 @@ GPU_CASES = {
 }
 GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-3}
 GEMM_KERNEL = re.compile(r"gemm|gemv|xmma|cutlass", re.IGNORECASE)
+TRANSFER = re.compile(r"nccl|memcpy ptop", re.IGNORECASE)
+"""NCCL's kernels, or the copy engines' peer-to-peer copies."""
 
 
 def profile_job(rank: int, world_size: int, program: str, per_rank: list, streams: int) -> dict:
@@ -325,7 +350,7 @@ def profile_job(rank: int, world_size: int, program: str, per_rank: list, stream
     kernels = [e for e in profile.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     intervals = {
         kind: sorted((e.time_range.start, e.time_range.end) for e in kernels if match(e.name))
-        for kind, match in (("collective", lambda n: "nccl" in n.lower()), ("matmul", GEMM_KERNEL.search))
+        for kind, match in (("collective", TRANSFER.search), ("matmul", GEMM_KERNEL.search))
     }
     return {"outputs": [o.cpu() for o in outputs], **intervals}
 
@@ -357,4 +382,33 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
             # different chunks; with one stream everything is serialized.
             assert overlapping(result["collective"], result["matmul"]) == overlap_expected, (
                 f"{case} rank {rank} numberOfStreams={streams}: collective {result['collective']} matmul {result['matmul']}"
+            )
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.parametrize("case", list(GPU_CASES))
+def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
+    """The copy-engine transport on GPUs: right results, and, where split-by-member splits
+    the matmul (AG+matmul, matmul+RS), peer-to-peer copies that run while a matmul does.
+    matmul+AR has no split: its copies overlap only other iterations' matmuls, and only
+    when the host runs ahead of the GPU, which this eager run does not promise."""
+    text = GPU_CASES[case]
+    reference = parse_module(text)
+    inputs = random_inputs(reference, seed=0)
+    expected = runtime.run_fusion(reference, [x.cuda() for x in inputs])
+    program = lowered(text, COPY_ENGINE)
+    assert "transport copy_engine" in str(program)
+    (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
+    arg_types = [arg.type for arg in function.args]
+    per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
+    output_type = function.function_type.outputs.data[0]
+    ranks = launch(profile_job, WORLD, (str(program), per_rank, 4), backend="nccl")
+    for rank, result in enumerate(ranks):
+        torch.testing.assert_close(result["outputs"][0], runtime.shard_tensor(expected[0].cpu(), output_type, rank),
+                                   **GPU_TOLERANCE)
+        assert result["collective"] and result["matmul"], result
+        if case != "matmul+AR":
+            assert overlapping(result["collective"], result["matmul"]), (
+                f"{case} rank {rank}: copies {result['collective']} matmuls {result['matmul']}"
             )

@@ -6,7 +6,7 @@
 // CHECK:      passes and pipelines (-p NAME{option=value ...},...):
 // CHECK-NEXT:   canonicalize                  {{.+}}
 // CHECK-NEXT:   convert-op-to-communication   Turn each communicating set or reduce of a host program into collectives and waits
-// CHECK-NEXT:                                 options: backend=nccl (str)
+// CHECK-NEXT:                                 options: transport=nccl (str)
 // CHECK-NEXT:   cse                           Eliminate common sub-expressions
 // CHECK-NEXT:   dce                           Eliminate dead code
 // CHECK-NEXT:   decompose-reshardings         Make every op that moves data between devices exactly one communication
@@ -15,6 +15,7 @@
 // CHECK-NEXT:   insert-deallocations          Free every buffer a host program owns after its last use
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding
+// CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops in loops over stream chunks
 // CHECK-NEXT:                                 options: bounded_intermediates=false (bool)
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, insert-deallocations
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations

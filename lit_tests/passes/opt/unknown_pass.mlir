@@ -5,7 +5,8 @@
 // CHECK: error: unknown pass 'no-such-pass'; available: {{.*}}decompose-reshardings{{.*}}hostir-lower{{.*}}propagate-shardings{{.*}}stream-parallel-type
 // CHECK-NOT: Traceback
 
-// Pipelines take no options.
-// PIPELINE: error: pipeline hostir-lower takes no options; list its passes to configure them
+// A pipeline's options go to the member passes that declare them; one no member declares
+// is an error.
+// PIPELINE: error: pipeline hostir-lower has no pass with option(s) fast
 // PIPELINE-NOT: Traceback
 %a = hir.allocate : !fusion.tensor<f32[8]>

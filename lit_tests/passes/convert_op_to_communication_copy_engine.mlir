@@ -1,0 +1,107 @@
+// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine}' --verify-diagnostics | filecheck %s
+// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=auto}' | filecheck %s --check-prefix=AUTO
+
+// The copy-engine transport (docs/copy_engine.md): an all-gather in a stream loop writes
+// into a view of the gathered buffer, which becomes symmetric.
+!a = !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]>
+!a_i = !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1]>
+!g = !fusion.tensor<f32[4 stream, 2, 2, 8], mesh=[0, 1]>
+!g_i = !fusion.tensor<f32[2, 2, 8], mesh=[0, 1]>
+hir.program @allgather_in_loop(%a: !a) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %g = hir.allocate : !g
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a_i = hir.alias_select %a[%i] axis 0 : !a -> !a_i
+    %g_i = hir.alias_select %g[%i] axis 0 : !g -> !g_i
+    %r = fusion.set %a_i into %g_i : !a_i -> !g_i
+  }
+  hir.deallocate %g : !g
+  hir.return
+}
+// CHECK-LABEL: hir.program @allgather_in_loop
+// CHECK:         %g = hir.allocate symmetric : !fusion.tensor<f32[4 stream, 2, 2, 8], mesh=[0, 1]>
+// CHECK:           %w = hir.allgather %a_i -> %g_i team [0, 1] transport copy_engine : !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 2, 8], mesh=[0, 1]>
+// CHECK-NEXT:      hir.wait %w
+// AUTO-LABEL: hir.program @allgather_in_loop
+// AUTO:         %g = hir.allocate symmetric
+// AUTO:           hir.allgather {{.*}} transport copy_engine
+
+// -----
+
+// A reduce-scatter in a loop: its contributions arrive in a symmetric via buffer
+// allocated before the loop, one slice per iteration.
+!u = !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]>
+!u_i = !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1]>
+!c = !fusion.tensor<f32[4 stream, r2, 2 didx, 8], mesh=[0, 1]>
+!c_i = !fusion.tensor<f32[r2, 2 didx, 8], mesh=[0, 1]>
+hir.program @reduce_scatter_in_loop(%u: !u) -> !c {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c = hir.allocate : !c
+  scf.for %i = %c0 to %c4 step %c1 {
+    %u_i = hir.alias_select %u[%i] axis 0 : !u -> !u_i
+    %c_i = hir.alias_select %c[%i] axis 0 : !c -> !c_i
+    %r = fusion.reduce sum %u_i dims [0] into %c_i : !u_i -> !c_i
+  }
+  hir.return %c : !c
+}
+// CHECK-LABEL: hir.program @reduce_scatter_in_loop
+// CHECK:         %via = hir.allocate symmetric : !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK:           %via_i = hir.alias_select %via[%[[I]]] axis 0 : !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1]>
+// CHECK-NEXT:      %w = hir.reduce_scatter %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1]>
+// CHECK-NEXT:      hir.wait %w
+
+// -----
+
+// An all-reduce at the top level: a via buffer of one input per team member.
+!p = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+!s = !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
+hir.program @allreduce(%p: !p) -> !s {
+  %s = fusion.reduce sum %p dims [0] : !p -> !s
+  hir.return %s : !s
+}
+// CHECK-LABEL: hir.program @allreduce
+// CHECK-NEXT:    %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %s = hir.allocate : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
+
+// -----
+
+// Refused with copy-engine, NCCL with auto: an all-gather whose output the program
+// returns (a symmetric buffer is reused by every run; the caller keeps the output).
+!x = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+!y = !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+hir.program @allgather_output(%x: !x) -> !y {
+  %y = fusion.set %x : !x -> !y
+  hir.return %y : !y
+}
+// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.set' op cannot communicate on the copy engines: its output is a program output
+// AUTO-LABEL: hir.program @allgather_output
+// AUTO:         %w = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+
+// -----
+
+// Refused with copy-engine: a gather has no copy-engine algorithm.
+!x = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+!y = !fusion.tensor<f32[2, 8], mesh=[0]>
+hir.program @gather(%x: !x) -> !y {
+  %y = fusion.set %x : !x -> !y
+  hir.return %y : !y
+}
+// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.set' op cannot communicate on the copy engines: only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm
+
+// -----
+
+// Refused with copy-engine: one all-gather per row of a 2-D mesh (a symmetric buffer
+// spans its whole mesh).
+!x = !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+!y = !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
+hir.program @rows(%x: !x) -> !y {
+  %y = fusion.set %x : !x -> !y
+  hir.return %y : !y
+}
+// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.set' op cannot communicate on the copy engines: only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm

@@ -1,0 +1,161 @@
+// RUN: hostir-opt %s --split-input-file -p split-by-member | filecheck %s
+
+// An all-gather's consumer, split by member: own part first (rotating from this rank's
+// position), each part after its own wait.
+!a = !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>
+!g = !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]>
+!b = !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]>
+hir.program @allgather_consumer(%a: !a, %b: !b) -> !c {
+  %g = hir.allocate symmetric : !g
+  %c = hir.allocate : !c
+  %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !a -> !g
+  hir.wait %w
+  %r = fusion.matmul %g, %b into %c : !g, !b -> !c
+  hir.deallocate %g : !g
+  hir.return %r : !c
+}
+// CHECK-LABEL: hir.program @allgather_consumer
+// CHECK-NEXT:    %me = hir.team_position team [0, 1]
+// CHECK-NEXT:    %g = hir.allocate symmetric
+// CHECK-NEXT:    %c = hir.allocate
+// CHECK-NEXT:    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine
+// CHECK-NEXT:    %s0 = arith.constant 0 : index
+// CHECK-NEXT:    %team = arith.constant 2 : index
+// CHECK-NEXT:    %c1 = arith.constant 1 : index
+// CHECK-NEXT:    scf.for %s = %s0 to %team step %c1 {
+// CHECK-NEXT:      %[[T:.*]] = arith.addi %me, %s : index
+// CHECK-NEXT:      %p = arith.remui %[[T]], %team : index
+// CHECK-NEXT:      hir.wait %w from %p
+// CHECK-NEXT:      %g_p = hir.alias_select %g[%p] axis 0 : !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:      %c_p = hir.alias_select %c[%p] axis 0 : !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3, r8], mesh=[0, 1]>
+// CHECK-NEXT:      %{{.*}} = fusion.matmul %g_p, %b into %c_p
+// CHECK-NEXT:    }
+// CHECK-NEXT:    hir.deallocate %g
+// CHECK-NEXT:    hir.return %c
+
+// -----
+
+// A reduce-scatter's producer, split by member: the other members' chunks, the post
+// (which reads only those), this rank's chunk, then the wait.
+!a = !fusion.tensor<f32[2 didx, 2, 4, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, b1, 4, 3], mesh=[0, 1]>
+!u = !fusion.tensor<f32[2 didx, 2, 4, 3, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[r2, 2 didx, 4, 3], mesh=[0, 1]>
+!v = !fusion.tensor<f32[2 didx, 2, 4, 3], mesh=[0, 1]>
+hir.program @reduce_scatter_producer(%a: !a, %b: !b) -> !c {
+  %u = hir.allocate : !u
+  %c = hir.allocate : !c
+  %via = hir.allocate symmetric : !v
+  %r = fusion.matmul %a, %b into %u : !a, !b -> !u
+  %w = hir.reduce_scatter %u -> %c via %via team [0, 1] op sum transport copy_engine : !u -> !c, !v
+  hir.wait %w
+  hir.deallocate %via : !v
+  hir.return %c : !c
+}
+// CHECK-LABEL: hir.program @reduce_scatter_producer
+// CHECK-NEXT:    %me = hir.team_position team [0, 1]
+// CHECK:         %via = hir.allocate symmetric
+// CHECK-NEXT:    %s0 = arith.constant 1 : index
+// CHECK-NEXT:    %team = arith.constant 2 : index
+// CHECK-NEXT:    %c1 = arith.constant 1 : index
+// CHECK-NEXT:    scf.for %s = %s0 to %team step %c1 {
+// CHECK-NEXT:      %[[T:.*]] = arith.addi %me, %s : index
+// CHECK-NEXT:      %p = arith.remui %[[T]], %team : index
+// CHECK-NEXT:      %a_p = hir.alias_select %a[%p] axis 1
+// CHECK-NEXT:      %b_p = hir.alias_select %b[%p] axis 1
+// CHECK-NEXT:      %u_p = hir.alias_select %u[%p] axis 1
+// CHECK-NEXT:      fusion.matmul %a_p, %b_p into %u_p
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %w = hir.reduce_scatter %u -> %c via %via
+// CHECK-NEXT:    %[[A:.*]] = hir.alias_select %a[%me] axis 1
+// CHECK-NEXT:    %[[B:.*]] = hir.alias_select %b[%me] axis 1
+// CHECK-NEXT:    %[[U:.*]] = hir.alias_select %u[%me] axis 1
+// CHECK-NEXT:    fusion.matmul %[[A]], %[[B]] into %[[U]]
+// CHECK-NEXT:    hir.wait %w
+// CHECK-NEXT:    hir.deallocate %via
+
+// -----
+
+// Left whole: NCCL collectives (their post reads the whole input, their wait is whole).
+!a = !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>
+!g = !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]>
+!b = !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]>
+hir.program @nccl(%a: !a, %b: !b) -> !c {
+  %g = hir.allocate : !g
+  %c = hir.allocate : !c
+  %w = hir.allgather %a -> %g team [0, 1] : !a -> !g
+  hir.wait %w
+  %r = fusion.matmul %g, %b into %c : !g, !b -> !c
+  hir.return %r : !c
+}
+// CHECK-LABEL: hir.program @nccl
+// CHECK:         hir.wait %w
+// CHECK-NEXT:    %r = fusion.matmul %g, %b into %c
+
+// -----
+
+// Left whole: the gathered buffer has a second reader.
+!a = !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>
+!g = !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]>
+!b = !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]>
+hir.program @two_readers(%a: !a, %b: !b) -> (!c, !g) {
+  %g = hir.allocate symmetric : !g
+  %c = hir.allocate : !c
+  %e = hir.allocate : !g
+  %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !a -> !g
+  hir.wait %w
+  %r = fusion.matmul %g, %b into %c : !g, !b -> !c
+  %x = fusion.exp %g into %e : !g -> !g
+  hir.deallocate %g : !g
+  hir.return %r, %x : !c, !g
+}
+// CHECK-LABEL: hir.program @two_readers
+// CHECK-NOT:     scf.for
+// CHECK:         hir.wait %w
+// CHECK-NEXT:    %r = fusion.matmul %g, %b into %c
+
+// -----
+
+// Left whole: the members' parts are 2 rows each of an axis of 4 (a part is no single
+// index of an axis).
+!a = !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>
+!g = !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+!b = !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+!c = !fusion.tensor<f32[4, 3, r8], mesh=[0, 1]>
+hir.program @parts_of_several_rows(%a: !a, %b: !b) -> !c {
+  %g = hir.allocate symmetric : !g
+  %c = hir.allocate : !c
+  %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !a -> !g
+  hir.wait %w
+  %r = fusion.matmul %g, %b into %c : !g, !b -> !c
+  hir.deallocate %g : !g
+  hir.return %r : !c
+}
+// CHECK-LABEL: hir.program @parts_of_several_rows
+// CHECK-NOT:     scf.for
+// CHECK:         hir.wait %w
+// CHECK-NEXT:    %r = fusion.matmul %g, %b into %c
+
+// -----
+
+// A team of 4: four parts, own first.
+!a = !fusion.tensor<f32[4 didx, 8], mesh=[0, 1, 2, 3]>
+!g = !fusion.tensor<f32[4, 8], mesh=[0, 1, 2, 3]>
+!b = !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>
+!c = !fusion.tensor<f32[4, 3, r8], mesh=[0, 1, 2, 3]>
+hir.program @team_of_four(%a: !a, %b: !b) -> !c {
+  %g = hir.allocate symmetric : !g
+  %c = hir.allocate : !c
+  %w = hir.allgather %a -> %g team [0, 1, 2, 3] transport copy_engine : !a -> !g
+  hir.wait %w
+  %r = fusion.matmul %g, %b into %c : !g, !b -> !c
+  hir.deallocate %g : !g
+  hir.return %r : !c
+}
+// CHECK-LABEL: hir.program @team_of_four
+// CHECK-NEXT:    %me = hir.team_position team [0, 1, 2, 3]
+// CHECK:         %team = arith.constant 4 : index
+// CHECK:         hir.wait %w from %p

@@ -1,0 +1,267 @@
+"""`split-by-member`: split the compute around a copy-engine collective by team member,
+so that each member's part overlaps the transfers of the others (docs/copy_engine.md).
+
+A copy-engine collective is posted on its own stream and waited for on the current one.
+Computed whole, the op that consumes an all-gather waits for every member's part, and the
+op that produces a reduce-scatter's input must finish before any transfer starts: the
+transfers and the compute serialize. Split by member:
+
+- all-gather, then an op reading its output (own part first, then each other member's
+  part as soon as it has arrived; positions rotate from this rank's own):
+
+      %w = hir.allgather %x -> %g ... transport copy_engine       %w = hir.allgather %x -> %g ...
+      hir.wait %w                                          ->      scf.for %s = 0 to D {
+      %r = fusion.matmul %g, %b into %c                              %p = (me + s) mod D
+                                                                     hir.wait %w from %p
+                                                                     fusion.matmul %g[%p], %b into %c[%p]
+                                                                   }
+
+- an op writing a reduce-scatter's input (the other members' chunks first, then the
+  post, which reads only those, then this rank's own chunk while the copies run):
+
+      %u = fusion.matmul %a, %b into %ub                  scf.for %s = 1 to D {
+      %w = hir.reduce_scatter %ub -> %c via %r ...  ->      %p = (me + s) mod D
+      hir.wait %w                                           fusion.matmul %a[%p], %b[%p] into %ub[%p]
+                                                          }
+                                                          %w = hir.reduce_scatter %ub -> %c via %r ...
+                                                          fusion.matmul %a[me], %b[me] into %ub[me]
+                                                          hir.wait %w
+
+`%g[%p]` is `hir.alias_select` on the axis that holds the members' parts: the outermost
+allocated axis with a local extent above 1 (the collectives' buffer contract), when its
+extent is the team size. The op must be computable part by part along it (the
+`StreamSliceable` interface, as for stream chunks). Anything else is left as it is: the
+split is an optimization, never needed for a correct result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import VerifyException
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.diagnostics import located_like
+from hostir_dialect.symbols import programs
+from hostir_dialect.tensor_type import TensorType, tensor_type
+
+from .stream_parallel_type import operand_axis, sliced_type
+
+
+def member_axis(t: TensorType, team_size: int) -> int | None:
+    """The logical axis whose index is the team member in a collective's flat buffer:
+    the outermost allocated one with a local extent above 1, if its extent is the team size."""
+    for axis in t.allocation_order():
+        if t.axes[axis].is_reduction or t.local_extent(axis) == 1:
+            continue
+        return axis if t.axes[axis].extent == team_size and not t.axes[axis].is_split else None
+    return None
+
+
+@dataclass
+class MemberSplit:
+    """An op computed one team member's part at a time along axis `axis` of its result."""
+
+    op: fusion.ComputeOp
+    axis: int
+    removed: dict[SSAValue, int]
+    """Operand -> its logical axis that maps to `axis` (sliced); other operands are whole."""
+
+    @staticmethod
+    def of(op: Operation, result_axis: int | None) -> MemberSplit | None:
+        """The split of `op` along `result_axis`, if `op` can be computed part by part."""
+        if result_axis is None or not isinstance(op, fusion.StreamSliceable) or not isinstance(op, fusion.ComputeOp):
+            return None
+        if op.out is None:
+            return None
+        removed = {}
+        for operand in op.tensor_inputs():
+            axis = operand_axis(op, operand, result_axis)
+            if axis is None:
+                continue
+            if op.operand_chunk_stride(operand, axis) != (0, 1) or tensor_type(operand).axes[axis].parallel_types():
+                return None
+            removed[operand] = axis
+        split = MemberSplit(op, result_axis, removed)
+        return split if removed and split.verifies() else None
+
+    def emit(self, block: Block, position: SSAValue) -> None:
+        """The op on member `position`'s part, at the end of `block`."""
+        views = {v: _view(block, v, axis, position, self.op) for v, axis in self.removed.items()}
+        out = _view(block, self.op.out, self.axis, position, self.op)
+        part = self.op.stream_chunk(views, self.removed, out)
+        part.attributes.update(self.op.attributes)
+        block.add_op(located_like(part, self.op))
+
+    def verifies(self) -> bool:
+        """Does one part verify? (Tried on a scratch block, left behind.)"""
+        scratch = Block(arg_types=[IndexType()])
+        self.emit(scratch, scratch.args[0])
+        try:
+            scratch.last_op.verify()
+        except VerifyException:
+            return False
+        finally:
+            for op in reversed(list(scratch.ops)):
+                op.detach()
+                op.erase(safe_erase=False)
+        return True
+
+
+def _view(block: Block, tensor: SSAValue, axis: int, position: SSAValue, like: Operation) -> SSAValue:
+    view = located_like(hir.AliasSelectOp(tensor, position, axis, sliced_type(tensor_type(tensor), axis)), like)
+    view.result.name_hint = f"{tensor.name_hint}_p" if tensor.name_hint else None
+    block.add_op(view)
+    return view.result
+
+
+def _insert_before(anchor: Operation, op: Operation, like: Operation, name: str | None = None) -> Operation:
+    located_like(op, like)
+    if name is not None:
+        op.results[0].name_hint = name
+    Rewriter.insert_op(op, InsertPoint.before(anchor))
+    return op
+
+
+def team_position(collective: hir.CollectiveOp) -> SSAValue:
+    """`%me = hir.team_position team [..]` of the collective's team, once per program,
+    at its start."""
+    program = collective.parent_op()
+    while not isinstance(program, hir.ProgramOp):
+        program = program.parent_op()
+    block = program.body.block
+    for op in block.ops:
+        if isinstance(op, hir.TeamPositionOp) and op.team_ids == collective.team_ids:
+            return op.result
+    position = located_like(hir.TeamPositionOp(collective.team_ids), collective)
+    position.result.name_hint = "me"
+    block.insert_op_before(position, block.first_op)
+    return position.result
+
+
+def member_loop(collective: hir.CollectiveOp, anchor: Operation, first: int,
+                body: Callable[[Block, SSAValue], None]) -> None:
+    """Before `anchor`: `scf.for %s = first to D { %p = (me + s) mod D; body }`."""
+    team = collective.team_ids
+    me = team_position(collective)
+    lower, upper, step = (
+        _insert_before(anchor, arith.ConstantOp.from_int_and_width(value, IndexType()), collective, name).results[0]
+        for value, name in ((first, "s0"), (len(team), "team"), (1, "c1"))
+    )
+    block = Block(arg_types=[IndexType()])
+    block.args[0].name_hint = "s"
+    shifted = located_like(arith.AddiOp(me, block.args[0]), collective)
+    position = located_like(arith.RemUIOp(shifted.result, upper), collective)
+    position.result.name_hint = "p"
+    block.add_ops([shifted, position])
+    body(block, position.result)
+    block.add_op(located_like(scf.YieldOp(), collective))
+    Rewriter.insert_op(located_like(scf.ForOp(lower, upper, step, [], Region(block)), collective),
+                       InsertPoint.before(anchor))
+
+
+# --------------------------------------------------------------------------- #
+# The two splits
+# --------------------------------------------------------------------------- #
+
+
+def _only_views_between(first: Operation, last: Operation, avoid: SSAValue) -> bool:
+    """Only views and constants between `first` and `last`, none of them reading `avoid`."""
+    op = first.next_op
+    while op is not None and op is not last:
+        if not isinstance(op, (hir.AliasSelectOp, arith.ConstantOp)) or avoid in op.operands:
+            return False
+        op = op.next_op
+    return op is last
+
+
+def _sole_wait(collective: hir.CollectiveOp) -> hir.WaitOp | None:
+    """The one whole `hir.wait` of the collective, in its block."""
+    uses = [u.operation for u in collective.work.uses]
+    if len(uses) != 1 or not isinstance(uses[0], hir.WaitOp) or uses[0].member is not None:
+        return None
+    return uses[0] if uses[0].parent_block() is collective.parent_block() else None
+
+
+def split_allgather_consumer(collective: hir.AllgatherOp) -> bool:
+    """Own part first, each other part once it has arrived (see the module docstring)."""
+    wait, gathered = _sole_wait(collective), collective.output
+    axis = member_axis(tensor_type(gathered), len(collective.team_ids))
+    readers = [u.operation for u in gathered.uses
+               if u.operation is not collective and not isinstance(u.operation, hir.DeallocateOp)]
+    if wait is None or axis is None or len(readers) != 1:
+        return False
+    (consumer,) = readers
+    if not isinstance(consumer, fusion.ComputeOp) or consumer.parent_block() is not wait.parent_block():
+        return False
+    split = MemberSplit.of(consumer, consumer.axis_map(gathered).get(axis))
+    if split is None or gathered not in split.removed or not _only_views_between(wait, consumer, gathered):
+        return False
+
+    def part(block: Block, position: SSAValue) -> None:
+        block.add_op(located_like(hir.WaitOp(collective.work, position), wait))
+        split.emit(block, position)
+
+    member_loop(collective, consumer, 0, part)
+    _retire(consumer)
+    Rewriter.erase_op(wait)
+    return True
+
+
+def split_reduce_scatter_producer(collective: hir.ReduceScatterOp) -> bool:
+    """Other members' chunks, the post, then the own chunk (see the module docstring)."""
+    wait, partial = _sole_wait(collective), collective.input
+    axis = member_axis(tensor_type(partial), len(collective.team_ids))
+    producer = _writer_before(collective, partial)
+    if wait is None or axis is None or producer is None:
+        return False
+    split = MemberSplit.of(producer, axis)
+    if split is None or not _only_views_between(producer, collective, partial):
+        return False
+    member_loop(collective, producer, 1, split.emit)
+    own = Block()
+    split.emit(own, team_position(collective))
+    for op in list(own.ops):
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.before(wait))
+    _retire(producer)
+    return True
+
+
+def _writer_before(collective: hir.CollectiveOp, buffer: SSAValue) -> fusion.ComputeOp | None:
+    """The compute op just before `collective` (views and constants aside) writing `buffer`."""
+    op = collective.prev_op
+    while isinstance(op, (hir.AliasSelectOp, arith.ConstantOp)):
+        op = op.prev_op
+    if isinstance(op, fusion.ComputeOp) and op.out is buffer:
+        return op
+    return None
+
+
+def _retire(op: fusion.ComputeOp) -> None:
+    """Its parts were computed into its destination: its readers read the destination."""
+    assert op.out is not None
+    op.result.replace_all_uses_with(op.out)
+    Rewriter.erase_op(op)
+
+
+@dataclass(frozen=True)
+class SplitByMember(ModulePass):
+    """Split the compute around copy-engine collectives by team member (own part first)."""
+
+    name = "split-by-member"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for program in programs(op):
+            for collective in [c for c in program.walk() if isinstance(c, hir.CollectiveOp) and c.uses_copy_engine]:
+                if isinstance(collective, hir.AllgatherOp):
+                    split_allgather_consumer(collective)
+                elif isinstance(collective, hir.ReduceScatterOp):
+                    split_reduce_scatter_producer(collective)
