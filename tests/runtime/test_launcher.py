@@ -17,7 +17,8 @@ from runtime import Job, SpmdError, run_spmd, run_spmd_batch
 from runtime.cli import console_main
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST_PROGRAMS = ROOT / "examples" / "host_programs"
+EXAMPLES = ROOT / "examples"
+HOST_PROGRAMS = EXAMPLES / "host_programs"
 
 X = "!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>"
 G = "!fusion.tensor<f32[2, 4], mesh=[0, 1]>"
@@ -130,3 +131,10 @@ def test_a_rank_error_in_a_lowered_fusion_names_the_users_file():
     with pytest.raises(SpmdError, match=r"rank \d failed: ExecutionError: user.mlir:2:3: error: 'fusion.div' op failed"):
         run_spmd(parse_module(fusion, "user.mlir"), shards, world_size=2, backend="gloo", lower=True)
 
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*/*.mlir")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_hostir_run_runs_every_example_with_its_defaults(example, capsys):
+    # On the ranks its meshes name, checked against its reference (exit 1 if it differs).
+    console_main([str(example)])
+    out = capsys.readouterr().out
+    assert "max error vs reference" in out and "median time" in out, out
