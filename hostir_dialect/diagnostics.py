@@ -107,8 +107,8 @@ class _Scope:
     """The values an op may use: defined before it in its block or an enclosing one."""
 
     visible: set[SSAValue] = dataclasses.field(default_factory=set)
-    freed: dict[SSAValue, Operation] = dataclasses.field(default_factory=dict)
-    """Buffers (and values aliasing them) already given back, by the hir.deallocate."""
+    freed: set[SSAValue] = dataclasses.field(default_factory=set)
+    """Buffers (and values written into them) a hir.deallocate already gave back."""
 
 
 def _verify_op(op: Operation, scope: _Scope) -> None:
@@ -125,7 +125,7 @@ def _verify_op(op: Operation, scope: _Scope) -> None:
         for block in region.blocks:
             _verify_block(block, inner)
     if isinstance(op, DeallocateOp):
-        scope.freed.update(dict.fromkeys(op.freed_values(), op))
+        scope.freed.update(op.freed_values())
 
 
 def _verify_block(block: Block, scope: _Scope) -> None:
@@ -181,9 +181,11 @@ def _step_problem(op: Operation) -> tuple[Operation, str] | None:
 
 
 class LocatingParser(TokenHistory, Parser):
-    """A parser that records where each op was written (MLIR's default behaviour) and
-    reports errors where MLIR does: an undefined value at its use, an unknown op or alias
-    at its name, a missing token right after the previous one.
+    """A parser that records where each op was written (MLIR's default behaviour; a
+    written `loc("f":l:c)` is kept) and reports errors where MLIR does: an undefined value
+    at its use, an unknown op or alias at its name, a missing token right after the
+    previous one. Input without ops is an empty module; bytes that are not UTF-8, and
+    nesting deeper than RECURSION_LIMIT allows, are located errors.
 
     `line_offset` is the line the text starts at in its file (for split input files).
     """
