@@ -439,6 +439,10 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         """The position of logical axis `axis` among the value axes."""
         return sum(not a.is_reduction for a in self.axes[:axis])
 
+    def element_bytes(self) -> int:
+        """Bytes of one element in a buffer (a 1-bit predicate takes a byte)."""
+        return max(1, self.element_type.bitwidth // 8)  # type: ignore[attr-defined]  # every supported element type has one
+
     def value_shape(self) -> tuple[int, ...]:
         """The global (unsharded) shape of the tensor's value: reduction axes dropped."""
         return tuple(a.extent for a in self.value_axes())

@@ -36,6 +36,7 @@ the collective (every copy measured on 2x H200 beat NCCL's, docs/copy_engine.md)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -51,8 +52,9 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates, placement
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import Axis, Mesh, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
+from .cost_model import DEFAULT_MACHINE, Machine
 from .sharding_policy import device_parallel_reduced_axes, is_inner_split
 
 DIDX, DIDY = ParallelKind.DIDX, ParallelKind.DIDY
@@ -225,15 +227,29 @@ class TransportChoice(StrEnum):
     AUTO = "auto"
 
 
-def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice) -> hir.Transport:
+def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
     if choice == TransportChoice.NCCL:
         return hir.Transport.NCCL
     problem = copy_engine_problem(op, plan)
-    if problem is None:
-        return hir.Transport.COPY_ENGINE
     if choice == TransportChoice.COPY_ENGINE:
-        raise op_error(op, f"cannot communicate on the copy engines: {problem}")
+        if problem is not None:
+            raise op_error(op, f"cannot communicate on the copy engines: {problem}")
+        return hir.Transport.COPY_ENGINE
+    if problem is None and copy_engine_is_faster(op, plan[0], machine):
+        return hir.Transport.COPY_ENGINE
     return hir.Transport.NCCL
+
+
+def copy_engine_is_faster(op: Operation, collective: Collective, machine: Machine) -> bool:
+    """By the cost model, for the bytes each member sends each peer (dynamic: no)."""
+    source, target = tensor_type(op.operands[0]), tensor_type(op.results[0])
+    member = collective.team[0]
+    shard = (target if collective.kind is hir.ReduceScatterOp else source).local_shape(member)
+    if shard is None or DYNAMIC in shard:
+        return False
+    link_bytes = math.prod(shard) * source.element_bytes()
+    name = collective.kind.name
+    return machine.collective_ms(name, True, link_bytes) <= machine.collective_ms(name, False, link_bytes)
 
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
@@ -398,10 +414,14 @@ class ConvertOpToCommunication(ModulePass):
     transport: str = "nccl"
     """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
+    machine: str = DEFAULT_MACHINE
+    """The cost model `auto` decides with (passes/machines/<machine>.json)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):
             raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
         choice = TransportChoice(self.transport)
+        machine = Machine.load(self.machine)
         host_programs = programs(op)
         if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
@@ -410,5 +430,5 @@ class ConvertOpToCommunication(ModulePass):
             for inner in program.walk():
                 if isinstance(inner, fusion.ComputeOp) and communicates(inner):
                     collectives = plan_communication(inner)
-                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice))
+                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine))
         PatternRewriteWalker(ConvertToCollectives(plans), apply_recursively=False).rewrite_module(op)

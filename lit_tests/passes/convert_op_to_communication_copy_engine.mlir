@@ -105,3 +105,20 @@ hir.program @rows(%x: !x) -> !y {
   hir.return %y : !y
 }
 // CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.set' op cannot communicate on the copy engines: only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm
+
+// -----
+
+// auto weighs both transports with the machine's cost model (passes/machines/h200x2.json):
+// for a 32-byte all-reduce NCCL's latency wins; for 128 MiB the copy engines' bandwidth.
+!tiny = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+!tiny_sum = !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
+!big = !fusion.tensor<f32[2 didx, 33554432], mesh=[0, 1]>
+!big_sum = !fusion.tensor<f32[r2 didx, 33554432], mesh=[0, 1]>
+hir.program @by_size(%p: !tiny, %q: !big) -> (!tiny_sum, !big_sum) {
+  %s = fusion.reduce sum %p dims [0] : !tiny -> !tiny_sum
+  %t = fusion.reduce sum %q dims [0] : !big -> !big_sum
+  hir.return %s, %t : !tiny_sum, !big_sum
+}
+// AUTO-LABEL: hir.program @by_size
+// AUTO:         hir.allreduce %p -> %s team [0, 1] op sum :
+// AUTO:         hir.allreduce %q -> %t via %via team [0, 1] op sum transport copy_engine :
