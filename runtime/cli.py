@@ -80,7 +80,7 @@ def world_size_for(module: ModuleOp, nproc: int | None) -> int:
     needed, where = devices_needed(module)
     world_size = nproc if nproc is not None else max(needed, 1)
     if needed > world_size:
-        raise UsageError(f"the program uses {where} ({needed} ranks) but --nproc is {world_size}")
+        raise UsageError(f"the program uses {where} ({needed} ranks) but runs on {world_size} (--nproc)")
     return world_size
 
 
