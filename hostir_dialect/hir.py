@@ -465,6 +465,12 @@ class CollectiveOp(WaitedOp):
         """Elements of the `via` buffer the copy-engine algorithm needs per member (0: none)."""
         return 0
 
+    @classmethod
+    def copy_engine_input_problem(cls, input_elements: int, team_size: int) -> str | None:
+        """Why the copy-engine algorithm cannot take an input of this many elements per
+        member (None if it can)."""
+        return None
+
     @property
     def team_ids(self) -> tuple[int, ...]:
         return self.team.get_values()
@@ -554,6 +560,9 @@ class CollectiveOp(WaitedOp):
         local_in, local_via = input_type.local_shape(member), via_type.local_shape(member)
         if local_in is None or local_via is None or DYNAMIC in local_in + local_via:
             return  # a member outside the mesh, or dynamic: checked when the program runs
+        problem = self.copy_engine_input_problem(math.prod(local_in), len(self.team_ids))
+        if problem is not None:
+            raise VerifyException(f"{self.name} cannot use the copy-engine transport: {problem}")
         expected = self.copy_engine_via_elements(math.prod(local_in))
         if math.prod(local_via) != expected:
             raise VerifyException(
@@ -605,15 +614,24 @@ class AllgatherOp(CollectiveOp):
 class AllreduceOp(ReducingCollectiveOp):
     """Every team member gets the reduction of all inputs.
 
-    Copy engine: posting copies the input into slot `me` of every other member's `via`
-    (team size × input); waiting reduces the input and the received slots into the output.
+    Copy engine: a reduce-scatter then an all-gather of the reduced chunks, through `via`
+    (twice the input: the other members' input chunks, then their reduced chunks). Posting
+    copies input chunk p into member p's `via`, for every other member p, and does not read
+    input chunk `me`; waiting reduces chunk `me` into the output, sends it to every other
+    member and copies theirs into the output.
     """
 
     name = "hir.allreduce"
     HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
 
     def copy_engine_via_elements(self, input_elements: int) -> int:
-        return len(self.team_ids) * input_elements  # a whole input from every member
+        return 2 * input_elements  # every member's input chunk, then every member's reduced chunk
+
+    @classmethod
+    def copy_engine_input_problem(cls, input_elements: int, team_size: int) -> str | None:
+        if input_elements % team_size:
+            return f"its input of {input_elements} elements per member does not split into {team_size} equal chunks"
+        return None
 
 
 @irdl_op_definition

@@ -264,7 +264,10 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
-    return None
+    local_input = tensor_type(op.operands[0]).local_shape(plan[0].team[0])
+    if local_input is None or DYNAMIC in local_input:
+        return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
+    return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
 
 
 def _enclosing_loops(op: Operation) -> list[scf.ForOp]:
@@ -327,7 +330,7 @@ def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int
     source = tensor_type(op.operands[0])
     chunk_axes = [a for a in source.axes if not a.is_reduction]
     if kind is hir.AllreduceOp:
-        chunk_axes = [Axis(len(team)), *chunk_axes]
+        chunk_axes = [Axis(2), *chunk_axes]  # input chunks, then reduced chunks
     loops = _enclosing_loops(op)
     axes = ([Axis(_trip_count(loops[0]))] if loops else []) + chunk_axes
     allocate = located_like(hir.AllocateOp(TensorType.of(source.element_type, axes, source.mesh), symmetric=True), op)

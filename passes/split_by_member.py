@@ -16,8 +16,8 @@ transfers and the compute serialize. Split by member:
                                                                      fusion.matmul %g[%p], %b into %c[%p]
                                                                    }
 
-- an op writing a reduce-scatter's input (the other members' chunks first, then the
-  post, which reads only those, then this rank's own chunk while the copies run):
+- an op writing a reduce-scatter's or all-reduce's input (the other members' chunks first,
+  then the post, which reads only those, then this rank's own chunk while the copies run):
 
       %u = fusion.matmul %a, %b into %ub                  scf.for %s = 1 to D {
       %w = hir.reduce_scatter %ub -> %c via %r ...  ->      %p = (me + s) mod D
@@ -215,8 +215,10 @@ def split_allgather_consumer(collective: hir.AllgatherOp) -> bool:
     return True
 
 
-def split_reduce_scatter_producer(collective: hir.ReduceScatterOp) -> bool:
-    """Other members' chunks, the post, then the own chunk (see the module docstring)."""
+def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) -> bool:
+    """Other members' chunks, the post, then the own chunk (see the module docstring):
+    the copy-engine post of a reduce-scatter or all-reduce reads only the other members'
+    chunks of its input."""
     wait, partial = _sole_wait(collective), collective.input
     axis = member_axis(tensor_type(partial), len(collective.team_ids))
     producer = _writer_before(collective, partial)
@@ -263,5 +265,5 @@ class SplitByMember(ModulePass):
             for collective in [c for c in program.walk() if isinstance(c, hir.CollectiveOp) and c.uses_copy_engine]:
                 if isinstance(collective, hir.AllgatherOp):
                     split_allgather_consumer(collective)
-                elif isinstance(collective, hir.ReduceScatterOp):
-                    split_reduce_scatter_producer(collective)
+                else:
+                    split_scatter_producer(collective)

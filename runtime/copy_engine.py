@@ -114,14 +114,18 @@ class CopyEngineWork:
 class CopyEngineCollective:
     """One copy-engine collective op of a program, compiled for this rank.
 
-    `slots` flags of `flags`, from `first_slot` on, are this op's: one per post in a run
-    (a post inside loops posts once per iteration). `begin_run` rewinds to the first.
+    `posts * PHASES` flags of `flags`, from `first_slot` on, are this op's: `PHASES` per
+    post in a run (a post inside loops posts once per iteration). `begin_run` rewinds to
+    the first.
     """
 
-    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering):
+    PHASES = 1
+    """Signal rounds per post."""
+
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering):
         self.flags = flags
         self.first_slot = first_slot
-        self.slots = slots
+        self.posts = posts
         self.ordering = ordering
         self.position = flags.memory.position
         self.peers = tuple(p for p in range(flags.size) if p != self.position)
@@ -131,7 +135,8 @@ class CopyEngineCollective:
         self._next = 0
 
     def next_slot(self) -> int:
-        slot = self.first_slot + self._next % self.slots
+        """The first of this post's `PHASES` flag slots."""
+        slot = self.first_slot + (self._next % self.posts) * self.PHASES
         self._next += 1
         return slot
 
@@ -148,8 +153,8 @@ class CopyEngineCollective:
 class CopyEngineAllgather(CopyEngineCollective):
     """out (a view of `symmetric_out`) = concat over the team of every member's input."""
 
-    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering, symmetric_out: SymmetricTensor):
-        super().__init__(flags, first_slot, slots, ordering)
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering, symmetric_out: SymmetricTensor):
+        super().__init__(flags, first_slot, posts, ordering)
         self.symmetric_out = symmetric_out
 
     def post(self, inp: torch.Tensor, out: torch.Tensor) -> CopyEngineWork:
@@ -170,9 +175,9 @@ class CopyEngineReduceScatter(CopyEngineCollective):
     """out = the reduction over the team of every member's input chunk `me`; the other
     members' chunks arrive in `via` (a view of `symmetric_via`, the input's shape)."""
 
-    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering,
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
                  symmetric_via: SymmetricTensor, kind: ReduceKind):
-        super().__init__(flags, first_slot, slots, ordering)
+        super().__init__(flags, first_slot, posts, ordering)
         self.symmetric_via = symmetric_via
         self.combine = _COMBINE[kind]
 
@@ -192,25 +197,43 @@ class CopyEngineReduceScatter(CopyEngineCollective):
 
 
 class CopyEngineAllreduce(CopyEngineCollective):
-    """out = the reduction over the team of every member's input; the other members'
-    inputs arrive in `via` (a view of `symmetric_via`, [team size, input...])."""
+    """out = the reduction over the team of every member's input, as a reduce-scatter and
+    then an all-gather of the reduced chunks (each member sends 2(D-1)/D of its input, as
+    in a ring). `via` (a view of `symmetric_via`, twice the input) receives the other
+    members' input chunks in its first half and their reduced chunks in its second.
 
-    def __init__(self, flags: Flags, first_slot: int, slots: int, ordering: Ordering,
+    Posting sends the other members' chunks of the input and does not read this rank's
+    own chunk, as a reduce-scatter's post; waiting reduces the own chunk into the output,
+    sends it to every other member and copies theirs into the output."""
+
+    PHASES = 2
+
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
                  symmetric_via: SymmetricTensor, kind: ReduceKind):
-        super().__init__(flags, first_slot, slots, ordering)
+        super().__init__(flags, first_slot, posts, ordering)
         self.symmetric_via = symmetric_via
         self.combine = _COMBINE[kind]
 
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
         slot = self.next_slot()
         size, me = self.flags.size, self.position
-        received = _chunks(via, size)
-        source = inp
-        all_done = self.push_and_signal(
-            lambda peer: peer_view(self.symmetric_via, received[me], peer).copy_(source), slot
-        )
-        parts = [source if p == me else received[p] for p in range(size)]
-        return CopyEngineWork(self, slot, None, all_done, lambda: _reduce_into(out, parts, self.combine))
+        chunks, outs = _chunks(inp, size), _chunks(out, size)
+        scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
+
+        def scatter(peer: int) -> None:
+            peer_view(self.symmetric_via, scattered[me], peer).copy_(chunks[peer])
+
+        def gather() -> None:
+            _reduce_into(outs[me], [chunks[me] if p == me else scattered[p] for p in range(size)], self.combine)
+            for peer in self.peers:
+                peer_view(self.symmetric_via, gathered[me], peer).copy_(outs[me])
+                self.flags.signal(peer, slot + 1)
+            for peer in self.peers:
+                self.flags.wait(peer, slot + 1)
+                outs[peer].copy_(gathered[peer])
+
+        all_done = self.push_and_signal(scatter, slot)
+        return CopyEngineWork(self, slot, None, all_done, gather)
 
 
 def _chunks(flat: torch.Tensor, parts: int) -> list[torch.Tensor]:
@@ -249,6 +272,11 @@ def posts_per_run(op: Operation) -> int:
             count *= max(0, -(-(upper - lower) // step))
         parent = parent.parent_op()
     return count
+
+
+def _flags_of(op: hir.CollectiveOp) -> int:
+    """Flag slots a copy-engine collective needs in a run."""
+    return posts_per_run(op) * _ALGORITHMS[type(op)].PHASES
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -292,7 +320,7 @@ class CopyEngineProgram:
         for op in [*symmetric, *posting]:
             team = self._team_of(op)
             self._slots[op] = counts.get(team, 0)
-            counts[team] = self._slots[op] + (1 if isinstance(op, hir.AllocateOp) else posts_per_run(op))
+            counts[team] = self._slots[op] + (1 if isinstance(op, hir.AllocateOp) else _flags_of(op))
         flags = {}
         for team in sorted(counts):
             if self.rank in team and len(team) > 1:
@@ -369,3 +397,10 @@ class CopyEngineProgram:
             raise op_error(op, "a copy-engine collective writes into other members' buffers: its "
                                f"{'output' if isinstance(op, hir.AllgatherOp) else 'via buffer'} must be a view of a `hir.allocate symmetric`")
         return self.buffers[allocate][0]
+
+
+_ALGORITHMS: dict[type[hir.CollectiveOp], type[CopyEngineCollective]] = {
+    hir.AllgatherOp: CopyEngineAllgather,
+    hir.ReduceScatterOp: CopyEngineReduceScatter,
+    hir.AllreduceOp: CopyEngineAllreduce,
+}

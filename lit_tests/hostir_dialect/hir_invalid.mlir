@@ -380,6 +380,13 @@ hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[4]>) {
 }
 // -----
 // CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[3]>, %y: !fusion.tensor<f32[6]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce cannot use the copy-engine transport: its input of 3 elements per member does not split into 2 equal chunks
+  %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[3]> -> !fusion.tensor<f32[3]>, !fusion.tensor<f32[6]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f64[8]>) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op the via buffer and the input have different element types
   %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>, !fusion.tensor<f64[8]>

@@ -57,7 +57,8 @@ hir.program @reduce_scatter_in_loop(%u: !u) -> !c {
 
 // -----
 
-// An all-reduce at the top level: a via buffer of one input per team member.
+// An all-reduce at the top level: a via buffer of twice the input (the members' input
+// chunks, then their reduced chunks).
 !p = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 !s = !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
 hir.program @allreduce(%p: !p) -> !s {
@@ -122,3 +123,17 @@ hir.program @by_size(%p: !tiny, %q: !big) -> (!tiny_sum, !big_sum) {
 // AUTO-LABEL: hir.program @by_size
 // AUTO:         hir.allreduce %p -> %s team [0, 1] op sum :
 // AUTO:         hir.allreduce %q -> %t via %via team [0, 1] op sum transport copy_engine :
+
+// -----
+
+// Refused with copy-engine, NCCL with auto: an all-reduce whose input (3 elements per
+// member) does not split into one chunk per member.
+!p = !fusion.tensor<f32[2 didx, 3], mesh=[0, 1]>
+!s = !fusion.tensor<f32[r2 didx, 3], mesh=[0, 1]>
+hir.program @allreduce_uneven(%p: !p) -> !s {
+  %s = fusion.reduce sum %p dims [0] : !p -> !s
+  hir.return %s : !s
+}
+// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.reduce' op cannot communicate on the copy engines: its input of 3 elements per member does not split into 2 equal chunks
+// AUTO-LABEL: hir.program @allreduce_uneven
+// AUTO:         %w = hir.allreduce %p -> %s team [0, 1] op sum :

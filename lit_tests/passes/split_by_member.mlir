@@ -159,3 +159,30 @@ hir.program @team_of_four(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:    %me = hir.team_position team [0, 1, 2, 3]
 // CHECK:         %team = arith.constant 4 : index
 // CHECK:         hir.wait %w from %p
+
+// -----
+
+// An all-reduce's producer, split as a reduce-scatter's: the copy-engine all-reduce's
+// post sends the other members' chunks only (docs/copy_engine.md).
+!a = !fusion.tensor<f32[2 didx, 2, 4, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, b1, 4, 3], mesh=[0, 1]>
+!u = !fusion.tensor<f32[2 didx, 2, 4, 3, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[r2 didx, 2, 4, 3], mesh=[0, 1]>
+!v = !fusion.tensor<f32[2, 2 didx, 2, 4, 3], mesh=[0, 1]>
+hir.program @allreduce_producer(%a: !a, %b: !b) -> !c {
+  %u = hir.allocate : !u
+  %c = hir.allocate : !c
+  %via = hir.allocate symmetric : !v
+  %r = fusion.matmul %a, %b into %u : !a, !b -> !u
+  %w = hir.allreduce %u -> %c via %via team [0, 1] op sum transport copy_engine : !u -> !c, !v
+  hir.wait %w
+  hir.deallocate %via : !v
+  hir.return %c : !c
+}
+// CHECK-LABEL: hir.program @allreduce_producer
+// CHECK:         scf.for %s = %s0 to %team step %c1 {
+// CHECK:           fusion.matmul %a_p, %b_p into %u_p
+// CHECK:         }
+// CHECK-NEXT:    %w = hir.allreduce %u -> %c via %via
+// CHECK:         fusion.matmul {{.*}} into
+// CHECK-NEXT:    hir.wait %w

@@ -220,7 +220,7 @@ def ag_matmul(s: int, m: int = 2, k: int = 8, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
-def matmul_ar(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
+def matmul_ar(s: int, m: int = 4, k: int = 4, n: int = 3, d: int = 2) -> str:
     """K sharded: each device's partial products are all-reduced chunk by chunk."""
     a, b = t(f'{s}, {d} didx, {m}, {k}', d), t(f'b1, {d} didx, {k}, {n}', d)
     u, c = t(f'{s} stream, {d} didx, {m}, {n}, r{k}', d), t(f'{s} stream, r{d} didx, {m}, {n}', d)

@@ -28,15 +28,15 @@ def inputs(rank: int, run: int, numel: int) -> torch.Tensor:
 def _collectives(rank: int, world_size: int) -> dict[str, list]:
     team = tuple(range(world_size))
     heap = SymmetricHeap(rank, torch.device("cpu"), lambda t: dist.group.WORLD, timeout=30)
-    flags = Flags(heap, team, slots=6)
+    flags = Flags(heap, team, slots=8)
     ordering = Ordering(torch.device("cpu"))
     n = 4 * world_size
     gathered = heap.allocate(team, (world_size * n,), torch.float32)
     via_rs = heap.allocate(team, (n,), torch.float32)
-    via_ar = heap.allocate(team, (world_size * n,), torch.float32)
+    via_ar = heap.allocate(team, (2 * n,), torch.float32)
     allgather = CopyEngineAllgather(flags, 0, 2, ordering, gathered)
     reduce_scatter = CopyEngineReduceScatter(flags, 2, 2, ordering, via_rs, ReduceKind.SUM)
-    allreduce = CopyEngineAllreduce(flags, 4, 2, ordering, via_ar, ReduceKind.MAX)
+    allreduce = CopyEngineAllreduce(flags, 4, 2, ordering, via_ar, ReduceKind.MAX)  # 2 phases: slots 4-7
     results: dict[str, list] = {"allgather": [], "reduce_scatter": [], "allreduce": []}
     for run in range(RUNS):
         for collective in (allgather, reduce_scatter, allreduce):
