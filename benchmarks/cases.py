@@ -511,12 +511,14 @@ def _options_text(options: Mapping[str, object]) -> str:
                           for key, value in options.items()) + "}"
 
 
-def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]]) -> Variant:
-    """The case's fusion over `chunks` stream chunks, lowered, run with numberOfStreams = chunks."""
+def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]], cuda_graph: bool = False) -> Variant:
+    """The case's fusion over `chunks` stream chunks, lowered, run with numberOfStreams = chunks
+    (replayed from a CUDA graph with `cuda_graph`)."""
     p = case.p
     module = case.fusion(chunks).to_module()
     run_passes(make_context(), module, build_passes(lowering_pipeline(pass_options)))
-    evaluator = Evaluator(module, rank=p.rank, world_size=p.world, number_of_streams=chunks, device=p.device)
+    evaluator = Evaluator(module, rank=p.rank, world_size=p.world, number_of_streams=chunks, device=p.device,
+                          cuda_graph=cuda_graph)
     a_type, b_type = (arg.type for arg in evaluator.function.args)
     inputs: list[torch.Tensor] = []
     outputs: list[torch.Tensor] = []

@@ -3,13 +3,16 @@ the host beyond the torch calls it makes.
 
 1. Pipelines. AG+matmul, matmul+RS and matmul+AR over S chunks on S streams (default 8), at a
    tiny shape (1024x256x256, median of 200 runs) and the overlap shapes (median of 30): the
-   lowered program run by runtime.Evaluator (hostir) against the same schedule written by hand
-   in torch (cases.py: same streams, same collectives, same matmul(out=), same waits). Per
-   run: wall time including torch.cuda.synchronize(), CUDA-event time, and the host time to
-   issue the run (the call alone). Both are checked against torch before they are timed.
+   lowered program run by runtime.Evaluator, eagerly (hostir) and replayed from a CUDA graph
+   (hostir graph), against the same schedule written by hand in torch (cases.py: same
+   streams, same collectives, same matmul(out=), same waits). Per run: wall time including
+   torch.cuda.synchronize(), CUDA-event time, and the host time to issue the run (the call
+   alone). All are checked against torch before they are timed.
 2. Host ops. Microseconds of host time per host op, by kind: a `hir.program` repeating one op
    kind N times, timed through Evaluator.run, minus the same program without those ops (a
    collective is timed with its wait: a program may not leave a work token unwaited).
+3. Graph replay. A program of 10 and of 1,000 host ops (matmuls into one buffer), eager and
+   replayed from a CUDA graph: a replay's host time does not grow with the number of ops.
 
     torchrun --nproc-per-node 2 benchmarks/gpu_host_overhead.py [--dtype bf16|fp32] [--chunks 8]
         [--json PATH] [--tiny]
@@ -40,6 +43,7 @@ from runtime import Evaluator
 PIPELINE_SHAPES = {(1024, 256, 256): 200, (16384, 8192, 4096): 30, (32768, 4096, 2048): 30, (16384, 8192, 1024): 30}
 TINY_PIPELINE_SHAPES = {(64, 32, 16): 10}
 OPS_PER_PROGRAM, PROGRAM_RUNS = 200, 50
+GRAPH_OP_COUNTS, TINY_GRAPH_OP_COUNTS = (10, 1000), (10, 100)
 TINY_OPS_PER_PROGRAM, TINY_PROGRAM_RUNS = 20, 3
 WARMUP = 3
 ELEMENT_TYPES = {"bf16": "bf16", "fp32": "f32"}
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> dict:
             "machine": machine_info(device, args.dtype),
             "pipelines": pipelines(args, device),
             "host_ops": host_ops(args, device),
+            "graph_replay": graph_replay(args, device),
         }
         if dist.get_rank() == 0:
             print(tables(report))
@@ -93,6 +98,7 @@ def pipelines(args: argparse.Namespace, device: torch.device) -> list[dict]:
         for (m, k, n), repeat in shapes.items():
             case = case_class(Problem(m, k, n, dtype, device, dist.get_rank(), world))
             builds = {"hostir": partial(hostir, case, args.chunks, {}),
+                      "hostir_graph": partial(hostir, case, args.chunks, {}, cuda_graph=True),
                       "handwritten": partial(case.handwritten_nccl, args.chunks)}
             rows.append({"op": case.name, "shape": [m, k, n], "chunks": args.chunks, "repeat": repeat,
                          **{name: checked_pipeline(build, case, next(seeds), repeat) for name, build in builds.items()}})
@@ -174,6 +180,40 @@ def host_ms(program: str, inputs: list[torch.Tensor], device: torch.device, runs
 
 
 # --------------------------------------------------------------------------- #
+# 3. Graph replay: host time against the number of host ops
+# --------------------------------------------------------------------------- #
+
+
+def matmul_chain(element: str, count: int) -> str:
+    """`count` matmuls of a 64x64 pair into one buffer, which the program returns."""
+    lines = [f"  %v{i} = fusion.matmul %x, %y into %o : !t, !t -> !tr" for i in range(count)]
+    return f"""!t = !fusion.tensor<{element}[64, 64]>
+!tr = !fusion.tensor<{element}[64, 64, r64]>
+hir.program @main(%x: !t, %y: !t) -> !tr {{
+  %o = hir.allocate : !tr
+{chr(10).join(lines)}
+  hir.return %o : !tr
+}}
+"""
+
+
+def graph_replay(args: argparse.Namespace, device: torch.device) -> list[dict]:
+    dtype, element = DTYPES[args.dtype], ELEMENT_TYPES[args.dtype]
+    counts, runs = (TINY_GRAPH_OP_COUNTS, TINY_PROGRAM_RUNS) if args.tiny else (GRAPH_OP_COUNTS, PROGRAM_RUNS)
+    inputs = [torch.randn(64, 64, device=device).to(dtype) for _ in range(2)]
+    rows = []
+    for count in counts:
+        row: dict = {"ops": count, "runs": runs}
+        for mode, cuda_graph in (("eager", False), ("graph", True)):
+            evaluator = Evaluator(parse_module(matmul_chain(element, count)), number_of_streams=1, device=device,
+                                  cuda_graph=cuda_graph)
+            row[mode] = dataclasses.asdict(time_runs(lambda: evaluator.run(inputs), device, runs, WARMUP))
+            row[f"{mode}_mode"] = evaluator.graph_mode
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- #
 # Output
 # --------------------------------------------------------------------------- #
 
@@ -183,26 +223,33 @@ def tables(report: dict) -> str:
     title = f"GPU host overhead, {machine['dtype']}, {machine['world_size']} ranks on {machine['gpu'] or 'CPU'}"
     if machine["gpu"] is None:
         title += " (no CUDA: all three times are the host clock around the call)"
-    header = ["pipeline", "S", "runs", "hostir wall ms", "hand wall ms", "wall hostir/hand",
-              "hostir event ms", "hand event ms", "hostir issue ms", "hand issue ms"]
+    header = ["pipeline", "S", "runs", "hostir wall ms", "graph wall ms", "hand wall ms", "wall hostir/hand",
+              "wall graph/hand", "hostir event ms", "graph event ms", "hand event ms", "hostir issue ms",
+              "graph issue ms", "hand issue ms"]
     rows = [[f"{row['op']} {'x'.join(map(str, row['shape']))}", row["chunks"], row["repeat"], *_pipeline_cells(row)]
             for row in report["pipelines"]]
     ops = [[row["kind"], f"{row['us_per_op']:.1f}", row["ops"], row["runs"]] for row in report["host_ops"]]
+    replay = [[row["ops"], row["runs"], *(f"{row[mode][key]:.3f}" for mode in ("eager", "graph")
+                                          for key in ("host_ms", "wall_ms"))] for row in report["graph_replay"]]
     return "\n\n".join([
         f"{title}\n(medians, max over ranks; wall = until torch.cuda.synchronize(); issue = the call alone)\n"
         + format_table(header, rows),
         "host time per host op (Evaluator.run, minus the program without the ops)\n"
         + format_table(["op kind", "µs/op", "ops", "runs"], ops),
+        f"graph replay ({report['graph_replay'][0]['graph_mode']}): a program of N matmuls\n"
+        + format_table(["host ops", "runs", "eager issue ms", "eager wall ms", "graph issue ms", "graph wall ms"], replay),
     ])
 
 
+VARIANTS = ("hostir", "hostir_graph", "handwritten")
+
+
 def _pipeline_cells(row: dict) -> list[str]:
-    hostir, hand = row["hostir"], row["handwritten"]
-    if "timing" not in hostir or "timing" not in hand:
-        return [hostir["status"], hand["status"], *["—"] * 5]
-    a, b = hostir["timing"], hand["timing"]
-    return [f"{a['wall_ms']:.3f}", f"{b['wall_ms']:.3f}", f"{a['wall_ms'] / b['wall_ms']:.2f}×",
-            f"{a['device_ms']:.3f}", f"{b['device_ms']:.3f}", f"{a['host_ms']:.3f}", f"{b['host_ms']:.3f}"]
+    if any("timing" not in row[name] for name in VARIANTS):
+        return [*(row[name]["status"] for name in VARIANTS), *["—"] * 8]
+    a, g, b = (row[name]["timing"] for name in VARIANTS)
+    return [*(f"{t['wall_ms']:.3f}" for t in (a, g, b)), f"{a['wall_ms'] / b['wall_ms']:.2f}×",
+            f"{g['wall_ms'] / b['wall_ms']:.2f}×", *(f"{t[key]:.3f}" for key in ("device_ms", "host_ms") for t in (a, g, b))]
 
 
 def write_json(report: dict, args: argparse.Namespace, device: torch.device) -> None:

@@ -3,7 +3,10 @@ against the same torch calls made directly from a Python loop.
 
 Two programs of N `fusion.add ... into %o` on a 2x3 CPU tensor (so the torch work is as
 small as it gets and the host overhead shows): N straight-line ops, and one op in an
-`scf.for` of N iterations. Prints a table; `--json PATH` also writes the figures.
+`scf.for` of N iterations. Then what `fd.execute` adds to a run: a 20-op fusion
+(relu and add, 10 times) executed again and again, against `Evaluator.run` of its
+lowered program (fd.execute keeps its lowered program and evaluator, so the ratio should
+stay under 1.1). Prints a table; `--json PATH` also writes the figures.
 
     python benchmarks/host_overhead.py [--ops 2000] [--repeat 7] [--json benchmarks/results/host_overhead.json]
 """
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from hostir import FusionDefinition
 from hostir_dialect.context import parse_module
 from runtime import Evaluator
 
@@ -78,7 +82,34 @@ def measure(ops: int, repeat: int) -> dict:
             "overhead_us_per_op": (seconds - direct_s) / ops * 1e6,
             "parse_and_compile_s": compile_s,
         }
+    results["fd_execute"] = repeated_execute(repeat)
     return results
+
+
+def twenty_op_fusion() -> FusionDefinition:
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([8, 64])
+        b = fd.define_tensor([8, 64])
+        for _ in range(10):
+            x = fd.ops.add(fd.ops.relu(x), b)
+        fd.add_output(x)
+    return fd
+
+
+def repeated_execute(repeat: int) -> dict:
+    """Seconds of the first fd.execute (lowering and compiling), of later ones, and of a
+    bare Evaluator.run of the same lowered program (medians of `repeat` * 20 runs)."""
+    fd = twenty_op_fusion()
+    inputs = [torch.randn(8, 64), torch.randn(8, 64)]
+    start = time.perf_counter()
+    (first,) = fd.execute(inputs)
+    first_s = time.perf_counter() - start
+    evaluator = Evaluator(fd.lower())
+    assert torch.equal(first, evaluator.run(inputs)[0]), "fd.execute and Evaluator.run disagree"
+    runs = 20 * repeat
+    execute_s = median_seconds(lambda: fd.execute(inputs), runs)
+    run_s = median_seconds(lambda: evaluator.run(inputs), runs)
+    return {"first_execute_s": first_s, "execute_s": execute_s, "evaluator_run_s": run_s, "ratio": execute_s / run_s}
 
 
 def table(results: dict) -> str:
@@ -89,6 +120,10 @@ def table(results: dict) -> str:
         r = results[name]
         lines.append(f"  {name:<15}{r['evaluator_us_per_op']:>17.3f}{results['direct_us_per_op']:>20.3f}"
                      f"{r['overhead_us_per_op']:>16.3f}")
+    e = results["fd_execute"]
+    lines.append(f"fd.execute of a 20-op fusion: first {e['first_execute_s'] * 1e3:.1f} ms (lower, compile, run), "
+                 f"then {e['execute_s'] * 1e3:.3f} ms against {e['evaluator_run_s'] * 1e3:.3f} ms for "
+                 f"Evaluator.run: {e['ratio']:.3f}x")
     return "\n".join(lines)
 
 

@@ -63,6 +63,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--png", type=Path, help="write the chart here (needs matplotlib)")
+    parser.add_argument("--chunks", nargs="+", type=int, default=list(CHUNK_COUNTS),
+                        help="stream chunk counts S of the swept variants (default: 2 4 8)")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     args = parser.parse_args(argv)
     args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
 def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
     world = dist.get_world_size()
     for m, k, _ in args.shapes:
-        problem = unsupported(m, k, world, list(CHUNK_COUNTS))
+        problem = unsupported(m, k, world, args.chunks)
         if problem:
             raise SystemExit(f"overlap.py: {problem}")
     dtype = DTYPES[args.dtype]
@@ -104,13 +106,15 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
         "machine": machine_info(device, args.dtype),
         "repeat": args.repeat,
         "warmup": args.warmup,
+        "chunk_counts": args.chunks,
         "hostir_variants": {label: lowering_pipeline(options) for label, options in HOSTIR_VARIANTS},
         "cases": rows,
     }
 
 
-def variant_builders(case: Case) -> list[tuple[str, Callable[[], Variant] | str]]:
-    """Every variant of the case by name: how to build it, or why it does not run here."""
+def variant_builders(case: Case, chunk_counts: list[int]) -> list[tuple[str, Callable[[], Variant] | str]]:
+    """Every variant of the case by name, the swept ones at each of `chunk_counts`: how to
+    build it, or why it does not run here."""
     cuda = case.p.device.type == "cuda"
     fused = case.torch_fused if cuda else NEEDS_CUDA
     if case.torch_fused is None:
@@ -120,9 +124,9 @@ def variant_builders(case: Case) -> list[tuple[str, Callable[[], Variant] | str]
         ("comm_ce", case.comm_ce if cuda else NEEDS_CUDA),
         ("matmul", case.matmul),
         ("naive", case.naive),
-        *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in CHUNK_COUNTS),
+        *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in chunk_counts),
         ("torch_fused", fused),
-        *((f"{label}_S{s}", partial(hostir, case, s, options)) for label, options in HOSTIR_VARIANTS for s in CHUNK_COUNTS),
+        *((f"{label}_S{s}", partial(hostir, case, s, options)) for label, options in HOSTIR_VARIANTS for s in chunk_counts),
     ]
 
 
@@ -132,14 +136,14 @@ def families() -> list[str]:
 
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace) -> dict:
-    variants = {name: measure_variant(build, case, next(seeds), args) for name, build in variant_builders(case)}
+    variants = {name: measure_variant(build, case, next(seeds), args) for name, build in variant_builders(case, args.chunks)}
     ideal = ideal_ms(variants)
     for name, result in variants.items():
         if name not in BASELINES and "ms" in result and ideal:
             result["ratio"] = result["ms"] / ideal
     best = {}
     for family in families():
-        swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in CHUNK_COUNTS]
+        swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in args.chunks]
         timed = [(ratio, s) for ratio, s in swept if ratio is not None]
         if timed:
             ratio, s = min(timed)
@@ -174,7 +178,7 @@ def table(report: dict) -> str:
     first = report["cases"][0]["variants"]
     variant_columns = [name for name in first if name not in BASELINES]
     for family in families():  # the best-S column right after its family's last S
-        variant_columns.insert(variant_columns.index(f"{family}_S{CHUNK_COUNTS[-1]}") + 1, f"{family}_best")
+        variant_columns.insert(variant_columns.index(f"{family}_S{report['chunk_counts'][-1]}") + 1, f"{family}_best")
     header = ["case", *(f"{name} ms" for name in BASELINES), "ideal ms", *variant_columns]
     rows, failures = [], []
     for row in report["cases"]:

@@ -26,3 +26,4 @@ def parse_module(text: str | bytes, name: str = "<string>"):
     module = LocatingParser(make_context(), text, name).parse_module()
     verify_located(module)
     return module
+

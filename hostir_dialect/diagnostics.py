@@ -13,8 +13,10 @@ SSA dominance, symbol redefinitions at the second definition, positive constant
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import io
+import re
 import sys
 
 from xdsl.dialects import arith, scf
@@ -188,6 +190,9 @@ class LocatingParser(TokenHistory, Parser):
     nesting deeper than RECURSION_LIMIT allows, are located errors.
 
     `line_offset` is the line the text starts at in its file (for split input files).
+    Lines are found by bisecting the offsets of the line starts, numbered once: xDSL's
+    `Span.get_location` counts the newlines from the start of the text at every call,
+    which made locating every op quadratic in the size of the file.
     """
 
     def __init__(self, ctx, text: str | bytes, name: str = "<unknown>", line_offset: int = 0):
@@ -201,19 +206,20 @@ class LocatingParser(TokenHistory, Parser):
         self.line_offset = line_offset
         self.first_uses: dict[str, Span] = {}
         """Where each value name was first used before its definition."""
+        self.line_starts = [0, *(match.end() for match in re.finditer("\n", text))]
+        self.file = StringAttr(name)
 
     def parse_operation(self) -> Operation:
         start_span = peek_token(self).span  # where the op's text starts
-        start = start_span.get_location()
         try:
             op = super().parse_operation()
         except VerifyException as error:
             # Custom formats check type constraints while parsing; locate that error too.
             self.raise_error(str(error), start_span)
         if not isinstance(op.location, FileLineColLoc):  # a written `loc(...)` is kept
-            op.location = FileLineColLoc(
-                StringAttr(start.file), IntAttr(start.line + self.line_offset), IntAttr(start.col)
-            )
+            line = bisect.bisect_right(self.line_starts, start_span.start)
+            column = start_span.start - self.line_starts[line - 1] + 1
+            op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(column))
         return op
 
     def resolve_operand(self, operand, type):

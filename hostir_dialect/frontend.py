@@ -227,6 +227,7 @@ class IterDomain:
                         f"a tensor has at most one {parallel} axis"
                     )
         self.parallel_type = parallel
+        tensor._fd._revise()
 
     def __repr__(self) -> str:
         kind = "" if self._logical.kind == IterKind.ITERATION else str(self._logical.kind)
@@ -339,6 +340,7 @@ class Tensor(_Value):
         if not isinstance(mesh, DeviceMesh):
             raise FusionDefinitionError(f"{self.name}.set_device_mesh expects a DeviceMesh, got {mesh!r}")
         self.device_mesh = mesh
+        self._fd._revise()
 
     def outer_split(self, axis: int, factor: int) -> Tensor:
         """Split loop axis `axis` into an outer axis of extent `factor` and the remainder."""
@@ -360,6 +362,7 @@ class Tensor(_Value):
         inner = DYNAMIC if piece.extent == DYNAMIC else piece.extent // factor
         at = logical.pieces.index(piece)
         logical.pieces[at : at + 1] = [IterDomain(self, logical, factor), IterDomain(self, logical, inner)]
+        self._fd._revise()
         return self
 
     def set_allocation_order(self, order: Sequence[int]) -> None:
@@ -370,6 +373,7 @@ class Tensor(_Value):
                 f"its {len(self._axes)} logical axes"
             )
         self._alloc_order = tuple(order)
+        self._fd._revise()
 
     def _loop_index(self, index: object, what: str) -> int:
         size = len(self.loop_domain)
@@ -415,6 +419,9 @@ class FusionDefinition:
         self._outputs: list[Tensor] = []
         self._nodes: list[_Node] = []
         self._count = 0
+        self.revision = 0
+        """Changes whenever the definition or a schedule does, so that what was built
+        from this definition (a lowered program, a compiled one) knows it is stale."""
 
     def __enter__(self) -> FusionDefinition:
         if self._state != "new":
@@ -432,6 +439,7 @@ class FusionDefinition:
         element_type = data_type(dtype).element_type
         tensor = Tensor(self, self._next_name("T"), element_type, _extents("define_tensor", shape))
         self._inputs.append(tensor)
+        self._revise()
         return tensor
 
     def define_scalar(self, value: bool | int | float, dtype: object = None) -> Scalar:
@@ -450,6 +458,7 @@ class FusionDefinition:
         self._check_open("add_output")
         self._check_tensor(tensor, "add_output")
         self._outputs.append(tensor)
+        self._revise()
 
     def _check_open(self, what: str) -> None:
         if self._state == "new":
@@ -475,9 +484,13 @@ class FusionDefinition:
         self._count += 1
         return name
 
+    def _revise(self) -> None:
+        self.revision += 1
+
     def _record_constant(self, scalar: Scalar) -> None:
         scalar.name = self._next_name("S")
         self._nodes.append(_Node([], lambda _operands, _type: arith.ConstantOp(scalar.attribute), scalar))
+        self._revise()
 
     def _define(
         self,
@@ -507,6 +520,7 @@ class FusionDefinition:
                 self._record_constant(operand)
         result = Tensor(self, self._next_name("T"), element_type, result_axes)
         self._nodes.append(_Node(list(operands), build, result))
+        self._revise()
         return result
 
     # -- emission ---------------------------------------------------------------------

@@ -4,12 +4,15 @@
 last op returns the outputs, printed as `func.func` is; `update_function_type()` (xDSL's
 name on `func.FuncOp`) resynchronizes the signature after a pass retypes values.
 `ReturnLikeOp` is its terminator: tensor operands, `fusion.return %a : T`.
+`lookup_function(op, name)` finds a function by name, as `SymbolTable.lookup_symbol`
+does, in O(1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import ClassVar
+from weakref import WeakKeyDictionary
 
 from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, SymbolNameConstraint
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
@@ -17,7 +20,13 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation, prop_def, region_def, traits_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import CallableOpInterface, HasParent, IsolatedFromAbove, SymbolOpInterface
+from xdsl.traits import (
+    CallableOpInterface,
+    HasParent,
+    IsolatedFromAbove,
+    SymbolOpInterface,
+    SymbolTable,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from .tensor_type import TensorType
@@ -113,3 +122,38 @@ class FunctionLikeOp(IRDLOperation):
             printer, self.sym_name, self.function_type, self.body, self.attributes,
             reserved_attr_names=("sym_name", "function_type"),
         )
+
+
+_SYMBOL_TABLES: WeakKeyDictionary[Operation, dict[str, Operation]] = WeakKeyDictionary()
+"""Symbol-table op -> its symbols by name, as last seen (see lookup_function)."""
+
+
+def lookup_function(op: Operation, name: str) -> Operation | None:
+    """The symbol named `name` in the symbol table around `op` (its module).
+
+    xDSL's `SymbolTable.lookup_symbol` walks the module at every call, so verifying a
+    program that posts to N kernel units took O(N^2). The table is kept per module and
+    trusted only while it is right: a symbol found must still be in the module under
+    that name, and a name not found makes the table be read again."""
+    table_op = op
+    while not table_op.has_trait(SymbolTable):
+        parent = table_op.parent_op()
+        if parent is None:
+            return None
+        table_op = parent
+    table = _SYMBOL_TABLES.get(table_op, {})
+    found = table.get(name)
+    if found is None or found.parent_op() is not table_op or _symbol_name(found) != name:
+        table = {}
+        for candidate in table_op.regions[0].block.ops:
+            symbol = _symbol_name(candidate)
+            if symbol is not None:
+                table.setdefault(symbol, candidate)
+        _SYMBOL_TABLES[table_op] = table
+        found = table.get(name)
+    return found
+
+
+def _symbol_name(op: Operation) -> str | None:
+    name = op.get_attr_or_prop("sym_name")
+    return name.data if isinstance(name, StringAttr) else None

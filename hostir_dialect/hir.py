@@ -44,12 +44,11 @@ from xdsl.traits import (
     MemoryWriteEffect,
     OpTrait,
     Pure,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .functions import FunctionLikeOp, ReturnLikeOp
+from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
 
@@ -374,7 +373,7 @@ class PostOnStreamOp(HostOp):
         return self.callee.root_reference.data
 
     def unit(self) -> FuncOp:
-        found = SymbolTable.lookup_symbol(self, self.callee)
+        found = lookup_function(self, self.callee_name())
         if not isinstance(found, FuncOp):
             raise VerifyException(f"@{self.callee_name()} is not a fusion.func in this module")
         return found
@@ -478,6 +477,19 @@ class CollectiveOp(WaitedOp):
     @property
     def root_id(self) -> int | None:
         return self.root.value.data if self.root is not None else None
+
+    def takes_part(self, rank: int) -> bool:
+        """Does `rank` post this collective? A rank outside the team skips it."""
+        return rank in self.team_ids
+
+    def needs_input(self, member: int) -> bool:
+        """Must team member `member` hold an input buffer? One that must and does not
+        cannot post (runtime/communicator.py); where it need not, it posts scratch."""
+        return True
+
+    def needs_output(self, member: int) -> bool:
+        """Must team member `member` hold an output buffer? (See `needs_input`.)"""
+        return True
 
     def verify_(self) -> None:
         team = self.team_ids
@@ -664,6 +676,12 @@ class ScatterOp(RootedCollectiveOp):
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
         return self.gathered_problem(input_numel, output_numel, "input")
 
+    def needs_input(self, member: int) -> bool:
+        return member == self.root_id
+
+    def needs_output(self, member: int) -> bool:
+        return member != self.root_id
+
 
 @irdl_op_definition
 class GatherOp(RootedCollectiveOp):
@@ -679,6 +697,12 @@ class GatherOp(RootedCollectiveOp):
             return None
         return problem
 
+    def needs_input(self, member: int) -> bool:
+        return False  # a member without input sends zeros
+
+    def needs_output(self, member: int) -> bool:
+        return False  # a root without output gathers into scratch
+
 
 @irdl_op_definition
 class BroadcastOp(RootedCollectiveOp):
@@ -687,12 +711,24 @@ class BroadcastOp(RootedCollectiveOp):
     name = "hir.broadcast"
     ROOT_SENDS: ClassVar[bool] = True
 
+    def needs_input(self, member: int) -> bool:
+        return member == self.root_id
+
+    def needs_output(self, member: int) -> bool:
+        return member != self.root_id
+
 
 @irdl_op_definition
 class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
     """The root gets the reduction of all inputs."""
 
     name = "hir.reduce"
+
+    def needs_input(self, member: int) -> bool:
+        return False  # a member without input adds the identity
+
+    def needs_output(self, member: int) -> bool:
+        return False  # a root without output reduces into scratch
 
 
 @irdl_op_definition
@@ -709,6 +745,12 @@ class SendRecvOp(RootedCollectiveOp):
         if not dest.is_on_rank(team[-1]):
             return f"receiver {team[-1]} holds no output buffer (mesh {dest.mesh})"
         return super().members_problem(source, dest)
+
+    def needs_input(self, member: int) -> bool:
+        return member == self.team_ids[0]
+
+    def needs_output(self, member: int) -> bool:
+        return member == self.team_ids[-1]
 
 
 @irdl_op_definition
@@ -744,6 +786,10 @@ class PointToPointOp(WaitedOp):
 
     def verify_(self) -> None:
         self.verify_work_is_waited()
+
+    def takes_part(self, rank: int) -> bool:
+        """Does `rank` post this transfer? A rank that does not hold the buffer skips it."""
+        return tensor_type(self.buffer).is_on_rank(rank)
 
 
 @irdl_op_definition
@@ -787,6 +833,11 @@ class TeamPositionOp(IndexValueOp):
     @property
     def team_ids(self) -> tuple[int, ...]:
         return self.team.get_values()
+
+    def position_of(self, rank: int) -> int:
+        """The value this op has on `rank`."""
+        team = self.team_ids
+        return team.index(rank) if rank in team else -1
 
     def verify_(self) -> None:
         team = self.team_ids

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 
 from .fusion import ComputeOp
+from .hir import CollectiveOp
 from .tensor_type import DEVICE_KINDS, ParallelKind, TensorType, tensor_type
 
 
@@ -94,3 +95,18 @@ def communicates(op: Operation) -> bool:
     """Moves data between devices: its input and result are sharded differently, or it
     reduces over a device-parallel axis (each device holds only a partial result)."""
     return is_resharding(op) or reduces_sharded_axis(op)
+
+
+def largest_device(root: Operation) -> int | None:
+    """The largest device id named in `root` and the ops inside it: by the meshes of
+    their tensors and the teams of their collectives (None when there is none). A program
+    needs a world of at least this many ranks plus one."""
+    devices = set()
+    for op in root.walk():
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            if isinstance(value.type, TensorType) and value.type.mesh is not None:
+                devices.update(value.type.mesh.devices)
+        if isinstance(op, CollectiveOp):
+            devices.update(op.team_ids)
+    return max(devices, default=None)

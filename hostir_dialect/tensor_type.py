@@ -31,6 +31,7 @@ typed accessor for an SSA value's type.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -51,7 +52,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.str_enum import StrEnum
 
-from .parsing import peek_token
+from .parsing import peek_token, resume_at, source_text
 
 DYNAMIC = -1
 """Extent of an axis whose size is only known at run time (printed `?`)."""
@@ -341,7 +342,8 @@ class TensorType(Data[TensorDesc], TypeAttribute):
     name = "fusion.tensor"
 
     def verify(self) -> None:
-        for problem in self.data.problems():
+        problem = _first_problem(self.data)
+        if problem is not None:
             raise VerifyException(f"invalid tensor type: {problem}")
 
     # -- construction -----------------------------------------------------------
@@ -484,55 +486,12 @@ class TensorType(Data[TensorDesc], TypeAttribute):
     # -- syntax -----------------------------------------------------------------
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> TensorDesc:
-        start = parser.pos
-        with parser.in_angle_brackets():
-            element_type = parser.parse_type()
-            axes = parser.parse_comma_separated_list(
-                parser.Delimiter.SQUARE, lambda: _parse_axis(parser)
-            )
-            mesh: Mesh | None = None
-            alloc: tuple[tuple[int, ...], int | None] | None = None
-            seen: set[str] = set()
-            while parser.parse_optional_punctuation(","):
-                key_span = peek_token(parser).span
-                key = parser.parse_keyword_in(("mesh", "alloc"), " in tensor type")
-                if key in seen:
-                    parser.raise_error(f"duplicate {key}= clause in tensor type", key_span)
-                seen.add(key)
-                parser.parse_punctuation("=")
-                if key == "mesh":
-                    mesh = _parse_mesh(parser)
-                else:
-                    alloc = _parse_alloc(parser)
-        order, stream_marked = alloc if alloc else (None, None)
-        if order == tuple(range(len(axes))):
-            order = None
-        desc = TensorDesc(element_type, tuple(axes), mesh, order, stream_marked is not None)
-        for problem in desc.problems():
-            parser.raise_error(f"invalid tensor type: {problem}", start, parser.pos)
-        stream_axis = _axis_with(desc.axes, ParallelKind.STREAM)
-        if stream_marked is not None and stream_marked != stream_axis:
-            parser.raise_error(
-                f"invalid tensor type: allocation marks axis {stream_marked} as stream "
-                f"but the stream axis is {stream_axis}",
-                start,
-                parser.pos,
-            )
-        return desc
+        return _PARSED_TYPES.parse(parser, _parse_desc)
 
     def print_parameter(self, printer: Printer) -> None:
         printer.print_string("<")
         printer.print_attribute(self.element_type)
-        printer.print_string("[" + ", ".join(_format_axis(a) for a in self.axes) + "]")
-        if self.mesh is not None:
-            printer.print_string(f", mesh={self.mesh}")
-        if self.alloc_order is not None or self.stream_allocated:
-            stream_axis = self.stream_axis() if self.stream_allocated else None
-            entries = [
-                f"{i} stream" if i == stream_axis else str(i) for i in self.allocation_order()
-            ]
-            printer.print_string(", alloc=[" + ", ".join(entries) + "]")
-        printer.print_string(">")
+        printer.print_string(_format_layout(self.data) + ">")
 
 
 def tensor_type(value: SSAValue) -> TensorType:
@@ -542,6 +501,101 @@ def tensor_type(value: SSAValue) -> TensorType:
         name = f"%{value.name_hint}" if value.name_hint else "a value"
         raise TypeError(f"{name} is not a tensor: its type is {value.type}")
     return value.type
+
+
+class _ParsedTypes:
+    """Tensor types parsed before, by their text from `<` to `>`.
+
+    A program names the same few types over and over, and lexing one costs more than
+    the op around it. A text is kept only if it parsed and ends at its first `>`, and
+    only if it holds no alias or string (`!`, `#`, `"`: their meaning depends on the
+    file), so the same text always parses to the same type; it is looked up by the text
+    up to the next `>`. At most `limit` texts are kept (a full table starts over).
+    """
+
+    def __init__(self, limit: int = 4096):
+        self.limit = limit
+        self.descs: dict[str, TensorDesc] = {}
+
+    def parse(self, parser: AttrParser, parse_desc) -> TensorDesc:
+        text = source_text(parser)
+        start = parser.pos
+        end = text.find(">", start) + 1
+        key = text[start:end] if end else ""
+        known = self.descs.get(key)
+        if known is not None:
+            resume_at(parser, end)
+            return known
+        desc = parse_desc(parser)
+        if end and not text[end : parser.pos].strip() and not any(c in key for c in '!#"'):
+            if len(self.descs) >= self.limit:
+                self.descs.clear()
+            self.descs[key] = desc
+        return desc
+
+
+_PARSED_TYPES = _ParsedTypes()
+
+
+def _parse_desc(parser: AttrParser) -> TensorDesc:
+    """`<f32[8, 2 didx], mesh=[0, 1]>`: the parameters, checked (errors located at the type)."""
+    start = parser.pos
+    with parser.in_angle_brackets():
+        element_type = parser.parse_type()
+        axes = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: _parse_axis(parser)
+        )
+        mesh: Mesh | None = None
+        alloc: tuple[tuple[int, ...], int | None] | None = None
+        seen: set[str] = set()
+        while parser.parse_optional_punctuation(","):
+            key_span = peek_token(parser).span
+            key = parser.parse_keyword_in(("mesh", "alloc"), " in tensor type")
+            if key in seen:
+                parser.raise_error(f"duplicate {key}= clause in tensor type", key_span)
+            seen.add(key)
+            parser.parse_punctuation("=")
+            if key == "mesh":
+                mesh = _parse_mesh(parser)
+            else:
+                alloc = _parse_alloc(parser)
+    order, stream_marked = alloc if alloc else (None, None)
+    if order == tuple(range(len(axes))):
+        order = None
+    desc = TensorDesc(element_type, tuple(axes), mesh, order, stream_marked is not None)
+    for problem in desc.problems():
+        parser.raise_error(f"invalid tensor type: {problem}", start, parser.pos)
+    stream_axis = _axis_with(desc.axes, ParallelKind.STREAM)
+    if stream_marked is not None and stream_marked != stream_axis:
+        parser.raise_error(
+            f"invalid tensor type: allocation marks axis {stream_marked} as stream "
+            f"but the stream axis is {stream_axis}",
+            start,
+            parser.pos,
+        )
+    return desc
+
+
+# A program names the same few types over and over: each is checked and formatted once
+# (TensorDescs are immutable values).
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_problem(desc: TensorDesc) -> str | None:
+    return next(desc.problems(), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_layout(desc: TensorDesc) -> str:
+    """`[8 stream, 64], mesh=[0, 1], alloc=[..]`: the type's text after the element type."""
+    text = "[" + ", ".join(_format_axis(a) for a in desc.axes) + "]"
+    if desc.mesh is not None:
+        text += f", mesh={desc.mesh}"
+    if desc.alloc_order is not None or desc.stream_allocated:
+        stream_axis = _axis_with(desc.axes, ParallelKind.STREAM) if desc.stream_allocated else None
+        order = desc.alloc_order if desc.alloc_order is not None else range(len(desc.axes))
+        text += ", alloc=[" + ", ".join(f"{i} stream" if i == stream_axis else str(i) for i in order) + "]"
+    return text
 
 
 def _format_axis(axis: Axis) -> str:

@@ -18,6 +18,9 @@ for var in ("PYTHONPATH", "VIRTUAL_ENV", "HOME"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
+# Verify after every pass (hostir-opt --verify-each), as the pytest suite does.
+config.environment["HOSTIR_VERIFY_EACH"] = "1"
+
 for tool in ("hostir-opt", "filecheck"):
     if shutil.which(tool, path=os.environ["PATH"]) is None:
         lit_config.fatal(f"'{tool}' not found on PATH: install the project with its test extras (see README)")

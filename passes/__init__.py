@@ -60,6 +60,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return split_by_member.SplitByMember
 
+    def get_verify_collective_order():
+        from passes import verify_collective_order
+
+        return verify_collective_order.VerifyCollectiveOrder
+
     return {
         "convert-op-to-communication": get_convert_op_to_communication,
         "decompose-reshardings": get_decompose_reshardings,
@@ -69,12 +74,14 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "propagate-shardings": get_propagate_shardings,
         "split-by-member": get_split_by_member,
         "stream-parallel-type": get_stream_parallel_type,
+        "verify-collective-order": get_verify_collective_order,
     }
 
 
 PIPELINES: dict[str, tuple[str, ...]] = {
     # nvFuser's order: the preseg passes (csrc/preseg_passes/pre_segmenter.cpp), the host
-    # lowering (csrc/host_ir/lower.cpp), then the host IR passes (csrc/host_ir/passes.cpp).
+    # lowering (csrc/host_ir/lower.cpp), then the host IR passes (csrc/host_ir/passes.cpp);
+    # last, a check nvFuser does not make: no rank waits forever for another's collective.
     "hostir-lower": (
         "propagate-shardings",
         "decompose-reshardings",
@@ -84,6 +91,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "convert-op-to-communication",
         "split-by-member",
         "insert-deallocations",
+        "verify-collective-order",
     ),
 }
 """Named pass sequences. They are expanded into their member passes before xDSL parses

@@ -16,7 +16,10 @@ In order:
    with `insert-after=true` the op computes on its most parallel input's sharding and a
    set after it reshards the result (nvFuser's InsertReshardingAfter)
    (`InsertReshardingSets`);
-4. every remaining resharding op is checked to be one communication.
+4. sets that reshard the same value to the same type (one in front of each of two
+   consumers, say) are merged into the first, so that each value is communicated once
+   per sharding (`share_reshardings`);
+5. every remaining resharding op is checked to be one communication.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -35,7 +38,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect.diagnostics import HostIRError, located_like, op_error
 from hostir_dialect.fusion import (
@@ -52,7 +55,7 @@ from hostir_dialect.fusion import (
     SetOp,
     by_parallelism,
 )
-from hostir_dialect.sharding import have_different_shardings, reduces_sharded_axis
+from hostir_dialect.sharding import have_different_shardings, is_resharding, reduces_sharded_axis
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import (
     DEVICE_KINDS,
@@ -359,7 +362,25 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
 
 
 # --------------------------------------------------------------------------- #
-# 4. validation
+# 4. one communication per value and sharding
+# --------------------------------------------------------------------------- #
+
+
+def share_reshardings(func: FuncOp) -> None:
+    """Replace every resharding `fusion.set` that repeats an earlier one (same input,
+    same result type) by that earlier one, which comes before all its uses: a fusion
+    is one block."""
+    first: dict[tuple[SSAValue, Attribute], SetOp] = {}
+    for op in list(func.body.block.ops):
+        if not isinstance(op, SetOp) or op.out is not None or not is_resharding(op):
+            continue
+        earlier = first.setdefault((op.input, op.result.type), op)
+        if earlier is not op:
+            Rewriter.replace_op(op, [], [earlier.result])
+
+
+# --------------------------------------------------------------------------- #
+# 5. validation
 # --------------------------------------------------------------------------- #
 
 
@@ -401,4 +422,5 @@ class DecomposeReshardings(ModulePass):
             for patterns in stages:
                 _rewrite(func, patterns)
                 func.update_function_type()
+            share_reshardings(func)
             validate(func)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
@@ -70,13 +70,15 @@ def insert_deallocations(program: hir.ProgramOp) -> None:
     classes = alias_classes(program)
     terminator = program.body.block.last_op
     assert terminator is not None
-    kept = {value for returned in terminator.operands for value in _class_of(returned, classes)}
+    owner_of = {alias: owner for owner, aliases in classes.items() for alias in aliases}
+    kept = {value for returned in terminator.operands if returned in owner_of for value in classes[owner_of[returned]]}
     kept |= set(program.args)
+    positions = _BlockPositions()
     inserted_after: dict[Operation, Operation] = {}
     for owner, aliases in classes.items():
         if owner in kept or any(isinstance(u, hir.DeallocateOp) for a in aliases for u in uses_until_done(a)):
             continue
-        anchor = _last_use_in_defining_block(owner, aliases)
+        anchor = _last_use_in_defining_block(owner, aliases, positions)
         if anchor is None:
             continue
         owner_op = owner.owner
@@ -86,11 +88,23 @@ def insert_deallocations(program: hir.ProgramOp) -> None:
         inserted_after[anchor] = dealloc
 
 
-def _class_of(value: SSAValue, classes: dict[SSAValue, list[SSAValue]]) -> list[SSAValue]:
-    return next(aliases for aliases in classes.values() if value in aliases)
+class _BlockPositions:
+    """Each op's position in its block, numbered once per block (xDSL's
+    `Block.get_operation_index` walks the block at every call). Deallocations inserted
+    later are never asked about: anchors are ops of the program as it was."""
+
+    def __init__(self) -> None:
+        self._by_block: dict[Block, dict[Operation, int]] = {}
+
+    def of(self, op: Operation) -> int:
+        block = op.parent_block()
+        assert block is not None
+        if block not in self._by_block:
+            self._by_block[block] = {o: i for i, o in enumerate(block.ops)}
+        return self._by_block[block][op]
 
 
-def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue]) -> Operation | None:
+def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue], positions: _BlockPositions) -> Operation | None:
     """The op of the owner's block after which no alias is used any more (the owner's
     definition if nothing uses it); None if the buffer leaves the block (a terminator)."""
     defining = owner.owner
@@ -98,7 +112,7 @@ def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue]) -> Ope
     block = defining.parent_block()
     assert block is not None
     anchors = [block.find_ancestor_op_in_block(user) for a in aliases for user in uses_until_done(a)]
-    last = max((a for a in anchors if a is not None), key=block.get_operation_index, default=defining)
+    last = max((a for a in anchors if a is not None), key=positions.of, default=defining)
     return None if last is block.last_op and last.has_trait(IsTerminator) else last
 
 

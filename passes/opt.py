@@ -5,7 +5,10 @@ It overrides only what it must of `xDSLOptMain`: the dialects, passes and fronte
 registers; the pipeline, built by passes/pipeline.py so that pipelines (`-p hostir-lower`)
 are expanded and `--disable-pass`, `--print-ir-after[-all]` and `--time-passes` reach
 their member passes; `-o`, written only once the run has succeeded; `--help`, which lists
-every pass with its one-line description, as `mlir-opt --help` does. Every op is
+every pass with its one-line description, as `mlir-opt --help` does;
+`--verify-each-pass-numerically`, which hands the pipeline the runtime's numerical
+`PassCheck`, found through the `hostir.pass_checks` entry points (pyproject.toml) since
+the passes do not import the runtime (docs/architecture.md). Every op is
 located, so parse, verifier and pass errors print `file:line:col: error: ...` and exit 1
 (with `--verify-diagnostics` they are printed to stdout and the exit code is 0, as in
 xdsl-opt); `--debug` shows the Python traceback instead.
@@ -19,7 +22,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from io import StringIO
 from pathlib import Path
 from typing import IO
@@ -33,7 +36,17 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
 from . import PIPELINES, get_all_passes
-from .pipeline import ALL, PassManagerOptions, PassRun, apply_pipeline, build_pipeline, check_pass_names
+from .pipeline import (
+    ALL,
+    VERIFY_EACH_VARIABLE,
+    PassCheck,
+    PassManagerOptions,
+    PassRun,
+    apply_pipeline,
+    build_pipeline,
+    check_pass_names,
+    verify_each_by_default,
+)
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -43,6 +56,19 @@ _UNDOCUMENTED = {
     "dce": "Eliminate dead code: unused ops without side effects (xDSL)",
 }
 """Descriptions of the upstream passes whose classes have no docstring."""
+
+
+PASS_CHECKS = "hostir.pass_checks"
+"""The entry-point group of `PassCheck` classes by name; the runtime registers `numerical`."""
+
+
+def load_pass_check(name: str) -> PassCheck:
+    """A new instance of the `PassCheck` registered as `name`."""
+    found = entry_points(group=PASS_CHECKS, name=name)
+    if not found:
+        raise ValueError(f"no pass check {name!r} is installed (entry points {PASS_CHECKS}); "
+                         "install hostir with `pip install -e .`")
+    return next(iter(found)).load()()
 
 
 def registered_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -155,8 +181,15 @@ class HostIROptMain(xDSLOptMain):
                                 help="dump the IR to stderr after every pass")
         arg_parser.add_argument("--print-ir-after", action="append", default=[], metavar="NAME",
                                 help="dump the IR to stderr after this pass (repeatable)")
+        arg_parser.add_argument("--verify-each", action="store_true",
+                                help="verify the IR after every pass, not only after the pipeline "
+                                     f"(the default when {VERIFY_EACH_VARIABLE}=1, as in the test suites)")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
+        arg_parser.add_argument("--verify-each-pass-numerically", action="store_true",
+                                help="run the module before and after every pass on the same random inputs "
+                                     "(on CPU ranks when it names several devices) and report the first pass "
+                                     "that changes an output")
         # --help ends with every pass and pipeline; the list imports every pass, so it is
         # built only when the help is printed.
         format_help = arg_parser.format_help
@@ -178,7 +211,11 @@ class HostIROptMain(xDSLOptMain):
             disabled=frozenset(self.args.disable_pass),
             print_ir_after=frozenset(after),
             time_passes=self.args.time_passes,
-            verify_each=not self.args.disable_verify,
+            verify=not self.args.disable_verify,
+            # the numerical check runs the module after every pass: only a verified one
+            verify_each=not self.args.disable_verify
+            and (self.args.verify_each or self.args.verify_each_pass_numerically or verify_each_by_default()),
+            check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
         )
         self.pass_run = PassRun()
         self.pipeline = build_pipeline(self.args.passes, self.options, self.available_passes, self.pass_run)

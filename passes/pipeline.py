@@ -3,10 +3,16 @@
 `build_pipeline("a,b{opt=1},hostir-lower", options)` expands pipeline names into their
 member passes (so disabling a pass or dumping the IR after one reaches the members),
 drops the disabled passes, and hands the rest to `PassPipeline.parse_spec` with one
-`Instrumentation` callback, which after every pass verifies the module with located
-diagnostics, dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when
-asked, and times it; `apply_pipeline` prints MLIR's `--time-passes` report when the
-pipeline ends, also when a pass failed.
+`Instrumentation` callback, which verifies the module with located diagnostics when
+the pipeline ends (after every pass with `verify_each`, as mlir-opt's `--verify-each`),
+dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when asked, times
+the passes and the verification, and shows it to a `PassCheck` when one is given
+(`--verify-each-pass-numerically`); `apply_pipeline` prints MLIR's `--time-passes` report
+when the pipeline ends, also when a pass failed.
+
+Verifying walks the whole module, so after every pass it costs about as much as a pass;
+the test suites turn it on (`HOSTIR_VERIFY_EACH=1`, the default of `verify_each`) so that
+a pass that breaks the IR is caught at that pass.
 
 nvFuser's OptimizationPass (#4385/#4401) gives every pass an enable flag and a
 dump-after option; here they are options of one run instead of global state, so two
@@ -15,11 +21,12 @@ pipelines in one process cannot affect each other.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -34,8 +41,33 @@ from . import PIPELINES, get_all_passes
 
 ALL = "all"
 
+VERIFY_EACH_VARIABLE = "HOSTIR_VERIFY_EACH"
+"""Set to 1 (the test suites do) to verify after every pass unless told otherwise."""
+
+
+def verify_each_by_default() -> bool:
+    return os.environ.get(VERIFY_EACH_VARIABLE) == "1"
+
+
+VERIFICATION = "verification"
+"""The timing report's line for the time spent verifying."""
+
 PassRegistry = Mapping[str, Callable[[], type[ModulePass]]]
 """CLI name -> loader of the pass class, as `get_all_passes()` and xDSL give them."""
+
+
+class PassCheck(Protocol):
+    """A check of what the passes do, beyond verification: it sees the module before the
+    first pass and after each one, and raises a located HostIRError to stop the pipeline.
+    The runtime provides one that interprets the module (runtime/verify_passes.py); the
+    passes reach it through the `hostir.pass_checks` entry points, not an import."""
+
+    def start(self, module: ModuleOp) -> None: ...
+
+    def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None: ...
+
+    def finish(self) -> None:
+        """After the last pass: a check may defer its work to here."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +77,14 @@ class PassManagerOptions:
     print_ir_after: frozenset[str] = frozenset()
     """Passes after which to dump the IR; contains ALL to dump after every pass."""
     time_passes: bool = False
-    verify_each: bool = True
+    verify: bool = True
+    """Verify the module when the pipeline ends."""
+    verify_each: bool = field(default_factory=verify_each_by_default)
+    """Verify after every pass (implies `verify`)."""
     dump_stream: TextIO | None = None
     """Where IR dumps and timings go (default: stderr, as MLIR tools do)."""
+    check: PassCheck | None = None
+    """Shown the module before the first pass and after each one."""
 
     def dumps_after(self, name: str) -> bool:
         return ALL in self.print_ir_after or name in self.print_ir_after
@@ -66,6 +103,7 @@ class PassTiming:
 @dataclass
 class PassRun:
     timings: list[PassTiming] = field(default_factory=list)
+    """Each pass's time, in order, then the time spent verifying (VERIFICATION), if any."""
     skipped: list[str] = field(default_factory=list)
 
 
@@ -77,23 +115,38 @@ class Instrumentation:
         self.options = options
         self.run = run
         self.started = 0.0
+        self.verifying: float | None = None
+        """Seconds spent verifying in this application of the pipeline (None: none)."""
 
     def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        check = self.options.check
         if previous is None:
             self.run.timings.clear()  # a new application (e.g. the next --split-input-file chunk)
+            self.verifying = None
+            if check is not None:
+                check.start(module)
         else:
             self.run.timings.append(PassTiming(previous.name, time.perf_counter() - self.started))
-            self.after_pass(previous, module)
+            self.after_pass(previous, module, last=following is None)
+        if following is None:
+            if self.verifying is not None:
+                self.run.timings.append(PassTiming(VERIFICATION, self.verifying))
+            if check is not None:
+                check.finish()
         self.started = time.perf_counter()
 
-    def after_pass(self, module_pass: ModulePass, module: ModuleOp) -> None:
-        if self.options.verify_each:
+    def after_pass(self, module_pass: ModulePass, module: ModuleOp, last: bool) -> None:
+        if self.options.verify_each or (last and self.options.verify):
+            started = time.perf_counter()
             verify_located(module)
+            self.verifying = (self.verifying or 0.0) + time.perf_counter() - started
         if self.options.dumps_after(module_pass.name):
             stream = self.options.stream
             stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
             Printer(stream=stream).print_op(module)
             stream.write("\n\n")
+        if self.options.check is not None:
+            self.options.check.after_pass(module_pass, module)
 
 
 def known_names(available: PassRegistry | None = None) -> set[str]:

@@ -35,9 +35,13 @@ from hostir_dialect.diagnostics import allow_deep_nesting, located_text, parse_e
 from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
+from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import ExecutionError, find_function
+from .graphs import EAGER
+from .timeline import draw, require_matplotlib
+from .trace import HOST_CLOCK_NOTE, merge, overlap, write_trace
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
-from .layouts import shard_tensor, torch_dtype, unshard
+from .layouts import random_tensor, shard_tensor, unshard
 from .reference import run_fusion
 
 
@@ -53,13 +57,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", nargs="+", metavar="PT", help="global input tensors saved with torch.save")
     source.add_argument("--seed", type=int, default=0, help="seed of the random global inputs (default 0)")
-    parser.add_argument("--number-of-streams", type=int, default=4)
+    parser.add_argument("--number-of-streams", type=int, default=DEFAULT_NUMBER_OF_STREAMS)
     parser.add_argument("--repeat", type=int, default=1, help="runs per rank; the median time is printed")
     parser.add_argument("--backend", choices=("gloo", "nccl"), help="default: nccl with enough GPUs, else gloo")
     parser.add_argument("--program", help="the hir.program (or fusion.func) to run when FILE has several")
     parser.add_argument("--timeout", type=float, default=300, help="seconds before every rank is stopped")
     parser.add_argument("--collective-timeout", type=float, default=30,
                         help="seconds a rank waits for its peers in one communication before it fails (default 30)")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="capture the program in a CUDA graph on its first run and replay it (eager on CPU ranks)")
+    parser.add_argument("--trace", metavar="JSON", help="write a Chrome/Perfetto trace of one more run, every rank's")
+    parser.add_argument("--report", action="store_true",
+                        help="print each rank's communication, compute and wall time of that run and their overlap")
+    parser.add_argument("--timeline", metavar="PNG", help="draw that run's timeline (needs matplotlib: hostir[plot])")
     return parser.parse_args(argv)
 
 
@@ -134,13 +144,8 @@ def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tens
     shape = t.value_shape()
     if DYNAMIC in shape:
         raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
-    dtype = torch_dtype(t)
     try:
-        if dtype.is_floating_point:
-            return torch.randn(shape, generator=generator).to(dtype)
-        if dtype == torch.bool:
-            return torch.rand(shape, generator=generator) > 0.5
-        return torch.randint(0, 10, shape, generator=generator, dtype=dtype)
+        return random_tensor(t, generator)
     except RuntimeError as error:  # more memory than the machine has
         raise UsageError(f"cannot draw argument {index} of shape {list(shape)}: {first_line(error)}") from None
 
@@ -189,6 +194,8 @@ def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: lis
         lines.append(line)
     per_run = [max(r.times[k] for r in results) for k in range(len(results[0].times))]
     lines.append(f"median time: {statistics.median(per_run) * 1e3:.3f} ms over {len(per_run)} run(s) on {world_size} rank(s)")
+    if results[0].graph_mode != EAGER:
+        lines.append(f"graph mode: {results[0].graph_mode}")
     return Report(lines, mismatches)
 
 
@@ -201,8 +208,30 @@ def _close(value: torch.Tensor, expected: torch.Tensor) -> bool:
     return True
 
 
+def with_trace_outputs(result: Report, args: argparse.Namespace, results: Sequence[RankResult]) -> Report:
+    """`result` with the trace file, the timeline picture and the overlap report lines that
+    were asked for."""
+    traces = [r.trace for r in results if r.trace is not None]
+    if not traces:
+        return result
+    lines = result.lines
+    if args.trace:
+        write_trace(merge(traces), args.trace)
+        lines.append(f"trace: wrote {args.trace}")
+    if args.timeline:
+        draw(traces, args.timeline)
+        lines.append(f"timeline: wrote {args.timeline}")
+    if args.report:
+        lines += [overlap(trace).line() for trace in traces]
+    if not traces[0].device_clock:
+        lines.append(f"trace: {HOST_CLOCK_NOTE}")
+    return result
+
+
 def run(args: argparse.Namespace) -> Report | None:
     check_options(args)
+    if args.timeline:
+        require_matplotlib()
     module = load_module(args.file)
     host, program, reference_func = host_and_reference(module, args.program)
     joined = "RANK" in os.environ and "WORLD_SIZE" in os.environ
@@ -210,17 +239,20 @@ def run(args: argparse.Namespace) -> Report | None:
     inputs = global_inputs(program, args.inputs, args.seed)
     reference = run_fusion(module, inputs, reference_func.sym_name.data) if reference_func is not None else None
     job = Job(located_text(host), shards_per_rank(program, inputs, world_size), name=program.sym_name.data,
-              number_of_streams=args.number_of_streams, repeat=args.repeat)
+              number_of_streams=args.number_of_streams, repeat=args.repeat, cuda_graph=args.cuda_graph,
+              trace=bool(args.trace or args.report or args.timeline))
     if not joined:
         results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout,
                                  collective_timeout=args.collective_timeout)[0]
-        return report(program, results, reference, world_size)
+        return with_trace_outputs(report(program, results, reference, world_size), args, results)
     # One rank of a torchrun world: run here, collect every rank's result on rank 0.
     if not dist.is_initialized():
         dist.init_process_group(args.backend or ("nccl" if torch.cuda.is_available() else "gloo"))
     (mine,) = run_jobs(dist.get_rank(), world_size, [job])
     gathered = all_gather_pickled(mine)
-    return report(program, gathered, reference, world_size) if dist.get_rank() == 0 else None
+    if dist.get_rank() != 0:
+        return None
+    return with_trace_outputs(report(program, gathered, reference, world_size), args, gathered)
 
 
 def all_gather_pickled(value) -> list:

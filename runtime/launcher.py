@@ -3,11 +3,12 @@ existing torchrun world.
 
 `launch(fn, world_size)` starts `world_size` processes (torch.multiprocessing, start method
 forkserver: each rank forks from a server that imported the runtime once) that join one
-torch.distributed world on 127.0.0.1 and a free port, calls
-`fn(rank, world_size, *args)` in each and returns every rank's result. If a rank raises,
-the others are killed and `SpmdError` names the failing rank and its exception; a launch
-that outlives `timeout` is killed too, so nothing hangs. Collectives time out after
-`collective_timeout` seconds (a rank blocked on a dead peer fails instead of waiting).
+torch.distributed world on 127.0.0.1 and a free port, calls `fn(rank, world_size, *args)` in
+each and returns every rank's result. As soon as a rank fails -- it raises, is killed,
+crashes, or times out in a collective -- the others are killed and `SpmdError` names that
+rank and what happened to it; a launch that outlives `timeout` is killed too, so nothing
+hangs and no process outlives the launch. Collectives time out after `collective_timeout`
+seconds (a rank blocked on a peer that never posts fails instead of waiting).
 
 Starting processes still costs a world's setup, so `run_spmd_batch` runs many programs
 (`Job`s) in one launch; `run_spmd` is the one-program form.
@@ -16,8 +17,11 @@ Starting processes still costs a world's setup, so `run_spmd_batch` runs many pr
 from __future__ import annotations
 
 import datetime
+import gc
 import json
+import multiprocessing.connection
 import os
+import signal
 import socket
 import tempfile
 import time
@@ -36,7 +40,10 @@ from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import located_text
 from hostir_dialect.symbols import programs
 
+from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
+from .executor_cache import LruCache
+from .trace import Trace, traced_run
 
 # Ranks fork from a server process that imported the runtime (torch included) once, instead
 # of each importing it anew (seconds per rank); it never touches CUDA, so the ranks may.
@@ -55,9 +62,12 @@ class Job:
     inputs: Sequence[Sequence[Any]]
     """inputs[rank] = that rank's list of local input tensors (None where it holds none)."""
     name: str | None = None
-    number_of_streams: int = 4
+    number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS
     repeat: int = 1
     record_streams: bool = False
+    cuda_graph: bool = False
+    trace: bool = False
+    """Trace one more run after the timed ones (`RankResult.trace`)."""
 
 
 @dataclass
@@ -67,6 +77,9 @@ class RankResult:
     times: list[float]
     """Wall seconds of every run (device work included)."""
     stream_log: list[tuple[str, int]] | None
+    graph_mode: str = "eager"
+    """How the runs executed (`Evaluator.graph_mode`)."""
+    trace: Trace | None = None
 
 
 BACKENDS = ("gloo", "nccl")
@@ -102,7 +115,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     for job in jobs:
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams)
+                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):
@@ -111,7 +124,9 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
-        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log))
+        trace = traced_run(evaluator, inputs)[1] if job.trace else None
+        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode,
+                                  trace))
     return results
 
 
@@ -149,6 +164,8 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
         finished = True
         dist.barrier(group=finish_line)
+        # CUDA graphs that captured NCCL collectives hold the communicators: free them first.
+        gc.collect()
         dist.destroy_process_group()
     except BaseException as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -180,16 +197,29 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
             _worker, args=(world_size, free_port(), backend, result_dir, fn, args, collective_timeout, timeout),
             nprocs=world_size, join=False, start_method="forkserver",
         )
-        deadline = time.monotonic() + timeout
         try:
-            while not context.join(timeout=0.2):
-                if time.monotonic() > deadline:
-                    _kill(context)
-                    raise SpmdError(f"the {world_size} ranks did not finish within {timeout} s; all were stopped")
-        except (mp.ProcessRaisedException, mp.ProcessExitedException) as error:
+            _wait(context.processes, Path(result_dir), timeout)
+        finally:
+            # Whatever happened (a rank failed, the launch timed out, the caller was
+            # interrupted), no rank outlives the launch.
             _kill(context)
-            raise SpmdError(_failure(Path(result_dir), error)) from None
         return [torch.load(Path(result_dir) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
+
+
+def _wait(processes: Sequence, result_dir: Path, timeout: float) -> None:
+    """Until every rank has finished; SpmdError as soon as one fails or time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        exit_codes = {rank: p.exitcode for rank, p in enumerate(processes) if p.exitcode is not None}
+        failed = {rank: code for rank, code in exit_codes.items()
+                  if code != 0 or not (result_dir / f"rank{rank}.pt").exists()}
+        if failed:
+            raise SpmdError(_failure(result_dir, failed, processes))
+        if len(exit_codes) == len(processes):
+            return
+        if time.monotonic() > deadline:
+            raise SpmdError(f"the {len(processes)} ranks did not finish within {timeout} s; all were stopped")
+        multiprocessing.connection.wait([p.sentinel for p in processes if p.exitcode is None], timeout=0.2)
 
 
 def _kill(context) -> None:
@@ -197,19 +227,39 @@ def _kill(context) -> None:
         if process.is_alive():
             process.kill()
         process.join(timeout=5)
+    for path in context.error_files:  # torch's tracebacks of raising ranks: ours are in result_dir
+        Path(path).unlink(missing_ok=True)
 
 
-def _failure(result_dir: Path, error: Exception) -> str:
-    """The rank that failed first, from the records the workers left."""
+def _failure(result_dir: Path, failed: dict[int, int], processes: Sequence) -> str:
+    """Which rank failed first, and how, from the ranks that have exited.
+
+    A rank that died without leaving a record (killed by a signal, or crashed) is the
+    culprit: the others can only have failed because it disappeared. Otherwise it is the
+    rank whose record is the earliest among those that failed working (a rank that
+    finished and then timed out waiting for the others is a victim).
+    """
+    died = sorted(rank for rank in failed if not (result_dir / f"rank{rank}.err").exists())
+    if died:
+        rank = died[0]
+        return f"rank {rank} failed: {_death(failed[rank])} (pid {processes[rank].pid})"
     records = []
-    for path in result_dir.glob("rank*.err"):
-        record = json.loads(path.read_text())
-        records.append((record["finished"], record["time"], int(path.stem.removeprefix("rank")), record["message"]))
-    if records:
-        *_, rank, message = min(records)
-        return f"rank {rank} failed: {message}"
-    rank = getattr(error, "error_index", "?")
-    return f"rank {rank} failed: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+    for rank in failed:
+        record = json.loads((result_dir / f"rank{rank}.err").read_text())
+        records.append((record["finished"], record["time"], rank, record["message"]))
+    *_, rank, message = min(records)
+    return f"rank {rank} failed: {message}"
+
+
+def _death(exit_code: int) -> str:
+    if exit_code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exit_code).name}"
+        except ValueError:
+            return f"killed by signal {-exit_code}"
+    if exit_code == 0:
+        return "exited without a result"
+    return f"exited with code {exit_code} without reporting an error"
 
 
 # --------------------------------------------------------------------------- #
@@ -217,9 +267,13 @@ def _failure(result_dir: Path, error: Exception) -> str:
 # --------------------------------------------------------------------------- #
 
 
+_LOWERED: LruCache[ModuleOp] = LruCache(capacity=32)
+"""Fusions lowered by `lower_module`, by their text."""
+
+
 def lower_module(module: ModuleOp) -> ModuleOp:
-    """A copy of `module` lowered by the `hostir-lower` pipeline."""
-    return passes.lower(module.clone())
+    """A copy of `module` lowered by the `hostir-lower` pipeline (lowered once per text)."""
+    return _LOWERED.get(str(module), lambda: passes.lower(module.clone())).clone()
 
 
 def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
@@ -250,7 +304,7 @@ def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None 
 
 
 def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_size: int, *,
-             backend: str | None = None, number_of_streams: int = 4, lower: bool = False, name: str | None = None,
+             backend: str | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS, lower: bool = False, name: str | None = None,
              timeout: float = 300, collective_timeout: float = 60) -> list[list]:
     """Run one program on `world_size` spawned ranks: every rank's list of local outputs.
 

@@ -109,6 +109,17 @@ def _shard_index(t: TensorType, global_shape: Sequence[int], rank: int):
     return piece_shape, tuple(index)
 
 
+def random_tensor(t: TensorType, generator: torch.Generator) -> torch.Tensor:
+    """A random global tensor of `t` (of static shape): normal floats, booleans, integers in [0, 10)."""
+    shape = t.value_shape()
+    dtype = torch_dtype(t)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=generator) > 0.5
+    return torch.randint(0, 10, shape, generator=generator, dtype=dtype)
+
+
 def _check_shardable(t: TensorType) -> None:
     if t.stream_allocated:
         raise ValueError("a stream-allocated tensor holds one stream chunk at a time; it has no fixed shard")

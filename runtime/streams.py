@@ -1,17 +1,129 @@
 """Streams of a host program: torch CUDA streams on a GPU, a bookkeeping stand-in on CPU.
 
-Both pools have the same interface, so one compiled program runs on either:
-`current()`, `get(key)` (the worker stream of an integer key, created on first use and
-cached for the pool's lifetime, i.e. across runs), `set_current(s)`, `synchronize(s)`
-(the current stream waits for `s`: an event recorded on `s` and waited on by the current
-stream, never blocking the host) and `stream_id(s)` (a stable integer, for debug logs).
+Both pools share the logic below and differ only in four primitives (the backend's current
+stream, a new stream, recording a mark on a stream, making a stream wait for a mark), so
+one compiled program runs on either and the CPU pool tests the logic:
+
+- `current()`, `set_current(s)`: the program's current stream. Setting it costs no torch
+  call: torch's current stream follows only when device work is next enqueued
+  (`activate()`, called by every step that enqueues some), so a stream that is made
+  current only to wait for another (`hir.set_current_stream %user; hir.synchronize %w`)
+  never becomes torch's current stream.
+- `get(key)`: the worker stream of an integer key, created on first use and cached for the
+  pool's lifetime, i.e. across runs.
+- `synchronize(s)`: the current stream waits for the work enqueued on `s` so far, never
+  blocking the host. A mark (a CUDA event, one per stream, re-recorded) is recorded on `s`
+  only when `s` may have received work since its last mark: a stream receives work only
+  while it is current, so its mark stays valid until it becomes current again. A stream
+  never waits for itself.
+- `begin_run()` / `end_run()`: a run starts on the backend's current stream and leaves it
+  current again; marks do not outlive a run (work outside the program may follow it).
+- `capturing()`: while a CUDA graph is captured, every stream the program makes current
+  first waits for the capture's stream (so its work is part of the capture, whatever the
+  program's own ordering) and the capture's stream waits for all of them at the end (a
+  capture must end joined).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
+
+
+class _Streams:
+    def __init__(self) -> None:
+        self._by_key: dict[int, Any] = {}
+        self._start = self._current = self._active = self._backend_current()
+        self._marks: dict[int, Any] = {}
+        self._capture_origin: Any = None
+        self._forked: dict[int, Any] = {}
+
+    # -- the backend's primitives ------------------------------------------------
+    def _backend_current(self) -> Any:
+        raise NotImplementedError
+
+    def _new_stream(self, key: int) -> Any:
+        raise NotImplementedError
+
+    def _record(self, stream: Any) -> Any:
+        """A mark on `stream` after the work enqueued on it so far."""
+        raise NotImplementedError
+
+    def _wait(self, waiter: Any, mark: Any) -> None:
+        raise NotImplementedError
+
+    def _make_active(self, stream: Any) -> None:
+        raise NotImplementedError
+
+    def stream_id(self, stream: Any) -> int:
+        raise NotImplementedError
+
+    # -- the program's view ------------------------------------------------------
+    def begin_run(self) -> None:
+        self._start = self._current = self._active = self._backend_current()
+        self._marks.clear()
+
+    def end_run(self) -> None:
+        self._current = self._start
+        self.activate()
+
+    def current(self) -> Any:
+        return self._current
+
+    @property
+    def active(self) -> Any:
+        """The stream device work is enqueued on (torch's current stream, as set by the pool)."""
+        return self._active
+
+    def get(self, key: int) -> Any:
+        stream = self._by_key.get(key)
+        if stream is None:
+            stream = self._by_key[key] = self._new_stream(key)
+        return stream
+
+    def set_current(self, stream: Any) -> None:
+        self._current = stream
+        handle = self.stream_id(stream)
+        self._marks.pop(handle, None)
+        if self._capture_origin is not None and handle not in self._forked:
+            self._forked[handle] = stream
+            self._wait(stream, self._record(self._capture_origin))
+
+    def activate(self) -> None:
+        """Make the current stream torch's, before device work is enqueued."""
+        if self._active is not self._current:
+            self._make_active(self._current)
+            self._active = self._current
+
+    def synchronize(self, stream: Any) -> None:
+        handle = self.stream_id(stream)
+        if handle == self.stream_id(self._current):
+            return
+        mark = self._marks.get(handle)
+        if mark is None:
+            mark = self._marks[handle] = self._record(stream)
+        self._wait(self._current, mark)
+
+    @contextmanager
+    def capturing(self) -> Iterator[None]:
+        """Fork every stream the program uses from the capture's stream, join them at the end."""
+        origin = self._backend_current()
+        self._capture_origin, self._forked = origin, {self.stream_id(origin): origin}
+        try:
+            yield
+        finally:
+            for handle, stream in self._forked.items():
+                if handle != self.stream_id(origin):
+                    self._wait(origin, self._record(stream))
+            self._capture_origin, self._forked = None, {}
+
+    @property
+    def keys(self) -> list[int]:
+        return sorted(self._by_key)
 
 
 @dataclass(eq=False)
@@ -27,62 +139,69 @@ class CpuStream:
         return f"CpuStream(key={self.key}, id={self.id})"
 
 
-class CpuStreams:
+class CpuStreams(_Streams):
     def __init__(self) -> None:
         self.default = CpuStream(None, 0)
-        self._current = self.default
-        self._by_key: dict[int, CpuStream] = {}
+        self.records: list[int] = []
+        """Ids of the streams a mark was recorded on, in order (a CUDA event record each)."""
+        super().__init__()
 
-    def current(self) -> CpuStream:
-        return self._current
+    def _backend_current(self) -> CpuStream:
+        return self.default
 
-    def get(self, key: int) -> CpuStream:
-        stream = self._by_key.get(key)
-        if stream is None:
-            stream = self._by_key[key] = CpuStream(key, len(self._by_key) + 1)
-        return stream
+    def _new_stream(self, key: int) -> CpuStream:
+        return CpuStream(key, len(self._by_key) + 1)
 
-    def set_current(self, stream: CpuStream) -> None:
-        self._current = stream
+    def _record(self, stream: CpuStream) -> int:
+        self.records.append(stream.id)
+        return stream.id
 
-    def synchronize(self, stream: CpuStream) -> None:
-        self._current.waited_for.append(stream.id)
+    def _wait(self, waiter: CpuStream, mark: int) -> None:
+        waiter.waited_for.append(mark)
+
+    def _make_active(self, stream: CpuStream) -> None:
+        pass
+
+    def begin_run(self) -> None:
+        super().begin_run()
+        # What a run records is dropped at the next: a program run many times holds no
+        # more than one run's worth.
+        self.records.clear()
+        for stream in (self.default, *self._by_key.values()):
+            stream.waited_for.clear()
 
     def stream_id(self, stream: CpuStream) -> int:
         return stream.id
 
-    @property
-    def keys(self) -> list[int]:
-        return sorted(self._by_key)
 
-
-class CudaStreams:
+class CudaStreams(_Streams):
     def __init__(self, device: torch.device) -> None:
         self.device = device
-        self._by_key: dict[int, torch.cuda.Stream] = {}
+        self._events: dict[int, torch.cuda.Event] = {}
+        super().__init__()
 
-    def current(self) -> torch.cuda.Stream:
+    def _backend_current(self) -> torch.cuda.Stream:
         return torch.cuda.current_stream(self.device)
 
-    def get(self, key: int) -> torch.cuda.Stream:
-        stream = self._by_key.get(key)
-        if stream is None:
-            stream = self._by_key[key] = torch.cuda.Stream(device=self.device)
-        return stream
+    def _new_stream(self, key: int) -> torch.cuda.Stream:
+        return torch.cuda.Stream(device=self.device)
 
-    def set_current(self, stream: torch.cuda.Stream) -> None:
+    def _record(self, stream: torch.cuda.Stream) -> torch.cuda.Event:
+        # One event per stream, re-recorded: a wait uses the record that precedes it.
+        event = self._events.get(stream.cuda_stream)
+        if event is None:
+            event = self._events[stream.cuda_stream] = torch.cuda.Event()
+        event.record(stream)
+        return event
+
+    def _wait(self, waiter: torch.cuda.Stream, mark: torch.cuda.Event) -> None:
+        waiter.wait_event(mark)
+
+    def _make_active(self, stream: torch.cuda.Stream) -> None:
         torch.cuda.set_stream(stream)
-
-    def synchronize(self, stream: torch.cuda.Stream) -> None:
-        # wait_stream = record an event on `stream` + cudaStreamWaitEvent on the current one.
-        torch.cuda.current_stream(self.device).wait_stream(stream)
 
     def stream_id(self, stream: torch.cuda.Stream) -> int:
         return stream.cuda_stream
-
-    @property
-    def keys(self) -> list[int]:
-        return sorted(self._by_key)
 
 
 def make_streams(device: torch.device) -> CpuStreams | CudaStreams:

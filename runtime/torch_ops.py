@@ -3,7 +3,9 @@ kernel builder.
 
 `KERNELS[type(op)](op, ctx)` is called once, when a program is compiled, and returns a
 `Kernel`: `fresh(*operands)` computes a new tensor that never aliases an operand (values
-are immutable), `into(out, *operands)` writes into a bound destination and returns it.
+are immutable), `into(out, *operands)` writes into a bound destination and returns it, and
+`view(*operands)`, for ops whose value is a view of their input (set, permute, broadcast,
+reshape...), returns that view: the evaluator uses it where no op writes either buffer.
 Operands are the op's non-destination operands in order (tensors and scalars). The same
 table serves the reference evaluation of a `fusion.func` (global shapes, `ctx.rank` None)
 and compute ops on local shards in a host program (`ctx.rank` set). A compiled backend for
@@ -22,7 +24,7 @@ from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion
 from hostir_dialect.fusion import ComputeOp, ReduceKind
-from hostir_dialect.tensor_type import TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .layouts import logical_shape, torch_dtype
 
@@ -34,6 +36,7 @@ class UnsupportedOp(Exception):
 class Kernel(NamedTuple):
     fresh: Callable[..., torch.Tensor]
     into: Callable[..., torch.Tensor]
+    view: Callable[..., torch.Tensor] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ def _clone(t: torch.Tensor) -> torch.Tensor:
 
 def _view_kernel(view: Callable[..., torch.Tensor]) -> Kernel:
     """An op that is a view of its input: fresh results copy it, destinations receive it."""
-    return Kernel(lambda *args: _clone(view(*args)), lambda out, *args: copy_into(out, view(*args)))
+    return Kernel(lambda *args: _clone(view(*args)), lambda out, *args: copy_into(out, view(*args)), view)
 
 
 # -- elementwise ---------------------------------------------------------------
@@ -109,16 +112,30 @@ def _binary(function: Callable[..., torch.Tensor]):
             f = _TENSOR_SCALAR.get(f, f)
         if lhs_tensor:
             return Kernel(f, lambda out, a, b: f(a, b, out=out))
-        # A scalar lhs becomes a 0-d tensor of the tensor operand's element type.
-        dtype, device = ctx.dtype(op.rhs), ctx.device
-        scalar = lambda s: torch.tensor(s, dtype=dtype, device=device)  # noqa: E731
+        # A scalar lhs becomes a 0-d tensor of the tensor operand's element type, on the
+        # CPU: torch passes such a tensor to a device kernel as an argument, so no
+        # host-to-device copy is made (none could be captured in a CUDA graph).
+        scalar = _cpu_scalars(ctx.dtype(op.rhs))
         return Kernel(lambda a, b: f(scalar(a), b), lambda out, a, b: f(scalar(a), b, out=out))
 
     return build
 
 
+def _cpu_scalars(dtype: torch.dtype) -> Callable[[Any], torch.Tensor]:
+    """Scalar -> 0-d CPU tensor of `dtype`. The tensor of the last scalar object is kept:
+    a constant operand (the same object every run) is converted once."""
+    last: list[Any] = [None, None]
+
+    def scalar(value: Any) -> torch.Tensor:
+        if last[0] is not value:
+            last[:] = [value, torch.tensor(value, dtype=dtype)]
+        return last[1]
+
+    return scalar
+
+
 def _set(op: ComputeOp, ctx: OpContext) -> Kernel:
-    return Kernel(_clone, copy_into)
+    return Kernel(_clone, copy_into, lambda x: x)
 
 
 def _cast(op: ComputeOp, ctx: OpContext) -> Kernel:
@@ -137,7 +154,8 @@ def _permute(op: fusion.PermuteOp, ctx: OpContext) -> Kernel:
 def _reshape(op: fusion.ReshapeOp, ctx: OpContext) -> Kernel:
     # On a rank, the result's local shape comes from its type: a reshape of local data.
     shape = ctx.shape(op.result)
-    return Kernel(lambda x: _clone(x).view(shape), lambda out, x: copy_into(out, x.reshape(out.shape)))
+    return Kernel(lambda x: _clone(x).view(shape), lambda out, x: copy_into(out, x.reshape(out.shape)),
+                  lambda x: x.reshape(shape))
 
 
 def _broadcast(op: fusion.BroadcastOp, ctx: OpContext) -> Kernel:
@@ -223,7 +241,26 @@ def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
     if 1 in (len(tensor_type(op.a).value_axes()), len(tensor_type(op.b).value_axes())):
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
+    b_shape, result_shape = ctx.shape(op.b), ctx.shape(op.result)
+    if len(b_shape) > 2 and all(e == 1 for e in b_shape[:-2]) and DYNAMIC not in (*b_shape, *result_shape):
+        return _matrix_times_broadcast_matrix(b_shape[-2:], result_shape)
     return Kernel(torch.matmul, _contraction_into(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out)))
+
+
+def _matrix_times_broadcast_matrix(kn: tuple[int, ...], result_shape: tuple[int, ...]) -> Kernel:
+    """a @ b where b is one matrix with broadcast batch axes ([1, ..., 1, K, N], as stream
+    pipelines make the weight of every chunk): one GEMM on a's rows. torch.matmul would
+    expand b to a's batch and copy it (a batched GEMM)."""
+    k, n = kn
+
+    def fresh(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.mm(a.reshape(-1, k), b.reshape(k, n)).view(result_shape)
+
+    def into_dense(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        torch.mm(a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
+        return out
+
+    return Kernel(fresh, _contraction_into(fresh, into_dense))
 
 
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:

@@ -138,3 +138,23 @@ fusion.func @unchanged(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %w: !fus
   %m = fusion.matmul %e, %w : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
   fusion.return %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, r8], mesh=[0, 1]>
 }
+
+// -----
+
+// One communication per value and sharding: the sets inserted in front of %r and %s
+// and the user's own %g gather %x the same way, so they are one set, which all three
+// consumers share (it takes %g's name); %m needs %x chunked over streams: its own set.
+// CHECK-LABEL: fusion.func @shared_resharding
+// CHECK-NEXT:    %g = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %r = fusion.relu %g : !fusion.tensor<f32[2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %s = fusion.add %g, %g : {{.*}} -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %m = fusion.neg %0 : {{.*}}
+// CHECK-NEXT:    fusion.return %r, %s, %g, %m : {{.*}}
+fusion.func @shared_resharding(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> (!fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>) {
+  %r = fusion.relu %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %s = fusion.add %x, %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %g = fusion.set %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  %m = fusion.neg %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+  fusion.return %r, %s, %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
+}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime import launch
+from runtime.graphs import EAGER_ON_CPU
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gpu_host_overhead  # noqa: E402
@@ -51,7 +52,10 @@ def test_overlap_runs_every_hostir_variant_at_every_chunk_count(reports):
 def test_gpu_host_overhead_checks_both_schedules_and_times_every_op_kind(reports):
     _, report = reports
     for row in report["pipelines"]:
-        for name in ("hostir", "handwritten"):
+        for name in gpu_host_overhead.VARIANTS:
             assert row[name]["status"] == "ok", f"{row['op']} {name}: {row[name]}"
             assert row[name]["timing"]["wall_ms"] > 0
     assert [row["kind"] for row in report["host_ops"]] == list(gpu_host_overhead.host_op_kinds(2))
+    assert [row["ops"] for row in report["graph_replay"]] == list(gpu_host_overhead.TINY_GRAPH_OP_COUNTS)
+    for row in report["graph_replay"]:
+        assert row["graph_mode"] == EAGER_ON_CPU and row["eager"]["host_ms"] > 0 and row["graph"]["host_ms"] > 0

@@ -508,3 +508,30 @@ def test_schedule_errors_are_reported_when_emitting(schedule, message):
         fd.to_module()
     with raises(message):
         str(fd)
+
+
+def test_every_definition_and_scheduling_call_makes_a_new_revision():
+    # What is built from a definition (hostir's fd.execute keeps the lowered program)
+    # is stale exactly when the revision has changed.
+    seen = []
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4, 8])
+        seen.append(fd.revision)
+        two = fd.define_scalar(2.0, dtype="float32")
+        seen.append(fd.revision)
+        b = fd.ops.mul(fd.ops.relu(a), two)
+        seen.append(fd.revision)
+        fd.add_output(b)
+        seen.append(fd.revision)
+    for schedule in (
+        lambda: a.set_device_mesh(DeviceMesh([0, 1])),
+        lambda: a.outer_split(0, 2),
+        lambda: a.axis(0).parallelize(ParallelType.DIDx),
+        lambda: b.set_allocation_order([1, 0]),
+    ):
+        schedule()
+        seen.append(fd.revision)
+    assert len(set(seen)) == len(seen), seen
+    with pytest.raises(FusionDefinitionError):
+        a.outer_split(1, 3)  # refused: nothing changed
+    assert fd.revision == seen[-1]

@@ -81,6 +81,13 @@ MATMUL_REDUCE_SCATTER = matmul_fusion(
 )
 STREAM_ALLGATHER = set_fusion("4, 2 didx, 8], mesh=[0, 1", "4 stream, 2, 8], mesh=[0, 1")
 
+# Two consumers need %x gathered: decompose-reshardings shares one set between them.
+TWO_CONSUMERS = f"""fusion.func @f(%x: {t('2 didx, 8], mesh=[0, 1')}) -> ({t('2, 8], mesh=[0, 1')}, {t('2, 8], mesh=[0, 1')}) {{
+  %r = fusion.relu %x : {t('2 didx, 8], mesh=[0, 1')} -> {t('2, 8], mesh=[0, 1')}
+  %s = fusion.add %x, %x : {t('2 didx, 8], mesh=[0, 1')}, {t('2 didx, 8], mesh=[0, 1')} -> {t('2, 8], mesh=[0, 1')}
+  fusion.return %r, %s : {t('2, 8], mesh=[0, 1')}, {t('2, 8], mesh=[0, 1')}
+}}"""
+
 # name -> (fusion, world size); the comment names the collective the lowering must use
 CASES: dict[str, tuple[str, int]] = {
     "allgather_add": (ALLGATHER_ADD, 2),  # allgather (inserted set), post_on_stream, add
@@ -99,6 +106,7 @@ CASES: dict[str, tuple[str, int]] = {
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
+    "two_consumers_one_allgather": (TWO_CONSUMERS, 2),
     "reshape_merging_the_sharded_outer_axis": (reshape_fusion("2 didx, 4], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1"), 2),
     # 4 ranks: nvFuser's mesh pairs and 2-D meshes (one collective per mesh row)
     "allgather_loop_split_4": (set_fusion("16(4 didx, 4)], mesh=[0, 1, 2, 3", "16], mesh=[0, 1, 2, 3"), 4),
@@ -123,6 +131,7 @@ EXPECTED_COLLECTIVE = {
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",
+    "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
 }
 
@@ -154,16 +163,30 @@ def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed
     return Prepared(str(lowered), list(program.function_type.outputs.data), per_rank, expected)
 
 
-def run_batch(prepared: dict[str, Prepared], world_size: int) -> dict[str, list[torch.Tensor]]:
-    """Run every program on `world_size` ranks in one launch: name -> global outputs."""
+@dataclass
+class Ran:
+    outputs: list[torch.Tensor]
+    """The global outputs (every rank's shards reassembled)."""
+    posted: list[list[str]]
+    """Per rank, the ops that posted device work (collectives, kernels), in order."""
+
+
+def run_batch(prepared: dict[str, Prepared], world_size: int) -> dict[str, Ran]:
+    """Run every program on `world_size` ranks in one launch."""
     names = list(prepared)
-    jobs = [runtime.Job(prepared[n].program, prepared[n].per_rank_inputs, number_of_streams=2) for n in names]
+    jobs = [
+        runtime.Job(prepared[n].program, prepared[n].per_rank_inputs, number_of_streams=2, record_streams=True)
+        for n in names
+    ]
     results = runtime.run_spmd_batch(jobs, world_size, backend="gloo")
     return {
-        name: [
-            runtime.unshard([rank.outputs[i] for rank in per_rank], out_type)
-            for i, out_type in enumerate(prepared[name].output_types)
-        ]
+        name: Ran(
+            [
+                runtime.unshard([rank.outputs[i] for rank in per_rank], out_type)
+                for i, out_type in enumerate(prepared[name].output_types)
+            ],
+            [[op for op, _ in rank.stream_log or []] for rank in per_rank],
+        )
         for name, per_rank in zip(names, results)
     }
 
@@ -216,18 +239,23 @@ def disabled_outcomes() -> dict[tuple[str, str], Outcome]:
 
 
 @pytest.fixture(scope="module")
-def outputs(lowered, disabled_outcomes) -> dict[str, list[torch.Tensor]]:
-    """name (or "fusion|disabled pass") -> global outputs; one launch per world size."""
+def ran(lowered, disabled_outcomes) -> dict[str, Ran]:
+    """name (or "fusion|disabled pass") -> what it computed; one launch per world size."""
     batches: dict[int, dict[str, Prepared]] = {}
     for name, prepared in lowered.items():
         batches.setdefault(CASES[name][1], {})[name] = prepared
     for (name, pass_name), outcome in disabled_outcomes.items():
         if outcome.prepared is not None:
             batches.setdefault(CASES[name][1], {})[f"{name}|{pass_name}"] = outcome.prepared
-    results: dict[str, list[torch.Tensor]] = {}
+    results: dict[str, Ran] = {}
     for world, batch in sorted(batches.items()):
         results |= run_batch(batch, world)
     return results
+
+
+@pytest.fixture(scope="module")
+def outputs(ran) -> dict[str, list[torch.Tensor]]:
+    return {name: result.outputs for name, result in ran.items()}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_COLLECTIVE))
@@ -238,6 +266,12 @@ def test_lowering_uses_the_expected_communication(lowered, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_lowered_program_matches_eager_reference(lowered, outputs, name):
     assert_matches(name, outputs[name], lowered[name].expected)
+
+
+def test_a_value_resharded_for_two_consumers_is_gathered_once(lowered, ran):
+    assert lowered["two_consumers_one_allgather"].program.count("hir.allgather") == 1
+    posted = ran["two_consumers_one_allgather"].posted
+    assert [log.count("hir.allgather") for log in posted] == [1, 1], posted
 
 
 # --------------------------------------------------------------------------- #

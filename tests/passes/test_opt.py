@@ -9,12 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_pipeline import PROGRAM, BreakTheIR, TagAllocations
+from test_pipeline import PROGRAM, BreakTheIR, RepairTheIR, TagAllocations
 
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.symbols import programs
 from passes import PIPELINES, get_all_passes, opt
+from passes.pipeline import VERIFY_EACH_VARIABLE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUSIONS, HOST_PROGRAMS = EXAMPLES / "fusions", EXAMPLES / "host_programs"
@@ -161,7 +162,7 @@ class OptWithTestPasses(opt.HostIROptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        for cls in (TagAllocations, BreakTheIR):
+        for cls in (TagAllocations, BreakTheIR, RepairTheIR):
             self.register_pass(cls.name, lambda cls=cls: cls)
 
 
@@ -194,6 +195,20 @@ def test_cli_reports_a_pass_that_breaks_the_ir(capsys, write) -> None:
     code, out, err = run_opt_with_test_passes(capsys, path, "-p", "test-break-ir")
     assert (code, out) == (1, "")
     assert err == f"{path}:1:1: error: 'hir.allgather' op team must not be empty\n"
+
+
+def test_cli_verifies_after_the_pipeline_unless_told_to_verify_each(capsys, write, monkeypatch) -> None:
+    monkeypatch.delenv(VERIFY_EACH_VARIABLE, raising=False)
+    path = write(PROGRAM)
+    code, out, err = run_opt_with_test_passes(capsys, path, "-p", "test-break-ir,test-repair-ir", "--time-passes")
+    assert code == 0 and "hir.allgather" not in out
+    assert "  verification\n" in err
+    code, out, err = run_opt_with_test_passes(capsys, path, "-p", "test-break-ir,test-repair-ir", "--verify-each")
+    assert (code, out) == (1, "")
+    assert err == f"{path}:1:1: error: 'hir.allgather' op team must not be empty\n"
+    monkeypatch.setenv(VERIFY_EACH_VARIABLE, "1")  # what the test suites set
+    assert run_opt_with_test_passes(capsys, path, "-p", "test-break-ir,test-repair-ir")[0] == 1
+    assert run_opt_with_test_passes(capsys, path, "-p", "test-break-ir,test-repair-ir", "--disable-verify")[0] == 0
 
 
 # --------------------------------------------------------------------------- #

@@ -1,6 +1,7 @@
 """The pass pipeline hostir-opt and `passes.lower` drive (passes/pipeline.py): xDSL's
 PassPipeline with one instrumentation callback -- run in order, disable by name, dump IR
-after passes, time them, verify after each -- and pipelines expanded into their passes."""
+after passes, time them and the verification, verify when the pipeline ends or after
+each pass -- and pipelines expanded into their passes."""
 
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
 from passes import PIPELINES
-from passes.pipeline import ALL, PassManagerOptions, PassRun, expand_specs, run_passes
+from passes.pipeline import (
+    ALL,
+    VERIFICATION,
+    VERIFY_EACH_VARIABLE,
+    PassManagerOptions,
+    PassRun,
+    expand_specs,
+    run_passes,
+)
 
 # --------------------------------------------------------------------------- #
 # The pass manager, with passes defined here
@@ -48,6 +57,18 @@ class BreakTheIR(ModulePass):
         allocate.parent.insert_op_after(hir.AllgatherOp(allocate.result, allocate.result, []), allocate)
 
 
+@dataclass(frozen=True)
+class RepairTheIR(ModulePass):
+    """Erases what BreakTheIR added."""
+
+    name = "test-repair-ir"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for allgather in [o for o in op.walk() if isinstance(o, hir.AllgatherOp)]:
+            allgather.detach()
+            allgather.erase()
+
+
 PROGRAM = """hir.program @main() {
   %a = hir.allocate : !fusion.tensor<f32[4]>
   hir.return
@@ -69,7 +90,7 @@ def tagged(module: ModuleOp) -> bool:
 def test_passes_run_in_order_and_are_timed() -> None:
     module, result, dumped = run([TagAllocations()])
     assert tagged(module)
-    assert [t.name for t in result.timings] == ["test-tag-allocations"]
+    assert [t.name for t in result.timings] == ["test-tag-allocations", VERIFICATION]
     assert result.skipped == [] and dumped == ""
 
 
@@ -106,12 +127,43 @@ def test_time_passes_writes_the_timing_report() -> None:
     assert result.timings[0].seconds >= 0
 
 
-def test_verification_after_each_pass_catches_a_pass_that_breaks_the_ir() -> None:
-    with pytest.raises(HostIRError, match=r"^program.mlir:1:1: error: 'hir.allgather' op team must not be empty$"):
-        run([BreakTheIR()])
+BROKEN = r"^program.mlir:1:1: error: 'hir.allgather' op team must not be empty$"
+
+
+def test_the_module_is_verified_when_the_pipeline_ends() -> None:
+    with pytest.raises(HostIRError, match=BROKEN):
+        run([TagAllocations(), BreakTheIR()], verify_each=False)
     # without verification the broken IR goes through unnoticed
-    module, _, _ = run([BreakTheIR()], verify_each=False)
+    module, _, _ = run([TagAllocations(), BreakTheIR()], verify=False, verify_each=False)
     assert any(isinstance(op, hir.AllgatherOp) for op in module.walk())
+
+
+def test_verify_each_catches_the_pass_that_breaks_the_ir() -> None:
+    # Verified only at the end, IR broken in between goes through (mlir-opt without
+    # --verify-each); verified after each pass, the breaking pass is caught.
+    module, result, _ = run([BreakTheIR(), RepairTheIR()], verify_each=False)
+    assert [t.name for t in result.timings] == ["test-break-ir", "test-repair-ir", VERIFICATION]
+    assert not any(isinstance(op, hir.AllgatherOp) for op in module.walk())
+    with pytest.raises(HostIRError, match=BROKEN):
+        run([BreakTheIR(), RepairTheIR()], verify_each=True)
+
+
+def test_the_test_suite_verifies_after_each_pass(monkeypatch) -> None:
+    assert PassManagerOptions().verify_each  # tests/conftest.py sets HOSTIR_VERIFY_EACH=1
+    monkeypatch.setenv(VERIFY_EACH_VARIABLE, "0")
+    assert not PassManagerOptions().verify_each
+    monkeypatch.delenv(VERIFY_EACH_VARIABLE)
+    assert not PassManagerOptions().verify_each
+
+
+def test_time_passes_shows_the_verification_on_its_own_line() -> None:
+    _, result, dumped = run([TagAllocations(), TagAllocations()], time_passes=True, verify_each=True)
+    assert [t.name for t in result.timings] == ["test-tag-allocations", "test-tag-allocations", VERIFICATION]
+    assert result.timings[-1].seconds > 0
+    report = dumped.splitlines()
+    assert [line for line in report if line.endswith(f"  {VERIFICATION}")], dumped
+    _, unverified, _ = run([TagAllocations()], verify=False, verify_each=False)
+    assert [t.name for t in unverified.timings] == ["test-tag-allocations"]
 
 
 def test_pipelines_expand_to_their_passes() -> None:

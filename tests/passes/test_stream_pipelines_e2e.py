@@ -21,6 +21,7 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.tensor_type import TensorType
 from passes import build_passes, run_passes
+from runtime.graphs import CUDA_GRAPH
 from runtime.launcher import Job, device_for, launch, run_spmd_batch
 
 PIPELINE = "hostir-lower"
@@ -412,3 +413,60 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
             assert overlapping(result["collective"], result["matmul"]), (
                 f"{case} rank {rank}: copies {result['collective']} matmuls {result['matmul']}"
             )
+
+
+# --------------------------------------------------------------------------- #
+# GPU: every pipeline replayed from a CUDA graph computes what it computes eagerly
+# --------------------------------------------------------------------------- #
+
+
+def eager_and_replayed(rank: int, world_size: int, jobs: list) -> list[dict]:
+    """Each job run eagerly and in graph mode, twice, with different inputs the second time
+    (a replay must read its new inputs): the outputs of both and the graphs captured."""
+    device = device_for(dist.get_backend(), rank)
+    results = []
+    for text, per_rank, streams in jobs:
+        module = parse_module(text)
+        options = {"rank": rank, "world_size": world_size, "number_of_streams": streams, "device": device}
+        eager, graph = runtime.Evaluator(module, **options), runtime.Evaluator(module, cuda_graph=True, **options)
+        runs = []
+        for scale in (1.0, -2.0):
+            inputs = [None if x is None else scale * x.to(device) for x in per_rank[rank]]
+            runs.append(([o.cpu() for o in eager.run(inputs)], [o.cpu() for o in graph.run(inputs)]))
+        results.append({"runs": runs, "graphs": None if graph.graphs is None else len(graph.graphs), "mode": graph.graph_mode})
+    return results
+
+
+def every_pipeline() -> list[tuple[str, str, list, int]]:
+    """(name, host program, inputs of each rank, numberOfStreams) for every case of this file."""
+    found = []
+    for param in SINGLE_DEVICE:
+        fusion_text, pipeline = param.values
+        for extent in EXTENTS:
+            inputs = random_inputs(parse_module(fusion_text(extent)), seed=extent)
+            found += [(f"{param.id} S={extent} streams={n}", str(lowered(fusion_text(extent), pipeline)),
+                       [inputs] * WORLD, n) for n in STREAM_COUNTS]
+    for name, (fusion_text, pipeline, _) in MULTI_DEVICE.items():
+        for extent in MULTI_EXTENTS:
+            inputs = random_inputs(parse_module(fusion_text(extent)), seed=extent)
+            program = lowered(fusion_text(extent), pipeline)
+            (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
+            per_rank = [[runtime.shard_tensor(x, arg.type, r) for x, arg in zip(inputs, function.args)]
+                        for r in range(WORLD)]
+            found += [(f"{name} S={extent} streams={n}", str(program), per_rank, n) for n in STREAM_COUNTS]
+    return found
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_gpu_every_pipeline_replayed_from_a_cuda_graph_matches_eager():
+    cases = every_pipeline()
+    per_rank = launch(eager_and_replayed, WORLD, ([(text, inputs, n) for _, text, inputs, n in cases],),
+                      backend="nccl", timeout=600)
+    for index, (name, *_) in enumerate(cases):
+        for rank, results in enumerate(per_rank):
+            result = results[index]
+            assert result["mode"] == CUDA_GRAPH and result["graphs"] == 1, (name, rank, result)
+            for run, (eager, replayed) in enumerate(result["runs"]):
+                for output, (want, got) in enumerate(zip(eager, replayed)):
+                    torch.testing.assert_close(got, want, msg=lambda m: f"{name} rank {rank} run {run} output {output}: {m}")

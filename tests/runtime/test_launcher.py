@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +61,122 @@ def test_a_rank_blocked_on_a_missing_peer_times_out():
     with pytest.raises(SpmdError, match=r"rank 0 failed: .*(?i:timed out|timeout)"):
         run_spmd_batch([Job(program, [[torch.zeros(4), 1], [None, 0]])], world_size=2, backend="gloo",
                        collective_timeout=3)
+
+
+# Both ranks receive from each other and nobody sends: they block in the receive until the
+# collective timeout, unless one of them is killed.
+T0 = "!fusion.tensor<f32[4], mesh=[0]>"
+T1 = "!fusion.tensor<f32[4], mesh=[1]>"
+MUTUAL_RECV = f"""hir.program @main() {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = hir.allocate : {T0}
+  %b = hir.allocate : {T1}
+  %wa = hir.recv %a, %c1 : {T0}
+  %wb = hir.recv %b, %c0 : {T1}
+  hir.wait %wa
+  hir.wait %wb
+  hir.return
+}}"""
+
+
+def spawned_ranks(parent: int) -> list[int]:
+    """The pids of the rank processes `parent` started: the children of its
+    multiprocessing fork server (the ranks fork from it, runtime/launcher.py)."""
+    children: dict[int, list[tuple[int, bytes]]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():  # self, thread-self: not a process of their own
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:  # it just exited
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append((int(entry.name), command))
+    servers = [pid for pid, command in children.get(parent, []) if b"multiprocessing.forkserver" in command]
+    return sorted(pid for server in servers for pid, _ in children.get(server, []))
+
+
+def blocked(pid: int) -> tuple[str, int]:
+    """(state, CPU ticks) of a process, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[11]) + int(fields[12])
+
+
+def wait_until_blocked(parent: int, ranks: int, deadline: float = 200) -> list[int]:
+    """The rank pids once all of them are asleep after their start-up work (rendezvous)
+    and stay asleep: blocked in the program's receive."""
+    stop = time.monotonic() + deadline
+    while time.monotonic() < stop:
+        pids = spawned_ranks(parent)
+        if len(pids) == ranks:
+            try:
+                before = [blocked(p) for p in pids]
+                time.sleep(2)
+                after = [blocked(p) for p in pids]
+            except FileNotFoundError:  # a process that just exited: not a rank that is blocked
+                continue
+            # Forked from a server that imported the runtime, a rank starts in a few CPU
+            # ticks; blocked, it sleeps but for gloo's polling (a tick a second or so).
+            if all(a[0] == "S" and a[1] - b[1] <= 4 for b, a in zip(before, after)):
+                return pids
+        else:
+            time.sleep(0.5)
+    raise AssertionError(f"the {ranks} ranks of process {parent} never blocked")
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_killing_a_rank_in_a_collective_stops_run_spmd_and_names_it():
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_spmd(MUTUAL_RECV, [[], []], world_size=2, backend="gloo", collective_timeout=120)
+        except BaseException as error:  # noqa: BLE001 -- handed to the test thread
+            outcome.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    pids = wait_until_blocked(os.getpid(), 2)
+    victim = pids[1]
+    os.kill(victim, signal.SIGKILL)
+    killed = time.monotonic()
+    thread.join(timeout=100)
+    assert not thread.is_alive(), "run_spmd did not return after a rank was killed"
+    assert time.monotonic() - killed < 30, "the other rank waited for the collective timeout"
+    (error,) = outcome
+    assert isinstance(error, SpmdError)
+    assert re.fullmatch(rf"rank [01] failed: killed by signal SIGKILL \(pid {victim}\)", str(error)), str(error)
+    assert all(gone(pid) for pid in pids)
+
+
+def test_killing_a_rank_in_a_collective_stops_hostir_run_and_names_it(tmp_path):
+    program = tmp_path / "mutual_recv.mlir"
+    program.write_text(MUTUAL_RECV)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-c", "from runtime.cli import console_main; console_main()", str(program),
+               "--nproc", "2", "--backend", "gloo"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=ROOT) as tool:
+        pids = wait_until_blocked(tool.pid, 2)
+        victim = pids[0]
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        _, stderr = tool.communicate(timeout=100)
+    assert time.monotonic() - killed < 30, "the other rank waited for the collective timeout"
+    assert tool.returncode == 1
+    last_line = stderr.splitlines()[-1]  # ranks may warn first (torch without numpy)
+    expected = rf"hostir-run: error: rank [01] failed: killed by signal SIGKILL \(pid {victim}\)"
+    assert re.fullmatch(expected, last_line), stderr
+    assert all(gone(pid) for pid in [tool.pid, *pids])
 
 
 def hostir_run(*args: str) -> subprocess.CompletedProcess:

@@ -41,3 +41,47 @@ def test_a_strided_destination_keeps_its_strides_and_its_neighbours():
     assert result.stride() == (3,)
     torch.testing.assert_close(base[:, 1], w @ x)
     assert not base[:, 0].any() and not base[:, 2].any()
+
+
+def test_a_scalar_lhs_never_goes_to_the_device():
+    """A binary op with a scalar lhs passes the scalar as a CPU 0-d tensor (a kernel
+    argument): a tensor made on the device would be a host-to-device copy per call, which a
+    CUDA graph cannot capture. Built for a CUDA device and run on CPU tensors, the kernel
+    must not touch the device (this torch may have none)."""
+    from hostir_dialect.context import parse_module
+    from runtime.torch_ops import OpContext, build_kernel
+
+    t = "!fusion.tensor<f32[4]>"
+    module = parse_module(f"""fusion.func @f(%x: {t}) -> {t} {{
+  %two = arith.constant 2.0 : f32
+  %y = fusion.sub %two, %x : f32, {t} -> {t}
+  fusion.return %y : {t}
+}}""")
+    sub = [op for op in module.walk() if op.name == "fusion.sub"][0]
+    kernel = build_kernel(sub, OpContext(rank=None, device=torch.device("cuda", 0)))
+    x = torch.randn(4)
+    torch.testing.assert_close(kernel.fresh(2.0, x), 2 - x)
+    out = torch.empty(4)
+    assert kernel.into(out, 2.0, x) is out
+    torch.testing.assert_close(out, 2 - x)
+
+
+@pytest.mark.parametrize("into", [False, True])
+def test_a_broadcast_matrix_operand_is_one_gemm_on_the_rows(into):
+    """a [2, 3, 4, 5] @ b [1, 1, 5, 6] (the weight of every stream chunk): one mm, where
+    torch.matmul expands b to a's batch, copies it and runs a batched GEMM."""
+    from hostir_dialect.context import parse_module
+
+    a_t, b_t, r_t = "!fusion.tensor<f32[2, 3, 4, 5]>", "!fusion.tensor<f32[b1, b1, 5, 6]>", "!fusion.tensor<f32[2, 3, 4, 6, r5]>"
+    destination = (f", %o: {r_t}", " into %o") if into else ("", "")
+    module = parse_module(f"""hir.program @main(%a: {a_t}, %b: {b_t}{destination[0]}) -> {r_t} {{
+  %r = fusion.matmul %a, %b{destination[1]} : {a_t}, {b_t} -> {r_t}
+  hir.return %r : {r_t}
+}}""")
+    a, b = torch.randn(2, 3, 4, 5), torch.randn(1, 1, 5, 6)
+    inputs = [a, b] + ([torch.empty(2, 3, 4, 6)] if into else [])
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        (got,) = execute(module, inputs)
+    torch.testing.assert_close(got, torch.matmul(a, b))
+    ops = {event.name for event in profile.events()}
+    assert "aten::mm" in ops and not {"aten::bmm", "aten::clone", "aten::expand"} & ops, ops

@@ -18,4 +18,6 @@
 // CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops in loops over stream chunks
 // CHECK-NEXT:                                 options: bounded_intermediates=false (bool)
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations
+// CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
+// CHECK-NEXT:                                 options: world_size=none (int | None)
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, verify-collective-order

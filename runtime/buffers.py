@@ -1,0 +1,65 @@
+"""What a function does with its buffers, decided once when it is compiled: which values
+share a buffer, which buffers some op writes, which ones a collective reads or writes,
+which ones the function returns. The capture check and the evaluator's views ask.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.tensor_type import TensorType
+from passes.insert_deallocations import alias_source
+
+
+def written_operands(op: Operation) -> list[SSAValue]:
+    """The operands whose memory `op` writes."""
+    if isinstance(op, fusion.ComputeOp):
+        return [op.out] if op.out is not None else []
+    if isinstance(op, hir.PostOnStreamOp):
+        return list(op.outs)
+    if isinstance(op, hir.CollectiveOp):
+        return [op.output]
+    if isinstance(op, hir.RecvOp):
+        return [op.buffer]
+    return []
+
+
+class BufferUses:
+    """The buffers of `function`: each tensor value's root (the argument or the value that
+    created its buffer) and the roots it writes, communicates and returns."""
+
+    def __init__(self, function: FunctionLikeOp):
+        block = function.body.block
+        self.arguments = set(block.args)
+        self.root: dict[SSAValue, SSAValue] = {arg: arg for arg in block.args}
+        for op in function.walk():
+            for result in op.results:
+                if isinstance(result.type, TensorType):
+                    source = alias_source(op, result)
+                    self.root[result] = result if source is None else self.root[source]
+        ops = list(function.walk())
+        self.written = {self.root[v] for op in ops for v in written_operands(op)}
+        self.communicated = {
+            self.root[v] for op in ops if isinstance(op, (hir.CollectiveOp, hir.PointToPointOp))
+            for v in op.operands if v in self.root
+        }
+        terminator = block.last_op
+        self.returned = {self.root[v] for v in (terminator.operands if terminator else ()) if v in self.root}
+
+    def argument_of(self, value: SSAValue) -> SSAValue | None:
+        """The argument whose buffer `value` is (a view of), if any."""
+        root = self.root.get(value)
+        return root if root in self.arguments else None
+
+    def unwritten(self, value: SSAValue) -> bool:
+        """No op of the function writes `value`'s buffer."""
+        root = self.root.get(value)
+        return root is not None and root not in self.written
+
+    def immutable(self, value: SSAValue) -> bool:
+        """No op of the function writes `value`'s buffer, no collective touches it (they need
+        dense buffers) and the function does not return it: a view of another immutable
+        value can stand for it."""
+        return self.unwritten(value) and self.root[value] not in self.communicated and self.root[value] not in self.returned

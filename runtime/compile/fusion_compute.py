@@ -1,0 +1,103 @@
+"""Handlers of fusion compute: compute ops (through `runtime/torch_ops.py`'s kernels) and
+`hir.post_on_stream`, which runs a `fusion.func` unit."""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+
+from hostir_dialect import fusion, hir
+from hostir_dialect.diagnostics import op_error
+from hostir_dialect.sharding import communicates
+from hostir_dialect.tensor_type import tensor_type
+
+from ..buffers import BufferUses
+from ..layouts import empty_buffer, value_alloc_perm
+from ..torch_ops import UnsupportedOp, build_kernel
+from .context import (
+    CompiledFunction,
+    FunctionCompiler,
+    Handler,
+    Step,
+    Unbound,
+    fresh_step,
+    into_step,
+    on_current_stream,
+    value_name,
+)
+
+
+def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> Step | None:
+    if not c.on_rank([*op.operands, op.result]):
+        return None
+    if c.local and communicates(op):
+        raise op_error(op, "needs a communication (it reshards its input or reduces a sharded axis) but was "
+                           "not lowered to one; run the hostir-lower pipeline first")
+    try:
+        kernel = build_kernel(op, c.op_context)
+    except UnsupportedOp as error:
+        raise op_error(op, str(error)) from None
+    operands = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
+    args = [c.slot(o) for o in operands]
+    result = c.slot(op.result)
+    if op.out is not None:
+        return into_step(kernel.into, result, c.slot(op.out), args, value_name(op.out))
+    if op.result in c.destinations:
+        return into_step(kernel.into, result, c.destinations[op.result], args, "the post's output")
+    result_type = tensor_type(op.result)
+    if value_alloc_perm(result_type) is None:
+        viewable = kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result]))
+        return fresh_step(kernel.view if viewable else kernel.fresh, result, args)
+    # A fresh result with an allocation order: allocate it in that order, compute into it.
+    rank, device, into = c.rank, c.context.device, kernel.into
+    return fresh_step(lambda *xs: into(empty_buffer(result_type, rank, device), *xs), result, args)
+
+
+def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> Step | None:
+    if not c.on_rank([*op.inputs, *op.outs, *op.outputs]):
+        return None
+    ins = [c.slot(v) for v in op.inputs]
+    results = [c.slot(v) for v in op.outputs]
+    if not op.outs:
+        compiled = unit(c, op, outs=0, direct=False, views=all(map(c.may_view, [*op.inputs, *op.outputs])))
+
+        def step(env: list) -> None:
+            for slot, value in zip(results, compiled([env[s] for s in ins])):
+                env[slot] = value
+
+        return step
+    # Writing straight into an out buffer that is also an input could clobber the
+    # input before the unit has read it: such posts copy their results at the end.
+    direct = not set(op.outs) & set(op.inputs)
+    compiled_with_outs = unit(c, op, outs=len(op.outs), direct=direct, views=all(map(c.may_view, op.inputs)))
+    outs = [c.slot(v) for v in op.outs]
+
+    def step(env: list) -> None:
+        buffers = [env[s] for s in outs]
+        if any(b is None for b in buffers):
+            raise Unbound("an outs buffer is not bound (allocate it first)")
+        for slot, value in zip(results, compiled_with_outs([env[s] for s in ins] + buffers)):
+            env[slot] = value
+
+    return step
+
+
+def unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int, direct: bool, views: bool) -> CompiledFunction:
+    """The post's `fusion.func`, compiled once per way of being called. With `views`
+    (nothing in the program writes the post's inputs, nor its results when it has no
+    `outs`), the unit's values may be views of each other where the unit does not write them."""
+    key = (op.callee_name(), outs, direct, views)
+    if key not in c.context.units:
+        function = op.unit()
+        may_view = BufferUses(function).unwritten if views else _never
+        c.context.units[key] = FunctionCompiler(c.context, c.handlers, may_view).function(function, outs, direct)
+    return c.context.units[key]
+
+
+def _never(value: SSAValue) -> bool:
+    return False
+
+
+HANDLERS: dict[type, Handler] = {
+    fusion.ComputeOp: on_current_stream(compute),
+    hir.PostOnStreamOp: on_current_stream(post_on_stream),
+}

@@ -1,0 +1,174 @@
+"""Handlers of hir buffers and streams: allocate (symmetric buffers acquired from the peers),
+deallocate, alias_select, extent, and the stream ops (runtime/streams.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from hostir_dialect import hir
+from hostir_dialect.diagnostics import op_error
+from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, tensor_type
+
+from ..layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
+from .context import FunctionCompiler, Handler, Step, on_current_stream
+
+
+def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
+    t = tensor_type(op.result)
+    if not t.is_on_rank(c.rank):
+        return None
+    if op.is_symmetric:
+        return acquire_symmetric(c, op)
+    shape = logical_shape(t, c.rank)
+    if DYNAMIC in shape:
+        raise op_error(op, f"cannot allocate {t}: its local shape {['?' if e == DYNAMIC else e for e in shape]} is dynamic")
+    result, rank, device = c.slot(op.result), c.rank, c.context.device
+    if value_alloc_perm(t) is None:
+        dtype = torch_dtype(t)
+
+        def step(env: list) -> None:
+            if env[result] is None:
+                env[result] = torch.empty(shape, dtype=dtype, device=device)
+    else:
+        def step(env: list) -> None:
+            if env[result] is None:
+                env[result] = empty_buffer(t, rank, device)
+    return step
+
+
+def acquire_symmetric(c: FunctionCompiler, op: hir.AllocateOp) -> Step:
+    """Bind this rank's instance of the symmetric buffer (created once, when the
+    program was compiled) once every peer is done with its own (docs/copy_engine.md)."""
+    acquire, result = c.context.copy_engine.acquire(op), c.slot(op.result)
+
+    def step(env: list) -> None:
+        env[result] = acquire()
+
+    return step
+
+
+def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> Step | None:
+    """Drop the buffer and every value that aliases it (results written into it), so
+    the memory really goes back to the allocator; a symmetric buffer stays (every run
+    reuses it) and is released to the peers instead."""
+    slots = [c.slot(v) for v in op.freed_values()]
+    owner = op.buffer.owner
+    if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
+        if not tensor_type(op.buffer).is_on_rank(c.rank):
+            return None
+        release = c.context.copy_engine.release(owner)
+
+        def step(env: list) -> None:
+            release()
+            for slot in slots:
+                env[slot] = None
+
+        return step
+
+    def step(env: list) -> None:
+        for slot in slots:
+            env[slot] = None
+
+    return step
+
+
+def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> Step | None:
+    t = tensor_type(op.input)
+    if not t.is_on_rank(c.rank):
+        return None
+    axis = op.axis_index
+    chosen = t.axes[axis]
+    if c.local and any(p.parallel.is_device for p in chosen.pieces):
+        raise op_error(op, f"selects on axis {axis}, which is sharded across devices")
+    dim = axis - sum(a.is_reduction for a in t.axes[:axis])
+    source, result = c.slot(op.input), c.slot(op.result)
+    one_chunk = c.local and t.stream_allocated and axis == t.stream_axis()
+    if chosen.is_broadcast or one_chunk:
+        # A broadcast axis has one element; a stream-allocated buffer holds one chunk.
+        def step(env: list) -> None:
+            env[result] = env[source].select(dim, 0)
+    else:
+        index = c.slot(op.index)
+
+        def step(env: list) -> None:
+            env[result] = env[source].select(dim, env[index])
+    return step
+
+
+def extent(c: FunctionCompiler, op: hir.ExtentOp) -> Step | None:
+    t = tensor_type(op.input)
+    axis = op.axis.value.data
+    if t.axes[axis].extent != DYNAMIC:
+        c.constant(op.result, t.axes[axis].extent)
+        return None
+    if t.axes[axis].is_reduction:
+        raise op_error(op, "the extent of a dynamic reduction axis is not stored in any buffer")
+    dim = axis - sum(a.is_reduction for a in t.axes[:axis])
+    factor = 1
+    if c.local:
+        for piece in t.axes[axis].pieces:
+            if piece.parallel.is_device and t.mesh is not None:
+                factor *= t.mesh.axis_size(piece.parallel)
+            elif piece.parallel == ParallelKind.STREAM and t.stream_allocated:
+                if piece.extent == DYNAMIC:
+                    raise op_error(op, "a dynamic stream-allocated axis has no known extent")
+                factor *= piece.extent
+    source, result = c.slot(op.input), c.slot(op.result)
+
+    def step(env: list) -> None:
+        env[result] = env[source].shape[dim] * factor
+
+    return step
+
+
+def get_current_stream(c: FunctionCompiler, op: hir.GetCurrentStreamOp) -> Step:
+    current, result = c.context.streams.current, c.slot(op.result)
+
+    def step(env: list) -> None:
+        env[result] = current()
+
+    return step
+
+
+def stream(c: FunctionCompiler, op: hir.StreamOp) -> Step:
+    get, key, result = c.context.streams.get, c.slot(op.key), c.slot(op.result)
+
+    def step(env: list) -> None:
+        env[result] = get(env[key])
+
+    return step
+
+
+def set_current_stream(c: FunctionCompiler, op: hir.SetCurrentStreamOp) -> Step:
+    set_current, stream = c.context.streams.set_current, c.slot(op.stream)
+
+    def step(env: list) -> None:
+        set_current(env[stream])
+
+    return step
+
+
+def synchronize(c: FunctionCompiler, op: hir.SynchronizeOp) -> Step:
+    synchronize, stream = c.context.streams.synchronize, c.slot(op.stream)
+
+    def step(env: list) -> None:
+        synchronize(env[stream])
+
+    return step
+
+
+def number_of_streams(c: FunctionCompiler, op: hir.NumberOfStreamsOp) -> None:
+    c.constant(op.result, c.context.number_of_streams)
+
+
+HANDLERS: dict[type, Handler] = {
+    hir.AllocateOp: on_current_stream(allocate),
+    hir.DeallocateOp: on_current_stream(deallocate),
+    hir.AliasSelectOp: alias_select,
+    hir.ExtentOp: extent,
+    hir.GetCurrentStreamOp: get_current_stream,
+    hir.StreamOp: stream,
+    hir.SetCurrentStreamOp: set_current_stream,
+    hir.SynchronizeOp: synchronize,
+    hir.NumberOfStreamsOp: number_of_streams,
+}

@@ -1,0 +1,90 @@
+"""Handlers of hir communication: collectives (through runtime/communicator.py, or
+runtime/copy_engine.py for `transport copy_engine`), send/recv, waits, team positions."""
+
+from __future__ import annotations
+
+from hostir_dialect import hir
+from hostir_dialect.diagnostics import describe, op_error
+from hostir_dialect.tensor_type import tensor_type
+
+from ..communicator import DONE, CollectiveError
+from ..layouts import flatten_in_allocation_order, value_alloc_perm
+from .context import ExecutionError, FunctionCompiler, Handler, Step, Unbound, on_current_stream
+
+
+def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step | None:
+    work = c.slot(op.work)
+    if not op.takes_part(c.rank):
+        c.constant(op.work, DONE)
+        return None
+    if op.uses_copy_engine:
+        return copy_engine_collective(c, op)
+    try:
+        post = c.context.comm.poster(op)
+    except CollectiveError as error:
+        raise op_error(op, str(error)) from None
+    source, dest = c.slot(op.input), c.slot(op.output)
+
+    def step(env: list) -> None:
+        env[work] = post(env[source], env[dest])
+
+    return step
+
+
+def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step:
+    """Post through the copy-engine algorithm of `op` on flat views of its buffers."""
+    if c.context.copy_engine is None:
+        raise op_error(op, "a copy-engine collective needs symmetric buffers: its program allocates none")
+    post = c.context.copy_engine.collective(op).post
+    buffers = [(c.slot(v), value_alloc_perm(tensor_type(v)), what)
+               for v, what in ((op.input, "input"), (op.output, "output"), (op.via, "via")) if v is not None]
+    work = c.slot(op.work)
+
+    def step(env: list) -> None:
+        env[work] = post(*(flatten_in_allocation_order(env[slot], perm, what) for slot, perm, what in buffers))
+
+    return step
+
+
+def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> Step | None:
+    work = c.slot(op.work)
+    if not op.takes_part(c.rank):
+        c.constant(op.work, DONE)
+        return None
+    if c.context.comm.backend is None:
+        raise op_error(op, "needs torch.distributed; run the program with run_spmd or hostir-run --nproc")
+    post = c.context.comm.point_to_point(op)
+    buffer, peer = c.slot(op.buffer), c.slot(op.peer)
+
+    def step(env: list) -> None:
+        env[work] = post(env[buffer], env[peer])
+
+    return step
+
+
+def wait(c: FunctionCompiler, op: hir.WaitOp) -> Step:
+    work, poster = c.slot(op.work), op.work.owner
+    member = c.slot(op.member) if op.member is not None else None
+
+    def step(env: list) -> None:
+        token = env[work]
+        if token is None:
+            raise Unbound("waits for a collective that was never posted")
+        try:
+            token.wait(None if member is None else env[member])
+        except RuntimeError as error:  # a peer that never came: the poster is the culprit
+            raise ExecutionError(describe(poster, f"did not complete: {str(error).strip()}")) from error
+
+    return step
+
+
+def team_position(c: FunctionCompiler, op: hir.TeamPositionOp) -> None:
+    c.constant(op.result, op.position_of(c.rank))
+
+
+HANDLERS: dict[type, Handler] = {
+    hir.CollectiveOp: on_current_stream(collective),
+    hir.PointToPointOp: on_current_stream(point_to_point),
+    hir.WaitOp: on_current_stream(wait),
+    hir.TeamPositionOp: team_position,
+}

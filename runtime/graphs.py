@@ -1,0 +1,161 @@
+"""CUDA-graph replay of a whole host program: `Evaluator(..., cuda_graph=True)`.
+
+The first run for an input signature captures the program (its streams, collectives,
+copy-engine transfers and waits) in one CUDA graph; later runs with that signature copy
+their inputs into the graph's input buffers and replay it, which costs the host one graph
+launch whatever the number of host ops.
+
+The contract:
+- Signature: every tensor input's shape, strides, dtype and device, and every scalar
+  argument's value (the capture bakes scalars into the kernels and loop bounds). A new
+  signature is captured in a new graph, with its own memory pool.
+- Inputs are copied into buffers the graph owns (its static inputs) before each replay:
+  the caller keeps its tensors and may change them between runs.
+- Outputs are the graph's own buffers, valid until the next run of this evaluator with the
+  same signature, which overwrites them (as `torch.cuda.graphs` does). Cloning them would
+  cost a copy and an allocation per output and run, the work graphs exist to avoid; a
+  caller that keeps results across runs clones them.
+- The first capture of an evaluator follows one eager run, on every rank at the same call
+  (every rank runs its programs in the same order), which creates what capture cannot: NCCL
+  communicators, cuBLAS handles, worker streams. Symmetric buffers and their flags exist
+  before any run (they are created when the program is compiled). Later signatures are
+  captured without an eager run, so no rank ever posts collectives the others do not.
+- The copy-engine slot counters are rewound when a run begins, i.e. when the program is
+  captured; replays reuse the captured slots (flags are binary and reset by their waiter).
+- On CPU ranks (gloo) there are no CUDA graphs: the option is accepted, the capture check
+  runs alike, and every run is eager (`Evaluator.graph_mode` says so).
+
+The capture check (`check_capturable`) refuses, when the program is compiled and from the
+program text alone (so every rank refuses alike), what a replay cannot reproduce. Every
+handler and kernel was audited for host synchronizations, host reads of device values,
+host-to-device copies and data-dependent extents: control flow and extents depend only on
+host values (loop bounds, scalars, shapes), which are part of the signature, and no kernel
+reads a device value on the host (a binary op's scalar operand is a CPU 0-d tensor, passed
+to the kernel as an argument, not copied to the device). What remains refused is what a
+graph's fixed addresses cannot express:
+- an op that writes into an argument of the program (or a view of one): a replay writes
+  into the graph's copy of the argument, not into the caller's tensor;
+- returning an argument (or a view of one): the result would be the graph's copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from xdsl.ir import SSAValue
+
+from hostir_dialect import hir
+from hostir_dialect.diagnostics import op_error
+
+from .buffers import BufferUses, written_operands
+from .streams import CudaStreams
+
+CUDA_GRAPH = "cuda graph"
+EAGER = "eager"
+EAGER_ON_CPU = "eager (cuda_graph requested, but CPU ranks have no CUDA graphs)"
+
+
+def graph_mode(cuda_graph: bool, device: torch.device) -> str:
+    """How runs execute: one of CUDA_GRAPH, EAGER, EAGER_ON_CPU."""
+    if not cuda_graph:
+        return EAGER
+    return CUDA_GRAPH if device.type == "cuda" else EAGER_ON_CPU
+
+
+def check_capturable(program: hir.ProgramOp) -> None:
+    """Refuse, at the op, what a CUDA graph of `program` could not replay (see the module doc)."""
+    uses = BufferUses(program)
+    for op in program.walk():
+        for written in written_operands(op):
+            argument = uses.argument_of(written)
+            if argument is not None:
+                raise op_error(op, f"writes into {_name(argument)}, an argument of @{program.sym_name.data}: a CUDA graph "
+                                   "would write into its own copy of the argument, not into the caller's tensor")
+    terminator = program.body.block.last_op
+    assert terminator is not None
+    for value in terminator.operands:
+        argument = uses.argument_of(value)
+        if argument is not None:
+            raise op_error(terminator, f"returns {_name(argument)}, an argument of @{program.sym_name.data} "
+                                       "(or a view of it): a CUDA graph's outputs are its own buffers")
+
+
+def _name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else f"argument #{value.index}"  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- #
+# Capture and replay (CUDA)
+# --------------------------------------------------------------------------- #
+
+
+def signature(inputs: Sequence[Any]) -> tuple:
+    """What a captured graph is specific to (see the module doc)."""
+    return tuple(
+        (tuple(x.shape), x.stride(), x.dtype, x.device) if isinstance(x, torch.Tensor) else (type(x), x)
+        for x in inputs
+    )
+
+
+class _Captured:
+    """One signature's graph, its input buffers and its outputs."""
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, inputs: list, outputs: list):
+        self.graph = graph
+        self.copies = [(static, index) for index, static in enumerate(inputs) if isinstance(static, torch.Tensor)]
+        self.inputs = inputs
+        self.outputs = outputs
+
+    def replay(self, inputs: Sequence[Any]) -> list:
+        for static, index in self.copies:
+            static.copy_(inputs[index])
+        self.graph.replay()
+        return list(self.outputs)
+
+
+class CudaGraphs:
+    """The graphs of one evaluator's program, by input signature."""
+
+    def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams):
+        self._run_eagerly = run_eagerly
+        self._streams = streams
+        self._graphs: dict[tuple, _Captured] = {}
+        self._warm = False
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def run(self, inputs: Sequence[Any]) -> list:
+        key = signature(inputs)
+        captured = self._graphs.get(key)
+        if captured is None:
+            captured = self._graphs[key] = self._capture(inputs)
+        return captured.replay(inputs)
+
+    def _capture(self, inputs: Sequence[Any]) -> _Captured:
+        static = [_static_copy(x) for x in inputs]
+        if not self._warm:
+            self._warm_up(static)
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: the NCCL watchdog thread may query events while this thread captures.
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"), self._streams.capturing():
+            outputs = self._run_eagerly(static)
+        return _Captured(graph, static, outputs)
+
+    def _warm_up(self, static: list) -> None:
+        """One eager run on a side stream, as torch.cuda.graphs recommends (see the module doc)."""
+        current = torch.cuda.current_stream()
+        side = torch.cuda.Stream()
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            self._run_eagerly(static)
+        current.wait_stream(side)
+        self._warm = True
+
+
+def _static_copy(value: Any) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    return torch.empty_like(value).copy_(value)  # the caller's strides, where they are dense

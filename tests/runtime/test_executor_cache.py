@@ -1,0 +1,55 @@
+"""Programs compiled (and fusions lowered) once, then run many times
+(runtime/executor_cache.py, nvFuser's FusionExecutorCache): by program text and
+options, at most `capacity` of them."""
+
+from __future__ import annotations
+
+import torch
+
+import passes
+from hostir_dialect.context import parse_module
+from runtime import executor_cache, execute, launcher
+from runtime.executor_cache import LruCache
+
+T = "!fusion.tensor<f32[2, 4]>"
+DOUBLE = f"""hir.program @main(%x: {T}) -> {T} {{
+  %y = fusion.add %x, %x : {T}, {T} -> {T}
+  hir.return %y : {T}
+}}"""
+FUSION = f"""fusion.func @f(%x: {T}) -> {T} {{
+  %y = fusion.relu %x : {T} -> {T}
+  fusion.return %y : {T}
+}}"""
+
+
+def test_execute_compiles_once_per_program_text_and_options(count_calls, monkeypatch):
+    monkeypatch.setattr(executor_cache, "_EXECUTORS", executor_cache.ExecutorCache())
+    compilations = count_calls(executor_cache, "Evaluator")
+    x = torch.randn(2, 4)
+    for module in (parse_module(DOUBLE), parse_module(DOUBLE)):  # same text, another module
+        (y,) = execute(module, [x])
+        torch.testing.assert_close(y, 2 * x)
+    assert len(compilations) == 1
+    execute(parse_module(DOUBLE), [x], number_of_streams=2)
+    execute(parse_module(DOUBLE), [x], number_of_streams=2, device="cpu")
+    assert len(compilations) == 3  # other options
+    (y,) = execute(parse_module(DOUBLE.replace("fusion.add", "fusion.mul")), [x])
+    torch.testing.assert_close(y, x * x)
+    assert len(compilations) == 4
+
+
+def test_lower_module_lowers_a_fusion_text_once(count_calls, monkeypatch):
+    monkeypatch.setattr(launcher, "_LOWERED", LruCache(capacity=2))
+    lowerings = count_calls(passes, "lower")
+    first, second = launcher.lower_module(parse_module(FUSION)), launcher.lower_module(parse_module(FUSION))
+    assert len(lowerings) == 1
+    assert first is not second and str(first) == str(second)  # copies: a caller may change its own
+    assert "hir.program @f" in str(first)
+
+
+def test_a_cache_keeps_its_most_recently_used_values():
+    cache: LruCache[str] = LruCache(capacity=2)
+    for key in ("a", "b", "a", "c"):  # "b" is the least recently used when "c" comes
+        cache.get(key, lambda key=key: key.upper())
+    assert cache.values() == ["A", "C"] and cache.misses == 3
+    assert cache.get("b", lambda: "B again") == "B again"

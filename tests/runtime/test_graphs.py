@@ -1,0 +1,201 @@
+"""CUDA-graph mode on CPU ranks: the capture check refuses, at the op, what a graph could
+not replay (on every rank alike, from the program text), and accepted programs run eagerly
+with the results of eager mode. The capture itself is tested on GPUs (test_gpu.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from hostir import DeviceMesh, FusionDefinition, ParallelType
+from hostir_dialect import hir
+from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import HostIRError
+from runtime import Evaluator, RankResult, execute, launch, shard_tensor
+from runtime.cli import report
+from runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
+from runtime.launcher import device_for
+
+T = "!fusion.tensor<f32[4, 8]>"
+ROW = "!fusion.tensor<f32[8]>"
+S = "!fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>"
+G = "!fusion.tensor<f32[2, 8], mesh=[0, 1]>"
+
+
+def program_text(args: str, body: str, results: str) -> str:
+    return f"hir.program @main({args}) -> ({results}) {{\n{body}\n}}\n"
+
+
+def the_program(text: str) -> hir.ProgramOp:
+    (program,) = [op for op in parse_module(text, "graph.mlir").ops if isinstance(op, hir.ProgramOp)]
+    return program
+
+
+REFUSED = {
+    "compute into an argument": (
+        program_text(f"%a: {T}, %o: {T}", f"  %b = fusion.neg %a into %o : {T} -> {T}\n  hir.return %a : {T}", T),
+        r"graph.mlir:2:3: error: 'fusion.neg' op writes into %o, an argument of @main: a CUDA graph would write "
+        r"into its own copy of the argument, not into the caller's tensor",
+    ),
+    "compute into a view of an argument": (
+        program_text(f"%a: {T}, %o: {T}", "  %c0 = arith.constant 0 : index\n"
+                     f"  %r = hir.alias_select %o[%c0] axis 0 : {T} -> {ROW}\n"
+                     f"  %x = hir.alias_select %a[%c0] axis 0 : {T} -> {ROW}\n"
+                     f"  %b = fusion.exp %x into %r : {ROW} -> {ROW}\n  %c = fusion.set %a : {T} -> {T}\n"
+                     f"  hir.return %c : {T}", T),
+        r"graph.mlir:5:3: error: 'fusion.exp' op writes into %o, an argument of @main",
+    ),
+    "post_on_stream into an argument": (
+        program_text(f"%a: {T}, %o: {T}", f"  %b = hir.post_on_stream @neg(%a) outs(%o : {T}) : ({T}) -> {T}\n"
+                     f"  %c = fusion.set %b : {T} -> {T}\n  hir.return %c : {T}", T)
+        + f"fusion.func @neg(%x: {T}) -> {T} {{\n  %y = fusion.neg %x : {T} -> {T}\n  fusion.return %y : {T}\n}}\n",
+        r"graph.mlir:2:3: error: 'hir.post_on_stream' op writes into %o, an argument of @main",
+    ),
+    "collective into an argument": (
+        program_text(f"%s: {S}, %g: {G}", f"  %w = hir.allgather %s -> %g team [0, 1] : {S} -> {G}\n  hir.wait %w\n"
+                     f"  %c = fusion.set %g : {G} -> {G}\n  hir.return %c : {G}", G),
+        r"graph.mlir:2:3: error: 'hir.allgather' op writes into %g, an argument of @main",
+    ),
+    "recv into an argument": (
+        program_text(f"%a: {T}", f"  %c1 = arith.constant 1 : index\n  %w = hir.recv %a, %c1 : {T}\n  hir.wait %w\n"
+                     f"  %c = fusion.set %a : {T} -> {T}\n  hir.return %c : {T}", T),
+        r"graph.mlir:3:3: error: 'hir.recv' op writes into %a, an argument of @main",
+    ),
+    "returning an argument": (
+        program_text(f"%a: {T}", f"  hir.return %a : {T}", T),
+        r"graph.mlir:2:3: error: 'hir.return' op returns %a, an argument of @main \(or a view of it\): "
+        r"a CUDA graph's outputs are its own buffers",
+    ),
+    "returning a view of an argument": (
+        program_text(f"%a: {T}", f"  %c0 = arith.constant 0 : index\n  %r = hir.alias_select %a[%c0] axis 0 : {T} -> {ROW}\n"
+                     f"  hir.return %r : {ROW}", ROW),
+        r"graph.mlir:4:3: error: 'hir.return' op returns %a, an argument of @main",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_the_capture_check_refuses_at_the_op(case):
+    text, message = REFUSED[case]
+    with pytest.raises(HostIRError, match=f"^{message}"):
+        check_capturable(the_program(text))
+
+
+def test_the_evaluator_runs_the_capture_check_only_in_graph_mode():
+    text, message = REFUSED["compute into an argument"]
+    module = parse_module(text, "graph.mlir")
+    with pytest.raises(HostIRError, match=f"^{message}"):
+        Evaluator(module, cuda_graph=True)
+    a, o = torch.randn(4, 8), torch.zeros(4, 8)
+    Evaluator(module).run([a, o])
+    torch.testing.assert_close(o, -a)
+
+
+def test_graph_mode_is_for_host_programs():
+    text = f"fusion.func @f(%a: {T}) -> {T} {{\n  %b = fusion.neg %a : {T} -> {T}\n  fusion.return %b : {T}\n}}"
+    with pytest.raises(ValueError, match="cuda_graph runs a hir.program; @f is a fusion.func"):
+        Evaluator(parse_module(text), cuda_graph=True)
+
+
+def test_graph_mode_by_device():
+    assert graph_mode(False, torch.device("cuda", 0)) == EAGER
+    assert graph_mode(True, torch.device("cuda", 0)) == CUDA_GRAPH
+    assert graph_mode(True, torch.device("cpu")) == EAGER_ON_CPU
+
+
+def test_signatures_tell_shapes_strides_dtypes_and_scalars_apart():
+    x = torch.zeros(4, 8)
+    assert signature([x, 3]) == signature([torch.ones(4, 8), 3])
+    for other in ([x.t().contiguous().t(), 3], [x.double(), 3], [torch.zeros(4, 9), 3], [x, 4], [x, None]):
+        assert signature(other) != signature([x, 3])
+
+
+def two_minus(chunks: int) -> FusionDefinition:
+    """A stream pipeline with a scalar lhs (2 - x): the kernel the audit fixed."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([chunks, 8])
+        y = fd.ops.sub(fd.define_scalar(2.0), x)
+        fd.add_output(y)
+    y.axis(0).parallelize(ParallelType.Stream)
+    return fd
+
+
+def test_cpu_ranks_accept_graph_mode_and_run_eagerly():
+    fd = two_minus(4)
+    host = fd.lower()
+    check_capturable(the_program(str(host)))
+    x = torch.randn(4, 8)
+    evaluator = Evaluator(host, cuda_graph=True)
+    assert evaluator.graph_mode == EAGER_ON_CPU and evaluator.graphs is None
+    for _ in range(2):
+        (got,) = evaluator.run([x])
+        torch.testing.assert_close(got, 2 - x)
+    (got,) = fd.execute([x], cuda_graph=True)
+    torch.testing.assert_close(got, 2 - x)
+
+
+def test_hostir_run_names_the_graph_mode_only_when_asked_for_graphs():
+    program = the_program(program_text(f"%a: {T}", f"  hir.return %a : {T}", T))
+    eager = RankResult([torch.zeros(4, 8)], [1e-3], None)
+    assert "graph mode" not in report(program, [eager], None, 1).text
+    on_cpu = RankResult([torch.zeros(4, 8)], [1e-3], None, EAGER_ON_CPU)
+    assert report(program, [on_cpu], None, 1).text.endswith(f"graph mode: {EAGER_ON_CPU}")
+
+
+def test_execute_passes_the_option_on():
+    text, message = REFUSED["returning an argument"]
+    with pytest.raises(HostIRError, match=message):
+        execute(parse_module(text, "graph.mlir"), [torch.zeros(4, 8)], cuda_graph=True)
+
+
+# --------------------------------------------------------------------------- #
+# GPU: a replay is one graph launch
+# --------------------------------------------------------------------------- #
+
+
+def ag_matmul(chunks: int) -> FusionDefinition:
+    """AG+matmul over `chunks` stream chunks on 2 ranks (the overlap benchmark's schedule)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([chunks, 2, 64, 32])
+        b = fd.define_tensor([32, 16])
+        c = fd.ops.matmul(a, b)
+        fd.add_output(c)
+    mesh = DeviceMesh([0, 1])
+    for tensor in (a, b, c):
+        tensor.set_device_mesh(mesh)
+    a.axis(1).parallelize(ParallelType.DIDx)
+    c.axis(0).parallelize(ParallelType.Stream)
+    return fd
+
+
+def second_replay_host_work(rank: int, world_size: int, program: str, per_rank: list) -> dict:
+    device = device_for(dist.get_backend(), rank)
+    evaluator = Evaluator(parse_module(program), number_of_streams=4, device=device, cuda_graph=True)
+    inputs = [x.to(device) for x in per_rank[rank]]
+    evaluator.run(inputs)  # captures, then replays once
+    torch.cuda.synchronize(device)
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as profile:
+        (output,) = evaluator.run(inputs)
+        torch.cuda.synchronize(device)
+    host = [e.name for e in profile.events() if e.device_type == torch.autograd.DeviceType.CPU]
+    return {"host": host, "output": output.cpu(), "graphs": len(evaluator.graphs)}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_launch():
+    fd = ag_matmul(4)
+    host = fd.lower()
+    program = the_program(str(host))
+    a, b = torch.randn(4, 2, 64, 32), torch.randn(32, 16)
+    per_rank = [[shard_tensor(x, arg.type, r) for x, arg in zip((a, b), program.args)] for r in range(2)]
+    for rank, result in enumerate(launch(second_replay_host_work, 2, (str(host), per_rank), backend="nccl")):
+        torch.testing.assert_close(result["output"], shard_tensor(a @ b, program.function_type.outputs.data[0], rank),
+                                   rtol=1e-3, atol=1e-3)  # TF32 may be on
+        assert result["graphs"] == 1
+        ops = [name for name in result["host"] if name.startswith(("aten::", "c10d::", "nccl:", "record_param"))]
+        assert ops == ["aten::copy_", "aten::copy_"], result["host"]  # the two inputs into the graph's buffers
+        assert result["host"].count("cudaGraphLaunch") == 1, result["host"]
+        assert not {"cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent"} & set(result["host"]), result["host"]
