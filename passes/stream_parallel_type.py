@@ -84,7 +84,7 @@ from xdsl.utils.exceptions import VerifyException
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
-from hostir_dialect.symbols import programs
+from hostir_dialect.symbols import fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
@@ -93,17 +93,32 @@ from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor
 
 
 def check_program_inputs(program: hir.ProgramOp) -> None:
+    """An input with a stream axis that a host op still to be lowered reads: this pass
+    pipelines results only. (A host program that slices such an input itself, with
+    `hir.alias_select` in its own loops, is already lowered and left alone.)"""
     for index, arg in enumerate(program.args):
         if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
-            raise op_error(
-                program,
-                f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
-            )
+            if any(is_to_lower(use.operation) for use in arg.uses):
+                raise op_error(
+                    program,
+                    f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
+                )
+
+
+def is_to_lower(op: Operation) -> bool:
+    """An op as lower-to-host leaves it: a compute op without destination or a post
+    without outs. Everything else (hir ops, ops writing into buffers, loops) is host code
+    this pass already built, or that the user wrote, and is left as it is."""
+    if isinstance(op, fusion.ComputeOp):
+        return op.out is None
+    return isinstance(op, hir.PostOnStreamOp) and not op.outs
 
 
 def stream_axis_of(op: Operation) -> int | None:
-    """The stream axis of `op`'s result if `op` is stream-parallel, after checking that
-    `op` is an op this pass can put in a loop."""
+    """The stream axis of `op`'s result if `op` is a stream-parallel op to lower, after
+    checking that it is an op this pass can put in a loop."""
+    if not is_to_lower(op):
+        return None
     streamed = [
         r for r in op.results if isinstance(r.type, TensorType) and r.type.stream_axis() is not None
     ]
@@ -503,6 +518,15 @@ class _Chunks:
         return self.builder.located(new)
 
 
+def _check_nothing_to_lower(module: ModuleOp) -> None:
+    """A fusion with stream axes but no program: lowering it is lower-to-host's job, and
+    returning it unchanged would leave its stream axes silently unlowered."""
+    for func in fusions_to_lower(module):
+        if any(isinstance(v.type, TensorType) and v.type.stream_axis() is not None
+               for op in func.walk() for v in (*op.results, *func.args)):
+            raise op_error(func, "has stream axes but the module holds no hir.program; run lower-to-host first")
+
+
 def _chunk_name(tensor: SSAValue) -> str | None:
     return f"{tensor.name_hint}_i" if tensor.name_hint else None
 
@@ -525,6 +549,8 @@ class StreamParallelType(ModulePass):
     bounded_intermediates: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not programs(op):
+            _check_nothing_to_lower(op)
         for program in programs(op):
             check_program_inputs(program)
             for loop in group(program.body.block):

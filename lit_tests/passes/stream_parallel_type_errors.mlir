@@ -70,16 +70,6 @@ hir.program @permute(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[8 stre
   hir.return %b : !fusion.tensor<f32[8 stream, 4]>
 }
 
-// -----
-
-// Stream-typed buffers at the top level are not lower-to-host's output (e.g. the pass ran
-// twice): only the ops of the input contract are put in loops.
-hir.program @already_lowered(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
-  // CHECK: :[[# @LINE + 1]]:3: error: 'hir.allocate' op stream parallel type not supported for this op
-  %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
-  %c = fusion.set %a into %b : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
-  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
-}
 
 // -----
 
@@ -143,4 +133,14 @@ hir.program @ring_and_collective(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
   // CHECK: :[[# @LINE + 1]]:3: error: 'fusion.set' op communicates in a stream loop that runs a ring of shifts, where each rank handles the chunks in its own order; a collective needs them in one order
   %u = fusion.set %t : !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]>
   hir.return %u : !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]>
+}
+
+// -----
+
+// A fusion that lower-to-host has not turned into a program: its stream axes would stay
+// unlowered.
+// CHECK: stream_parallel_type_errors.mlir:[[# @LINE + 1]]:1: error: 'fusion.func' op has stream axes but the module holds no hir.program; run lower-to-host first
+fusion.func @not_lowered(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  fusion.return %b : !fusion.tensor<f32[4 stream, 8]>
 }

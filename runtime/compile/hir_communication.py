@@ -4,12 +4,12 @@ runtime/copy_engine.py for `transport copy_engine`), send/recv, waits, team posi
 from __future__ import annotations
 
 from hostir_dialect import hir
-from hostir_dialect.diagnostics import op_error
+from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.tensor_type import tensor_type
 
 from ..communicator import DONE, CollectiveError
 from ..layouts import flatten_in_allocation_order, value_alloc_perm
-from .context import FunctionCompiler, Handler, Step, Unbound, on_current_stream
+from .context import ExecutionError, FunctionCompiler, Handler, Step, Unbound, on_current_stream
 
 
 def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step | None:
@@ -70,14 +70,17 @@ def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> Step | None:
 
 
 def wait(c: FunctionCompiler, op: hir.WaitOp) -> Step:
-    work = c.slot(op.work)
+    work, poster = c.slot(op.work), op.work.owner
     member = c.slot(op.member) if op.member is not None else None
 
     def step(env: list) -> None:
         token = env[work]
         if token is None:
             raise Unbound("waits for a collective that was never posted")
-        token.wait(None if member is None else env[member])
+        try:
+            token.wait(None if member is None else env[member])
+        except RuntimeError as error:  # a peer that never came: the poster is the culprit
+            raise ExecutionError(describe(poster, f"did not complete: {str(error).strip()}")) from error
 
     return step
 
