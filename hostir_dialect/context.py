@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 from xdsl.context import Context
 from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.scf import Scf
-from xdsl.printer import Printer
 
 from .diagnostics import LocatingParser, verify_located
 from .fusion import Fusion
@@ -24,17 +21,9 @@ def make_context() -> Context:
     return ctx
 
 
-def parse_module(text: str, name: str = "<string>"):
+def parse_module(text: str | bytes, name: str = "<string>"):
     """Parse and verify a module; errors are HostIRError/ParseError with locations."""
     module = LocatingParser(make_context(), text, name).parse_module()
     verify_located(module)
     return module
 
-
-def located_text(module) -> str:
-    """The module's text with every op's location (`loc(...)`): `parse_module` of it gives
-    the ops back with the locations of their source, e.g. to run a program elsewhere and
-    still name ops by where they were written."""
-    out = io.StringIO()
-    Printer(stream=out, print_debuginfo=True).print_op(module)
-    return out.getvalue()

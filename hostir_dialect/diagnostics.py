@@ -2,21 +2,41 @@
 
 Ops parsed by `LocatingParser` carry a FileLineColLoc; ops created by passes inherit the
 location of the op they came from (`located_like`) or are reported at their nearest
-located ancestor.
+located ancestor. `located_text` prints a module with those locations (`loc("f":l:c)`)
+and `LocatingParser` keeps a written location, so a program handed to other processes
+as text still reports errors at the user's `file:line:col`.
+
+`verify_located` is xDSL's verifier plus what MLIR's verifier checks and xDSL's does not:
+SSA dominance, symbol redefinitions at the second definition, positive constant
+`scf.for` steps, and hostir's buffer lifetimes (no use after `hir.deallocate`).
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
+import io
 import re
+import sys
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
-from xdsl.ir import Operation
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from .parsing import peek_token
+from .hir import DeallocateOp
+from .parsing import TokenHistory, peek_token
+
+RECURSION_LIMIT = 10_000
+"""xDSL's parser, printer and walkers recurse a few frames per nested region; Python's
+default limit (1000) stops at about 150 nested loops, which MLIR handles easily."""
+
+INT64_MAX = 2**63 - 1
 
 
 class HostIRError(DiagnosticException):
@@ -56,18 +76,118 @@ def located_like(new: Operation, original: Operation) -> Operation:
     return new
 
 
+def located_text(module: Operation) -> str:
+    """`module` printed with every op's location (its own, else its nearest located
+    ancestor's), for a parser in another process to read back."""
+    located = module.clone()
+    for op in located.walk():
+        if not isinstance(op.location, FileLineColLoc) and op.parent_op() is not None:
+            op.location = op.parent_op().location
+    text = io.StringIO()
+    Printer(stream=text, print_debuginfo=True).print_op(located)
+    return text.getvalue()
+
+
+def allow_deep_nesting() -> None:
+    """Raise Python's recursion limit to RECURSION_LIMIT (never lower it)."""
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+# --------------------------------------------------------------------------- #
+# Verification
+# --------------------------------------------------------------------------- #
+
+
 def verify_located(root: Operation) -> None:
     """Verify every op, reporting the first failure at its source location."""
-    for op in root.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-        except VerifyException as error:
-            reason = str(error.__cause__ or error)
-            raise HostIRError(describe(op, reason.removeprefix("Operation does not verify: "))) from None
+    _verify_op(root, _Scope())
 
 
-class LocatingParser(Parser):
-    """A parser that records where each op was written (MLIR's default behaviour).
+@dataclasses.dataclass
+class _Scope:
+    """The values an op may use: defined before it in its block or an enclosing one."""
+
+    visible: set[SSAValue] = dataclasses.field(default_factory=set)
+    freed: set[SSAValue] = dataclasses.field(default_factory=set)
+    """Buffers (and values written into them) a hir.deallocate already gave back."""
+
+
+def _verify_op(op: Operation, scope: _Scope) -> None:
+    problem = _use_problem(op, scope) or _symbol_problem(op) or _step_problem(op)
+    if problem:
+        raise op_error(*problem)
+    try:
+        op.verify(verify_nested_ops=False)
+    except VerifyException as error:
+        reason = str(error.__cause__ or error)
+        raise HostIRError(describe(op, reason.removeprefix("Operation does not verify: "))) from None
+    inner = _Scope() if op.has_trait(IsolatedFromAbove) else scope
+    for region in op.regions:
+        for block in region.blocks:
+            _verify_block(block, inner)
+    if isinstance(op, DeallocateOp):
+        scope.freed.update(op.freed_values())
+
+
+def _verify_block(block: Block, scope: _Scope) -> None:
+    defined: list[SSAValue] = list(block.args)
+    scope.visible.update(block.args)
+    for op in block.ops:
+        _verify_op(op, scope)
+        scope.visible.update(op.results)
+        defined.extend(op.results)
+    scope.visible.difference_update(defined)
+
+
+def _use_problem(op: Operation, scope: _Scope) -> tuple[Operation, str] | None:
+    for index, operand in enumerate(op.operands):
+        if operand not in scope.visible:
+            return op, f"operand #{index} does not dominate this use"
+        if operand in scope.freed:
+            name = f"%{operand.name_hint}" if operand.name_hint else f"operand #{index}"
+            return op, f"uses {name} after its hir.deallocate"
+    return None
+
+
+def _symbol_problem(op: Operation) -> tuple[Operation, str] | None:
+    """MLIR reports a symbol defined twice at the second definition."""
+    if not op.has_trait(SymbolTable):
+        return None
+    seen: set[str] = set()
+    for region in op.regions:
+        for child in region.ops:
+            interface = child.get_trait(SymbolOpInterface)
+            symbol = interface.get_sym_attr_name(child) if interface else None
+            if symbol is None:
+                continue
+            if symbol.data in seen:
+                return child, f"redefinition of symbol named '{symbol.data}'"
+            seen.add(symbol.data)
+    return None
+
+
+def _step_problem(op: Operation) -> tuple[Operation, str] | None:
+    """MLIR's scf.for verifier refuses a constant step that is not positive; xDSL's does not."""
+    if not isinstance(op, scf.ForOp) or not isinstance(op.step.owner, arith.ConstantOp):
+        return None
+    step = op.step.owner.value
+    if isinstance(step, IntegerAttr) and step.value.data <= 0:
+        return op, "constant step operand must be positive"
+    return None
+
+
+# --------------------------------------------------------------------------- #
+# Parsing
+# --------------------------------------------------------------------------- #
+
+
+class LocatingParser(TokenHistory, Parser):
+    """A parser that records where each op was written (MLIR's default behaviour; a
+    written `loc("f":l:c)` is kept) and reports errors where MLIR does: an undefined value
+    at its use, an unknown op or alias at its name, a missing token right after the
+    previous one. Input without ops is an empty module; bytes that are not UTF-8, and
+    nesting deeper than RECURSION_LIMIT allows, are located errors.
 
     `line_offset` is the line the text starts at in its file (for split input files).
     Lines are found by bisecting the offsets of the line starts, numbered once: xDSL's
@@ -75,9 +195,17 @@ class LocatingParser(Parser):
     which made locating every op quadratic in the size of the file.
     """
 
-    def __init__(self, ctx, text: str, name: str = "<unknown>", line_offset: int = 0):
+    def __init__(self, ctx, text: str | bytes, name: str = "<unknown>", line_offset: int = 0):
+        if isinstance(text, bytes):
+            try:
+                text = text.decode()
+            except UnicodeDecodeError:
+                source = Input(text.decode(errors="replace"), name)
+                raise ParseError(Span(0, 0, source), "input is not valid UTF-8") from None
         super().__init__(ctx, text, name)
         self.line_offset = line_offset
+        self.first_uses: dict[str, Span] = {}
+        """Where each value name was first used before its definition."""
         self.line_starts = [0, *(match.end() for match in re.finditer("\n", text))]
         self.file = StringAttr(name)
 
@@ -88,17 +216,72 @@ class LocatingParser(Parser):
         except VerifyException as error:
             # Custom formats check type constraints while parsing; locate that error too.
             self.raise_error(str(error), start_span)
-        if not isinstance(op.location, FileLineColLoc):  # an explicit `loc(...)` stays
+        if not isinstance(op.location, FileLineColLoc):  # a written `loc(...)` is kept
             line = bisect.bisect_right(self.line_starts, start_span.start)
             column = start_span.start - self.line_starts[line - 1] + 1
             op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(column))
         return op
 
+    def resolve_operand(self, operand, type):
+        if operand.operand_name not in self.ssa_values:
+            self.first_uses.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_optional_builtin_int_or_float_attr(self):
+        start = peek_token(self).span
+        attribute = super().parse_optional_builtin_int_or_float_attr()
+        # xDSL checks the range of iN constants but not of index ones; torch's are int64.
+        if isinstance(attribute, IntegerAttr) and isinstance(attribute.type, IndexType):
+            if not -INT64_MAX - 1 <= attribute.value.data <= INT64_MAX:
+                self.raise_error(f"integer constant {attribute.value.data} does not fit in 64 bits", start)
+        return attribute
+
     def parse_module(self, allow_implicit_module: bool = True):
-        module = super().parse_module(allow_implicit_module)
+        allow_deep_nesting()
+        try:
+            module = super().parse_module(allow_implicit_module)
+        except RecursionError:
+            self.raise_error(f"nesting too deep (more than Python's recursion limit of {RECURSION_LIMIT} frames)")
+        except ParseError as error:
+            if allow_implicit_module and self._at_end_without_ops(error):
+                module = ModuleOp([])
+            else:
+                raise self._relocated(error) from None
         if not isinstance(module.location, FileLineColLoc):
             # An implicit module (its errors: symbol redefinitions) is where its text starts.
             module.location = FileLineColLoc(
                 StringAttr(self.lexer.input.name), IntAttr(1 + self.line_offset), IntAttr(1)
             )
         return module
+
+    def _at_end_without_ops(self, error: ParseError) -> bool:
+        """An input of comments and aliases only: MLIR's empty module, not an error."""
+        return error.msg == "Could not parse entire input!" and peek_token(self).kind == MLIRTokenKind.EOF
+
+    def _relocated(self, error: ParseError) -> ParseError:
+        """`error` at the place and in the words MLIR uses."""
+        token, previous = peek_token(self), self.previous_token
+        message = error.msg
+        if message.startswith("values used but not defined"):
+            name = next(iter(self.forward_ssa_references))
+            return ParseError(self.first_uses[name], f"use of undeclared SSA value name %{name}")
+        if message == " in block definition":
+            if token.kind == MLIRTokenKind.EOF:
+                return ParseError(error.span, "expected '}' to close the region, found the end of the input")
+            return ParseError(error.span, f"expected an operation or '}}', found '{token.text}'")
+        if message == "Could not parse entire input!":
+            return ParseError(error.span, f"expected an operation, found '{token.text}'")
+        if previous is None:
+            return error
+        if message.endswith(" is not registered") or message.startswith(("undefined symbol alias", "re-declaration")):
+            return ParseError(previous.span, message)  # the name just read
+        if "expected" in message.lower() and error.span.start == token.span.start and self._missing_at_end_of_line(token):
+            end = previous.span.end
+            return ParseError(Span(end, end, self.lexer.input), message)
+        return error
+
+    def _missing_at_end_of_line(self, token) -> bool:
+        """Is the expected token missing at the end of the previous token's line (the
+        token found is on a later line, and not the end of the input)?"""
+        previous_end = self.previous_token.span.end
+        return token.kind != MLIRTokenKind.EOF and "\n" in self.lexer.input.content[previous_end : token.span.start]

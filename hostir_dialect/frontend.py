@@ -43,7 +43,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import fusion
 from .fusion import AxisShape
-from .tensor_type import DYNAMIC, Axis, IterKind, Mesh, Piece, TensorDesc, TensorType
+from .tensor_type import DYNAMIC, INT64_MAX, Axis, IterKind, Mesh, Piece, TensorDesc, TensorType
 from .tensor_type import ParallelKind as _PT
 
 
@@ -132,10 +132,10 @@ class DeviceMesh:
 
     def __init__(self, devices: Sequence[int] | Sequence[Sequence[int]]):
         try:
-            self.mesh = Mesh.of(devices)
+            self.mesh = Mesh.of(_device_grid(devices))
             # A tensor without axes reports exactly the mesh's own problems.
             problems = list(TensorDesc(i1, (), self.mesh).problems())
-        except (VerifyException, TypeError, IndexError) as error:
+        except (VerifyException, FusionDefinitionError) as error:
             problems = [str(error)]
         if problems:
             raise FusionDefinitionError(f"invalid device mesh {devices!r}: {problems[0]}")
@@ -160,6 +160,26 @@ class DeviceMesh:
 
     def __repr__(self) -> str:
         return f"DeviceMesh({self.mesh})"
+
+
+def _device_grid(devices: object) -> list[int] | list[list[int]]:
+    """The device ids of a 1-D list or a 2-D list of rows, checked to be integers."""
+    if _is_list(devices) and all(_is_int(d) for d in devices):
+        return list(devices)
+    if _is_list(devices) and devices and all(_is_list(row) for row in devices):
+        if any(_is_list(d) for row in devices for d in row):
+            raise FusionDefinitionError("device meshes have at most 2 dimensions")
+        if all(_is_int(d) for row in devices for d in row):
+            return [list(row) for row in devices]
+    raise FusionDefinitionError("device ids must be integers, in a list or a list of rows")
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 # --------------------------------------------------------------------------- #
@@ -530,11 +550,9 @@ class FusionDefinition:
 
 
 def _extents(what: str, shape: object) -> list[AxisShape]:
-    if not isinstance(shape, Sequence) or not all(
-        isinstance(e, int) and not isinstance(e, bool) and e >= DYNAMIC for e in shape
-    ):
+    if not _is_list(shape) or not all(_is_int(e) and DYNAMIC <= e <= INT64_MAX for e in shape):
         raise FusionDefinitionError(
-            f"{what}: shape must be a list of extents >= 0 (or -1 for dynamic), got {shape!r}"
+            f"{what}: shape must be a list of extents >= 0 (or -1 for dynamic) that fit in 64 bits, got {shape!r}"
         )
     return [_axis_shape(e) for e in shape]
 
@@ -626,6 +644,8 @@ class Ops:
     def _reduce(self, kind: fusion.ReduceKind, t: Tensor, dims: object, keepdim: bool) -> Tensor:
         what = f"fd.ops.{kind}"
         t = self._tensor(t, what)
+        if not isinstance(keepdim, bool):
+            raise FusionDefinitionError(f"{what}: keepdim must be a bool, got {keepdim!r}")
         dims = list(range(t.ndim)) if dims is None else _ints(what, dims)
         result = self._fd._define(what, [t], lambda v, r: fusion.ReduceOp(kind, v[0], dims, r), t.element_type)
         if not keepdim:
@@ -662,7 +682,7 @@ class Ops:
         """Insert broadcast axes where `is_broadcast_dim` (one flag per OUTPUT axis) is True."""
         what = "fd.ops.broadcast"
         t = self._tensor(t, what)
-        flags = list(is_broadcast_dim)
+        flags = list(is_broadcast_dim) if _is_list(is_broadcast_dim) else [None]
         if not all(isinstance(f, bool) for f in flags) or flags.count(False) != t.ndim:
             raise FusionDefinitionError(
                 f"{what}: is_broadcast_dim needs one bool per output axis with exactly "
@@ -687,10 +707,15 @@ class Ops:
         t = self._tensor(t, what)
         axes = _extents(what, new_shape)
         extents = [e for e, _ in axes]
-        if extents.count(DYNAMIC) == 1 and DYNAMIC not in t.shape:
-            known = math.prod(e for e in extents if e != DYNAMIC)
-            if known and math.prod(t.shape) % known == 0:
-                axes[extents.index(DYNAMIC)] = _axis_shape(math.prod(t.shape) // known)
+        if extents.count(DYNAMIC) > 1:
+            raise FusionDefinitionError(f"{what}: only one extent of {list(new_shape)} can be -1 (inferred)")
+        if DYNAMIC in extents and DYNAMIC not in t.shape:
+            known, total = math.prod(e for e in extents if e != DYNAMIC), math.prod(t.shape)
+            if known == 0 or total % known:
+                raise FusionDefinitionError(
+                    f"{what}: cannot infer -1 in {list(new_shape)}: {total} elements are not a multiple of {known}"
+                )
+            axes[extents.index(DYNAMIC)] = _axis_shape(total // known)
         return self._fd._define(
             what, [t], lambda v, r: fusion.ReshapeOp(v[0], r), t.element_type, result_axes=axes
         )

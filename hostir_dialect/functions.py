@@ -14,13 +14,19 @@ from collections.abc import Sequence
 from typing import ClassVar
 from weakref import WeakKeyDictionary
 
-from xdsl.dialects.builtin import FunctionType, StringAttr, SymbolNameConstraint
+from xdsl.dialects.builtin import FunctionType, ModuleOp, StringAttr, SymbolNameConstraint
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation, prop_def, region_def, traits_def, var_operand_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import CallableOpInterface, IsolatedFromAbove, SymbolOpInterface, SymbolTable
+from xdsl.traits import (
+    CallableOpInterface,
+    HasParent,
+    IsolatedFromAbove,
+    SymbolOpInterface,
+    SymbolTable,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from .tensor_type import TensorType
@@ -54,13 +60,14 @@ class ReturnLikeOp(IRDLOperation):
 
 
 class FunctionLikeOp(IRDLOperation):
-    """A symbol with one block whose arguments are the inputs, ended by its return op
-    (named RETURN_OP; the return op names this op as its parent)."""
+    """A symbol at the top level of a module, with one block whose arguments are the
+    inputs, ended by its return op (named RETURN_OP; the return op names this op as its
+    parent)."""
 
     body = region_def("single_block")
     sym_name = prop_def(SymbolNameConstraint())
     function_type = prop_def(FunctionType)
-    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _Callable())
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), _Callable(), HasParent(ModuleOp))
     RETURN_OP: ClassVar[str]
 
     def __init__(self, name: str, inputs: Sequence[Attribute], outputs: Sequence[Attribute], body: Region | None = None):

@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
@@ -66,6 +67,23 @@ AxisShape = tuple[int, IterKind]
 """A logical axis without parallelization: what shape rules compute."""
 
 SCALAR_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType, IndexType)
+
+
+def _scalar_kind(t: Attribute) -> int:
+    """torch's promotion categories: bool < integer < floating point (a tensor's element
+    type counts as a scalar type of its kind)."""
+    if isinstance(t, TensorType):
+        return -1
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return 0
+    return 1 if isinstance(t, (IntegerType, IndexType)) else 2
+
+
+def _in_fusion_func(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, FuncOp):
+        parent = parent.parent_op()
+    return parent is not None
 
 
 def axis_shapes(axes: Sequence[Axis]) -> list[AxisShape]:
@@ -259,6 +277,8 @@ class ComputeOp(IRDLOperation):
         return by_parallelism(self.tensor_inputs())
 
     def verify_(self) -> None:
+        if self.out is not None and _in_fusion_func(self):
+            raise VerifyException("destination operands (`into`) are only allowed in a hir.program")
         expected = self.infer_axes()
         got = axis_shapes(tensor_type(self.result).axes)
         if len(expected) != len(got) or not all(
@@ -464,7 +484,12 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
             _refuse_predicates(self)
         if len(element_types) > 1:
             raise VerifyException(f"tensor operands have different element types {sorted(map(str, element_types))}; cast one first")
-        expected = self.result_element_type(element_types.pop())
+        element_type = element_types.pop()
+        for operand in (self.lhs, self.rhs):
+            if _scalar_kind(operand.type) > _scalar_kind(element_type):
+                # torch would promote the result (an int tensor times 2.5 is a float tensor)
+                raise VerifyException(f"scalar of type {operand.type} does not fit element type {element_type}; cast the tensor first")
+        expected = self.result_element_type(element_type)
         got = tensor_type(self.result).element_type
         if got != expected:
             raise VerifyException(f"result element type must be {expected}, got {got}")
@@ -1015,7 +1040,18 @@ class SelectOp(ComputeOp, StreamSliceable):
     def infer_axes(self) -> list[AxisShape]:
         axes = tensor_type(self.input).value_axes()
         _check_axis(self.dim.value.data, len(axes), "select dim")
+        extent = axes[self.axis].extent
+        index = self.constant_index()
+        if index is not None and (index < 0 or (extent != DYNAMIC and index >= extent)):
+            raise VerifyException(f"index {index} is out of range for axis {self.axis} of extent {extent}")
         return [(a.extent, a.kind) for i, a in enumerate(axes) if i != self.axis]
+
+    def constant_index(self) -> int | None:
+        """The index when an `arith.constant` defines it."""
+        owner = self.index.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            return owner.value.value.data
+        return None
 
     def axis_map(self, operand: SSAValue) -> dict[int, int]:
         if operand is not self.input:
@@ -1048,6 +1084,12 @@ class FuncOp(FunctionLikeOp):
 
     name = "fusion.func"
     RETURN_OP: ClassVar[str] = "fusion.return"
+
+    def verify_(self) -> None:
+        for index, t in enumerate(self.function_type.inputs.data):
+            if not isinstance(t, (TensorType, *SCALAR_TYPES)):
+                raise VerifyException(f"argument {index} must be a tensor or a scalar, got {t}")
+        super().verify_()
 
 
 @irdl_op_definition

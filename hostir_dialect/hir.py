@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -43,13 +43,14 @@ from xdsl.traits import (
     MemoryAllocEffect,
     MemoryFreeEffect,
     MemoryWriteEffect,
+    OpTrait,
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
-from .fusion import FuncOp, ReduceKind, ReduceKindAttr
+from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
@@ -88,6 +89,24 @@ class TransportAttr(EnumAttribute[Transport], SpacedOpaqueSyntaxAttribute):
     name = "hir.transport"
 
 
+class InHostProgram(OpTrait):
+    """A host op: it belongs in a hir.program, never in a fusion.func (whose body is
+    what a kernel computes)."""
+
+    def verify(self, op: Operation) -> None:
+        parent = op.parent_op()
+        while parent is not None:
+            if isinstance(parent, FuncOp):
+                raise VerifyException("is not allowed in a fusion.func; host ops belong in a hir.program")
+            parent = parent.parent_op()
+
+
+class HostOp(IRDLOperation):
+    """Base of the ops a host program runs."""
+
+    traits = traits_def(InHostProgram())
+
+
 # --------------------------------------------------------------------------- #
 # Program
 # --------------------------------------------------------------------------- #
@@ -120,7 +139,7 @@ class ReturnOp(ReturnLikeOp):
 
 
 @irdl_op_definition
-class AllocateOp(IRDLOperation):
+class AllocateOp(HostOp):
     """%b = hir.allocate (symmetric)? : T   -- the local buffer of T.
 
     A no-op when %b is already bound; on a rank outside T's mesh, no buffer at all.
@@ -150,7 +169,7 @@ class AllocateOp(IRDLOperation):
             raise VerifyException("a symmetric buffer needs a device mesh: the devices that allocate it")
 
 
-class HostEffectOp(IRDLOperation):
+class HostEffectOp(HostOp):
     """An op of one operand and no result, there for its effect (a write effect at
     least, so dead-code elimination never removes it)."""
 
@@ -169,8 +188,23 @@ class DeallocateOp(HostEffectOp):
     traits = traits_def(MemoryFreeEffect())
     assembly_format = "$buffer attr-dict `:` type($buffer)"
 
+    def freed_values(self) -> list[SSAValue]:
+        """The buffer and the results of ops that wrote into it, transitively: every
+        value that refers to the memory this op gives back."""
+        found, pending = [], [self.buffer]
+        while pending:
+            value = pending.pop()
+            found.append(value)
+            for use in value.uses:
+                user = use.operation
+                if isinstance(user, ComputeOp) and user.out is value:
+                    pending.append(user.result)
+                elif isinstance(user, PostOnStreamOp) and use.index >= len(user.inputs):
+                    pending.append(user.outputs[use.index - len(user.inputs)])
+        return found
 
-class TensorAxisOp(IRDLOperation):
+
+class TensorAxisOp(HostOp):
     """An op about one logical axis `axis` of its first operand, the tensor `input`
     (declared by each op: IRDL orders a subclass's operands before its base's)."""
 
@@ -218,7 +252,7 @@ class AliasSelectOp(TensorAxisOp):
             raise VerifyException("a view keeps the element type of its input")
 
 
-class IndexValueOp(IRDLOperation):
+class IndexValueOp(HostOp):
     """A pure op whose one result is an index."""
 
     result = result_def(IndexType)
@@ -245,7 +279,7 @@ class ExtentOp(TensorAxisOp, IndexValueOp):
 # --------------------------------------------------------------------------- #
 
 
-class StreamValueOp(IRDLOperation):
+class StreamValueOp(HostOp):
     """An op whose one result is a stream; built from its operands."""
 
     result = result_def(StreamType)
@@ -311,7 +345,7 @@ class NumberOfStreamsOp(IndexValueOp):
 
 
 @irdl_op_definition
-class PostOnStreamOp(IRDLOperation):
+class PostOnStreamOp(HostOp):
     """%r = hir.post_on_stream @unit(%a) (outs(%buf))? : (T) -> R
 
     Runs the `fusion.func @unit` on the current stream, into the `outs` buffers when
@@ -361,7 +395,18 @@ class PostOnStreamOp(IRDLOperation):
 # --------------------------------------------------------------------------- #
 
 
-class CollectiveOp(IRDLOperation):
+class WaitedOp(HostOp):
+    """An op that posts work (a collective, a send or a receive): its `work` token must
+    be waited, or its buffers could be read or reused before the data has moved."""
+
+    def verify_work_is_waited(self) -> None:
+        work = self.results[0]
+        if not any(isinstance(use.operation, WaitOp) for use in work.uses):
+            name = f"%{work.name_hint}" if work.name_hint else "its work token"
+            raise VerifyException(f"work token {name} is never waited (hir.wait)")
+
+
+class CollectiveOp(WaitedOp):
     """%w = hir.<collective> %in -> %out (via %r)? team [0, 1] (root 0)? (op sum)?
               (transport copy_engine)? : T -> R (, V)?
 
@@ -369,6 +414,10 @@ class CollectiveOp(IRDLOperation):
     docs/copy_engine.md), the output of an all-gather is a view of a symmetric buffer, and
     reduce-scatter and all-reduce receive the other members' contributions in `via`, a
     view of a symmetric buffer with one slot per member.
+
+    The verifier checks what the runtime's contract (runtime/communicator.py) needs of
+    each member: the buffers it must hold (`members_problem`) and their element counts
+    (`size_problem`, on one member's local buffers).
     """
 
     input = operand_def(TensorType)
@@ -388,6 +437,10 @@ class CollectiveOp(IRDLOperation):
     HAS_ROOT: ClassVar[bool] = False
     REDUCES: ClassVar[bool] = False
     HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = False
+    EVERY_MEMBER_HOLDS_BOTH: ClassVar[bool] = True
+    """Every member sends its input and receives into its output."""
+    ROOT_SENDS: ClassVar[bool] = False
+    """The root's input is what the others receive."""
 
     def __init__(
         self, input: SSAValue, output: SSAValue, team: Sequence[int], *,
@@ -452,6 +505,8 @@ class CollectiveOp(IRDLOperation):
         team = self.team_ids
         if not team:
             raise VerifyException("team must not be empty")
+        if any(d < 0 for d in team):
+            raise VerifyException(f"team {list(team)} names a negative device id")
         if len(set(team)) != len(team):
             raise VerifyException(f"team {list(team)} repeats a device")
         if self.HAS_ROOT != (self.root is not None):
@@ -462,10 +517,45 @@ class CollectiveOp(IRDLOperation):
             raise VerifyException(f"{self.name} {'needs a reduction kind (op ...)' if self.REDUCES else 'takes no reduction kind'}")
         self.verify_buffers()
         self.verify_transport()
+        self.verify_work_is_waited()
 
     def verify_buffers(self) -> None:
-        if tensor_type(self.input).element_type != tensor_type(self.output).element_type:
+        source, dest = tensor_type(self.input), tensor_type(self.output)
+        if source.element_type != dest.element_type:
             raise VerifyException("input and output buffers have different element types")
+        if problem := self.members_problem(source, dest):
+            raise VerifyException(problem)
+        counts = _member_numel(source), _member_numel(dest)
+        if None not in counts and (problem := self.size_problem(*counts)):
+            raise VerifyException(problem)
+
+    def members_problem(self, source: TensorType, dest: TensorType) -> str | None:
+        """Why a team member cannot take part, judged by the meshes of the buffers."""
+        team = list(self.team_ids)
+        for device in team:
+            holds = source.is_on_rank(device), dest.is_on_rank(device)
+            if not any(holds):
+                return f"team {team} names device {device} outside the buffers' meshes {_meshes(source, dest)}"
+            if self.EVERY_MEMBER_HOLDS_BOTH and not all(holds):
+                missing, t = ("input", source) if not holds[0] else ("output", dest)
+                return f"team {team} names device {device}, which holds no {missing} buffer (mesh {t.mesh})"
+        if self.ROOT_SENDS and not source.is_on_rank(self.root_id):
+            return f"root {self.root_id} holds no input buffer (mesh {source.mesh})"
+        return None
+
+    def size_problem(self, input_numel: int, output_numel: int) -> str | None:
+        """Why one member's buffers of these element counts cannot take part (the
+        default: equal sizes)."""
+        if input_numel != output_numel:
+            return f"output has {output_numel} elements but input {input_numel}; {self.name} needs equal sizes"
+        return None
+
+    def gathered_problem(self, whole: int, part: int, what: str) -> str | None:
+        """`what` ("input" or "output") must hold `team size` parts."""
+        size = len(self.team_ids)
+        if whole != size * part:
+            return f"{what} has {whole} elements, expected {size * part} (team of {size} x {part})"
+        return None
 
     def verify_transport(self) -> None:
         if not self.uses_copy_engine:
@@ -503,10 +593,22 @@ class CollectiveOp(IRDLOperation):
             )
 
 
+def _member_numel(t: TensorType) -> int | None:
+    """Element count of one mesh member's buffer of `t` (None when dynamic)."""
+    shape = t.local_shape()
+    return None if DYNAMIC in shape else math.prod(shape)
+
+
+def _meshes(*types: TensorType) -> str:
+    meshes = [str(t.mesh) for t in types if t.mesh is not None]
+    return " and ".join(dict.fromkeys(meshes)) or "(none)"
+
+
 class RootedCollectiveOp(CollectiveOp):
     """A collective with a root device (`root R`)."""
 
     HAS_ROOT: ClassVar[bool] = True
+    EVERY_MEMBER_HOLDS_BOTH: ClassVar[bool] = False
 
 
 class ReducingCollectiveOp(CollectiveOp):
@@ -525,6 +627,9 @@ class AllgatherOp(CollectiveOp):
 
     name = "hir.allgather"
     HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
+
+    def size_problem(self, input_numel: int, output_numel: int) -> str | None:
+        return self.gathered_problem(output_numel, input_numel, "output")
 
 
 @irdl_op_definition
@@ -577,12 +682,19 @@ class ReduceScatterOp(ReducingCollectiveOp):
     def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
         return input_size / team_size  # the peer's chunk
 
+    def size_problem(self, input_numel: int, output_numel: int) -> str | None:
+        return self.gathered_problem(input_numel, output_numel, "input")
+
 
 @irdl_op_definition
 class ScatterOp(RootedCollectiveOp):
     """The root's input is split in team-size chunks, one per member."""
 
     name = "hir.scatter"
+    ROOT_SENDS: ClassVar[bool] = True
+
+    def size_problem(self, input_numel: int, output_numel: int) -> str | None:
+        return self.gathered_problem(input_numel, output_numel, "input")
 
     def needs_input(self, member: int) -> bool:
         return member == self.root_id
@@ -593,9 +705,17 @@ class ScatterOp(RootedCollectiveOp):
 
 @irdl_op_definition
 class GatherOp(RootedCollectiveOp):
-    """The root gets every member's input, concatenated."""
+    """The root gets every member's input, concatenated; a root that holds no input may
+    have no slot for itself (team size - 1 chunks, nvFuser's postGather)."""
 
     name = "hir.gather"
+
+    def size_problem(self, input_numel: int, output_numel: int) -> str | None:
+        problem = self.gathered_problem(output_numel, input_numel, "output")
+        root_sends = tensor_type(self.input).is_on_rank(self.root_id)
+        if problem and not root_sends and output_numel == (len(self.team_ids) - 1) * input_numel:
+            return None
+        return problem
 
     def needs_input(self, member: int) -> bool:
         return False  # a member without input sends zeros
@@ -609,6 +729,7 @@ class BroadcastOp(RootedCollectiveOp):
     """Every member gets the root's input."""
 
     name = "hir.broadcast"
+    ROOT_SENDS: ClassVar[bool] = True
 
     def needs_input(self, member: int) -> bool:
         return member == self.root_id
@@ -632,9 +753,18 @@ class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
 
 @irdl_op_definition
 class SendRecvOp(RootedCollectiveOp):
-    """Team [sender, receiver], root = sender: one copy."""
+    """Team [sender, receiver], root = sender: one copy (a team of one: a local copy)."""
 
     name = "hir.send_recv"
+    ROOT_SENDS: ClassVar[bool] = True
+
+    def members_problem(self, source: TensorType, dest: TensorType) -> str | None:
+        team = list(self.team_ids)
+        if len(team) > 2 or self.root_id != team[0]:
+            return f"send_recv needs a team [sender, receiver] with root = team[0] (the sender), got team {team} root {self.root_id}"
+        if not dest.is_on_rank(team[-1]):
+            return f"receiver {team[-1]} holds no output buffer (mesh {dest.mesh})"
+        return super().members_problem(source, dest)
 
     def needs_input(self, member: int) -> bool:
         return member == self.team_ids[0]
@@ -648,6 +778,13 @@ class AllToAllOp(CollectiveOp):
     """Member i sends chunk j of its input to member j."""
 
     name = "hir.all_to_all"
+
+    def size_problem(self, input_numel: int, output_numel: int) -> str | None:
+        size = len(self.team_ids)
+        if input_numel != output_numel or input_numel % size:
+            return (f"all_to_all needs equal input and output sizes divisible by the team size {size}, "
+                    f"got {input_numel} and {output_numel}")
+        return None
 
 
 @irdl_op_definition
@@ -677,16 +814,6 @@ class ShiftOp(CollectiveOp):
             properties={"team": DenseArrayBase.from_list(i64, team)},
         )
 
-    def verify_buffers(self) -> None:
-        super().verify_buffers()
-        member = self.team_ids[0]
-        sizes = [tensor_type(v).local_shape(member) for v in (self.input, self.output)]
-        if None in sizes or any(DYNAMIC in s for s in sizes):  # type: ignore[operator]
-            return
-        counts = [math.prod(s) for s in sizes]  # type: ignore[arg-type]
-        if counts[0] != counts[1]:
-            raise VerifyException(f"a member sends {counts[0]} elements but receives {counts[1]}")
-
 
 COLLECTIVE_OPS: list[type[CollectiveOp]] = [
     AllgatherOp, AllreduceOp, ReduceScatterOp, ScatterOp, GatherOp, BroadcastOp, ReduceOp, SendRecvOp, AllToAllOp,
@@ -694,7 +821,7 @@ COLLECTIVE_OPS: list[type[CollectiveOp]] = [
 ]
 
 
-class PointToPointOp(IRDLOperation):
+class PointToPointOp(WaitedOp):
     """%w = hir.send %buf, %peer : T   /   %w = hir.recv %buf, %peer : T  (peer: a world rank)"""
 
     buffer = operand_def(TensorType)
@@ -705,6 +832,9 @@ class PointToPointOp(IRDLOperation):
 
     def __init__(self, buffer: SSAValue, peer: SSAValue):
         super().__init__(operands=[buffer, peer], result_types=[WorkType()])
+
+    def verify_(self) -> None:
+        self.verify_work_is_waited()
 
     def takes_part(self, rank: int) -> bool:
         """Does `rank` post this transfer? A rank that does not hold the buffer skips it."""
@@ -722,7 +852,7 @@ class RecvOp(PointToPointOp):
 
 
 @irdl_op_definition
-class WaitOp(IRDLOperation):
+class WaitOp(HostOp):
     """hir.wait %w (from %p)?   -- the current stream waits for the collective (the host
     does not); with `from`, only for the part of the team member at position %p (a
     copy-engine all-gather's slot %p; any other collective is waited for whole)."""

@@ -1,17 +1,23 @@
-"""Queries on the functions of a module, written once for the passes and the runtime.
+"""Queries on a module (its functions, the devices it names), written once for the
+passes and the runtime.
 
 A module holds `fusion.func`s and `hir.program`s at its top level. A `fusion.func` that a
 `hir.post_on_stream` calls is a *kernel unit* of a host program (lower-to-host outlined
-it); every other `fusion.func` is a *user fusion*, still to be lowered.
+it); every other `fusion.func` is a *user fusion*. A user fusion with the signature of a
+host program of the module is that program's *reference* (what `hostir-run` checks it
+against); the other user fusions are still to be lowered.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from xdsl.dialects.builtin import ModuleOp
 
 from .functions import FunctionLikeOp
 from .fusion import FuncOp
-from .hir import PostOnStreamOp, ProgramOp
+from .hir import CollectiveOp, PostOnStreamOp, ProgramOp
+from .tensor_type import TensorType
 
 
 def functions(module: ModuleOp) -> list[FunctionLikeOp]:
@@ -37,3 +43,36 @@ def user_fusions(module: ModuleOp) -> list[FuncOp]:
 def lookup(module: ModuleOp, name: str) -> FunctionLikeOp | None:
     """The `fusion.func` or `hir.program` named `name` (without `@`), if any."""
     return next((op for op in functions(module) if op.sym_name.data == name), None)
+
+
+def reference_of(module: ModuleOp, program: ProgramOp) -> FuncOp | None:
+    """The user fusion with `program`'s signature: its eager reference, if any."""
+    return next((f for f in user_fusions(module) if f.function_type == program.function_type), None)
+
+
+def fusions_to_lower(module: ModuleOp) -> list[FuncOp]:
+    """The user fusions that are not the reference of a host program, in order."""
+    references = {reference_of(module, program) for program in programs(module)}
+    return [f for f in user_fusions(module) if f not in references]
+
+
+def devices_needed(module: ModuleOp) -> tuple[int, str]:
+    """How many ranks the module's meshes and teams need (largest device id + 1; 0 when
+    it names no device), and the first mesh or team that needs that many."""
+    needed, where = 0, ""
+    for device, what in _named_devices(module):
+        if device + 1 > needed:
+            needed, where = device + 1, what
+    return needed, where
+
+
+def _named_devices(module: ModuleOp) -> Iterator[tuple[int, str]]:
+    """(largest device id, "mesh [..]" or "team [..]") of every mesh and team in the module."""
+    for op in module.walk():
+        arguments = (arg for region in op.regions for block in region.blocks for arg in block.args)
+        for value in (*arguments, *op.results):
+            mesh = value.type.mesh if isinstance(value.type, TensorType) else None
+            if mesh is not None and mesh.devices:
+                yield max(mesh.devices), f"mesh {mesh}"
+        if isinstance(op, CollectiveOp) and op.team_ids:
+            yield max(op.team_ids), f"team {list(op.team_ids)}"

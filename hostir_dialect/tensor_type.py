@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    Signedness,
 )
 from xdsl.ir import Attribute, Data, SSAValue, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
@@ -198,7 +199,21 @@ class Mesh:
         return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in self.rows()) + "]"
 
 
-SUPPORTED_ELEMENT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType)
+INT64_MAX = 2**63 - 1
+"""Extents, element counts and device ids are torch's int64s."""
+
+
+def is_supported_element_type(t: Attribute) -> bool:
+    """Has a torch dtype: f16 bf16 f32 f64, signless i1 i8 i16 i32 i64, ui8 (what
+    runtime/layouts.py's `torch_dtype` maps)."""
+    if isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        return True
+    if not isinstance(t, IntegerType):
+        return False
+    width, signedness = t.width.data, t.signedness.data
+    if signedness == Signedness.SIGNLESS:
+        return width in (1, 8, 16, 32, 64)
+    return signedness == Signedness.UNSIGNED and width == 8
 
 
 def _axis_with(axes: Sequence[Axis], parallel: ParallelKind, include_reduction: bool = True) -> int | None:
@@ -223,11 +238,14 @@ class TensorDesc:
 
     def problems(self) -> Iterator[str]:
         """Every reason this type is invalid, most basic first."""
-        if not isinstance(self.element_type, SUPPORTED_ELEMENT_TYPES):
+        if not is_supported_element_type(self.element_type):
             yield f"unsupported element type {self.element_type}"
         yield from self._mesh_problems()
         for index, axis in enumerate(self.axes):
             yield from _axis_problems(index, axis)
+        static = [a.extent for a in self.axes if not a.is_reduction and a.extent != DYNAMIC]
+        if math.prod(static) > INT64_MAX:
+            yield f"{'x'.join(map(str, static))} = {math.prod(static)} elements do not fit in 64 bits"
         yield from self._parallel_problems()
         yield from self._alloc_problems()
 
@@ -240,6 +258,8 @@ class TensorDesc:
             yield f"duplicate device ids in mesh {self.mesh}"
         if any(d < 0 for d in self.mesh.devices):
             yield f"negative device id in mesh {self.mesh}"
+        if any(d > INT64_MAX for d in self.mesh.devices):
+            yield f"device id {max(self.mesh.devices)} does not fit in 64 bits"
         if self.mesh.ndim > 2:
             yield "device meshes have at most 2 dimensions"
 
@@ -278,6 +298,8 @@ def _axis_problems(index: int, axis: Axis) -> Iterator[str]:
     where = f"axis {index}"
     if axis.extent < DYNAMIC:
         yield f"{where} has negative extent {axis.extent}"
+    if axis.extent > INT64_MAX:
+        yield f"{where} extent {axis.extent} does not fit in 64 bits"
     if axis.is_broadcast and axis.extent != 1:
         yield f"{where} is a broadcast axis of extent {axis.extent}; broadcast axes have extent 1"
     if not axis.is_split:
@@ -532,8 +554,13 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
         )
         mesh: Mesh | None = None
         alloc: tuple[tuple[int, ...], int | None] | None = None
+        seen: set[str] = set()
         while parser.parse_optional_punctuation(","):
+            key_span = peek_token(parser).span
             key = parser.parse_keyword_in(("mesh", "alloc"), " in tensor type")
+            if key in seen:
+                parser.raise_error(f"duplicate {key}= clause in tensor type", key_span)
+            seen.add(key)
             parser.parse_punctuation("=")
             if key == "mesh":
                 mesh = _parse_mesh(parser)
@@ -596,7 +623,19 @@ def _format_piece(piece: Piece) -> str:
 def _parse_extent(parser: AttrParser) -> int:
     if parser.parse_optional_punctuation("?"):
         return DYNAMIC
-    return parser.parse_integer(allow_boolean=False, allow_negative=False, context_msg=" as an extent")
+    return _parse_int64(parser, "an extent", allow_negative=False)
+
+
+def _parse_int64(parser: AttrParser, what: str, allow_negative: bool = True) -> int:
+    """An integer that torch can hold, written in ASCII digits (the lexer also takes
+    other Unicode digits, such as a full-width `４`)."""
+    span = peek_token(parser).span
+    if not span.text.isascii():
+        parser.raise_error(f"expected {what} in ASCII digits, got `{span.text}`", span)
+    value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative, context_msg=f" as {what}")
+    if value > INT64_MAX:
+        parser.raise_error(f"{what} {value} does not fit in 64 bits", span)
+    return value
 
 
 def _parse_kind_and_extent(parser: AttrParser) -> tuple[IterKind, int]:
@@ -605,7 +644,7 @@ def _parse_kind_and_extent(parser: AttrParser) -> tuple[IterKind, int]:
     if token.kind == MLIRTokenKind.BARE_IDENT and token.text[0] in "rb":
         kind = IterKind.REDUCTION if token.text[0] == "r" else IterKind.BROADCAST
         rest = token.text[1:]
-        if rest.isdigit():
+        if rest.isascii() and rest.isdigit():
             parser.parse_optional_identifier()
             return kind, int(rest)
         if rest == "":
@@ -627,10 +666,13 @@ def _parse_piece(parser: AttrParser) -> Piece:
 
 def _parse_axis(parser: AttrParser) -> Axis:
     kind, extent = _parse_kind_and_extent(parser)
-    pieces = parser.parse_optional_comma_separated_list(parser.Delimiter.PAREN, lambda: _parse_piece(parser))
-    if pieces is not None:
-        return Axis(extent, kind, tuple(pieces))
-    return Axis(extent, kind, (Piece(extent, _parse_parallel(parser)),))
+    if parser.parse_optional_punctuation("(") is None:
+        return Axis(extent, kind, (Piece(extent, _parse_parallel(parser)),))
+    if peek_token(parser).kind == MLIRTokenKind.R_PAREN:
+        parser.raise_error("expected the pieces of a split, such as `8(2 didx, 4)`")
+    pieces = parser.parse_comma_separated_list(parser.Delimiter.NONE, lambda: _parse_piece(parser))
+    parser.parse_punctuation(")")
+    return Axis(extent, kind, tuple(pieces))
 
 
 def _parse_mesh(parser: AttrParser) -> Mesh:
@@ -645,18 +687,20 @@ def _parse_mesh(parser: AttrParser) -> Mesh:
             if len({len(r) for r in rows}) > 1:
                 parser.raise_error("2-D device mesh rows must have equal lengths", start, parser.pos)
             return Mesh.of(rows)
-        devices = [parser.parse_integer(allow_boolean=False)]
+        devices = [_parse_device(parser)]
         while parser.parse_optional_punctuation(","):
-            devices.append(parser.parse_integer(allow_boolean=False))
+            devices.append(_parse_device(parser))
         parser.parse_punctuation("]")
         return Mesh.of(devices)
     parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
 
 
+def _parse_device(parser: AttrParser) -> int:
+    return _parse_int64(parser, "a device id")
+
+
 def _parse_int_list(parser: AttrParser) -> list[int]:
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
-    )
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _parse_device(parser))
 
 
 def _parse_alloc(parser: AttrParser) -> tuple[tuple[int, ...], int | None]:

@@ -36,7 +36,7 @@ from xdsl.passes import ModulePass
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.sharding import communicates
-from hostir_dialect.symbols import user_fusions
+from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
 from .convert_op_to_communication import TransportChoice
@@ -178,7 +178,7 @@ class ChoosePipelining(ModulePass):
             return
         machine = Machine.load(self.machine)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
-        for func in user_fusions(op):
+        for func in fusions_to_lower(op):
             stages = estimate(func, machine)
             if stages is not None and stages.serial_ms(host) < stages.pipelined_ms(host):
                 unpipeline(func)

@@ -58,7 +58,7 @@ from hostir_dialect.fusion import (
     by_parallelism,
 )
 from hostir_dialect.sharding import have_different_shardings, is_resharding, reduces_sharded_axis
-from hostir_dialect.symbols import user_fusions
+from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import (
     DEVICE_KINDS,
     DYNAMIC,
@@ -517,7 +517,7 @@ class DecomposeReshardings(ModulePass):
             [SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
-        for func in user_fusions(op):
+        for func in fusions_to_lower(op):
             for patterns in stages:
                 _rewrite(func, patterns)
                 func.update_function_type()

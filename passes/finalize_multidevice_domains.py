@@ -28,7 +28,7 @@ from xdsl.passes import ModulePass
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ComputeOp, FuncOp, ReturnOp
 from hostir_dialect.sharding import have_different_shardings
-from hostir_dialect.symbols import user_fusions
+from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
 from .fusion_rewriting import retype, tensors
@@ -73,5 +73,5 @@ class FinalizeMultideviceDomains(ModulePass):
     name = "finalize-multidevice-domains"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in user_fusions(op):
+        for func in fusions_to_lower(op):
             finalize(func)

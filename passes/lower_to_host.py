@@ -7,7 +7,9 @@ reads from outside, outputs: the values used outside it) and called with
 `hir.post_on_stream`. The program keeps the fusion's name, signature and returned values.
 
 A module that already holds a `hir.program` and no fusion left to lower is returned
-unchanged; `fusion.func`s called by a `hir.post_on_stream` are kernel units, not fusions.
+unchanged; `fusion.func`s called by a `hir.post_on_stream` are kernel units, and one with
+the signature of a program is that program's reference (hostir_dialect/symbols.py):
+neither is lowered. A fusion input with a stream axis is refused at the fusion.
 """
 
 from __future__ import annotations
@@ -23,21 +25,31 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
-from hostir_dialect.symbols import functions, programs, user_fusions
+from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import TensorType
 
 from .segmenter import Group, MergePredicate, is_standalone_host_op, segment, should_merge_segmented_groups
 
 
 def lower_module(module: ModuleOp, should_merge: MergePredicate = should_merge_segmented_groups) -> None:
-    fusions = user_fusions(module)
+    fusions = fusions_to_lower(module)
     if not fusions and not programs(module):
         raise op_error(module, "holds neither a fusion.func to lower nor a hir.program")
     symbols = {op.sym_name.data for op in functions(module)}
     for func in fusions:
+        _check_inputs(func)
         program, units = _ProgramBuilder(func, symbols).build(segment(func, should_merge))
         Rewriter.insert_op([program, *units], InsertPoint.before(func))
         Rewriter.erase_op(func)
+
+
+def _check_inputs(func: fusion.FuncOp) -> None:
+    """Inputs are the caller's buffers: stream-parallel-type pipelines results only
+    (nvFuser's StreamParallelType rejects stream-parallel inputs too)."""
+    for index, arg in enumerate(func.args):
+        if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
+            name = f" (%{arg.name_hint})" if arg.name_hint else ""
+            raise op_error(func, f"input {index}{name} has a stream axis; only results may be stream-parallel")
 
 
 class _ProgramBuilder:

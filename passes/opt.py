@@ -17,16 +17,17 @@ xdsl-opt); `--debug` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
-from importlib.metadata import entry_points
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from io import StringIO
 from pathlib import Path
 from typing import IO
 
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.transforms import get_all_passes as get_all_xdsl_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -35,7 +36,17 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 
 from . import PIPELINES, get_all_passes
-from .pipeline import ALL, VERIFY_EACH_VARIABLE, PassCheck, PassManagerOptions, build_pipeline, verify_each_by_default
+from .pipeline import (
+    ALL,
+    VERIFY_EACH_VARIABLE,
+    PassCheck,
+    PassManagerOptions,
+    PassRun,
+    apply_pipeline,
+    build_pipeline,
+    check_pass_names,
+    verify_each_by_default,
+)
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -77,8 +88,14 @@ class _PendingOutput(StringIO):
 
 def write_atomically(path: Path, text: str) -> None:
     """Replace `path` by `text` in one step: a failure leaves it untouched, and the
-    input file may be the output file, since it was read in full before."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    input file may be the output file, since it was read in full before. Errors name
+    `path`, never the temporary file."""
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
     try:
         with os.fdopen(descriptor, "w") as stream:
             stream.write(text)
@@ -88,8 +105,17 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def hostir_version() -> str:
+    try:
+        return version("hostir")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
 class HostIROptMain(xDSLOptMain):
-    version_format = "hostir-opt (xdsl {xdsl_version})"
+    @property
+    def version_format(self) -> str:  # type: ignore[override] -- looked up only for --version
+        return f"hostir-opt {hostir_version()} (xdsl {{xdsl_version}})"
 
     def run(self):
         super().run()
@@ -119,17 +145,30 @@ class HostIROptMain(xDSLOptMain):
 
     def register_all_frontends(self):
         def parse_mlir(io: IO[bytes], line_offset: int = 0):
-            text = io.read().decode()
-            parser = LocatingParser(self.ctx, text, self.get_input_name(), line_offset)
+            parser = LocatingParser(self.ctx, io.read(), self.get_input_name(), line_offset)
             return parser.parse_module(not self.args.no_implicit_module)
 
         self.available_frontends["mlir"] = parse_mlir
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """As mlir-opt: `-` (or no file) is standard input, and any file is MLIR text,
+        whatever its extension (MLIR is hostir-opt's only frontend)."""
+        if self.args.input_file in (None, "-"):
+            return sys.stdin.buffer, "mlir"
+        return open(self.args.input_file, "rb"), "mlir"
+
+    def get_input_name(self) -> str:
+        return "<stdin>" if self.args.input_file in (None, "-") else self.args.input_file
 
     def parse_chunk(self, chunk, file_extension, start_offset=0):
         try:
             module = self.available_frontends[file_extension](chunk, start_offset)
         except ParseError as error:
-            raise parse_error(error, start_offset) from (error if self.args.debug else None)
+            located = parse_error(error, start_offset)
+            if not self.args.parsing_diagnostics:
+                raise located from (error if self.args.debug else None)
+            print(located)  # --parsing-diagnostics: the diagnostic is the output, exit 0
+            return None
         if not self.args.disable_verify:
             verify_located(module)
         return module
@@ -163,10 +202,12 @@ class HostIROptMain(xDSLOptMain):
         arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
 
     def setup_pipeline(self):
+        check_pass_names(self.args.disable_pass, "--disable-pass", self.available_passes)
+        check_pass_names(self.args.print_ir_after, "--print-ir-after", self.available_passes)
         after = set(self.args.print_ir_after) | ({ALL} if self.args.print_ir_after_all else set())
         if self.args.print_between_passes:
             after.add(ALL)
-        options = PassManagerOptions(
+        self.options = PassManagerOptions(
             disabled=frozenset(self.args.disable_pass),
             print_ir_after=frozenset(after),
             time_passes=self.args.time_passes,
@@ -176,16 +217,29 @@ class HostIROptMain(xDSLOptMain):
             and (self.args.verify_each or self.args.verify_each_pass_numerically or verify_each_by_default()),
             check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
         )
-        self.pipeline = build_pipeline(self.args.passes, options, self.available_passes)
+        self.pass_run = PassRun()
+        self.pipeline = build_pipeline(self.args.passes, self.options, self.available_passes, self.pass_run)
+
+    def apply_passes(self, prog):
+        apply_pipeline(self.pipeline, self.ctx, prog, self.options, self.pass_run)
 
     def pass_list(self) -> str:
-        """Every pass and pipeline with its one-line description, for --help."""
-        rows = [(name, description(name, loader())) for name, loader in sorted(self.available_passes.items())]
-        rows += [(name, "pipeline: " + ", ".join(members)) for name, members in PIPELINES.items()]
-        width = max(len(name) for name, _ in rows) + 2
+        """Every pass with its one-line description and its options, and every
+        pipeline, for --help."""
         lines = ["passes and pipelines (-p NAME{option=value ...},...):"]
-        lines += [f"  {name.ljust(width)}{text}" for name, text in rows]
+        width = max(len(name) for name in [*self.available_passes, *PIPELINES]) + 2
+        for name, loader in sorted(self.available_passes.items()):
+            pass_class = loader()
+            lines.append(f"  {name.ljust(width)}{description(name, pass_class)}")
+            options = [f"{o.name}={o.default_value} ({o.expected_type.strip(QUOTES)})" for o in get_pass_option_infos(pass_class)]
+            if options:
+                lines.append(f"  {''.ljust(width)}options: {', '.join(options)}")
+        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}" for name, members in PIPELINES.items()]
         return "\n".join(lines)
+
+
+QUOTES = "'\""
+"""Around option types that `from __future__ import annotations` leaves as strings."""
 
 
 def description(name: str, pass_class: type[ModulePass]) -> str:

@@ -6,8 +6,9 @@ drops the disabled passes, and hands the rest to `PassPipeline.parse_spec` with 
 `Instrumentation` callback, which verifies the module with located diagnostics when
 the pipeline ends (after every pass with `verify_each`, as mlir-opt's `--verify-each`),
 dumps it under MLIR's `// -----// IR Dump After NAME //----- //` header when asked, times
-the passes and the verification (MLIR's `--time-passes` report when the pipeline ends)
-and shows it to a `PassCheck` when one is given (`--verify-each-pass-numerically`).
+the passes and the verification, and shows it to a `PassCheck` when one is given
+(`--verify-each-pass-numerically`); `apply_pipeline` prints MLIR's `--time-passes` report
+when the pipeline ends, also when a pass failed.
 
 Verifying walks the whole module, so after every pass it costs about as much as a pass;
 the test suites turn it on (`HOSTIR_VERIFY_EACH=1`, the default of `verify_each`) so that
@@ -32,6 +33,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from hostir_dialect.diagnostics import verify_located
 
@@ -87,6 +89,10 @@ class PassManagerOptions:
     def dumps_after(self, name: str) -> bool:
         return ALL in self.print_ir_after or name in self.print_ir_after
 
+    @property
+    def stream(self) -> TextIO:
+        return self.dump_stream or sys.stderr
+
 
 @dataclass
 class PassTiming:
@@ -125,8 +131,6 @@ class Instrumentation:
         if following is None:
             if self.verifying is not None:
                 self.run.timings.append(PassTiming(VERIFICATION, self.verifying))
-            if self.options.time_passes:
-                self.stream.write(format_timings(self.run.timings))
             if check is not None:
                 check.finish()
         self.started = time.perf_counter()
@@ -137,19 +141,37 @@ class Instrumentation:
             verify_located(module)
             self.verifying = (self.verifying or 0.0) + time.perf_counter() - started
         if self.options.dumps_after(module_pass.name):
-            self.stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
-            Printer(stream=self.stream).print_op(module)
-            self.stream.write("\n\n")
+            stream = self.options.stream
+            stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
+            Printer(stream=stream).print_op(module)
+            stream.write("\n\n")
         if self.options.check is not None:
             self.options.check.after_pass(module_pass, module)
-
-    @property
-    def stream(self) -> TextIO:
-        return self.options.dump_stream or sys.stderr
 
 
 def known_names(available: PassRegistry | None = None) -> set[str]:
     return set(get_all_passes() if available is None else available) | set(PIPELINES)
+
+
+def unknown_pass(name: str, available: PassRegistry | None = None, where: str = "") -> ValueError:
+    return ValueError(f"unknown pass {name!r}{where}; available: {', '.join(sorted(known_names(available)))}")
+
+
+def check_pass_names(names: Iterable[str], option: str, available: PassRegistry | None = None) -> None:
+    """Refuse a name in `option` (e.g. `--disable-pass`) that names no pass or pipeline."""
+    for name in names:
+        if name not in known_names(available) and name != ALL:
+            raise unknown_pass(name, available, f" in {option}")
+
+
+def parse_specs(pipeline: str) -> list[ArgSpec]:
+    """The pass specs of `"a,b{opt=1}"`; a syntax error is a one-line ValueError."""
+    try:
+        return list(parse_pipeline(pipeline))
+    except ArgSpecParseError as error:  # a BaseException in xDSL: nothing else would catch it
+        *_, where, _, _, reason = str(error).splitlines()
+        column = where.rsplit(":", 1)[-1]
+        raise ValueError(f"invalid pass pipeline {pipeline!r}: {reason.strip().lower()} at column {column}") from None
 
 
 def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None) -> list[ArgSpec]:
@@ -167,7 +189,7 @@ def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None
         elif spec.name in available:
             expanded.append(spec)
         else:
-            raise ValueError(f"unknown pass {spec.name!r}; available: {', '.join(sorted(known_names(available)))}")
+            raise unknown_pass(spec.name, available)
     return expanded
 
 
@@ -187,7 +209,7 @@ def build_pipeline(
     instrumented by `options`; `run` (if given) records skipped passes and timings."""
     available = get_all_passes() if available is None else available
     run = PassRun() if run is None else run
-    specs = expand_specs(parse_pipeline(pipeline), available)
+    specs = expand_specs(parse_specs(pipeline), available)
     run.skipped.extend(s.name for s in specs if s.name in options.disabled)
     enabled = ",".join(str(s) for s in specs if s.name not in options.disabled)
     return PassPipeline.parse_spec(dict(available), enabled, Instrumentation(options, run))
@@ -202,10 +224,23 @@ def run_passes(
     ctx: Context, module: ModuleOp, passes: Sequence[ModulePass], options: PassManagerOptions = PassManagerOptions()
 ) -> PassRun:
     """Apply pass instances in order, skipping the disabled ones, instrumented by `options`."""
+    if not isinstance(options, PassManagerOptions):
+        raise TypeError(f"options must be a PassManagerOptions, got {options!r}")
     run = PassRun(skipped=[p.name for p in passes if p.name in options.disabled])
     enabled = tuple(p for p in passes if p.name not in options.disabled)
-    PassPipeline(enabled, Instrumentation(options, run)).apply(ctx, module)
+    apply_pipeline(PassPipeline(enabled, Instrumentation(options, run)), ctx, module, options, run)
     return run
+
+
+def apply_pipeline(pipeline: PassPipeline, ctx: Context, module: ModuleOp, options: PassManagerOptions,
+                   run: PassRun) -> None:
+    """`pipeline.apply`, then MLIR's `--time-passes` report when asked: also when a pass
+    fails (the report then lists the passes that completed)."""
+    try:
+        pipeline.apply(ctx, module)
+    finally:
+        if options.time_passes:
+            options.stream.write(format_timings(run.timings))
 
 
 def format_timings(timings: Sequence[PassTiming]) -> str:

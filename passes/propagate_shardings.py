@@ -34,7 +34,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from hostir_dialect.fusion import ComputeOp, FuncOp
-from hostir_dialect.symbols import user_fusions
+from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import ParallelKind, tensor_type
 
 from .fusion_rewriting import retype, tensors
@@ -123,5 +123,5 @@ class PropagateShardings(ModulePass):
     name = "propagate-shardings"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for func in user_fusions(op):
+        for func in fusions_to_lower(op):
             propagate_in_function(func)

@@ -51,7 +51,7 @@ from xdsl.rewriter import InsertPoint
 from hostir_dialect.diagnostics import HostIRError, located_like
 from hostir_dialect.fusion import ComputeOp, ReduceOp, ReshapeOp, SetOp
 from hostir_dialect.sharding import communicates
-from hostir_dialect.symbols import user_fusions
+from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import Axis, ParallelKind, Piece, TensorType, tensor_type
 
 from .sharding_policy import Exchange, buffer_order, layout_problem, propagate_parallel_types, sharding_changes
@@ -201,7 +201,7 @@ class ReorderShardedAxisPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         walker = PatternRewriteWalker(ReorderShardedAxis(), apply_recursively=False)
-        for func in user_fusions(op):
+        for func in fusions_to_lower(op):
             try:
                 walker.rewrite_region(func.body)
             except HostIRError as error:

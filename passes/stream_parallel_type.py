@@ -101,7 +101,7 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
 from hostir_dialect.functions import FunctionLikeOp
-from hostir_dialect.symbols import functions, kernel_unit_names, programs
+from hostir_dialect.symbols import functions, fusions_to_lower, kernel_unit_names, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
@@ -110,12 +110,25 @@ from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor
 
 
 def check_program_inputs(program: hir.ProgramOp) -> None:
+    """An input with a stream axis that a host op still to be lowered reads: this pass
+    pipelines results only. (A host program that slices such an input itself, with
+    `hir.alias_select` in its own loops, is already lowered and left alone.)"""
     for index, arg in enumerate(program.args):
         if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
-            raise op_error(
-                program,
-                f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
-            )
+            if any(is_to_lower(use.operation) for use in arg.uses):
+                raise op_error(
+                    program,
+                    f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
+                )
+
+
+def is_to_lower(op: Operation) -> bool:
+    """An op as lower-to-host leaves it: a compute op without destination or a post
+    without outs. Everything else (hir ops, ops writing into buffers, loops) is host code
+    this pass already built, or that the user wrote, and is left as it is."""
+    if isinstance(op, fusion.ComputeOp):
+        return op.out is None
+    return isinstance(op, hir.PostOnStreamOp) and not op.outs
 
 
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
@@ -217,7 +230,7 @@ class Slicing:
 def slicing_of(op: Operation) -> Slicing | None:
     """How `op` computes one chunk of its stream axes at a time; None when it has no
     stream axis or cannot (it then runs whole, outside any loop)."""
-    axes = stream_axes(op)
+    axes = stream_axes(op) if is_to_lower(op) else None
     if axes is None:
         return None
     if isinstance(op, hir.PostOnStreamOp):
@@ -597,6 +610,15 @@ class _Chunks:
         self.block.add_ops([self.builder.located(shift), self.builder.located(hir.WaitOp(shift.work))])
 
 
+def _check_nothing_to_lower(module: ModuleOp) -> None:
+    """A fusion with stream axes but no program: lowering it is lower-to-host's job, and
+    returning it unchanged would leave its stream axes silently unlowered."""
+    for func in fusions_to_lower(module):
+        if any(isinstance(v.type, TensorType) and v.type.stream_axis() is not None
+               for op in func.walk() for v in (*op.results, *func.args)):
+            raise op_error(func, "has stream axes but the module holds no hir.program; run lower-to-host first")
+
+
 def _chunk_name(tensor: SSAValue) -> str | None:
     return f"{tensor.name_hint}_i" if tensor.name_hint else None
 
@@ -703,6 +725,8 @@ class StreamParallelType(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         units = _ChunkUnits(op)
+        if not programs(op):
+            _check_nothing_to_lower(op)
         for program in programs(op):
             check_program_inputs(program)
             for loop in group(program.body.block):

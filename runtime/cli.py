@@ -1,12 +1,16 @@
-"""`hostir-run FILE --nproc N`: run a host program (or a fusion, lowered first) on N ranks.
+"""`hostir-run FILE [--nproc N]`: run a host program (or a fusion, lowered first) on N ranks.
 
-Inputs are global (unsharded) tensors, from `--inputs a.pt b.pt` or drawn from `--seed`;
-each rank receives its shard of every input (`runtime.layouts.shard_tensor`). The outputs
-are reassembled from every rank's shard and printed (shape, dtype, checksum), with the max
-error against the eager reference of the source fusion: the fusion itself when FILE holds
-one, else a `fusion.func` in FILE with the host program's signature that no
-`hir.post_on_stream` calls. Ranks are spawned locally, or, when RANK and WORLD_SIZE are set
-(torchrun), this process is one rank of that world and rank 0 prints.
+N defaults to the number of devices the program names (its largest mesh or team device id
++ 1). Inputs are global (unsharded) tensors, from `--inputs a.pt b.pt` or drawn from
+`--seed`; each rank receives its shard of every input (`runtime.layouts.shard_tensor`).
+The outputs are reassembled from every rank's shard and printed (shape, dtype, checksum),
+with the max error against the eager reference of the source fusion: the fusion itself
+when FILE holds one, else the program's reference (hostir_dialect/symbols.py). An output
+that differs from its reference beyond torch's default tolerance for its dtype is an
+error (exit 1). Everything that can be checked without running (options, the world size
+the meshes need, the inputs) is checked before any rank is spawned. Ranks are spawned
+locally, or, when RANK and WORLD_SIZE are set (torchrun), this process is one rank of that
+world and rank 0 prints.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pickle
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,9 +30,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from hostir_dialect import fusion, hir
-from hostir_dialect.context import located_text, parse_module
-from hostir_dialect.diagnostics import parse_error
-from hostir_dialect.symbols import programs, user_fusions
+from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import allow_deep_nesting, located_text, parse_error
+from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .compile import DEFAULT_NUMBER_OF_STREAMS
@@ -47,7 +52,8 @@ class UsageError(Exception):
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="hostir-run", description=__doc__.split("\n\n")[0])
     parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func")
-    parser.add_argument("--nproc", type=int, default=1, help="number of ranks to spawn (default 1)")
+    parser.add_argument("--nproc", type=int,
+                        help="number of ranks to spawn (default: the devices the program names)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", nargs="+", metavar="PT", help="global input tensors saved with torch.save")
     source.add_argument("--seed", type=int, default=0, help="seed of the random global inputs (default 0)")
@@ -56,6 +62,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--backend", choices=("gloo", "nccl"), help="default: nccl with enough GPUs, else gloo")
     parser.add_argument("--program", help="the hir.program (or fusion.func) to run when FILE has several")
     parser.add_argument("--timeout", type=float, default=300, help="seconds before every rank is stopped")
+    parser.add_argument("--collective-timeout", type=float, default=30,
+                        help="seconds a rank waits for its peers in one communication before it fails (default 30)")
     parser.add_argument("--cuda-graph", action="store_true",
                         help="capture the program in a CUDA graph on its first run and replay it (eager on CPU ranks)")
     parser.add_argument("--trace", metavar="JSON", help="write a Chrome/Perfetto trace of one more run, every rank's")
@@ -65,9 +73,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def check_options(args: argparse.Namespace) -> None:
+    """Refuse option values that could only fail (or do nothing) once the ranks run."""
+    for option, value in (("--nproc", args.nproc), ("--repeat", args.repeat),
+                          ("--number-of-streams", args.number_of_streams)):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be at least 1, got {value}")
+    for option, value in (("--timeout", args.timeout), ("--collective-timeout", args.collective_timeout)):
+        if not value > 0:
+            raise UsageError(f"{option} must be positive, got {value}")
+
+
+def world_size_for(module: ModuleOp, nproc: int | None) -> int:
+    """`--nproc`, else the ranks the program needs; refuses a world too small for it (its
+    ranks would hold uninitialised memory where a missing rank's shard belongs)."""
+    needed, where = devices_needed(module)
+    world_size = nproc if nproc is not None else max(needed, 1)
+    if needed > world_size:
+        raise UsageError(f"the program uses {where} ({needed} ranks) but runs on {world_size} (--nproc)")
+    return world_size
+
+
 def load_module(path: str) -> ModuleOp:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes()
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
     try:
@@ -85,11 +114,7 @@ def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hi
     program = find_function(module, name)
     if not isinstance(program, hir.ProgramOp):
         raise UsageError(f"@{name} is a fusion.func but the file holds host programs; name a hir.program")
-    return module, program, _matching_reference(module, program)
-
-
-def _matching_reference(module: ModuleOp, program: hir.ProgramOp) -> fusion.FuncOp | None:
-    return next((f for f in user_fusions(module) if f.function_type == program.function_type), None)
+    return module, program, reference_of(module, program)
 
 
 def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int) -> list[torch.Tensor]:
@@ -100,18 +125,29 @@ def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int
     if paths is not None:
         if len(paths) != len(types):
             raise UsageError(f"@{program.sym_name.data} takes {len(types)} inputs, {len(paths)} files given")
-        tensors = []
-        for path in paths:
-            try:
-                tensors.append(torch.load(path, weights_only=True))
-            except Exception as error:  # torch raises many kinds; the message is what matters
-                raise UsageError(f"cannot load {path}: {error}") from None
-        return tensors
+        return [_load(path) for path in paths]
     generator = torch.Generator().manual_seed(seed)
-    for index, t in enumerate(types):
-        if DYNAMIC in t.value_shape():
-            raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
-    return [random_tensor(t, generator) for t in types]
+    return [_random(t, generator, index) for index, t in enumerate(types)]
+
+
+def _load(path: str) -> torch.Tensor:
+    try:
+        value = torch.load(path, weights_only=True)
+    except Exception as error:  # torch raises many kinds; the message is what matters
+        raise UsageError(f"cannot load {path}: {error}") from None
+    if not isinstance(value, torch.Tensor):
+        raise UsageError(f"{path} holds a {type(value).__name__}, not a tensor")
+    return value.detach()  # its values are the input; autograd state cannot reach the ranks
+
+
+def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tensor:
+    shape = t.value_shape()
+    if DYNAMIC in shape:
+        raise UsageError(f"argument {index} has a dynamic shape {t}; pass --inputs")
+    try:
+        return random_tensor(t, generator)
+    except RuntimeError as error:  # more memory than the machine has
+        raise UsageError(f"cannot draw argument {index} of shape {list(shape)}: {first_line(error)}") from None
 
 
 def shards_per_rank(program: hir.ProgramOp, inputs: Sequence[torch.Tensor], world_size: int) -> list[list]:
@@ -125,9 +161,21 @@ def shards_per_rank(program: hir.ProgramOp, inputs: Sequence[torch.Tensor], worl
     return per_rank
 
 
+@dataclass
+class Report:
+    """What hostir-run prints, and the outputs that differ from their reference."""
+
+    lines: list[str]
+    mismatches: list[str]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
 def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: list[torch.Tensor] | None,
-           world_size: int) -> str:
-    lines = []
+           world_size: int) -> Report:
+    lines, mismatches = [], []
     output_types = list(program.function_type.outputs.data)
     for index, t in enumerate(output_types):
         value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]
@@ -137,23 +185,36 @@ def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: lis
             expected = reference[index]
             if expected.shape != value.shape:
                 line += f" reference shape {list(expected.shape)} DIFFERS"
+                mismatches.append(f"output {index} has shape {list(value.shape)}, its reference {list(expected.shape)}")
             else:
                 error = (value.double() - expected.double()).abs().max().item() if value.numel() else 0.0
                 line += f" max error vs reference {error:.3g}"
+                if not _close(value, expected):
+                    mismatches.append(f"output {index} differs from its reference (max error {error:.3g})")
         lines.append(line)
     per_run = [max(r.times[k] for r in results) for k in range(len(results[0].times))]
     lines.append(f"median time: {statistics.median(per_run) * 1e3:.3f} ms over {len(per_run)} run(s) on {world_size} rank(s)")
     if results[0].graph_mode != EAGER:
         lines.append(f"graph mode: {results[0].graph_mode}")
-    return "\n".join(lines)
+    return Report(lines, mismatches)
 
 
-def write_trace_outputs(args: argparse.Namespace, results: Sequence[RankResult]) -> list[str]:
-    """The trace file, the timeline picture and the overlap report lines that were asked for."""
+def _close(value: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Equal within torch.testing's default tolerances for the dtype (exact for integers)."""
+    try:
+        torch.testing.assert_close(value, expected, check_device=False)
+    except AssertionError:
+        return False
+    return True
+
+
+def with_trace_outputs(result: Report, args: argparse.Namespace, results: Sequence[RankResult]) -> Report:
+    """`result` with the trace file, the timeline picture and the overlap report lines that
+    were asked for."""
     traces = [r.trace for r in results if r.trace is not None]
     if not traces:
-        return []
-    lines = []
+        return result
+    lines = result.lines
     if args.trace:
         write_trace(merge(traces), args.trace)
         lines.append(f"trace: wrote {args.trace}")
@@ -164,26 +225,26 @@ def write_trace_outputs(args: argparse.Namespace, results: Sequence[RankResult])
         lines += [overlap(trace).line() for trace in traces]
     if not traces[0].device_clock:
         lines.append(f"trace: {HOST_CLOCK_NOTE}")
-    return lines
+    return result
 
 
-def run(args: argparse.Namespace) -> str | None:
-    if args.nproc < 1:
-        raise UsageError(f"--nproc must be at least 1, got {args.nproc}")
+def run(args: argparse.Namespace) -> Report | None:
+    check_options(args)
     if args.timeline:
         require_matplotlib()
     module = load_module(args.file)
     host, program, reference_func = host_and_reference(module, args.program)
+    joined = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    world_size = world_size_for(host, int(os.environ["WORLD_SIZE"]) if joined else args.nproc)
     inputs = global_inputs(program, args.inputs, args.seed)
     reference = run_fusion(module, inputs, reference_func.sym_name.data) if reference_func is not None else None
-    joined = "RANK" in os.environ and "WORLD_SIZE" in os.environ
-    world_size = int(os.environ["WORLD_SIZE"]) if joined else args.nproc
     job = Job(located_text(host), shards_per_rank(program, inputs, world_size), name=program.sym_name.data,
               number_of_streams=args.number_of_streams, repeat=args.repeat, cuda_graph=args.cuda_graph,
               trace=bool(args.trace or args.report or args.timeline))
     if not joined:
-        results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout)[0]
-        return "\n".join([report(program, results, reference, world_size), *write_trace_outputs(args, results)])
+        results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout,
+                                 collective_timeout=args.collective_timeout)[0]
+        return with_trace_outputs(report(program, results, reference, world_size), args, results)
     # One rank of a torchrun world: run here, collect every rank's result on rank 0.
     if not dist.is_initialized():
         dist.init_process_group(args.backend or ("nccl" if torch.cuda.is_available() else "gloo"))
@@ -191,7 +252,7 @@ def run(args: argparse.Namespace) -> str | None:
     gathered = all_gather_pickled(mine)
     if dist.get_rank() != 0:
         return None
-    return "\n".join([report(program, gathered, reference, world_size), *write_trace_outputs(args, gathered)])
+    return with_trace_outputs(report(program, gathered, reference, world_size), args, gathered)
 
 
 def all_gather_pickled(value) -> list:
@@ -210,14 +271,22 @@ def all_gather_pickled(value) -> list:
 
 def console_main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    allow_deep_nesting()
     try:
-        text = run(args)
+        result = run(args)
     except (UsageError, SpmdError, ExecutionError, ValueError) as error:
         _fail(str(error))
     except DiagnosticException as error:
         _fail(str(error), prefixed=True)
-    if text:
-        print(text)
+    if result is None:
+        return
+    print(result.text, flush=True)
+    if result.mismatches:
+        _fail(result.mismatches[0])
+
+
+def first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _fail(message: str, prefixed: bool = False) -> None:

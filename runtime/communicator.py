@@ -137,7 +137,12 @@ class Communicator:
             if key not in _WORLD_COMMUNICATORS:
                 _WORLD_COMMUNICATORS[key] = Communicator(actual_rank, actual_size, device)
             return _WORLD_COMMUNICATORS[key]
-        return Communicator(rank or 0, world_size or 1, device or torch.device("cpu"))
+        rank, world_size = (0 if rank is None else rank), (1 if world_size is None else world_size)
+        if world_size < 1:
+            raise ValueError(f"world size must be at least 1, got {world_size}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is outside a world of {world_size} ranks")
+        return Communicator(rank, world_size, device or torch.device("cpu"))
 
     @property
     def backend(self) -> str | None:

@@ -186,17 +186,18 @@ class CopyEngineReduceScatter(CopyEngineCollective):
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, received = _chunks(inp, size), _chunks(via, size)
-
-        def push(peer: int) -> None:
-            # Peer's chunk of my input lands in slot `me` of the peer's `via`.
-            peer_view(self.symmetric_via, received[me], peer).copy_(chunks[peer])
-
-        all_done = self.push_and_signal(push, slot)
+        all_done = self.scatter(chunks, received, slot)
         parts = [chunks[me] if p == me else received[p] for p in range(size)]
         return CopyEngineWork(self, slot, None, all_done, lambda: _reduce_into(out, parts, self.combine))
 
+    def scatter(self, chunks: list[torch.Tensor], received: list[torch.Tensor], slot: int):
+        """Copy input chunk p into slot `me` of member p's `received`, for every other member
+        p, then signal `slot`; chunk `me` is not read."""
+        me = self.position
+        return self.push_and_signal(lambda peer: peer_view(self.symmetric_via, received[me], peer).copy_(chunks[peer]), slot)
 
-class CopyEngineAllreduce(CopyEngineCollective):
+
+class CopyEngineAllreduce(CopyEngineReduceScatter):
     """out = the reduction over the team of every member's input, as a reduce-scatter and
     then an all-gather of the reduced chunks (each member sends 2(D-1)/D of its input, as
     in a ring). `via` (a view of `symmetric_via`, twice the input) receives the other
@@ -208,20 +209,11 @@ class CopyEngineAllreduce(CopyEngineCollective):
 
     PHASES = hir.AllreduceOp.COPY_ENGINE_PHASES
 
-    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
-                 symmetric_via: SymmetricTensor, kind: ReduceKind):
-        super().__init__(flags, first_slot, posts, ordering)
-        self.symmetric_via = symmetric_via
-        self.combine = _COMBINE[kind]
-
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
         scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
-
-        def scatter(peer: int) -> None:
-            peer_view(self.symmetric_via, scattered[me], peer).copy_(chunks[peer])
 
         def gather() -> None:
             _reduce_into(outs[me], [chunks[me] if p == me else scattered[p] for p in range(size)], self.combine)
@@ -232,7 +224,7 @@ class CopyEngineAllreduce(CopyEngineCollective):
                 self.flags.wait(peer, slot + 1)
                 outs[peer].copy_(gathered[peer])
 
-        all_done = self.push_and_signal(scatter, slot)
+        all_done = self.scatter(chunks, scattered, slot)
         return CopyEngineWork(self, slot, None, all_done, gather)
 
 

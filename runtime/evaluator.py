@@ -82,6 +82,7 @@ class Evaluator:
                  world_size: int | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS,
                  device: torch.device | str | None = None, communicator: Communicator | None = None,
                  record_streams: bool = False, cuda_graph: bool = False, trace: bool = False):
+        check_module(module)
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
         if not self.is_program and (rank, world_size, communicator) != (None, None, None):
@@ -93,7 +94,7 @@ class Evaluator:
             if not isinstance(self.function, hir.ProgramOp):
                 raise ValueError(f"cuda_graph runs a hir.program; @{self.name} is a fusion.func")
             check_capturable(self.function)
-        device = torch.device(device) if device is not None else None
+        device = checked_device(device) if device is not None else None
         if self.is_program:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
             self.rank: int | None = self.comm.rank
@@ -167,6 +168,22 @@ class Evaluator:
             problem = spec.problem(value, self.device)
             if problem:
                 raise InputError(f"@{self.name} argument {index} ({spec.label}): {problem}")
+
+
+def check_module(module: Any) -> None:
+    if not isinstance(module, ModuleOp):
+        raise TypeError(f"expected a ModuleOp (parse IR text with hostir_dialect.parse_module), got {module!r}")
+
+
+def checked_device(device: torch.device | str) -> torch.device:
+    """A torch device this process can use."""
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"invalid device {device!r}; use 'cpu', 'cuda' or 'cuda:N'") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(device)!r} requested but CUDA is not available here")
+    return device
 
 
 def compile_program(module: ModuleOp, **options) -> Evaluator:

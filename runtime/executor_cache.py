@@ -27,7 +27,7 @@ import torch.distributed as dist
 from xdsl.dialects.builtin import ModuleOp
 
 from .compile import DEFAULT_NUMBER_OF_STREAMS
-from .evaluator import Evaluator
+from .evaluator import Evaluator, check_module, checked_device
 from .trace import traced_run
 
 V = TypeVar("V")
@@ -83,7 +83,7 @@ def current_world() -> object:
 def _options_key(options: dict) -> tuple:
     device = options.get("device")
     if device is not None:
-        options = {**options, "device": torch.device(device)}
+        options = {**options, "device": checked_device(device)}
     return tuple(sorted(options.items()))
 
 
@@ -99,6 +99,7 @@ def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None,
     once per program text and options (a CUDA-graph evaluator keeps its graphs); calling
     again with the same ones only runs it. `trace`: write this rank's Chrome/Perfetto
     trace of the run there (runtime/trace.py)."""
+    check_module(module)
     evaluator = _EXECUTORS.evaluator(str(module), module.clone, name=name, rank=rank, world_size=world_size,
                                      number_of_streams=number_of_streams, device=device, cuda_graph=cuda_graph,
                                      trace=trace is not None)

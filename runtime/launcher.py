@@ -1,17 +1,17 @@
 """Running host programs on N ranks: spawned local processes, or this process inside an
 existing torchrun world.
 
-`launch(fn, world_size)` spawns `world_size` processes (torch.multiprocessing, start method
-spawn) that join one torch.distributed world on 127.0.0.1 and a free port, calls
-`fn(rank, world_size, *args)` in each and returns every rank's result. As soon as a rank
-fails -- it raises, is killed, crashes, or times out in a collective -- the others are killed
-and `SpmdError` names that rank and what happened to it; a launch that outlives `timeout` is
-killed too, so nothing hangs and no process outlives the launch. Collectives time out after
-`collective_timeout` seconds (a rank blocked on a peer that never posts fails instead of
-waiting).
+`launch(fn, world_size)` starts `world_size` processes (torch.multiprocessing, start method
+forkserver: each rank forks from a server that imported the runtime once) that join one
+torch.distributed world on 127.0.0.1 and a free port, calls `fn(rank, world_size, *args)` in
+each and returns every rank's result. As soon as a rank fails -- it raises, is killed,
+crashes, or times out in a collective -- the others are killed and `SpmdError` names that
+rank and what happened to it; a launch that outlives `timeout` is killed too, so nothing
+hangs and no process outlives the launch. Collectives time out after `collective_timeout`
+seconds (a rank blocked on a peer that never posts fails instead of waiting).
 
-Starting processes costs seconds, so `run_spmd_batch` runs many programs (`Job`s) in one
-launch; `run_spmd` is the one-program form.
+Starting processes still costs a world's setup, so `run_spmd_batch` runs many programs
+(`Job`s) in one launch; `run_spmd` is the one-program form.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import gc
 import json
 import multiprocessing.connection
 import os
+import pickle
 import signal
 import socket
 import tempfile
@@ -36,12 +37,18 @@ import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
 import passes
-from hostir_dialect.context import located_text, parse_module
+from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import located_text
+from hostir_dialect.symbols import programs
 
 from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
 from .executor_cache import LruCache
 from .trace import Trace, traced_run
+
+# Ranks fork from a server process that imported the runtime (torch included) once, instead
+# of each importing it anew (seconds per rank); it never touches CUDA, so the ranks may.
+mp.get_context("forkserver").set_forkserver_preload(["runtime"])
 
 
 class SpmdError(RuntimeError):
@@ -76,9 +83,19 @@ class RankResult:
     trace: Trace | None = None
 
 
+BACKENDS = ("gloo", "nccl")
+
+
 def default_backend(world_size: int) -> str:
     cuda = torch.cuda.is_available() and torch.cuda.device_count() >= world_size
     return "nccl" if cuda else "gloo"
+
+
+def check_backend(backend: str, world_size: int) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if backend == "nccl" and torch.cuda.device_count() < world_size:
+        raise ValueError(f"backend nccl needs {world_size} GPUs (one per rank), found {torch.cuda.device_count()}")
 
 
 def device_for(backend: str, rank: int) -> torch.device:
@@ -130,13 +147,14 @@ def free_port() -> int:
 
 
 def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str, fn: Callable,
-            args: tuple, collective_timeout: float, launch_timeout: float) -> None:
+            pickled_args: bytes, collective_timeout: float, launch_timeout: float) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     finished = False
     try:
         if backend == "nccl":
             torch.cuda.set_device(device_for(backend, rank))
+        args = pickle.loads(pickled_args)  # after set_device: CUDA tensors come back on their device
         dist.init_process_group(backend, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=collective_timeout))
         # A rank that is done waits for the others as long as the launch may last: with
@@ -168,14 +186,22 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
            timeout: float = 300, collective_timeout: float = 60) -> list:
     """`fn(rank, world_size, *args)` on `world_size` spawned ranks: every rank's result.
 
-    `fn` must be a module-level function (it is pickled into the spawned processes)."""
+    `fn` must be a module-level function (it is pickled into the spawned processes).
+    Everything checkable here is checked before a process is spawned."""
     if world_size < 1:
         raise ValueError(f"world size must be at least 1, got {world_size}")
+    if "<" in getattr(fn, "__qualname__", "<"):  # <lambda>, <locals>: pickled by name, found by none
+        raise TypeError(f"fn must be a module-level function, picklable into the spawned ranks; got {fn!r}")
     backend = backend or default_backend(world_size)
+    check_backend(backend, world_size)
     with tempfile.TemporaryDirectory(prefix="hostir-spmd-") as result_dir:
         context = mp.start_processes(
-            _worker, args=(world_size, free_port(), backend, result_dir, fn, args, collective_timeout, timeout),
-            nprocs=world_size, join=False, start_method="spawn",
+            # The arguments travel as plain pickled bytes: torch's own pickler would pass
+            # every tensor's storage as a file descriptor, and the forkserver takes fewer
+            # than 256 per process (a batch of jobs holds more tensors than that).
+            _worker, args=(world_size, free_port(), backend, result_dir, fn, pickle.dumps(args), collective_timeout,
+                           timeout),
+            nprocs=world_size, join=False, start_method="forkserver",
         )
         try:
             _wait(context.processes, Path(result_dir), timeout)
@@ -265,8 +291,10 @@ def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
         module = parse_module(Path(module_or_fd).read_text(), str(module_or_fd))
     elif hasattr(module_or_fd, "to_module"):
         module = module_or_fd.to_module()
+    elif isinstance(module_or_fd, str):
+        module = parse_module(module_or_fd)
     else:
-        module = parse_module(str(module_or_fd))
+        raise TypeError(f"expected a ModuleOp, IR text, a .mlir path or a FusionDefinition, got {module_or_fd!r}")
     return lower_module(module) if lower else module
 
 
@@ -284,8 +312,14 @@ def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None 
 def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_size: int, *,
              backend: str | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS, lower: bool = False, name: str | None = None,
              timeout: float = 300, collective_timeout: float = 60) -> list[list]:
-    """Run one program on `world_size` spawned ranks: every rank's list of local outputs."""
-    text = located_text(as_module(module_or_fd, lower))
+    """Run one program on `world_size` spawned ranks: every rank's list of local outputs.
+
+    A fusion runs lowered (`lower=True`): its eager reference semantics are for global
+    tensors, and each rank holds shards."""
+    module = as_module(module_or_fd, lower)
+    if not programs(module):
+        raise ValueError("run_spmd runs host programs; pass lower=True to lower a fusion first")
+    text = located_text(module)
     job = Job(text, per_rank_inputs, name=name, number_of_streams=number_of_streams)
     results = run_spmd_batch([job], world_size, backend=backend, timeout=timeout,
                              collective_timeout=collective_timeout)[0]

@@ -180,11 +180,21 @@ def unshard(shards_by_rank: Sequence[torch.Tensor | None] | Mapping[int, torch.T
     guess = _global_guess(first, tensor_type)
     global_shape = [s if e == DYNAMIC else e for e, s in zip(tensor_type.value_shape(), guess)]
     result = torch.empty(global_shape, dtype=first.dtype, device=first.device)
+    filled = set()
     for rank in ranks:
         piece_shape, index = _shard_index(tensor_type, global_shape, rank)
         view = result.view(piece_shape)[index]
         view.copy_(shards[rank].reshape(view.shape))
+        filled.add(_slots(index))
+    for rank in mesh.devices:  # a sharded tensor has a mesh
+        if _slots(_shard_index(tensor_type, global_shape, rank)[1]) not in filled:
+            raise ValueError(f"rank {rank} holds no shard of {tensor_type}, and no other rank holds its part")
     return result
+
+
+def _slots(index: tuple[slice, ...]) -> tuple[int | None, ...]:
+    """Which part of the global tensor a shard index picks (hashable)."""
+    return tuple(s.start for s in index)
 
 
 def _global_guess(local: torch.Tensor, t: TensorType) -> list[int]:

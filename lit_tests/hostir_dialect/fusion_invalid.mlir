@@ -100,9 +100,16 @@ fusion.func @f(%s: f32) {
 }
 // -----
 // CHECK: // {{-----}}
-fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %s: !hir.stream) {
+hir.program @p(%a: !fusion.tensor<f32[8, 4]>) {
+  %s = hir.get_current_stream
   // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.add' op operand of type !hir.stream is neither a tensor nor a scalar
   %c = fusion.add %a, %s : !fusion.tensor<f32[8, 4]>, !hir.stream -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:1: error: 'fusion.func' op argument 1 must be a tensor or a scalar, got !hir.stream
+fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %s: !hir.stream) {
   fusion.return
 }
 // -----
@@ -376,9 +383,9 @@ fusion.func @f() {
 }
 // -----
 
-// Symbols are unique in a module (reported at the start of the split chunk).
+// Symbols are unique in a module (reported at the second definition, as MLIR does).
 // CHECK: // {{-----}}
-// CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE - 4]]:1: error: 'builtin.module' op Redefinition of symbol "f"
+// CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 4]]:1: error: 'fusion.func' op redefinition of symbol named 'f'
 fusion.func @f() {
   fusion.return
 }

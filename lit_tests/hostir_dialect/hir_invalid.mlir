@@ -409,7 +409,7 @@ hir.program @p(%x: !fusion.tensor<f32[4]>, %k: index) {
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, %y: !fusion.tensor<f32[8], mesh=[0, 1]>, %k: index) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op a member sends 4 elements but receives 8
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.shift' op output has 8 elements but input 4; hir.shift needs equal sizes
   %w = hir.shift %x -> %y team [0, 1] offset %k : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[8], mesh=[0, 1]>
   hir.return
 }

@@ -144,6 +144,35 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %snd = hir.send %x, %peer : !fusion.tensor<f32[4]>
   // CHECK-NEXT: %rcv = hir.recv %x, %peer : !fusion.tensor<f32[4]>
   %rcv = hir.recv %x, %peer : !fusion.tensor<f32[4]>
+  // Every work token is waited (the verifier requires it).
+  // CHECK-NEXT: hir.wait %ag_nccl
+  hir.wait %ag_nccl
+  // CHECK-NEXT: hir.wait %ar
+  hir.wait %ar
+  // CHECK-NEXT: hir.wait %ar_max
+  hir.wait %ar_max
+  // CHECK-NEXT: hir.wait %rs
+  hir.wait %rs
+  // CHECK-NEXT: hir.wait %sc
+  hir.wait %sc
+  // CHECK-NEXT: hir.wait %ga
+  hir.wait %ga
+  // CHECK-NEXT: hir.wait %bc
+  hir.wait %bc
+  // CHECK-NEXT: hir.wait %rd
+  hir.wait %rd
+  // CHECK-NEXT: hir.wait %rd_team
+  hir.wait %rd_team
+  // CHECK-NEXT: hir.wait %sr
+  hir.wait %sr
+  // CHECK-NEXT: hir.wait %sr_self
+  hir.wait %sr_self
+  // CHECK-NEXT: hir.wait %a2a
+  hir.wait %a2a
+  // CHECK-NEXT: hir.wait %sh
+  hir.wait %sh
+  // CHECK-NEXT: hir.wait %sh_nccl
+  hir.wait %sh_nccl
   // CHECK-NEXT: hir.wait %snd
   hir.wait %snd
   // CHECK-NEXT: hir.wait %rcv

@@ -187,7 +187,7 @@
 // -----
 
 // CHECK: // {{-----}}
-// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:49: error: ')' expected
+// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:49: error: Expected ')'
 %t = hir.allocate : !fusion.tensor<f32[4(2 didx 2)], mesh=[0, 1]>
 // -----
 

@@ -114,16 +114,17 @@ fusion.func @f_unit0(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
 
 // -----
 
-// A fusion beside a host program is lowered; a unit name that is taken is skipped.
+// A fusion beside a host program is lowered; a unit name that is taken is skipped. (A
+// fusion with the program's signature would be the program's reference, not lowered.)
 // CHECK-LABEL: hir.program @g(
 // CHECK-NEXT:    %e = hir.post_on_stream @g_unit1(%x)
 // CHECK:       fusion.func @g_unit1(
 // CHECK-NEXT:    fusion.exp
 // CHECK:       fusion.func @g_unit0(
 // CHECK-NEXT:    fusion.neg
-fusion.func @g(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
-  %e = fusion.exp %x : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
-  fusion.return %e : !fusion.tensor<f32[4]>
+fusion.func @g(%x: !fusion.tensor<f32[8]>) -> !fusion.tensor<f32[8]> {
+  %e = fusion.exp %x : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  fusion.return %e : !fusion.tensor<f32[8]>
 }
 hir.program @h(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
   %y = hir.post_on_stream @g_unit0(%x) : (!fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]>
@@ -132,4 +133,21 @@ hir.program @h(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
 fusion.func @g_unit0(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
   %y = fusion.neg %x : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   fusion.return %y : !fusion.tensor<f32[4]>
+}
+
+// -----
+
+// A fusion with a host program's signature is that program's reference: left as it is,
+// even with a stream-parallel input that lowering would refuse.
+// CHECK-LABEL: hir.program @main(
+// CHECK:       fusion.func @reference(%x: !fusion.tensor<f32[4 stream]>) -> !fusion.tensor<f32[4 stream]> {
+// CHECK-NEXT:    %y = fusion.neg %x
+hir.program @main(%x: !fusion.tensor<f32[4 stream]>) -> !fusion.tensor<f32[4 stream]> {
+  %o = hir.allocate : !fusion.tensor<f32[4 stream]>
+  %y = fusion.neg %x into %o : !fusion.tensor<f32[4 stream]> -> !fusion.tensor<f32[4 stream]>
+  hir.return %y : !fusion.tensor<f32[4 stream]>
+}
+fusion.func @reference(%x: !fusion.tensor<f32[4 stream]>) -> !fusion.tensor<f32[4 stream]> {
+  %y = fusion.neg %x : !fusion.tensor<f32[4 stream]> -> !fusion.tensor<f32[4 stream]>
+  fusion.return %y : !fusion.tensor<f32[4 stream]>
 }

@@ -491,3 +491,19 @@ hir.program @not_rings(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %m: !fus
 // CHECK-NEXT:    %d = fusion.set %s :
 // CHECK-NEXT:    %e = fusion.add %a, %a :
 // CHECK-NEXT:    hir.return %b, %c, %d, %e
+
+// -----
+
+// Host code the pass built before, or the user wrote (stream-typed buffers, ops writing
+// into them, a stream-typed input sliced by the program itself), is left as it is: the
+// pass only puts the ops lower-to-host leaves (compute ops without destination, posts
+// without outs) in loops, so it may run twice.
+hir.program @already_lowered(%a: !fusion.tensor<f32[4 stream, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+  %c = fusion.set %a into %b : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+}
+// CHECK-LABEL: hir.program @already_lowered
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    %c = fusion.set %a into %b : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+// CHECK-NEXT:    hir.return %c : !fusion.tensor<f32[4 stream, 8]>

@@ -6,3 +6,13 @@ hir.program @stream_input(%a: !fusion.tensor<f32[4 stream, 8]>) -> !fusion.tenso
   %b = fusion.set %a : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4, 8]>
   hir.return %b : !fusion.tensor<f32[4, 8]>
 }
+
+// -----
+
+// A fusion that lower-to-host has not turned into a program: its stream axes would stay
+// unlowered.
+// CHECK: stream_parallel_type_errors.mlir:[[# @LINE + 1]]:1: error: 'fusion.func' op has stream axes but the module holds no hir.program; run lower-to-host first
+fusion.func @not_lowered(%a: !fusion.tensor<f32[4, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+  fusion.return %b : !fusion.tensor<f32[4 stream, 8]>
+}

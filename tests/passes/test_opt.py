@@ -13,10 +13,12 @@ from test_pipeline import PROGRAM, BreakTheIR, RepairTheIR, TagAllocations
 
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
+from hostir_dialect.symbols import programs
 from passes import PIPELINES, get_all_passes, opt
 from passes.pipeline import VERIFY_EACH_VARIABLE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FUSIONS, HOST_PROGRAMS = EXAMPLES / "fusions", EXAMPLES / "host_programs"
 
 GOOD = "%a = hir.allocate : !fusion.tensor<f32[8 stream, 64]>\n"
 PRINTED = "builtin.module {\n  %a = hir.allocate : !fusion.tensor<f32[8 stream, 64]>\n}\n"
@@ -210,7 +212,7 @@ def test_cli_verifies_after_the_pipeline_unless_told_to_verify_each(capsys, writ
 
 
 # --------------------------------------------------------------------------- #
-# examples/*.mlir round-trip to identical text
+# examples/{fusions,host_programs}/*.mlir: sorted by kind, round-trip to identical text
 # --------------------------------------------------------------------------- #
 
 NVFUSER_SEEDS = [
@@ -226,16 +228,23 @@ def without_comments(text: str) -> str:
     return "\n".join(lines).strip("\n") + "\n"
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.mlir")), ids=lambda p: p.name)
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*/*.mlir")), ids=lambda p: p.name)
 def test_example_round_trips_to_identical_text(capsys, example: Path) -> None:
     code, out, err = run_opt(capsys, str(example))
     assert (code, err) == (0, "")
     assert out.rstrip("\n") + "\n" == without_comments(example.read_text())
 
 
+def test_examples_are_sorted_into_fusions_and_host_programs() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.mlir")) == []
+    assert sorted(p.stem for p in FUSIONS.glob("*.mlir")) == sorted(NVFUSER_SEEDS)
+    for example in HOST_PROGRAMS.glob("*.mlir"):
+        assert programs(parse_module(example.read_text(), example.name)), example.name
+
+
 @pytest.mark.parametrize("name", NVFUSER_SEEDS)
 def test_nvfuser_seed_is_one_fusion_func(name: str) -> None:
-    module = parse_module((EXAMPLES / f"{name}.mlir").read_text(), name)
+    module = parse_module((FUSIONS / f"{name}.mlir").read_text(), name)
     ops = list(module.ops)
     assert [op.name for op in ops] == ["fusion.func"]
     assert ops[0].sym_name.data == name  # type: ignore[attr-defined]
@@ -277,7 +286,7 @@ def test_upstream_cleanup_of_a_lowered_program_computes_the_same(name: str) -> N
     from passes import lower
     from passes.pipeline import build_pipeline
 
-    source = parse_module((EXAMPLES / f"{name}.mlir").read_text(), name)
+    source = parse_module((FUSIONS / f"{name}.mlir").read_text(), name)
     host = lower(source.clone())
     build_pipeline("canonicalize,cse,dce", available=opt.registered_passes()).apply(make_context(), host)
     generator = torch.Generator().manual_seed(0)

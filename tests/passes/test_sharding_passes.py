@@ -217,17 +217,23 @@ def test_propagation_fills_every_tensor_with_the_mesh() -> None:
     assert not func.body.block.args[1].type.is_sharded()
 
 
-def test_kernel_units_of_a_host_program_are_left_alone() -> None:
-    """Only user fusions are sharded and allocated: a unit called by hir.post_on_stream
-    was lowered already (its intermediate would otherwise become per-chunk)."""
-    t = _t("f32[8 stream, 4]")
+def test_kernel_units_and_references_of_a_host_program_are_left_alone() -> None:
+    """Only fusions to lower are sharded and allocated: a unit called by
+    hir.post_on_stream was lowered already (its intermediate would otherwise become
+    per-chunk), and a fusion with the program's signature is its eager reference."""
+    t, u = _t("f32[8 stream, 4]"), _t("f32[8, 4]")
     module = parse_module(f"""
-hir.program @main(%a: {t}) -> {t} {{
-  %r = hir.post_on_stream @unit(%a) : ({t}) -> {t}
+hir.program @main(%a: {u}) -> {t} {{
+  %r = hir.post_on_stream @unit(%a) : ({u}) -> {t}
   hir.return %r : {t}
 }}
-fusion.func @unit(%a: {t}) -> {t} {{
-  %b = fusion.exp %a : {t} -> {t}
+fusion.func @unit(%a: {u}) -> {t} {{
+  %b = fusion.exp %a : {u} -> {t}
+  %c = fusion.neg %b : {t} -> {t}
+  fusion.return %c : {t}
+}}
+fusion.func @reference(%a: {u}) -> {t} {{
+  %b = fusion.exp %a : {u} -> {t}
   %c = fusion.neg %b : {t} -> {t}
   fusion.return %c : {t}
 }}
@@ -237,6 +243,7 @@ fusion.func @user(%a: {t}) -> {t} {{
   fusion.return %c : {t}
 }}""")
     _apply(module, PIPELINES["all"])
-    unit, user = (str(op) for op in module.ops if op.name == "fusion.func")
+    unit, reference, user = (str(op) for op in module.ops if op.name == "fusion.func")
     assert "alloc=" not in unit
+    assert "alloc=" not in reference
     assert "alloc=[0 stream, 1]" in user

@@ -146,11 +146,18 @@ def test_allocate_inside_a_loop_allocates_once(monkeypatch):
 
 
 def test_deallocate_drops_the_binding_and_a_later_write_is_refused():
+    # Freed in the loop body: the second iteration writes into a buffer that is gone (a
+    # use after the deallocate in program order is the verifier's to refuse).
     body = f"""
     %o = hir.allocate : {F}
-    hir.deallocate %o : {F}
-    %c = fusion.add %a, %a into %o : {F}, {F} -> {F}
-    hir.return %c : {F}"""
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    scf.for %i = %c0 to %c2 step %c1 {{
+      %c = fusion.add %a, %a into %o : {F}, {F} -> {F}
+      hir.deallocate %o : {F}
+    }}
+    hir.return %a : {F}"""
     with pytest.raises(ExecutionError, match=r"'fusion.add' op failed: destination %o is not bound"):
         execute(parse_module(program(body, f"%a: {F}", F)), inputs((8, 64)))
 

@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices"),
 ]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HOST_PROGRAMS = Path(__file__).resolve().parents[2] / "examples" / "host_programs"
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def nccl_results():
     jobs.append(Job(RING, ring_args))
     shifted = {team: {r: torch.full((6,), float(r)) for r in team} for team in shift_teams(2)}
     shift_jobs = [Job(shift_program(team), [[xs.get(r)] for r in range(2)]) for team, xs in shifted.items()]
-    module = parse_module((EXAMPLES / "host_allgather_matmul.mlir").read_text())
+    module = parse_module((HOST_PROGRAMS / "host_allgather_matmul.mlir").read_text())
     program = module.ops.first
     while program.name != "hir.program":
         program = program.next_op

@@ -16,12 +16,14 @@ fusion.func @f(%a: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tenso
 // CHECK-NEXT: %w = "hir.allgather"(%x, %y) <{team = array<i64: 0, 1>, operandSegmentSizes = array<i32: 1, 1, 0>, transport = #hir<transport nccl>}> : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[8]>) -> !hir.work
 // CHECK-NEXT: %r = "hir.reduce"(%x, %x) <{team = array<i64: 0, 1>, root = 1 : i64, reduction = #fusion<reduce_kind max>, operandSegmentSizes = array<i32: 1, 1, 0>, transport = #hir<transport nccl>}> : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[4]>) -> !hir.work
 // CHECK-NEXT: "hir.wait"(%w) : (!hir.work) -> ()
+// CHECK-NEXT: "hir.wait"(%r) : (!hir.work) -> ()
 // CHECK-NEXT: %o = "fusion.set"(%x, %x) : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]>
 // CHECK-NEXT: "hir.return"() : () -> ()
 hir.program @main(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
   %w = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   %r = hir.reduce %x -> %x team [0, 1] root 1 op max : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   hir.wait %w
+  hir.wait %r
   %o = fusion.set %x into %x : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   hir.return
 }

@@ -1,5 +1,5 @@
-// RUN: hostir-opt %examples/ag_matmul.mlir -p hostir-lower,canonicalize,cse,dce | filecheck %s --check-prefix=AG
-// RUN: hostir-opt %examples/matmul_rs_through_bcast.mlir -p hostir-lower,canonicalize,cse,dce | filecheck %s --check-prefix=RS
+// RUN: hostir-opt %examples/fusions/ag_matmul.mlir -p hostir-lower,canonicalize,cse,dce | filecheck %s --check-prefix=AG
+// RUN: hostir-opt %examples/fusions/matmul_rs_through_bcast.mlir -p hostir-lower,canonicalize,cse,dce | filecheck %s --check-prefix=RS
 // RUN: hostir-opt %s -p canonicalize,cse,dce | filecheck %s
 
 // hostir-opt registers xDSL's canonicalize, cse and dce. hostir's ops declare their
@@ -59,7 +59,7 @@
 
 // What they do remove: pure values nothing uses (a compute op without destination, a
 // view, an extent), duplicates of pure values, an empty loop. Everything else stays,
-// unused allocations and collectives nobody waits for included.
+// unused allocations included.
 // CHECK-LABEL: hir.program @main(
 // CHECK-NEXT:    %c0 = arith.constant 0 : index
 // CHECK-NEXT:    %c1 = arith.constant 1 : index
@@ -79,8 +79,9 @@
 // CHECK-NEXT:      hir.synchronize %worker
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %ag = hir.allgather %x -> %y team [0, 1]
-// CHECK-NEXT:    %unwaited = hir.allreduce %x -> %x team [0, 1] op sum
+// CHECK-NEXT:    %ar = hir.allreduce %x -> %x team [0, 1] op sum
 // CHECK-NEXT:    hir.wait %ag
+// CHECK-NEXT:    hir.wait %ar
 // CHECK-NEXT:    %posted = hir.post_on_stream @unit(%a)
 // CHECK-NEXT:    hir.deallocate %unused_buf
 // CHECK-NEXT:    hir.return %buf
@@ -114,8 +115,9 @@ hir.program @main(%a: !fusion.tensor<f32[8, 4]>, %x: !fusion.tensor<f32[4]>, %y:
   scf.for %j = %c0_again to %c8 step %c1 {
   }
   %ag = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
-  %unwaited = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %ar = hir.allreduce %x -> %x team [0, 1] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   hir.wait %ag
+  hir.wait %ar
   %posted = hir.post_on_stream @unit(%a) : (!fusion.tensor<f32[8, 4]>) -> !fusion.tensor<f32[8, 4]>
   hir.deallocate %unused_buf : !fusion.tensor<f32[8, 4]>
   hir.return %buf : !fusion.tensor<f32[8, 4]>

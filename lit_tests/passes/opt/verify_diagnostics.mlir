@@ -9,6 +9,6 @@
 %a = hir.allocate : !fusion.tensor<f32[8]>
 // -----
 // CHECK: // {{-----}}
-// CHECK-NEXT: {{.*}}verify_diagnostics.mlir:[[# @LINE + 1]]:1: error: 'hir.allgather' op team must not be empty
-%w = hir.allgather %x -> %x team [] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+// CHECK-NEXT: {{.*}}verify_diagnostics.mlir:[[# @LINE + 2]]:1: error: 'hir.allgather' op team must not be empty
 %x = hir.allocate : !fusion.tensor<f32[4]>
+%w = hir.allgather %x -> %x team [] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>

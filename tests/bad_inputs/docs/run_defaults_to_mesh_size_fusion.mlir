@@ -1,3 +1,3 @@
 // hostir-run without --nproc on the README's fusion (ag_matmul) runs on 2 ranks.
-// RUN: hostir-run %examples/ag_matmul.mlir
+// RUN: hostir-run %examples/fusions/ag_matmul.mlir
 // EXPECT-STDOUT: on 2 rank\(s\)

@@ -1,5 +1,5 @@
 // An allgather of a row-sharded matrix on 2 ranks, then a local computation.
-// Run:  hostir-run examples/host_allgather.mlir --nproc 2
+// Run:  hostir-run examples/host_programs/host_allgather.mlir   (on the 2 ranks its mesh names)
 // @reference is the fusion this host program implements; hostir-run checks against it.
 
 builtin.module {

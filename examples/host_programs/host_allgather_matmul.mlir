@@ -3,7 +3,7 @@
 // chunk i-1 is multiplied on another. A[s, d, m, k] is sharded along d. The first loop
 // makes every worker stream wait for the user's stream; doing that in a loop of its own
 // keeps the main loop's iterations free to overlap.
-// Run:  hostir-run examples/host_allgather_matmul.mlir --nproc 2 --number-of-streams 2
+// Run:  hostir-run examples/host_programs/host_allgather_matmul.mlir --number-of-streams 2
 
 builtin.module {
   hir.program @main(%a: !fusion.tensor<f32[2 stream, 2 didx, 4, 8], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 16], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 2, 4, 16, r8], mesh=[0, 1]> {
