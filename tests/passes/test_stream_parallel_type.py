@@ -3,6 +3,10 @@ exact op sequences are in lit_tests/passes/stream_parallel_type*.mlir)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import f32
@@ -195,3 +199,34 @@ def test_an_offset_slice_does_not_join_the_loop_of_its_producer():
     data = torch.randn(6, 3)
     (got,) = run_lowered(fd, [data])
     torch.testing.assert_close(got, (data * 2)[1:])
+
+
+# DID -> Stream programs a ring of shifts cannot compute (another mesh, a 2-D mesh, an op
+# other than a set reading the device axis per chunk) run whole instead of being refused:
+# `hostir-run` lowers each, runs it on its ranks (gloo) and exits 1 when an output differs
+# from eager torch on the unsharded data.
+RUN_WHOLE = {
+    "set_to_another_mesh": """fusion.func @f(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>
+  fusion.return %b : !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>
+}""",
+    "add_reading_the_device_axis": """fusion.func @f(%a: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 4], mesh=[0, 1]> {
+  %b = fusion.add %a, %a : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 4], mesh=[0, 1]>
+  fusion.return %b : !fusion.tensor<f32[2 stream, 4], mesh=[0, 1]>
+}""",
+    "set_on_a_2d_mesh": """fusion.func @f(%a: !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>
+  fusion.return %b : !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>
+}""",
+}
+
+
+@pytest.mark.parametrize("name", list(RUN_WHOLE))
+def test_a_did_to_stream_program_no_ring_computes_runs_whole_and_matches_eager(name, tmp_path):
+    path = tmp_path / f"{name}.mlir"
+    path.write_text(RUN_WHOLE[name])
+    hostir_run = Path(sys.executable).with_name("hostir-run")  # the installed console script
+    done = subprocess.run([str(hostir_run), str(path), "--seed", "3"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "max error vs reference 0" in done.stdout, done.stdout
