@@ -140,7 +140,7 @@ class ReturnOp(ReturnLikeOp):
 
 @irdl_op_definition
 class AllocateOp(HostOp):
-    """%b = hir.allocate (symmetric)? : T   -- the local buffer of T.
+    """%b = hir.allocate (symmetric)? (%n, ..)? : T   -- the local buffer of T.
 
     A no-op when %b is already bound; on a rank outside T's mesh, no buffer at all.
     `symmetric`: allocated alike on every device of T's mesh, each of which can address
@@ -149,24 +149,34 @@ class AllocateOp(HostOp):
     the current stream waits until every other member released its instance of the
     previous run (`hir.deallocate` releases), so no rank writes into a buffer a peer
     still reads.
+    `(%n, ..)`: the logical extents of T's dynamic value axes, in order (as
+    `memref.alloc`'s dynamic sizes), read at run time (`hir.extent` of an input); without
+    them a buffer whose local shape is dynamic cannot be allocated.
     """
 
     name = "hir.allocate"
     symmetric = opt_prop_def(UnitAttr)
+    extents = var_operand_def(IndexType)
     result = result_def(TensorType)
     traits = traits_def(MemoryAllocEffect())
-    assembly_format = "(`symmetric` $symmetric^)? attr-dict `:` type($result)"
+    assembly_format = "(`symmetric` $symmetric^)? (`(` $extents^ `)`)? attr-dict `:` type($result)"
 
-    def __init__(self, tensor_type: TensorType, symmetric: bool = False):
-        super().__init__(result_types=[tensor_type], properties={"symmetric": UnitAttr()} if symmetric else {})
+    def __init__(self, tensor_type: TensorType, symmetric: bool = False, extents: Sequence[SSAValue] = ()):
+        super().__init__(
+            operands=[extents], result_types=[tensor_type], properties={"symmetric": UnitAttr()} if symmetric else {}
+        )
 
     @property
     def is_symmetric(self) -> bool:
         return self.symmetric is not None
 
     def verify_(self) -> None:
-        if self.is_symmetric and tensor_type(self.result).mesh is None:
+        t = tensor_type(self.result)
+        if self.is_symmetric and t.mesh is None:
             raise VerifyException("a symmetric buffer needs a device mesh: the devices that allocate it")
+        dynamic = len(t.dynamic_value_axes())
+        if self.extents and len(self.extents) != dynamic:
+            raise VerifyException(f"{len(self.extents)} extents given for {dynamic} dynamic value axes")
 
 
 class HostEffectOp(HostOp):

@@ -454,9 +454,16 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         rank (None) means the global reference semantics, where every tensor exists."""
         return rank is None or self.mesh is None or rank in self.mesh.devices
 
-    def local_extent(self, index: int, *, stream_sharded: bool | None = None) -> int:
-        """Extent of logical axis `index` in one rank's buffer."""
+    def dynamic_value_axes(self) -> list[int]:
+        """Logical indices of the value axes whose extent is dynamic."""
+        return [i for i in self.value_positions() if self.axes[i].extent == DYNAMIC]
+
+    def local_extent(self, index: int, *, stream_sharded: bool | None = None, extent: int | None = None) -> int:
+        """Extent of logical axis `index` in one rank's buffer; `extent`: the axis's
+        logical extent at run time, where the type's is dynamic."""
         axis = self.axes[index]
+        if extent is not None:
+            axis = replace(axis, extent=extent)
         if stream_sharded is None:
             stream_sharded = self.stream_allocated
         factors = []

@@ -352,6 +352,30 @@ def make_symmetric(buffer: SSAValue) -> None:
 # --------------------------------------------------------------------------- #
 
 
+def allocate_result(op: fusion.SetOp | fusion.ReduceOp) -> list[Operation]:
+    """The `hir.allocate` of `op`'s result, after a `hir.extent` of each input axis that
+    gives a dynamic value axis of the result its extent (a set or reduce keeps the extent
+    of every axis it does not reduce). Only where every rank holding the result holds the
+    input: elsewhere the allocation has no extents, which the runtime refuses if it
+    needs them."""
+    source, result = tensor_type(op.input), tensor_type(op.result)
+    to_source = {target: axis for axis, target in op.axis_map(op.input).items()}
+    dynamic = result.dynamic_value_axes()
+    extents: list[Operation] = []
+    if _holds_input_wherever_result(source, result) and all(a in to_source for a in dynamic):
+        extents = [located_like(hir.ExtentOp(op.input, to_source[a]), op) for a in dynamic]
+        for extent in extents:
+            extent.results[0].name_hint = "extent"
+    allocate = located_like(hir.AllocateOp(result, extents=[e.results[0] for e in extents]), op)
+    return [*extents, allocate]
+
+
+def _holds_input_wherever_result(source: TensorType, result: TensorType) -> bool:
+    if result.mesh is None or source.mesh is None:
+        return result.mesh is None
+    return set(result.mesh.devices) <= set(source.mesh.devices)
+
+
 @dataclass(frozen=True)
 class Plan:
     """What one communicating op becomes: its collectives, on one transport."""
@@ -380,10 +404,9 @@ class ConvertToCollectives(RewritePattern):
         new_ops: list[Operation] = []
         buffer = op.out
         if buffer is None:
-            allocate = located_like(hir.AllocateOp(tensor_type(op.result)), op)
-            allocate.result.name_hint = op.result.name_hint
-            new_ops.append(allocate)
-            buffer = allocate.result
+            new_ops = allocate_result(op)
+            buffer = new_ops[-1].results[0]
+            buffer.name_hint = op.result.name_hint
         reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
         for c in plan.collectives:
             via = None

@@ -78,6 +78,7 @@ from .sharding_policy import (
     device_parallel_reduced_axes,
     forward_axis_map,
     propagate_parallel_types,
+    same_device_axis,
     sharding_changes,
 )
 
@@ -165,15 +166,97 @@ def contracted_axis(op: MatmulOp | LinearOp, operand: SSAValue) -> int:
     return rank - 1
 
 
+def operand_splits(op: MatmulOp | LinearOp) -> list[DeviceSplit | None]:
+    """The device split of the contracted axis K of each operand (a, b)."""
+    return [device_split(op, tensor_type(v).value_axes()[contracted_axis(op, v)]) for v in contraction_operands(op)]
+
+
 def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
-    """The device split of the contracted axis K, which both operands must share."""
-    splits = [device_split(op, tensor_type(v).value_axes()[contracted_axis(op, v)]) for v in contraction_operands(op)]
+    """The device split of the contracted axis K, which both operands must share
+    (ShardContractionOperand makes them); a static one where one operand's K is dynamic,
+    since the rFactor reshapes both operands by it."""
+    splits = operand_splits(op)
     result_k = tensor_type(op.result).axes[-1]
     if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_KINDS)):
         return None
-    if splits[0] is None or splits[0] != splits[1]:
+    if not _shard_alike(*splits):
         raise op_error(op, "a contraction over a device-parallel axis needs both operands sharded alike on it")
-    return splits[0]
+    return next((s for s in splits if s is not None and s.local.extent != DYNAMIC), splits[0])
+
+
+def _shard_alike(x: DeviceSplit | None, y: DeviceSplit | None) -> bool:
+    """Do both splits put the same K blocks on the same devices?"""
+    return x is not None and y is not None and _layout(x) == _layout(y)
+
+
+def _layout(split: DeviceSplit) -> tuple:
+    """What a split says about where elements are, whatever the extents (one operand's K may be dynamic)."""
+    return split.parallel, split.devices, tuple(p.parallel for p in split.local.pieces)
+
+
+class ShardContractionOperand(RewritePattern):
+    """c = matmul a[.., M, K(D didx, K/D)], b[.., K, N]   (K device-parallel in a only)
+    ->  b' = set b [.., K(D didx, K/D), N]   (on a's mesh)
+        c  = matmul a, b'
+    so that each device holds the same K block of both operands and the rFactor below
+    applies. The rule: the operand whose K is not device-parallel, or b where both are
+    but differently, takes the other's split; the sharded operand is never gathered.
+    Where b is replicated on a's mesh each device already holds its block (a scatter within
+    the mesh moves K/D of b to each member), where a gather would bring (D-1)/D of a to
+    every device and contract all of K on each. b gives up its own placement of the type
+    it takes (an axis sharded on it moves to K: an all-to-all) and keeps the others the
+    mesh has alike; convert-op-to-communication refuses, located at the set, what no
+    collective does."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
+        splits = operand_splits(op)
+        if splits == [None, None] or _shard_alike(*splits):
+            return
+        a, b = contraction_operands(op)
+        (sharded, split), plain = ((b, splits[1]), a) if splits[0] is None else ((a, splits[0]), b)
+        assert split is not None
+        target = _sharded_on_contraction(op, sharded, plain)
+        if not _shard_alike(device_split(op, target.value_axes()[contracted_axis(op, plain)]), split):
+            return  # no outer split of K to replay (a broadcast K, another mesh size): reported as unlike
+        resharded = SetOp(plain, target)
+        rewriter.insert(located_like(resharded, op), InsertPoint.before(op))
+        op.operands[list(op.operands).index(plain)] = resharded.result
+        rewriter.notify_op_modified(op)
+
+
+def _sharded_on_contraction(op: MatmulOp | LinearOp, sharded: SSAValue, plain: SSAValue) -> TensorType:
+    """`plain`'s value axes on `sharded`'s mesh, its K split as `sharded`'s (every device
+    type of it: an inner one is refused); its other axes keep the device types that mesh
+    has alike, but those K takes. A broadcast K (of one element, on one device) too."""
+    source = tensor_type(plain)
+    reference = _value_type(tensor_type(sharded))
+    reference_k, k = contracted_axis(op, sharded), contracted_axis(op, plain)
+    moved = [p for p in DEVICE_KINDS if p in reference.axes[reference_k].parallel_types()]
+    axes = [_without(a, _lost_types(set(moved), source, reference)) for a in source.value_axes()]
+    axes[k] = Axis(axes[k].extent)  # an iteration axis: propagation leaves broadcast ones alone
+    try:
+        target = propagate_parallel_types(reference, _tensor(source, axes, reference.mesh), {reference_k: k}, moved)
+    except ShardingError as error:
+        raise op_error(op, str(error)) from None
+    axes = list(target.axes)
+    axes[k] = axes[k].with_kind(source.value_axes()[k].kind)
+    return target.with_(axes=tuple(axes))
+
+
+class ContractWholeKLocally(RewritePattern):
+    """c = matmul a[.., K], b[K, ..] -> [.., rK(D didx, ..)]   (K device-parallel in c only)
+    ->  c = matmul a, b -> [.., rK]
+    Every device holds all of K, so each contracts it whole: nothing is left to reduce
+    across devices, and consumers see the same value."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
+        result = tensor_type(op.result)
+        k = result.axes[-1]
+        if operand_splits(op) != [None, None] or not k.parallel_types() & set(DEVICE_KINDS):
+            return
+        rewriter.replace_value_with_new_type(op.result, result.with_(axes=(*result.axes[:-1], k.unparallelized())))
 
 
 class SplitShardedLinearBias(RewritePattern):
@@ -284,11 +367,15 @@ def _partial_type(a: SSAValue, b: SSAValue, split: DeviceSplit, result: TensorTy
     """The type of `matmul a, b` (the local partial): its inferred axes, D device-parallel,
     those at `positions` after D parallelized as the result's axes, without the
     contraction's device type: each device computes its whole partial product, and a
-    result axis sharded on that type (a reduce-scatter) is only sharded by the final reduce."""
+    result axis sharded on that type (a reduce-scatter) is only sharded by the final reduce.
+    Nor with a device type that a's mesh, where the partial lives, lacks or sizes otherwise
+    (the final reduce reshards between the meshes)."""
     inferred = MatmulOp(a, b, _tensor(result, [])).infer_axes()[1:-1]
     origin = dict(zip(positions, result.value_axes()))
-    axes = [_without(origin[p], split.parallel) if p in origin else Axis(*inferred[p]) for p in range(len(inferred))]
-    return _tensor(result, [split.device_axis, *axes, Axis(split.local.extent, IterKind.REDUCTION)], tensor_type(a).mesh)
+    on_a = tensor_type(a)
+    dropped = _lost_types({split.parallel}, result, on_a)
+    axes = [_without(origin[p], dropped) if p in origin else Axis(*inferred[p]) for p in range(len(inferred))]
+    return _tensor(result, [split.device_axis, *axes, Axis(split.local.extent, IterKind.REDUCTION)], on_a.mesh)
 
 
 def _with_axes_at(result: TensorType, positions: list[int], partial: TensorType) -> TensorType:
@@ -298,8 +385,14 @@ def _with_axes_at(result: TensorType, positions: list[int], partial: TensorType)
     return _tensor(result, [origin.get(p, axis) for p, axis in enumerate(inserted)])
 
 
-def _without(axis: Axis, parallel: ParallelKind) -> Axis:
-    return axis.unparallelized() if parallel in axis.parallel_types() else axis
+def _lost_types(moved: set[ParallelKind], source: TensorType, onto: TensorType) -> set[ParallelKind]:
+    """`moved`, and the device types `onto`'s mesh lacks or sizes otherwise than
+    `source`'s: those a sharding of `source` cannot keep on `onto`'s mesh."""
+    return moved | {p for p in DEVICE_KINDS if not same_device_axis(source, onto, p)}
+
+
+def _without(axis: Axis, parallel: set[ParallelKind]) -> Axis:
+    return axis.unparallelized() if parallel & axis.parallel_types() else axis
 
 
 def _device_batch_operand(
@@ -514,7 +607,7 @@ class DecomposeReshardings(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
-            [SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
+            [ShardContractionOperand(), ContractWholeKLocally(), SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in fusions_to_lower(op):

@@ -70,7 +70,7 @@ def propagate_parallel_types(
         source = placement(reference, parallel, include_reduction=True)
         if source is None or source.axis not in axis_map:
             continue
-        if parallel.is_device and not _same_device_axis(reference, target, parallel):
+        if parallel.is_device and not same_device_axis(reference, target, parallel):
             continue
         if source.outer_factors:
             raise ShardingError("inner split for device or stream parallelization is not supported")
@@ -85,7 +85,7 @@ def propagate_parallel_types(
     return target
 
 
-def _same_device_axis(reference: TensorType, target: TensorType, parallel: ParallelKind) -> bool:
+def same_device_axis(reference: TensorType, target: TensorType, parallel: ParallelKind) -> bool:
     if reference.mesh is None or target.mesh is None or target.mesh.axis_of(parallel) is None:
         return False
     return reference.mesh.axis_size(parallel) == target.mesh.axis_size(parallel)

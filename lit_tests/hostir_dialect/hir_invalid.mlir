@@ -336,6 +336,15 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>) {
 hir.return
 // -----
 
+// hir.allocate: the logical extent of every dynamic value axis, or none.
+// CHECK: // {{-----}}
+hir.program @p(%n: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allocate' op 2 extents given for 1 dynamic value axes
+  %b = hir.allocate(%n, %n) : !fusion.tensor<f32[?, 4, r?]>
+  hir.return
+}
+// -----
+
 // The copy-engine transport (docs/copy_engine.md).
 // CHECK: // {{-----}}
 hir.program @p() {

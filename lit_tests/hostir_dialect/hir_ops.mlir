@@ -13,6 +13,8 @@ hir.program @main(%in: !fusion.tensor<f32[8, 4]>, %d: !fusion.tensor<f32[?, 4]>)
   %n = hir.number_of_streams
   // CHECK-NEXT: %rows = hir.extent %d axis 0 : !fusion.tensor<f32[?, 4]>
   %rows = hir.extent %d axis 0 : !fusion.tensor<f32[?, 4]>
+  // CHECK-NEXT: %like_d = hir.allocate(%rows) : !fusion.tensor<f32[?, 4]>
+  %like_d = hir.allocate(%rows) : !fusion.tensor<f32[?, 4]>
   // CHECK-NEXT: %c0 = arith.constant 0 : index
   %c0 = arith.constant 0 : index
   // CHECK-NEXT: %c1 = arith.constant 1 : index

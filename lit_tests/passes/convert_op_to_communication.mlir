@@ -69,6 +69,30 @@ hir.program @allgather_loop_split(%a: !fusion.tensor<f32[16(4 didx, 4)], mesh=[0
 
 // -----
 
+// A dynamic extent: the destination reads it from the input it is gathered from (hir.extent
+// gives the logical extent, whichever rank asks), so it is allocated before the collective.
+// CHECK-LABEL: hir.program @allgather_dynamic(
+// CHECK-NEXT:    %extent = hir.extent %a axis 0 : !fusion.tensor<f32[?(2 didx, ?), 4], mesh=[0, 1]>
+// CHECK-NEXT:    %b = hir.allocate(%extent) : !fusion.tensor<f32[?, 4], mesh=[0, 1]>
+// CHECK-NEXT:    %[[WD:.+]] = hir.allgather %a -> %b team [0, 1]
+hir.program @allgather_dynamic(%a: !fusion.tensor<f32[?(2 didx, ?), 4], mesh=[0, 1]>) -> !fusion.tensor<f32[?, 4], mesh=[0, 1]> {
+  %b = fusion.set %a : !fusion.tensor<f32[?(2 didx, ?), 4], mesh=[0, 1]> -> !fusion.tensor<f32[?, 4], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[?, 4], mesh=[0, 1]>
+}
+
+// -----
+
+// A rank of the receiving mesh that is outside the sending one holds no input to read the
+// extent from: no extents (the runtime refuses the allocation, on every rank).
+// CHECK-LABEL: hir.program @gather_dynamic_to_other_mesh(
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[?], mesh=[2]>
+hir.program @gather_dynamic_to_other_mesh(%a: !fusion.tensor<f32[?(2 didx, ?)], mesh=[0, 1]>) -> !fusion.tensor<f32[?], mesh=[2]> {
+  %b = fusion.set %a : !fusion.tensor<f32[?(2 didx, ?)], mesh=[0, 1]> -> !fusion.tensor<f32[?], mesh=[2]>
+  hir.return %b : !fusion.tensor<f32[?], mesh=[2]>
+}
+
+// -----
+
 // 2-D mesh: the team is the DIDx slice of the rank, so one allgather per mesh row; each rank takes part in its row's only.
 // CHECK-LABEL: hir.program @allgather_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>

@@ -260,3 +260,70 @@ fusion.func @shared_resharding(%x: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) 
   %m = fusion.neg %x : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
   fusion.return %r, %s, %g, %m : !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>
 }
+
+// -----
+
+// K sharded in a only: b takes a's K split (a scatter of the replicated b within the
+// mesh), then the rFactor applies.
+// CHECK-LABEL: fusion.func @k_sharded_in_a_only
+// CHECK-NEXT:    %0 = fusion.set %b : !fusion.tensor<f32[8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[0, 1]>
+// CHECK:         %4 = fusion.matmul %2, %3 : !fusion.tensor<f32[2 didx, 4, 4], mesh=[0, 1]>, !fusion.tensor<f32[2 didx, 4, 16], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4, 16, r4], mesh=[0, 1]>
+// CHECK-NEXT:    %c = fusion.reduce sum %4 dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 4, 16], mesh=[0, 1]>
+fusion.func @k_sharded_in_a_only(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 16], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// b sharded on N by the type a shards K on: that type moves from N to K (an all-to-all).
+// CHECK-LABEL: fusion.func @n_sharded_b
+// CHECK-NEXT:    %0 = fusion.set %b : !fusion.tensor<f32[8, 16(2 didx, 8)], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[0, 1]>
+fusion.func @n_sharded_b(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 16(2 didx, 8)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8, 16(2 didx, 8)], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// A linear whose weight alone is K-sharded: the input takes the split.
+// CHECK-LABEL: fusion.func @linear_k_sharded_weight
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[3, 8], mesh=[0, 1]> -> !fusion.tensor<f32[3, 8(2 didx, 4)], mesh=[0, 1]>
+fusion.func @linear_k_sharded_weight(%x: !fusion.tensor<f32[3, 8], mesh=[0, 1]>, %w: !fusion.tensor<f32[6, 8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[3, 6, r8], mesh=[0, 1]> {
+  %y = fusion.linear %x, %w : !fusion.tensor<f32[3, 8], mesh=[0, 1]>, !fusion.tensor<f32[6, 8(2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[3, 6, r8], mesh=[0, 1]>
+  fusion.return %y : !fusion.tensor<f32[3, 6, r8], mesh=[0, 1]>
+}
+
+// -----
+
+// K on DIDx in a and on DIDy in b: b gives up DIDy (a gather along DIDy, then a scatter
+// along DIDx: one set per type).
+// CHECK-LABEL: fusion.func @k_didx_against_k_didy
+// CHECK-NEXT:    %0 = fusion.set %b : !fusion.tensor<f32[8(2 didy, 4), 16], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8, 16], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %1 = fusion.set %0 : !fusion.tensor<f32[8, 16], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8(2 didx, 4), 16], mesh=[[0, 1], [2, 3]]>
+fusion.func @k_didx_against_k_didy(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>, %b: !fusion.tensor<f32[8(2 didy, 4), 16], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[4, 16, r8], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[8(2 didy, 4), 16], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4, 16, r8], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[4, 16, r8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
+// A broadcast K (one element, one device) takes the split too.
+// CHECK-LABEL: fusion.func @broadcast_k
+// CHECK-NEXT:    %0 = fusion.set %b : !fusion.tensor<f32[b1, 6], mesh=[0]> -> !fusion.tensor<f32[b1 didx, 6], mesh=[0]>
+fusion.func @broadcast_k(%a: !fusion.tensor<f32[4, b1(1 didx, 1)], mesh=[0]>, %b: !fusion.tensor<f32[b1, 6], mesh=[0]>) -> !fusion.tensor<f32[4, 6, r1], mesh=[0]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, b1(1 didx, 1)], mesh=[0]>, !fusion.tensor<f32[b1, 6], mesh=[0]> -> !fusion.tensor<f32[4, 6, r1], mesh=[0]>
+  fusion.return %c : !fusion.tensor<f32[4, 6, r1], mesh=[0]>
+}
+
+// -----
+
+// K device-parallel in the result only: each device holds all of K and contracts it
+// whole; the result's K loses its device type, and nothing is reduced across devices.
+// CHECK-LABEL: fusion.func @k_sharded_in_the_result_only
+// CHECK-NEXT:    %c = fusion.matmul %a, %b : {{.*}} -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %c
+fusion.func @k_sharded_in_the_result_only(%a: !fusion.tensor<f32[4, 8], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 16], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]>
+}

@@ -1,9 +1,10 @@
 // RUN: hostir-opt %s --split-input-file --verify-diagnostics -p decompose-reshardings | filecheck %s
 
-// CHECK: decompose_reshardings_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op a contraction over a device-parallel axis needs both operands sharded alike on it
-fusion.func @contraction_operands_differ(%a: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %b: !fusion.tensor<f32[8, 16], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]> {
-  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
-  fusion.return %c : !fusion.tensor<f32[4, 16, r8], mesh=[0, 1]>
+// K sharded in one operand: the other takes its split, but not an inner device piece of it.
+// CHECK: decompose_reshardings_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.matmul' op inner split for device or stream parallelization is not supported
+fusion.func @k_with_an_inner_device_piece(%a: !fusion.tensor<f32[4, 8(2 didx, 2 didy, 2)], mesh=[[0, 1], [2, 3]]>, %b: !fusion.tensor<f32[8, 16], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[4, 16, r8], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8(2 didx, 2 didy, 2)], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[8, 16], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4, 16, r8], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[4, 16, r8], mesh=[[0, 1], [2, 3]]>
 }
 
 // -----

@@ -19,7 +19,7 @@ def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
         c.refuse_one_chunk(op, [op.result])  # a buffer outside a loop holds every chunk
     shape = logical_shape(t, c.rank)
     if DYNAMIC in shape:
-        raise op_error(op, f"cannot allocate {t}: its local shape {['?' if e == DYNAMIC else e for e in shape]} is dynamic")
+        return allocate_dynamic(c, op)
     if not t.is_on_rank(c.rank):
         return None
     if op.is_symmetric:
@@ -35,6 +35,32 @@ def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
         def step(env: list) -> None:
             if env[result] is None:
                 env[result] = empty_buffer(t, rank, device)
+    return step
+
+
+def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
+    """A buffer whose local shape depends on the extents `op` reads at run time."""
+    t = tensor_type(op.result)
+    shown = ["?" if e == DYNAMIC else e for e in logical_shape(t, c.rank)]
+    if not op.extents:
+        raise op_error(op, f"cannot allocate {t}: its local shape {shown} is dynamic and no input provides its extent")
+    if op.is_symmetric:
+        raise op_error(op, f"cannot allocate {t}: a symmetric buffer is created at compile time, and its local shape {shown} is dynamic")
+    axes = t.dynamic_value_axes()
+    if any(t.local_extent(a, extent=1) == DYNAMIC for a in axes):
+        raise op_error(op, f"cannot allocate {t}: a dynamic device or stream piece leaves its local shape {shown} unknown")
+    if not t.is_on_rank(c.rank):
+        return None
+    positions = [t.value_positions().index(a) for a in axes]
+    extents, result, rank, device = [c.slot(e) for e in op.extents], c.slot(op.result), c.rank, c.context.device
+
+    def step(env: list) -> None:
+        if env[result] is None:
+            shape = list(logical_shape(t, rank))
+            for position, axis, extent in zip(positions, axes, extents):
+                shape[position] = t.local_extent(axis, extent=env[extent])
+            env[result] = empty_buffer(t, rank, device, shape)
+
     return step
 
 

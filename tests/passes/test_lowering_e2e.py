@@ -1,4 +1,4 @@
-"""End to end: user fusions lowered by `hostir-lower` (`passes.lower`) and run on 2 and 4
+"""End to end: user fusions lowered by `hostir-lower` (`passes.lower`) and run on 1, 2 and 4
 CPU ranks (gloo) compute what the eager fusion computes on unsharded data.
 
 Each rank passes its local shards (`runtime.shard_tensor`); outputs are reassembled with
@@ -91,6 +91,10 @@ K_SHARDED_MATMUL = matmul_fusion("4, 8(2 didx, 4)], mesh=[0, 1", "8(2 didx, 4), 
 MATMUL_REDUCE_SCATTER = matmul_fusion(
     "8, 4(2 didx, 2)], mesh=[0, 1", "4(2 didx, 2), 6], mesh=[0, 1", "8(2 didx, 4), 6, r4], mesh=[0, 1"
 )
+LINEAR_K_SHARDED_WEIGHT_4 = f"""fusion.func @f(%x: {t('3, 8], mesh=[0, 1, 2, 3')}, %w: {t('6, 8(4 didx, 2)], mesh=[0, 1, 2, 3')}) -> {t('3, 6, r8], mesh=[0, 1, 2, 3')} {{
+  %y = fusion.linear %x, %w : {t('3, 8], mesh=[0, 1, 2, 3')}, {t('6, 8(4 didx, 2)], mesh=[0, 1, 2, 3')} -> {t('3, 6, r8], mesh=[0, 1, 2, 3')}
+  fusion.return %y : {t('3, 6, r8], mesh=[0, 1, 2, 3')}
+}}"""
 STREAM_ALLGATHER = set_fusion("4, 2 didx, 8], mesh=[0, 1", "4 stream, 2, 8], mesh=[0, 1")
 
 # Two consumers need %x gathered: decompose-reshardings shares one set between them.
@@ -118,6 +122,14 @@ CASES: dict[str, tuple[str, int]] = {
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
+    # K sharded in one operand only: the other takes its K split (decompose-reshardings)
+    "k_sharded_a_replicated_b_1": (matmul_fusion("4, 8(1 didx, 8)], mesh=[0", "8, 6], mesh=[0", "4, 6, r8], mesh=[0"), 1),
+    "k_sharded_a_replicated_b": (matmul_fusion("4, 8(2 didx, 4)], mesh=[0, 1", "8, 6], mesh=[0, 1", "4, 6, r8"), 2),
+    "k_sharded_a_n_sharded_b": (matmul_fusion("4, 8(2 didx, 4)], mesh=[0, 1", "8, 6(2 didx, 3)], mesh=[0, 1", "4, 6, r8"), 2),
+    "linear_k_sharded_weight_4": (LINEAR_K_SHARDED_WEIGHT_4, 4),
+    "k_didx_against_k_didy_4": (
+        matmul_fusion(f"4, 8(2 didx, 4)], {MESH_2D}", f"8(2 didy, 4), 6], {MESH_2D}", f"4, 6, r8], {MESH_2D}"), 4
+    ),
     "two_consumers_one_allgather": (TWO_CONSUMERS, 2),
     "reshape_merging_the_sharded_outer_axis": (reshape_fusion("2 didx, 4], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1"), 2),
     # 4 ranks: nvFuser's mesh pairs and 2-D meshes (one collective per mesh row)
@@ -170,6 +182,8 @@ EXPECTED_COLLECTIVE = {
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
+    "k_sharded_a_replicated_b": "hir.scatter %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
+    "linear_k_sharded_weight_4": "hir.scatter", "k_didx_against_k_didy_4": "hir.allgather %b",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",
     "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",

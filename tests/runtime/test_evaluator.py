@@ -528,6 +528,28 @@ def test_a_fresh_result_with_an_allocation_order_and_a_dynamic_extent():
     torch.testing.assert_close(b, -a)
 
 
+def test_a_dynamic_buffer_takes_its_extents_from_the_program():
+    A, B = "!fusion.tensor<f32[?, 4]>", "!fusion.tensor<f32[?, 4], alloc=[1, 0]>"
+    body = f"""
+    %n = hir.extent %a axis 0 : {A}
+    %b = hir.allocate(%n) : {B}
+    %r = fusion.neg %a into %b : {A} -> {B}
+    hir.return %r : {B}"""
+    (a,) = inputs((3, 4))
+    (b,) = execute(parse_module(program(body, f"%a: {A}", B)), [a])
+    assert b.shape == (3, 4) and b.stride() == (1, 3)
+    torch.testing.assert_close(b, -a)
+
+
+def test_a_dynamic_buffer_without_its_extents_is_refused_by_every_rank():
+    A = "!fusion.tensor<f32[?, 4], mesh=[0]>"
+    m = parse_module(program(f"%b = hir.allocate : {A}\n hir.return %b : {A}", "", A), "prog.mlir")
+    for rank in (0, 1):
+        with pytest.raises(HostIRError, match=r"prog.mlir:2:1: error: 'hir.allocate' op cannot allocate .*: its local "
+                                              r"shape \['\?', 4\] is dynamic and no input provides its extent"):
+            Evaluator(m, rank=rank, world_size=2)
+
+
 def test_an_input_is_laid_out_as_its_type_says_before_the_program_reads_it():
     T = "!fusion.tensor<f32[4, 6]>"
     a = torch.randn(6, 4).t()
