@@ -244,19 +244,25 @@ def _sharded_on_contraction(op: MatmulOp | LinearOp, sharded: SSAValue, plain: S
     return target.with_(axes=tuple(axes))
 
 
-class ContractWholeKLocally(RewritePattern):
-    """c = matmul a[.., K], b[K, ..] -> [.., rK(D didx, ..)]   (K device-parallel in c only)
-    ->  c = matmul a, b -> [.., rK]
-    Every device holds all of K, so each contracts it whole: nothing is left to reduce
+class ReduceWholeAxesLocally(RewritePattern):
+    """c = reduce x dims [d] -> [.., rE(D didx, E/D), ..]   (d device-parallel in c only)
+    ->  c = reduce x dims [d] -> [.., rE, ..]
+    and alike a matmul or linear whose K is device-parallel in its result only. Every
+    device holds the whole reduced axes and reduces them: nothing is left to combine
     across devices, and consumers see the same value."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
-        result = tensor_type(op.result)
-        k = result.axes[-1]
-        if operand_splits(op) != [None, None] or not k.parallel_types() & set(DEVICE_KINDS):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if isinstance(op, ReduceOp):
+            local = not device_parallel_reduced_axes(op)
+        elif isinstance(op, MatmulOp | LinearOp):
+            local = operand_splits(op) == [None, None]
+        else:
             return
-        rewriter.replace_value_with_new_type(op.result, result.with_(axes=(*result.axes[:-1], k.unparallelized())))
+        if not local or not reduces_sharded_axis(op):
+            return
+        result = tensor_type(op.result)
+        axes = tuple(_without(a, set(DEVICE_KINDS)) if a.is_reduction else a for a in result.axes)
+        rewriter.replace_value_with_new_type(op.result, result.with_(axes=axes))
 
 
 class SplitShardedLinearBias(RewritePattern):
@@ -607,7 +613,7 @@ class DecomposeReshardings(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
-            [ShardContractionOperand(), ContractWholeKLocally(), SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
+            [ShardContractionOperand(), ReduceWholeAxesLocally(), SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in fusions_to_lower(op):

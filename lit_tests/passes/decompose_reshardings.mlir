@@ -327,3 +327,14 @@ fusion.func @k_sharded_in_the_result_only(%a: !fusion.tensor<f32[4, 8], mesh=[0,
   %c = fusion.matmul %a, %b : !fusion.tensor<f32[4, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 16], mesh=[0, 1]> -> !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]>
   fusion.return %c : !fusion.tensor<f32[4, 16, r8(2 didx, 4)], mesh=[0, 1]>
 }
+
+// -----
+
+// The same for a reduce of a replicated input.
+// CHECK-LABEL: fusion.func @reduced_axis_sharded_in_the_result_only
+// CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : {{.*}} -> !fusion.tensor<f32[8, r4], mesh=[0, 1]>
+// CHECK-NEXT:    fusion.return %c
+fusion.func @reduced_axis_sharded_in_the_result_only(%x: !fusion.tensor<f32[8, 4], mesh=[0, 1]>) -> !fusion.tensor<f32[8, r4(2 didx, 2)], mesh=[0, 1]> {
+  %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[8, 4], mesh=[0, 1]> -> !fusion.tensor<f32[8, r4(2 didx, 2)], mesh=[0, 1]>
+  fusion.return %c : !fusion.tensor<f32[8, r4(2 didx, 2)], mesh=[0, 1]>
+}

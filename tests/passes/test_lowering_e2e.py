@@ -130,6 +130,9 @@ CASES: dict[str, tuple[str, int]] = {
     "k_didx_against_k_didy_4": (
         matmul_fusion(f"4, 8(2 didx, 4)], {MESH_2D}", f"8(2 didy, 4), 6], {MESH_2D}", f"4, 6, r8], {MESH_2D}"), 4
     ),
+    # the reduced axis device-parallel in the result only: reduced locally, whole
+    "k_sharded_in_the_result_only": (matmul_fusion("4, 8], mesh=[0, 1", "8, 6], mesh=[0, 1", "4, 6, r8(2 didx, 4)], mesh=[0, 1"), 2),
+    "reduced_axis_sharded_in_the_result_only": (reduce_fusion("max", "1", "8, 4], mesh=[0, 1", "8, r4(2 didx, 2)], mesh=[0, 1"), 2),
     "two_consumers_one_allgather": (TWO_CONSUMERS, 2),
     "reshape_merging_the_sharded_outer_axis": (reshape_fusion("2 didx, 4], mesh=[0, 1", "8(2 didx, 4)], mesh=[0, 1"), 2),
     # 4 ranks: nvFuser's mesh pairs and 2-D meshes (one collective per mesh row)
@@ -332,6 +335,11 @@ def test_lowering_uses_the_expected_communication(lowered, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_lowered_program_matches_eager_reference(lowered, outputs, name):
     assert_matches(name, outputs[name], lowered[name].expected)
+
+
+@pytest.mark.parametrize("name", ["k_sharded_in_the_result_only", "reduced_axis_sharded_in_the_result_only"])
+def test_a_reduction_of_axes_every_device_holds_communicates_nothing(lowered, name):
+    assert "team" not in lowered[name].program
 
 
 def test_a_value_resharded_for_two_consumers_is_gathered_once(lowered, ran):
