@@ -215,4 +215,48 @@ t2.axis(0).parallelize(ParallelType.DIDx)
     # before main's reshard).
     "allocation_order_on_a_gathered_input": Regression(2, _gather_of_a_transposed_shard(2), "correct"),
     "allocation_order_that_breaks_the_collective_layout": Regression(2, _gather_of_a_transposed_shard(4), "correct"),
+    # Branch refusals: a contraction whose K only one operand shards (the other takes the
+    # split), and a dynamic destination allocated with its extent read from the input.
+    "k_sharded_in_one_operand_only": Regression(4, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([-1, 8], dtype='float32')  # concrete: [6, 8]
+    b = fd.define_tensor([8, 8], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    fd.add_output(c)
+mesh = DeviceMesh([0, 1, 2, 3])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+b.outer_split(0, 4)
+b.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    "dynamic_destination_of_a_gather": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 6, -1], dtype='bfloat16')  # concrete: [4, 6, 6]
+    b = fd.ops.abs(a)
+    c = fd.ops.add(b, 0.5)
+    d = fd.ops.pow(c, a)
+    fd.add_output(d)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.outer_split(2, 2)
+a.axis(2).parallelize(ParallelType.DIDx)
+c.set_allocation_order([2, 0, 1])
+d.set_device_mesh(mesh)
+""", "correct"),
+    # Found by the tester while lifting the first: the rFactor's partial product typed on
+    # the input's 1-D mesh with the result's DIDy (an invalid type, a crash); now refused.
+    "contraction_operands_on_a_1d_and_a_2d_mesh": Regression(4, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([6], dtype='float32')
+    w = fd.define_tensor([4, 6], dtype='float32')
+    y = fd.ops.linear(x, w)
+    fd.add_output(y)
+x.set_device_mesh(DeviceMesh([0, 1]))
+x.outer_split(0, 2)
+x.axis(0).parallelize(ParallelType.DIDx)
+w.set_device_mesh(DeviceMesh([[0, 1], [2, 3]]))
+y.set_device_mesh(DeviceMesh([[0, 1], [2, 3]]))
+y.outer_split(0, 2)
+y.axis(0).parallelize(ParallelType.DIDy)
+""", "refused"),
 }
