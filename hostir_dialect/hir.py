@@ -562,7 +562,10 @@ class CollectiveOp(WaitedOp):
 
     def gathered_problem(self, whole: int, part: int, what: str) -> str | None:
         """`what` ("input" or "output") must hold `team size` parts."""
-        return _parts_problem(len(self.team_ids), whole, part, what)
+        size = len(self.team_ids)
+        if whole != size * part:
+            return f"{what} has {whole} elements, expected {size * part} (team of {size} x {part})"
+        return None
 
     def verify_transport(self) -> None:
         if not self.uses_copy_engine:
@@ -604,18 +607,6 @@ def _member_numel(t: TensorType) -> int | None:
     """Element count of one mesh member's buffer of `t` (None when dynamic)."""
     shape = t.local_shape()
     return None if DYNAMIC in shape else math.prod(shape)
-
-
-def _parts_problem(team_size: int, whole: int, part: int, what: str) -> str | None:
-    if whole != team_size * part:
-        return f"{what} has {whole} elements, expected {team_size * part} (team of {team_size} x {part})"
-    return None
-
-
-def _team_problem(team: Sequence[int]) -> str | None:
-    if not team or len(set(team)) != len(team):
-        return f"team {list(team)} must be non-empty and repeat no device"
-    return None
 
 
 def _meshes(*types: TensorType) -> str:
@@ -908,46 +899,9 @@ class TeamPositionOp(IndexValueOp):
         return team.index(rank) if rank in team else -1
 
     def verify_(self) -> None:
-        if problem := _team_problem(self.team_ids):
-            raise VerifyException(problem)
-
-
-@irdl_op_definition
-class LocalScatterOp(HostOp):
-    """hir.local_scatter %in -> %out team [0, 1] : T -> R   -- member i of the team copies
-    chunk i of its own input (flat, in allocation order, cut in team-size chunks) into its
-    output: a scatter whose every member holds the whole input (one replicated on a mesh
-    holding the team), so nothing moves between devices. A rank outside the team skips it.
-    """
-
-    name = "hir.local_scatter"
-    input = operand_def(TensorType)
-    output = operand_def(TensorType)
-    team = prop_def(DenseArrayBase[I64])
-    traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$input `->` $output `team` $team attr-dict `:` type($input) `->` type($output)"
-
-    def __init__(self, input: SSAValue, output: SSAValue, team: Sequence[int]):
-        super().__init__(operands=[input, output], properties={"team": DenseArrayBase.from_list(i64, team)})
-
-    @property
-    def team_ids(self) -> tuple[int, ...]:
-        return self.team.get_values()
-
-    def verify_(self) -> None:
         team = self.team_ids
-        if problem := _team_problem(team):
-            raise VerifyException(problem)
-        source, dest = tensor_type(self.input), tensor_type(self.output)
-        if source.element_type != dest.element_type:
-            raise VerifyException("input and output buffers have different element types")
-        outside = [d for d in team if not (source.is_on_rank(d) and dest.is_on_rank(d))]
-        if outside:
-            raise VerifyException(f"team {list(team)} names devices {outside} that do not hold both buffers "
-                                  f"(meshes {_meshes(source, dest)})")
-        whole, part = _member_numel(source), _member_numel(dest)
-        if whole is not None and part is not None and (problem := _parts_problem(len(team), whole, part, "input")):
-            raise VerifyException(problem)
+        if not team or len(set(team)) != len(team):
+            raise VerifyException(f"team {list(team)} must be non-empty and repeat no device")
 
 
 HIR = Dialect(
@@ -955,7 +909,7 @@ HIR = Dialect(
     [
         ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, ExtentOp,
         GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
-        PostOnStreamOp, *COLLECTIVE_OPS, LocalScatterOp, SendOp, RecvOp, WaitOp, TeamPositionOp,
+        PostOnStreamOp, *COLLECTIVE_OPS, SendOp, RecvOp, WaitOp, TeamPositionOp,
     ],
     [StreamType, WorkType, TransportAttr],
 )

@@ -8,7 +8,7 @@ Decision table, along the one device type P the op changes (DIDx or DIDy; DIDx w
 the mesh changes). in/out sharded = sharded along P over more than one device:
 
     op      in   out  meshes     collectives
-    set     no   yes  same       local_scatter, one per P-slice (each member keeps its chunk)
+    set     no   yes  same       scatter, one per P-slice of the mesh, root = its first device
     set     no   yes  different  scatter, root = first sender device in the receiver mesh
     set     yes  no   same       allgather, one per P-slice
     set     yes  no   different  gather, one per receiving device
@@ -73,10 +73,9 @@ from .sharding_policy import (
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective to post: the op class, its team (world ranks) and root. A local
-    scatter moves nothing between devices, takes no transport and is not waited."""
+    """One collective to post: the op class, its team (world ranks) and root."""
 
-    kind: type[hir.CollectiveOp] | type[hir.LocalScatterOp]
+    kind: type[hir.CollectiveOp]
     team: tuple[int, ...]
     root: int | None = None
 
@@ -130,7 +129,7 @@ def _plan_set(
 ) -> list[Collective]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            return [Collective(hir.LocalScatterOp, team) for team in _slices(receiver, parallel)]
+            return [Collective(hir.ScatterOp, team, team[0]) for team in _slices(receiver, parallel)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
@@ -228,7 +227,7 @@ class TransportChoice(StrEnum):
 
 
 def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
-    if choice == TransportChoice.NCCL or all(c.kind is hir.LocalScatterOp for c in plan):
+    if choice == TransportChoice.NCCL:
         return hir.Transport.NCCL
     problem = copy_engine_problem(op, plan)
     if choice == TransportChoice.COPY_ENGINE:
@@ -410,9 +409,6 @@ class ConvertToCollectives(RewritePattern):
             buffer.name_hint = op.result.name_hint
         reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
         for c in plan.collectives:
-            if c.kind is hir.LocalScatterOp:
-                new_ops.append(located_like(hir.LocalScatterOp(op.input, buffer, c.team), op))
-                continue
             via = None
             if copy_engine and c.kind is hir.AllgatherOp:
                 rewriter.insert(new_ops, InsertPoint.before(op))

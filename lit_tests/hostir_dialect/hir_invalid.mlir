@@ -336,29 +336,6 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>) {
 hir.return
 // -----
 
-// hir.local_scatter: every member holds both buffers, the input team-size chunks.
-// CHECK: // {{-----}}
-hir.program @p(%x: !fusion.tensor<f32[4], mesh=[0, 1]>, %y: !fusion.tensor<f32[8], mesh=[0]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.local_scatter' op team [0, 1] names devices [1] that do not hold both buffers (meshes [0] and [0, 1])
-  hir.local_scatter %y -> %x team [0, 1] : !fusion.tensor<f32[8], mesh=[0]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
-  hir.return
-}
-// -----
-// CHECK: // {{-----}}
-hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[6]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.local_scatter' op input has 6 elements, expected 8 (team of 2 x 4)
-  hir.local_scatter %y -> %x team [0, 1] : !fusion.tensor<f32[6]> -> !fusion.tensor<f32[4]>
-  hir.return
-}
-// -----
-// CHECK: // {{-----}}
-hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.local_scatter' op team [0, 0] must be non-empty and repeat no device
-  hir.local_scatter %y -> %x team [0, 0] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
-  hir.return
-}
-// -----
-
 // hir.allocate: the logical extent of every dynamic value axis, or none.
 // CHECK: // {{-----}}
 hir.program @p(%n: index) {

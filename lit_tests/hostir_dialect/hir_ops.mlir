@@ -121,8 +121,6 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %rs = hir.reduce_scatter %y -> %x team [0, 1] op prod : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %sc = hir.scatter %y -> %x team [0, 1] root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
   %sc = hir.scatter %y -> %x team [0, 1] root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
-  // CHECK-NEXT: hir.local_scatter %y -> %x team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
-  hir.local_scatter %y -> %x team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %ga = hir.gather %x -> %y team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   %ga = hir.gather %x -> %y team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
   // CHECK-NEXT: %bc = hir.broadcast %x -> %x team [0, 1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>

@@ -171,7 +171,7 @@ fusion.func @allgather_didy_inner(%x: !fusion.tensor<f32[2 didx, 8, 2 didy], mes
 // CHECK-NEXT:    %y = fusion.set %0 : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]>
 // CHECK-NEXT:    %y_1 = fusion.set %y : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
 // LOWER-LABEL: hir.program @stream_axis_inner(
-// LOWER:         hir.local_scatter %{{.+}} -> %y_i team [0, 1, 2, 3] : !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+// LOWER:         hir.scatter %{{.+}} -> %y_i team [0, 1, 2, 3] root 0 : !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
 fusion.func @stream_axis_inner(%x: !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]> {
   %y = fusion.set %x : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
   fusion.return %y : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>

@@ -1,6 +1,5 @@
 """Handlers of hir communication: collectives (through runtime/communicator.py, or
-runtime/copy_engine.py for `transport copy_engine`), local scatters, send/recv, waits,
-team positions."""
+runtime/copy_engine.py for `transport copy_engine`), send/recv, waits, team positions."""
 
 from __future__ import annotations
 
@@ -53,24 +52,6 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step:
 
     def step(env: list) -> None:
         env[work] = post(*(flatten_in_allocation_order(env[slot], perm, what) for slot, perm, what in buffers))
-
-    return step
-
-
-def local_scatter(c: FunctionCompiler, op: hir.LocalScatterOp) -> Step | None:
-    """This member's chunk of its own flat input, copied into its output: nothing moves
-    between devices."""
-    _refuse_strided(op, {"input": op.input, "output": op.output})
-    team = op.team_ids
-    if c.rank not in team:
-        return None
-    member, size = team.index(c.rank), len(team)
-    source, dest = c.slot(op.input), c.slot(op.output)
-    in_perm, out_perm = value_alloc_perm(tensor_type(op.input)), value_alloc_perm(tensor_type(op.output))
-
-    def step(env: list) -> None:
-        chunk = flatten_in_allocation_order(env[source], in_perm, "input").view(size, -1)[member]
-        flatten_in_allocation_order(env[dest], out_perm, "output").copy_(chunk)
 
     return step
 
@@ -138,7 +119,6 @@ def team_position(c: FunctionCompiler, op: hir.TeamPositionOp) -> None:
 
 HANDLERS: dict[type, Handler] = {
     hir.CollectiveOp: on_current_stream(collective),
-    hir.LocalScatterOp: on_current_stream(local_scatter),
     hir.PointToPointOp: on_current_stream(point_to_point),
     hir.WaitOp: on_current_stream(wait),
     hir.TeamPositionOp: team_position,

@@ -185,8 +185,8 @@ EXPECTED_COLLECTIVE = {
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
-    "k_sharded_a_replicated_b": "hir.local_scatter %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
-    "linear_k_sharded_weight_4": "hir.local_scatter", "k_didx_against_k_didy_4": "hir.allgather %b",
+    "k_sharded_a_replicated_b": "hir.scatter %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
+    "linear_k_sharded_weight_4": "hir.scatter", "k_didx_against_k_didy_4": "hir.allgather %b",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",
     "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
@@ -196,7 +196,7 @@ EXPECTED_COLLECTIVE = {
                             "!fusion.tensor<f32[4, 2], mesh=[0, 1], alloc=[1, 0]>",
     "scatter_inner_axis": "hir.scatter", "reduce_scatter_inner_axis": "hir.reduce_scatter",
     "allgather_didy": "hir.allgather %a -> %b team [0, 2]", "allreduce_didy": "hir.allreduce %a -> %b team [1, 3]",
-    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.local_scatter %a -> %b team [1, 3]",
+    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.scatter %a -> %b team [1, 3] root 1",
     "gather_didx_and_didy": "team [1, 3]", "didy_then_didx": "hir.all_to_all",
     "p2p_matmul": "hir.shift %a", "p2p_matmul_mesh_21": "hir.team_position team [2, 1]",
 }
@@ -380,11 +380,11 @@ def test_disabling_reorder_sharded_axis_refuses_inner_axes(disabled_outcomes):
 
 
 def test_disabling_reorder_sharded_axis_runs_a_stream_loop_over_an_inner_axis_whole():
-    """Its chunks would be strided in their buffers: stream-parallel-type runs the (local)
-    scatter whole, outside any loop (it copies dense chunks), which computes what torch does."""
+    """Its chunks would be strided in their buffers: stream-parallel-type runs the scatter
+    whole, outside any loop (a collective moves dense chunks), which computes what torch does."""
     outcome = lower_or_refuse("scatter_in_a_loop_over_an_inner_axis_4", "reorder-sharded-axis")
     assert outcome.prepared is not None, outcome.error
-    assert "scf.for" not in outcome.prepared.program and "hir.local_scatter" in outcome.prepared.program
+    assert "scf.for" not in outcome.prepared.program and "hir.scatter" in outcome.prepared.program
     ran = run_batch({"whole": outcome.prepared}, CASES["scatter_in_a_loop_over_an_inner_axis_4"][1])["whole"]
     assert_matches("scatter_in_a_loop_over_an_inner_axis_4 without reorder-sharded-axis", ran.outputs,
                    outcome.prepared.expected)

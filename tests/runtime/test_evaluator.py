@@ -417,19 +417,6 @@ def test_a_team_of_one_is_a_local_copy():
     assert torch.equal(execute(parse_module(program(body, f"%a: {T}", T)), [a])[0], a)
 
 
-def test_a_local_scatter_keeps_each_members_chunk_without_a_process_group():
-    A, S = "!fusion.tensor<f32[4, 6], mesh=[0, 1], alloc=[1, 0]>", "!fusion.tensor<f32[4, 6(2 didx, 3)], mesh=[0, 1], alloc=[1, 0]>"
-    body = f"""
-    %o = hir.allocate : {S}
-    hir.local_scatter %a -> %o team [0, 1] : {A} -> {S}
-    hir.return %o : {S}"""
-    m = parse_module(program(body, f"%a: {A}", S))
-    (a,) = inputs((4, 6))
-    for rank in (0, 1):  # no torch.distributed: nothing moves between ranks
-        (o,) = Evaluator(m, rank=rank, world_size=2).run([a])
-        assert torch.equal(o, a[:, 3 * rank : 3 * rank + 3])
-
-
 # -- the reference semantics ------------------------------------------------------------
 
 
