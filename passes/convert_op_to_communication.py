@@ -371,9 +371,7 @@ def allocate_result(op: fusion.SetOp | fusion.ReduceOp) -> list[Operation]:
 
 
 def _holds_input_wherever_result(source: TensorType, result: TensorType) -> bool:
-    if result.mesh is None or source.mesh is None:
-        return result.mesh is None
-    return set(result.mesh.devices) <= set(source.mesh.devices)
+    return source.mesh == result.mesh
 
 
 @dataclass(frozen=True)
