@@ -496,9 +496,7 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         return _PARSED_TYPES.parse(parser, _parse_desc)
 
     def print_parameter(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_attribute(self.element_type)
-        printer.print_string(_format_layout(self.data) + ">")
+        printer.print_string(_format_parameter(self.data))
 
 
 def tensor_type(value: SSAValue) -> TensorType:
@@ -593,16 +591,17 @@ def _first_problem(desc: TensorDesc) -> str | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _format_layout(desc: TensorDesc) -> str:
-    """`[8 stream, 64], mesh=[0, 1], alloc=[..]`: the type's text after the element type."""
-    text = "[" + ", ".join(_format_axis(a) for a in desc.axes) + "]"
+def _format_parameter(desc: TensorDesc) -> str:
+    """`<f32[8 stream, 64], mesh=[0, 1], alloc=[..]>`: the type's text after its name
+    (an element type is a builtin type, printed the same by every printer)."""
+    text = f"<{desc.element_type}[" + ", ".join(_format_axis(a) for a in desc.axes) + "]"
     if desc.mesh is not None:
         text += f", mesh={desc.mesh}"
     if desc.alloc_order is not None or desc.stream_allocated:
         stream_axis = _axis_with(desc.axes, ParallelKind.STREAM) if desc.stream_allocated else None
         order = desc.alloc_order if desc.alloc_order is not None else range(len(desc.axes))
         text += ", alloc=[" + ", ".join(f"{i} stream" if i == stream_axis else str(i) for i in order) + "]"
-    return text
+    return text + ">"
 
 
 def _format_axis(axis: Axis) -> str:

@@ -302,10 +302,12 @@ def _operand_axes(op: fusion.ComputeOp, axis: int, checks: ChunkChecks) -> dict[
 
 class ChunkChecks:
     """Does an op compute its chunks along an axis? A check that builds the chunk op and
-    verifies it (a linear sliced on N would need a 1-D weight). The answer depends only
-    on what the key holds: the op's kind, properties and attributes, its operand and result
-    types, which operands are the same value, and the axis. Programs repeat a few such
-    ops many times over, so each is built and verified once per program."""
+    verifies it (a linear sliced on N would need a 1-D weight). The chunk op reads
+    placeholders of the chunked operands' types and the other operands themselves, so the
+    answer depends only on what the key holds: the op's kind, properties and attributes,
+    the types of its chunked operands and the other operands themselves, which operands
+    are the same value, its result types and the axis. Programs repeat a few such ops
+    many times over, so each is built and verified once per program."""
 
     def __init__(self) -> None:
         self.known: dict[tuple, bool] = {}
@@ -314,7 +316,7 @@ class ChunkChecks:
         operands = tuple(op.operands)
         key = (
             type(op), tuple(op.properties.items()), tuple(op.attributes.items()),
-            tuple(v.type for v in operands), tuple(operands.index(v) for v in operands),
+            tuple(v.type if v in operand_axes else v for v in operands), tuple(operands.index(v) for v in operands),
             tuple(r.type for r in op.results), axis,
         )
         if key not in self.known:
