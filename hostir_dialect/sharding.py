@@ -28,13 +28,12 @@ class Placement:
 
 
 def placement(t: TensorType, parallel: ParallelKind, include_reduction: bool = False) -> Placement | None:
-    for index, axis in enumerate(t.axes):
-        if axis.is_reduction and not include_reduction:
-            continue
-        for position, piece in enumerate(axis.pieces):
-            if piece.parallel == parallel:
-                return Placement(index, tuple(p.extent for p in axis.pieces[:position]), piece.extent)
-    return None
+    index = t.axis_with(parallel, include_reduction)
+    if index is None:
+        return None
+    pieces = t.axes[index].pieces
+    position = next(i for i, piece in enumerate(pieces) if piece.parallel == parallel)
+    return Placement(index, tuple(p.extent for p in pieces[:position]), pieces[position].extent)
 
 
 def have_different_shardings(

@@ -407,7 +407,10 @@ class TensorType(Data[TensorDesc], TypeAttribute):
 
     def axis_with(self, parallel: ParallelKind, include_reduction: bool = True) -> int | None:
         """The logical axis owning the piece parallelized on `parallel`, if any."""
-        return _axis_with(self.axes, parallel, include_reduction)
+        known, key = self._axes_with, (parallel, include_reduction)
+        if key not in known:
+            known[key] = _axis_with(self.axes, parallel, include_reduction)
+        return known[key]
 
     def stream_axis(self) -> int | None:
         return self.axis_with(ParallelKind.STREAM)
@@ -431,11 +434,11 @@ class TensorType(Data[TensorDesc], TypeAttribute):
 
     def value_axes(self) -> list[Axis]:
         """The axes a consumer sees: reduction axes of a producer are not part of its value."""
-        return [a for a in self.axes if not a.is_reduction]
+        return [self.axes[i] for i in self._value_positions]
 
     def value_positions(self) -> list[int]:
         """Logical indices of the value axes (the non-reduction ones)."""
-        return [i for i, a in enumerate(self.axes) if not a.is_reduction]
+        return list(self._value_positions)
 
     def value_position(self, axis: int) -> int:
         """The position of logical axis `axis` among the value axes."""
@@ -489,6 +492,19 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         return tuple(
             self.local_extent(i) for i in self.allocation_order() if not self.axes[i].is_reduction
         )
+
+    # -- derived data ---------------------------------------------------------------
+    # The passes ask the same type object the same questions over and over (sharding
+    # queries ask several per op and input); a type is immutable, so each object keeps
+    # what it worked out.
+    @functools.cached_property
+    def _value_positions(self) -> tuple[int, ...]:
+        return tuple(i for i, a in enumerate(self.axes) if not a.is_reduction)
+
+    @functools.cached_property
+    def _axes_with(self) -> dict[tuple[ParallelKind, bool], int | None]:
+        """`axis_with`'s answers so far."""
+        return {}
 
     # -- syntax -----------------------------------------------------------------
     @classmethod
