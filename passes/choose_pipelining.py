@@ -8,14 +8,17 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 `transport=auto` (`hostir-lower{transport=auto}` hands it over), this pass estimates per
 function, from the machine's constants (passes/cost_model.py):
 
-    pipelined = max(S * max(c, g * (1 + slowdown)) + min(c, g),  S * host per chunk)
-    serial    = max(C + G,                                       host per chunk)
+    pipelined = max(max(S * c, S * g + slowdown * min(S * c, S * g)) + min(c, g),  S * host per chunk)
+    serial    = max(C + G + reorders,                                                host per chunk)
 
 where C and c are the communication of the whole tensors and of one chunk (each
 collective on its fastest transport), G and g the matmuls' (a two-stage pipeline: after
-the first chunk, the slower stage sets the pace; the host enqueues ahead of the GPU, so
-its time counts only where it is the larger; `cuda-graph=true`: none, the program is
-replayed from a graph). Where `serial` is smaller it drops the
+the first chunk, the slower stage sets the pace; the matmuls run `slowdown` slower while
+transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
+where it is the larger; `cuda-graph=true`: none, the program is replayed from a graph),
+and `reorders` the transposing copies that running whole adds where the stream axis lies
+outside the axis a collective splits by member (reorder-sharded-axis then makes each
+member's part contiguous). Where `serial` is smaller it drops the
 `Stream` parallelization from every value of the function: no loop is built, and each
 communication and matmul runs once, on whole tensors. The user's data layout is the
 same either way (a Stream axis is not sharded), so the function's callers see no change.
@@ -56,14 +59,21 @@ class Stages:
     matmuls: float
     matmuls_per_chunk: float
     slowdown: float
+    reorders: float = 0.0
+    """The transposing copies running whole adds: where the stream axis lies outside the
+    axis a collective splits by member, the chunks of one member are not contiguous
+    once the loop is gone, and reorder-sharded-axis copies the tensor to make them so."""
 
     def pipelined_ms(self, host_ms_per_chunk: float) -> float:
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
-        gpu = self.chunks * max(c, g * (1 + self.slowdown)) + min(c, g)
+        communication, matmuls = self.chunks * c, self.chunks * g
+        # The matmuls run slower only while transfers run beside them.
+        slowed = matmuls + self.slowdown * min(communication, matmuls)
+        gpu = max(communication, slowed) + min(c, g)
         return max(gpu, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
-        return max(self.communication + self.matmuls, host_ms_per_chunk)
+        return max(self.communication + self.matmuls + self.reorders, host_ms_per_chunk)
 
 
 def stream_chunks(func: fusion.FuncOp) -> int | None:
@@ -84,7 +94,7 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
     chunks = stream_chunks(func)
     if chunks is None:
         return None
-    communication = per_chunk_communication = matmuls = per_chunk_matmuls = slowdown = 0.0
+    communication = per_chunk_communication = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op):
             collective, size = _collective(op), _input_bytes(op)
@@ -92,6 +102,8 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
                 return None
             kind, team_size = collective
             communication += machine.fastest_collective_ms(kind, size, team_size)
+            if _member_axis_inside_stream_axis(op):
+                reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
             per_chunk_communication += machine.fastest_collective_ms(kind, chunk, team_size)
             transport = machine.fastest_transport(kind, chunk, team_size)
@@ -103,7 +115,7 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             element = str(tensor_type(op.result).element_type)
             matmuls += machine.matmul_ms(flops, element)
             per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
-    return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown)
+    return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown, reorders)
 
 
 def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | None:
@@ -119,6 +131,16 @@ def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | No
     if isinstance(op, fusion.SetOp) and in_sharded and not out_sharded:
         return hir.AllgatherOp, mesh.size
     return None
+
+
+def _member_axis_inside_stream_axis(op: fusion.ComputeOp) -> bool:
+    """Does the axis the collective splits by member (the gathered input's, the scattered
+    result's) come after the stream axis?"""
+    source, result = tensor_type(op.operands[0]), tensor_type(op.result)
+    split = source if isinstance(op, fusion.SetOp) else result
+    stream = result.stream_axis() if result.stream_axis() is not None else source.stream_axis()
+    member = split.axis_with(ParallelKind.DIDX, include_reduction=False)
+    return stream is not None and member is not None and stream < member
 
 
 def _input_bytes(op: fusion.ComputeOp) -> int | None:

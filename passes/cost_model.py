@@ -70,6 +70,10 @@ class Machine:
         rate = self.matmul_tflops.get(element_type, min(self.matmul_tflops.values())) * 1e9
         return flops / rate * (1 + self.matmul_half_rate_gflop * 1e9 / max(flops, 1.0))
 
+    def copy_ms(self, nbytes: float) -> float:
+        """A copy within one GPU's memory (it reads and writes every byte)."""
+        return 2 * nbytes / (self.memory_gbps * 1e6)
+
     def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int) -> float:
         """One collective of `kind` whose members each contribute `input_bytes`, on NCCL
         (fitted on that measure) or on the copy engines (per phase: every peer's share

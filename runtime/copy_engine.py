@@ -11,6 +11,7 @@ runs in program order.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 
 import torch
 from xdsl.dialects import arith, scf
@@ -32,47 +33,68 @@ _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
 
 
 class Ordering:
-    """Runs work on a side stream after the current stream's prior work, and makes the
-    current stream wait for it later (no-ops on CPU, where work runs in program order)."""
+    """Runs communication on one side stream per device (as NCCL runs its collectives on
+    its own stream), after the posting stream's prior work, and makes the posting stream
+    wait for it later (no streams on CPU, where work runs in program order).
 
-    def __init__(self, device: torch.device):
+    One stream, not one per posting stream: the copy engines run transfers one after the
+    other whatever stream they come from, and a flag written after a transfer (a stream
+    memory operation) was measured on H200, in CUDA graphs, to land only after every
+    transfer enqueued before it on any stream; on one stream each flag follows its own
+    transfer.
+
+    `current()` is the stream device work is enqueued on now (the evaluator's stream pool
+    knows it without asking torch, which is slower; default: ask torch). Marks are CUDA events kept per post slot and role and
+    re-recorded each run, so a run creates none (a re-recorded event only ever makes a
+    waiter wait for later work, never for less)."""
+
+    def __init__(self, device: torch.device, current: Callable[[], object] | None = None):
         self.cuda = device.type == "cuda"
         self.device = device
-        self._side: dict[int, torch.cuda.Stream] = {}
-
-    def side_stream(self):
-        """The communication stream of the current stream, after the current stream's work."""
         if not self.cuda:
-            return _NO_STREAM
-        current = torch.cuda.current_stream(self.device)
-        side = self._side.get(current.cuda_stream)
-        if side is None:
-            side = self._side[current.cuda_stream] = torch.cuda.Stream(device=self.device)
-        side.wait_stream(current)
-        return torch.cuda.stream(side)
+            current = _no_stream
+        self.current = current or (lambda: torch.cuda.current_stream(device))
+        self._side = torch.cuda.Stream(device=device) if self.cuda else None
+        self._events: dict[tuple[int, str], torch.cuda.Event] = {}
 
-    def mark(self):
-        """A point in the current stream's work that another stream can wait for."""
+    def fork(self):
+        """The communication stream, made to wait for the current stream's work so far
+        (None on CPU)."""
+        if self._side is not None:
+            self._side.wait_stream(self.current())
+        return self._side
+
+    @contextmanager
+    def enqueue_on(self, stream):
+        """Device work enqueued inside goes on `stream` (None: stays where it is)."""
+        if stream is None:
+            yield
+            return
+        posting = self.current()
+        torch.cuda.set_stream(stream)
+        try:
+            yield
+        finally:
+            torch.cuda.set_stream(posting)
+
+    def mark(self, slot: int, role: str, stream=None):
+        """A point in the work of `stream` (default: the current stream) that another
+        stream can wait for."""
         if not self.cuda:
             return None
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(self.device))
+        event = self._events.get((slot, role))
+        if event is None:
+            event = self._events[slot, role] = torch.cuda.Event()
+        event.record(stream or self.current())
         return event
 
     def join(self, mark) -> None:
         if mark is not None:
-            torch.cuda.current_stream(self.device).wait_event(mark)
+            self.current().wait_event(mark)
 
 
-class _NoStream:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        return False
-
-
-_NO_STREAM = _NoStream()
+def _no_stream() -> None:
+    return None
 
 
 class CopyEngineWork:
@@ -92,15 +114,16 @@ class CopyEngineWork:
     def wait(self, position: int | None = None) -> None:
         """All members' parts (None), or the part of the member at `position` in the team."""
         collective = self._collective
+        stream = collective.ordering.current()
         if position is None:
             for peer in sorted(self._pending):
-                collective.flags.wait(peer, self._slot)
+                collective.flags.wait(peer, self._slot, stream)
             self._pending.clear()
         elif position == collective.position:
             collective.ordering.join(self._local_done)
             return
         elif position in self._pending:
-            collective.flags.wait(position, self._slot)
+            collective.flags.wait(position, self._slot, stream)
             self._pending.discard(position)
         if not self._pending:
             # Every part has arrived; this rank's own pushes (which read the input) are done
@@ -141,13 +164,16 @@ class CopyEngineCollective:
         return slot
 
     def push_and_signal(self, pushes: Callable[[int], None], slot: int):
-        """On the side stream: `pushes(peer)` for every other member then its flag. Returns
-        the mark of the end of this work."""
-        with self.ordering.side_stream():
+        """On the communication stream, after the current stream's work so far:
+        `pushes(peer)` for every other member, then its flag `slot`. Returns the mark of
+        the end of this work."""
+        ordering = self.ordering
+        side = ordering.fork()
+        with ordering.enqueue_on(side):
             for peer in self.peers:
                 pushes(peer)
-                self.flags.signal(peer, slot)
-            return self.ordering.mark()
+                self.flags.signal(peer, slot, side)
+        return ordering.mark(slot, "pushed", side)
 
 
 class CopyEngineAllgather(CopyEngineCollective):
@@ -161,14 +187,11 @@ class CopyEngineAllgather(CopyEngineCollective):
         """`inp`, `out`: the flat buffers (views of dense memory)."""
         slot = self.next_slot()
         mine = _chunks(out, self.flags.size)[self.position]
-        source = inp
-        with self.ordering.side_stream():
-            mine.copy_(source)
-            local_done = self.ordering.mark()
-        all_done = self.push_and_signal(
-            lambda peer: peer_view(self.symmetric_out, mine, peer).copy_(source), slot
-        )
-        return CopyEngineWork(self, slot, local_done, all_done, None)
+        all_done = self.push_and_signal(lambda peer: peer_view(self.symmetric_out, mine, peer).copy_(inp), slot)
+        # The own slot is filled on the posting stream, after the pushes were forked from
+        # it, so it does not queue behind other posts' transfers on the communication stream.
+        mine.copy_(inp)
+        return CopyEngineWork(self, slot, self.ordering.mark(slot, "local"), all_done, None)
 
 
 class CopyEngineReduceScatter(CopyEngineCollective):
@@ -217,12 +240,13 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
 
         def gather() -> None:
             _reduce_into(outs[me], [chunks[me] if p == me else scattered[p] for p in range(size)], self.combine)
+            sent = self.push_and_signal(lambda peer: peer_view(self.symmetric_via, gathered[me], peer).copy_(outs[me]),
+                                        slot + 1)
+            stream = self.ordering.current()
             for peer in self.peers:
-                peer_view(self.symmetric_via, gathered[me], peer).copy_(outs[me])
-                self.flags.signal(peer, slot + 1)
-            for peer in self.peers:
-                self.flags.wait(peer, slot + 1)
+                self.flags.wait(peer, slot + 1, stream)
                 outs[peer].copy_(gathered[peer])
+            self.ordering.join(sent)
 
         all_done = self.scatter(chunks, scattered, slot)
         return CopyEngineWork(self, slot, None, all_done, gather)
@@ -288,10 +312,12 @@ class CopyEngineProgram:
     each copy-engine collective in a run.
     """
 
-    def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float):
+    def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float,
+                 current: Callable[[], object]):
+        """`current()`: the stream device work is enqueued on now (see `Ordering`)."""
         self.rank = rank
         self.heap = SymmetricHeap(rank, device, groups, timeout)
-        self.ordering = Ordering(device)
+        self.ordering = Ordering(device, current)
         self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags, int]] = {}
         self.collectives: list[CopyEngineCollective] = []
         symmetric = [op for op in program.walk() if isinstance(op, hir.AllocateOp) and op.is_symmetric]
@@ -350,9 +376,12 @@ class CopyEngineProgram:
         symmetric, flags, slot = self.buffers[op]
         peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
 
+        current = self.ordering.current
+
         def acquire() -> torch.Tensor:
+            stream = current()
             for peer in peers:
-                flags.wait(peer, slot)
+                flags.wait(peer, slot, stream)
             return symmetric.local
 
         return acquire
@@ -363,9 +392,12 @@ class CopyEngineProgram:
         symmetric, flags, slot = self.buffers[op]
         peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
 
+        current = self.ordering.current
+
         def release() -> None:
+            stream = current()
             for peer in peers:
-                flags.signal(peer, slot)
+                flags.signal(peer, slot, stream)
 
         return release
 

@@ -99,17 +99,18 @@ class Evaluator:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
             self.rank: int | None = self.comm.rank
             self.device = self.comm.device
+            self.streams = make_streams(self.device)
             self.comm.create_groups(program_teams(self.function, self.comm))
             self.copy_engine = self._copy_engine(self.function)
         else:
             self.comm = None
             self.rank = None
             self.device = device or torch.device("cpu")
+            self.streams = make_streams(self.device)
             self.copy_engine = None
         if number_of_streams < 1:
             raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
         self.number_of_streams = number_of_streams
-        self.streams = make_streams(self.device)
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None
         self.trace = trace
         self.context = CompileContext(
@@ -128,7 +129,9 @@ class Evaluator:
         if not any(isinstance(op, hir.AllocateOp) and op.is_symmetric for op in program.walk()):
             return None
         timeout = self.comm.timeout.total_seconds() if self.comm.timeout else 60.0
-        return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout)
+        streams = self.streams
+        return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout,
+                                 lambda: streams.active)
 
     @property
     def name(self) -> str:
@@ -142,6 +145,15 @@ class Evaluator:
             with torch.profiler.record_function(f"hir.program @{self.name}"):
                 return self._run_checked(inputs)
         return self._run_checked(inputs)
+
+    def bind_inputs(self, inputs: Sequence[Any]) -> list:
+        """Inputs to pass to `run` from now on, holding `inputs`: in CUDA-graph mode the
+        graph's own input buffers (captured now for a new signature), which the caller may
+        refill in place and whose runs copy nothing in; eagerly, `inputs` themselves."""
+        self.check_inputs(inputs)
+        if self.graphs is not None:
+            return self.graphs.bind(inputs)
+        return list(inputs)
 
     def _run_checked(self, inputs: Sequence[Any]) -> list:
         if self.graphs is not None:

@@ -10,7 +10,10 @@ The contract:
   argument's value (the capture bakes scalars into the kernels and loop bounds). A new
   signature is captured in a new graph, with its own memory pool.
 - Inputs are copied into buffers the graph owns (its static inputs) before each replay:
-  the caller keeps its tensors and may change them between runs.
+  the caller keeps its tensors and may change them between runs. A caller that runs many
+  times on data it produces can bind its inputs once instead (`Evaluator.bind_inputs`): it
+  gets the graph's own input buffers, filled with its data, writes later data into them in
+  place, and a replay that is given them copies nothing.
 - Outputs are the graph's own buffers, valid until the next run of this evaluator with the
   same signature, which overwrites them (as `torch.cuda.graphs` does). Cloning them would
   cost a copy and an allocation per output and run, the work graphs exist to avoid; a
@@ -108,9 +111,15 @@ class _Captured:
         self.inputs = inputs
         self.outputs = outputs
 
-    def replay(self, inputs: Sequence[Any]) -> list:
+    def bind(self, inputs: Sequence[Any]) -> list:
+        """The graph's input buffers, holding `inputs`."""
         for static, index in self.copies:
-            static.copy_(inputs[index])
+            if inputs[index] is not static:
+                static.copy_(inputs[index])
+        return list(self.inputs)
+
+    def replay(self, inputs: Sequence[Any]) -> list:
+        self.bind(inputs)
         self.graph.replay()
         return list(self.outputs)
 
@@ -128,11 +137,19 @@ class CudaGraphs:
         return len(self._graphs)
 
     def run(self, inputs: Sequence[Any]) -> list:
+        return self._captured(inputs).replay(inputs)
+
+    def bind(self, inputs: Sequence[Any]) -> list:
+        """The input buffers of the graph of `inputs`' signature (captured now if it is
+        new), holding `inputs`; a run given them copies nothing in."""
+        return self._captured(inputs).bind(inputs)
+
+    def _captured(self, inputs: Sequence[Any]) -> _Captured:
         key = signature(inputs)
         captured = self._graphs.get(key)
         if captured is None:
             captured = self._graphs[key] = self._capture(inputs)
-        return captured.replay(inputs)
+        return captured
 
     def _capture(self, inputs: Sequence[Any]) -> _Captured:
         static = [_static_copy(x) for x in inputs]

@@ -80,15 +80,21 @@ class Flags:
         self.size = len(team)
         self.memory = heap.allocate(team, (slots, self.size), torch.int32)
         self.memory.local.zero_()
+        me = self.memory.position
+        # Every flag as a one-element view, made once: a run indexes no tensor.
+        self._outgoing = {(p, slot): self.memory.peer(p)[slot, me] for p in range(self.size) for slot in range(slots)}
+        self._incoming = {(p, slot): self.memory.local[slot, p] for p in range(self.size) for slot in range(slots)}
         heap.barrier(team)
 
-    def signal(self, position: int, slot: int) -> None:
-        """Set flag (slot, me) of member `position`, after the current stream's prior work."""
-        self.heap.write_flag(self.memory.peer(position)[slot, self.memory.position], 1)
+    def signal(self, position: int, slot: int, stream=None) -> None:
+        """Set flag (slot, me) of member `position`, after the prior work of `stream`
+        (default: the current stream)."""
+        self.heap.write_flag(self._outgoing[position, slot], 1, stream)
 
-    def wait(self, position: int, slot: int) -> None:
-        """The current stream waits until member `position` set flag (slot, it), then clears it."""
-        self.heap.wait_flag(self.memory.local[slot, position], f"slot {slot} from rank {self.team[position]}")
+    def wait(self, position: int, slot: int, stream=None) -> None:
+        """`stream` (default: the current stream) waits until member `position` set flag
+        (slot, it), then clears it."""
+        self.heap.wait_flag(self._incoming[position, slot], f"slot {slot} from rank {self.team[position]}", stream)
 
     def set_local(self, slot: int, value: int) -> None:
         """Set all of this rank's flags of `slot` now (the initial state of a handshake)."""
@@ -126,11 +132,11 @@ class SymmetricHeap:
         if len(team) > 1:
             dist.barrier(group=self.groups(team))
 
-    def write_flag(self, flag: torch.Tensor, value: int) -> None:
-        self._backend.write_flag(flag, value)
+    def write_flag(self, flag: torch.Tensor, value: int, stream=None) -> None:
+        self._backend.write_flag(flag, value, stream)
 
-    def wait_flag(self, flag: torch.Tensor, what: str) -> None:
-        self._backend.wait_flag(flag, self.timeout, what)
+    def wait_flag(self, flag: torch.Tensor, what: str, stream=None) -> None:
+        self._backend.wait_flag(flag, self.timeout, what, stream)
 
 
 # --------------------------------------------------------------------------- #
@@ -155,10 +161,10 @@ class _SharedFileBackend:
         os.unlink(paths[position])
         return instances
 
-    def write_flag(self, flag: torch.Tensor, value: int) -> None:
+    def write_flag(self, flag: torch.Tensor, value: int, stream=None) -> None:
         flag.fill_(value)
 
-    def wait_flag(self, flag: torch.Tensor, timeout: float, what: str) -> None:
+    def wait_flag(self, flag: torch.Tensor, timeout: float, what: str, stream=None) -> None:
         deadline = time.monotonic() + timeout
         pause = 1e-6
         while int(flag.item()) != 1:
@@ -192,6 +198,8 @@ class _CudaBackend:
         self.driver = driver
         self.symm_mem = symm_mem
         self.device = device
+        self._streams: dict[int, object] = {}
+        self._addresses: dict[int, object] = {}
 
     def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
         local = self.symm_mem.empty(*shape, dtype=dtype, device=self.device)
@@ -199,25 +207,36 @@ class _CudaBackend:
         return [local if member == position else handle.get_buffer(member, shape, dtype)
                 for member in range(len(team))]
 
-    def _stream(self):
-        return self.driver.CUstream(torch.cuda.current_stream(self.device).cuda_stream)
+    def _stream(self, stream: torch.cuda.Stream | None):
+        handle = (stream or torch.cuda.current_stream(self.device)).cuda_stream
+        found = self._streams.get(handle)
+        if found is None:
+            found = self._streams[handle] = self.driver.CUstream(handle)
+        return found
+
+    def _address(self, flag: torch.Tensor):
+        pointer = flag.data_ptr()
+        found = self._addresses.get(pointer)
+        if found is None:
+            found = self._addresses[pointer] = self.driver.CUdeviceptr(pointer)
+        return found
 
     def _check(self, result, what: str) -> None:
         error = result[0] if isinstance(result, tuple) else result
         if error != self.driver.CUresult.CUDA_SUCCESS:
             raise SymmetricMemoryError(f"{what} failed: {error}")
 
-    def write_flag(self, flag: torch.Tensor, value: int) -> None:
+    def write_flag(self, flag: torch.Tensor, value: int, stream=None) -> None:
         driver = self.driver
-        result = driver.cuStreamWriteValue32(self._stream(), driver.CUdeviceptr(flag.data_ptr()), value,
+        result = driver.cuStreamWriteValue32(self._stream(stream), self._address(flag), value,
                                              driver.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT)
         self._check(result, "cuStreamWriteValue32")
 
-    def wait_flag(self, flag: torch.Tensor, timeout: float, what: str) -> None:
+    def wait_flag(self, flag: torch.Tensor, timeout: float, what: str, stream=None) -> None:
         # The stream (not the host) waits; a peer that never signals shows up as a
         # stuck stream, which the caller's synchronization or the launcher's timeout reports.
         driver = self.driver
-        stream, address = self._stream(), driver.CUdeviceptr(flag.data_ptr())
+        stream, address = self._stream(stream), self._address(flag)
         self._check(driver.cuStreamWaitValue32(stream, address, 1, driver.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_EQ),
                     "cuStreamWaitValue32")
         self._check(driver.cuStreamWriteValue32(stream, address, 0,

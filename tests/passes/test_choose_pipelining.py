@@ -4,6 +4,8 @@ checks the decisions on IR)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from passes.choose_pipelining import Stages
@@ -24,6 +26,15 @@ def test_the_host_sets_the_pace_where_it_is_slower_than_the_gpu():
 
 
 def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides():
-    # Communication is a tenth of the matmuls: overlapping it saves 0.1 ms and costs 10%.
-    stages = Stages(chunks=2, communication=0.1, communication_per_chunk=0.05, matmuls=1.0, matmuls_per_chunk=0.5, slowdown=0.1)
+    # Communication is a tenth of the matmuls: overlapping it saves 0.1 ms, but the matmuls
+    # run twice as slow for the 0.1 ms the transfers run beside them.
+    stages = Stages(chunks=2, communication=0.1, communication_per_chunk=0.05, matmuls=1.0, matmuls_per_chunk=0.5, slowdown=1.0)
+    assert stages.pipelined_ms(0.0) == pytest.approx(1.15)
     assert stages.pipelined_ms(0.0) > stages.serial_ms(0.0)
+    # A tenth slower only while they overlap: pipelining wins.
+    assert replace(stages, slowdown=0.1).pipelined_ms(0.0) == pytest.approx(1.06)
+    assert replace(stages, slowdown=0.1).pipelined_ms(0.0) < stages.serial_ms(0.0)
+
+
+def test_running_whole_pays_the_reorder_copies():
+    assert replace(BALANCED, reorders=0.5).serial_ms(0.0) == pytest.approx(2.5)

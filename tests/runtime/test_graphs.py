@@ -14,6 +14,7 @@ from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from runtime import Evaluator, RankResult, execute, launch, shard_tensor
 from runtime.cli import report
+from runtime.evaluator import InputError
 from runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
 from runtime.launcher import device_for
 
@@ -133,6 +134,10 @@ def test_cpu_ranks_accept_graph_mode_and_run_eagerly():
         torch.testing.assert_close(got, 2 - x)
     (got,) = fd.execute([x], cuda_graph=True)
     torch.testing.assert_close(got, 2 - x)
+    (bound,) = evaluator.bind_inputs([x])
+    assert bound is x  # eagerly there are no graph buffers to bind to
+    with pytest.raises(InputError, match="argument 0"):
+        evaluator.bind_inputs([torch.randn(4, 9)])
 
 
 def test_hostir_run_names_the_graph_mode_only_when_asked_for_graphs():
@@ -180,12 +185,24 @@ def second_replay_host_work(rank: int, world_size: int, program: str, per_rank: 
         (output,) = evaluator.run(inputs)
         torch.cuda.synchronize(device)
     host = [e.name for e in profile.events() if e.device_type == torch.autograd.DeviceType.CPU]
-    return {"host": host, "output": output.cpu(), "graphs": len(evaluator.graphs)}
+    # Bound inputs are the graph's own buffers: a replay given them copies nothing in, and
+    # data written into them in place is what the next replay reads.
+    bound = evaluator.bind_inputs(inputs)
+    torch.cuda.synchronize(device)
+    with torch.profiler.profile(activities=activities) as bound_profile:
+        evaluator.run(bound)
+        torch.cuda.synchronize(device)
+    bound_host = [e.name for e in bound_profile.events() if e.device_type == torch.autograd.DeviceType.CPU]
+    for buffer in bound:
+        buffer.mul_(-2.0)
+    (refilled,) = evaluator.run(bound)
+    return {"host": host, "output": output.cpu(), "graphs": len(evaluator.graphs), "bound_host": bound_host,
+            "refilled": refilled.cpu()}
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
-def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_launch():
+def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_launch_and_bound_inputs_not_even_those():
     fd = ag_matmul(4)
     host = fd.lower()
     program = the_program(str(host))
@@ -199,3 +216,7 @@ def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_la
         assert ops == ["aten::copy_", "aten::copy_"], result["host"]  # the two inputs into the graph's buffers
         assert result["host"].count("cudaGraphLaunch") == 1, result["host"]
         assert not {"cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent"} & set(result["host"]), result["host"]
+        assert not [name for name in result["bound_host"] if name.startswith("aten::")], result["bound_host"]
+        assert result["bound_host"].count("cudaGraphLaunch") == 1, result["bound_host"]
+        torch.testing.assert_close(result["refilled"], shard_tensor(4 * (a @ b), program.function_type.outputs.data[0], rank),
+                                   rtol=1e-3, atol=1e-3)
