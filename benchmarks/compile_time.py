@@ -4,9 +4,10 @@ how each grows with the number of ops.
 The fusion repeats a 10-op block of the kinds the examples hold, on 2 devices: a kernel
 unit (neg, exp), binary ops, an allgather into a stream-parallel loop, a matmul, a
 reduction and a chain carried from block to block. Each row is a median of `--repeat`
-runs, in one process (no start-up), in CPU seconds of this process (on a shared machine,
-wall time measures the neighbours too): parsing (`LocatingParser`, and xDSL's plain
-`Parser` on the same text for comparison), verifying the input, each pass, the
+runs, in one process (no start-up; as a script it collects garbage as hostir-opt does),
+in CPU seconds of this process (on a shared machine, wall time measures the neighbours
+too): parsing (`LocatingParser`, and xDSL's plain `Parser` on the same text for
+comparison), verifying the input, each pass, the
 verification when the pipeline ends (hostir-opt's default; `--verify-each` verifies
 after every pass, which costs that line once per pass) and printing the result. The
 growth exponent is the slope of log(seconds) against log(ops) between the two largest
@@ -39,6 +40,7 @@ from xdsl.printer import Printer
 from hostir_dialect.context import make_context
 from hostir_dialect.diagnostics import LocatingParser, verify_located
 from passes import build_passes
+from passes.opt import collect_garbage_rarely
 
 SHARDED = "!fusion.tensor<f32[8, 2 didx, 16], mesh=[0, 1]>"
 REPLICATED = "!fusion.tensor<f32[8, 2, 16], mesh=[0, 1]>"
@@ -127,7 +129,7 @@ def growth(results: dict, step: str) -> float | None:
 def cli_seconds(ops: int, repeat: int) -> dict:
     """Wall and CPU seconds of `hostir-opt FILE -p hostir-lower` and of `hostir-opt
     --version` (start-up alone), as separate processes: medians of `repeat`."""
-    opt = [sys.executable, "-c", "import sys; from passes.opt import main; sys.exit(main())"]
+    opt = [sys.executable, "-c", "from passes.opt import console_main; console_main()"]
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / f"fusion{ops}.mlir"
         path.write_text(fusion_text(ops))
@@ -183,4 +185,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
+    collect_garbage_rarely()  # this process is measured collecting garbage as hostir-opt's does
     main()

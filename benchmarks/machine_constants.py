@@ -93,13 +93,16 @@ def matmuls(device: torch.device) -> dict:
             c = torch.empty(m, n, dtype=dtype, device=device)
             points.append((2 * m * k * n, timed(lambda: torch.matmul(a, b, out=c))))
         # ms = flops / peak + overhead, so rate(flops) = peak / (1 + half / flops) with
-        # half = peak * overhead; the fit's "gbps" of flops is GFLOP/s.
-        fit = fit_line(points)
-        tflops = fit["gbps"] / 1e3
-        result["matmul_tflops"][name] = round(tflops, 1)
-        result["matmul_half_rate_gflop"][name] = round(fit["latency_us"] / 1e3 * tflops, 1)
-    result["matmul_tflops"]["f16"] = result["matmul_tflops"]["bf16"]
-    result["matmul_half_rate_gflop"] = max(result["matmul_half_rate_gflop"].values())
+        # half = peak * overhead. The peak is the largest GEMM's rate and the overhead what
+        # the smaller ones take beyond the peak: a line fitted through all of them lets the
+        # large GEMMs' noise (tens of µs) swamp an overhead of a few µs.
+        points.sort()
+        peak = points[-1][0] / points[-1][1]  # flops per ms
+        overhead_ms = statistics.median(max(0.0, ms - flops / peak) for flops, ms in points[:3])
+        result["matmul_tflops"][name] = round(peak / 1e9, 1)
+        result["matmul_half_rate_gflop"][name] = round(overhead_ms * peak / 1e9, 1)
+    for per_type in result.values():
+        per_type["f16"] = per_type["bf16"]
     return result
 
 

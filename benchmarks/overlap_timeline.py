@@ -30,7 +30,7 @@ from cases import CASES, Operands, Problem, hostir
 from measure import DTYPES, check, join_world, parse_shape, settle
 from overlap import HOSTIR_VARIANTS
 
-GEMM = re.compile(r"gemm|gemv|xmma|cutlass|matmul", re.IGNORECASE)
+GEMM = re.compile(r"gemm|gemv|xmma|cutlass|nvjet|matmul", re.IGNORECASE)  # nvjet: cuBLASLt on Hopper
 TRANSFER = re.compile(r"nccl|memcpy ptop|memcpy dtod|memcpy peer", re.IGNORECASE)
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 

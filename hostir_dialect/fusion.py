@@ -56,6 +56,7 @@ from xdsl.traits import EffectInstance, HasParent, IsTerminator, MemoryEffect, M
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from .attributes import i64_attr
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
 
@@ -1029,7 +1030,7 @@ class SelectOp(ComputeOp, StreamSliceable):
     def __init__(self, input: SSAValue, index: SSAValue, dim: int, result_type: TensorType, out: SSAValue | None = None):
         super().__init__(
             operands=[input, index, out], result_types=[result_type],
-            properties={"dim": IntegerAttr(dim, 64)},
+            properties={"dim": i64_attr(dim)},
         )
 
     @property

@@ -49,6 +49,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from .attributes import i64_attr
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
@@ -247,7 +248,7 @@ class AliasSelectOp(TensorAxisOp):
     def __init__(self, input: SSAValue, index: SSAValue, axis: int, result_type: TensorType):
         super().__init__(
             operands=[input, index], result_types=[result_type],
-            properties={"axis": IntegerAttr(axis, 64)},
+            properties={"axis": i64_attr(axis)},
         )
 
     def verify_(self) -> None:
@@ -281,7 +282,7 @@ class ExtentOp(TensorAxisOp, IndexValueOp):
     assembly_format = "$input `axis` $axis attr-dict `:` type($input)"
 
     def __init__(self, input: SSAValue, axis: int):
-        super().__init__(input, properties={"axis": IntegerAttr(axis, 64)})
+        super().__init__(input, properties={"axis": i64_attr(axis)})
 
 
 # --------------------------------------------------------------------------- #
@@ -461,7 +462,7 @@ class CollectiveOp(WaitedOp):
             operands=[input, output, via], result_types=[WorkType()],
             properties={
                 "team": DenseArrayBase.from_list(i64, team),
-                "root": IntegerAttr(root, 64) if root is not None else None,
+                "root": i64_attr(root) if root is not None else None,
                 "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
                 "transport": TransportAttr(transport),
             },

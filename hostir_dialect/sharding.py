@@ -28,13 +28,12 @@ class Placement:
 
 
 def placement(t: TensorType, parallel: ParallelKind, include_reduction: bool = False) -> Placement | None:
-    for index, axis in enumerate(t.axes):
-        if axis.is_reduction and not include_reduction:
-            continue
-        for position, piece in enumerate(axis.pieces):
-            if piece.parallel == parallel:
-                return Placement(index, tuple(p.extent for p in axis.pieces[:position]), piece.extent)
-    return None
+    index = t.axis_with(parallel, include_reduction)
+    if index is None:
+        return None
+    pieces = t.axes[index].pieces
+    position = next(i for i, piece in enumerate(pieces) if piece.parallel == parallel)
+    return Placement(index, tuple(p.extent for p in pieces[:position]), pieces[position].extent)
 
 
 def have_different_shardings(
@@ -96,6 +95,38 @@ def is_resharding(op: Operation) -> bool:
     """Some tensor input and the result are sharded differently over devices."""
     if not isinstance(op, ComputeOp):
         return False
+    key = _shape_of(op)
+    if key is None:
+        return _reads_another_sharding(op)
+    if key not in _RESHARDING:
+        if len(_RESHARDING) >= _RESHARDING_LIMIT:
+            _RESHARDING.clear()
+        _RESHARDING[key] = _reads_another_sharding(op)
+    return _RESHARDING[key]
+
+
+_RESHARDING: dict[tuple, bool] = {}
+"""`is_resharding` by `_shape_of` the op: the passes ask it of every op, several times,
+and a program repeats a few shapes of op many times over."""
+
+_RESHARDING_LIMIT = 4096
+"""Shapes `_RESHARDING` holds at most (a full table starts over)."""
+
+
+def _shape_of(op: ComputeOp) -> tuple | None:
+    """What `is_resharding` depends on when every operand is a tensor: the op's kind,
+    properties and attributes, its operand types (axis maps read their types and
+    positions), which operands are the same value, and its result type. None when an
+    operand is not a tensor (an index, whose defining op a verifier or map may read)."""
+    operands = tuple(op.operands)
+    types = tuple(v.type for v in operands)
+    if not all(isinstance(t, TensorType) for t in types):
+        return None
+    aliases = tuple(operands.index(v) for v in operands)
+    return (type(op), tuple(op.properties.items()), tuple(op.attributes.items()), types, aliases, op.result.type)
+
+
+def _reads_another_sharding(op: ComputeOp) -> bool:
     result = tensor_type(op.result)
     return any(
         have_different_shardings(tensor_type(v), result, op.axis_map(v), derived=op.derived_axes(v))

@@ -407,7 +407,10 @@ class TensorType(Data[TensorDesc], TypeAttribute):
 
     def axis_with(self, parallel: ParallelKind, include_reduction: bool = True) -> int | None:
         """The logical axis owning the piece parallelized on `parallel`, if any."""
-        return _axis_with(self.axes, parallel, include_reduction)
+        known, key = self._axes_with, (parallel, include_reduction)
+        if key not in known:
+            known[key] = _axis_with(self.axes, parallel, include_reduction)
+        return known[key]
 
     def stream_axis(self) -> int | None:
         return self.axis_with(ParallelKind.STREAM)
@@ -431,11 +434,11 @@ class TensorType(Data[TensorDesc], TypeAttribute):
 
     def value_axes(self) -> list[Axis]:
         """The axes a consumer sees: reduction axes of a producer are not part of its value."""
-        return [a for a in self.axes if not a.is_reduction]
+        return [self.axes[i] for i in self._value_positions]
 
     def value_positions(self) -> list[int]:
         """Logical indices of the value axes (the non-reduction ones)."""
-        return [i for i, a in enumerate(self.axes) if not a.is_reduction]
+        return list(self._value_positions)
 
     def value_position(self, axis: int) -> int:
         """The position of logical axis `axis` among the value axes."""
@@ -497,15 +500,26 @@ class TensorType(Data[TensorDesc], TypeAttribute):
             self.local_extent(i) for i in self.allocation_order() if not self.axes[i].is_reduction
         )
 
+    # -- derived data ---------------------------------------------------------------
+    # The passes ask the same type object the same questions over and over (sharding
+    # queries ask several per op and input); a type is immutable, so each object keeps
+    # what it worked out.
+    @functools.cached_property
+    def _value_positions(self) -> tuple[int, ...]:
+        return tuple(i for i, a in enumerate(self.axes) if not a.is_reduction)
+
+    @functools.cached_property
+    def _axes_with(self) -> dict[tuple[ParallelKind, bool], int | None]:
+        """`axis_with`'s answers so far."""
+        return {}
+
     # -- syntax -----------------------------------------------------------------
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> TensorDesc:
         return _PARSED_TYPES.parse(parser, _parse_desc)
 
     def print_parameter(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_attribute(self.element_type)
-        printer.print_string(_format_layout(self.data) + ">")
+        printer.print_string(_format_parameter(self.data))
 
 
 def tensor_type(value: SSAValue) -> TensorType:
@@ -600,16 +614,17 @@ def _first_problem(desc: TensorDesc) -> str | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _format_layout(desc: TensorDesc) -> str:
-    """`[8 stream, 64], mesh=[0, 1], alloc=[..]`: the type's text after the element type."""
-    text = "[" + ", ".join(_format_axis(a) for a in desc.axes) + "]"
+def _format_parameter(desc: TensorDesc) -> str:
+    """`<f32[8 stream, 64], mesh=[0, 1], alloc=[..]>`: the type's text after its name
+    (an element type is a builtin type, printed the same by every printer)."""
+    text = f"<{desc.element_type}[" + ", ".join(_format_axis(a) for a in desc.axes) + "]"
     if desc.mesh is not None:
         text += f", mesh={desc.mesh}"
     if desc.alloc_order is not None or desc.stream_allocated:
         stream_axis = _axis_with(desc.axes, ParallelKind.STREAM) if desc.stream_allocated else None
         order = desc.alloc_order if desc.alloc_order is not None else range(len(desc.axes))
         text += ", alloc=[" + ", ".join(f"{i} stream" if i == stream_axis else str(i) for i in order) + "]"
-    return text
+    return text + ">"
 
 
 def _format_axis(axis: Axis) -> str:

@@ -8,13 +8,15 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 `transport=auto` (`hostir-lower{transport=auto}` hands it over), this pass estimates per
 function, from the machine's constants (passes/cost_model.py):
 
-    pipelined = max(max(S * c, S * g + slowdown * min(S * c, S * g)) + min(c, g),  S * host per chunk)
-    serial    = max(C + G + reorders,                                                host per chunk)
+    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + min(c, g),  S * host per chunk)
+    serial    = max(C + G + reorders,                                     host per chunk)
+    K         = S * (c - l) + l
 
 where C and c are the communication of the whole tensors and of one chunk (each
-collective on its fastest transport), G and g the matmuls' (a two-stage pipeline: after
-the first chunk, the slower stage sets the pace; the matmuls run `slowdown` slower while
-transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
+collective on its fastest transport), l the fixed part of c (its latency and signal,
+which overlap the other chunks' transfers), G and g the matmuls' (a two-stage pipeline:
+after the first chunk, the slower stage sets the pace; the matmuls run `slowdown` slower
+while transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
 where it is the larger; `cuda-graph=true`: none, the program is replayed from a graph),
 and `reorders` the transposing copies that running whole adds where the stream axis lies
 outside the axis a collective splits by member (reorder-sharded-axis then makes each
@@ -59,6 +61,10 @@ class Stages:
     matmuls: float
     matmuls_per_chunk: float
     slowdown: float
+    latency_per_chunk: float = 0.0
+    """Of `communication_per_chunk`, the fixed part (a transfer's start, a signal): it
+    delays its own chunk but does not occupy the link, so in a pipeline it overlaps the
+    other chunks' transfers and is paid once."""
     reorders: float = 0.0
     """The transposing copies running whole adds: where the stream axis lies outside the
     axis a collective splits by member, the chunks of one member are not contiguous
@@ -66,7 +72,8 @@ class Stages:
 
     def pipelined_ms(self, host_ms_per_chunk: float) -> float:
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
-        communication, matmuls = self.chunks * c, self.chunks * g
+        communication = self.chunks * (c - self.latency_per_chunk) + self.latency_per_chunk
+        matmuls = self.chunks * g
         # The matmuls run slower only while transfers run beside them.
         slowed = matmuls + self.slowdown * min(communication, matmuls)
         gpu = max(communication, slowed) + min(c, g)
@@ -94,7 +101,7 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
     chunks = stream_chunks(func)
     if chunks is None:
         return None
-    communication = per_chunk_communication = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
+    communication = per_chunk_communication = latency = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op):
             collective, size = _collective(op), _input_bytes(op)
@@ -105,8 +112,9 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             if _member_axis_inside_stream_axis(op):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
-            per_chunk_communication += machine.fastest_collective_ms(kind, chunk, team_size)
-            transport = machine.fastest_transport(kind, chunk, team_size)
+            transport = machine.fastest_transport(kind, chunk, team_size, chunks)  # as convert-op-to-communication picks
+            per_chunk_communication += machine.collective_ms(kind, transport, chunk, team_size)
+            latency += machine.collective_ms(kind, transport, 0, team_size)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
         elif isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
             flops = _matmul_flops(tensor_type(op.result))
@@ -115,7 +123,8 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             element = str(tensor_type(op.result).element_type)
             matmuls += machine.matmul_ms(flops, element)
             per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
-    return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown, reorders)
+    return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
+                  latency, reorders)
 
 
 def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | None:

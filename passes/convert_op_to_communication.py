@@ -235,7 +235,9 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
             raise op_error(op, f"cannot communicate on the copy engines: {problem}")
         return hir.Transport.COPY_ENGINE
     if problem is None:
-        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team))
+        loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
+        posts = _trip_count(loops[0]) if loops else 1
+        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team), posts)
     return hir.Transport.NCCL
 
 

@@ -32,8 +32,9 @@ class Machine:
     name: str
     matmul_tflops: dict[str, float]
     """Sustained dense matmul rate by element type (bf16, f16, f32)."""
-    matmul_half_rate_gflop: float
-    """The work at which a matmul reaches half its sustained rate (launch and tail effects)."""
+    matmul_half_rate_gflop: dict[str, float]
+    """By element type, the work at which a matmul reaches half its sustained rate (tail
+    effects): per type, as a slow type's fixed time is worth many more flops."""
     memory_gbps: float
     copy_engine: Link
     """A copy into a peer's memory on the copy engines."""
@@ -68,7 +69,8 @@ class Machine:
 
     def matmul_ms(self, flops: float, element_type: str) -> float:
         rate = self.matmul_tflops.get(element_type, min(self.matmul_tflops.values())) * 1e9
-        return flops / rate * (1 + self.matmul_half_rate_gflop * 1e9 / max(flops, 1.0))
+        half_rate = self.matmul_half_rate_gflop.get(element_type, max(self.matmul_half_rate_gflop.values())) * 1e9
+        return flops / rate * (1 + half_rate / max(flops, 1.0))
 
     def copy_ms(self, nbytes: float) -> float:
         """A copy within one GPU's memory (it reads and writes every byte)."""
@@ -83,11 +85,21 @@ class Machine:
             return kind.COPY_ENGINE_PHASES * (self.copy_engine.ms(share) + self.signal_us / 1e3)
         return self.nccl[kind.name].ms(input_bytes)
 
-    def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> hir.Transport:
-        """NCCL, or the copy engines where `kind` has an algorithm on them and they are faster."""
+    def posts_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
+                 posts: int) -> float:
+        """`posts` collectives of a stream loop, back to back: each occupies the link for
+        its bytes, while the fixed part (start, signal) of all but the first overlaps the
+        transfers before it."""
+        fixed = self.collective_ms(kind, transport, 0, team_size)
+        return posts * (self.collective_ms(kind, transport, input_bytes, team_size) - fixed) + fixed
+
+    def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
+                          posts: int = 1) -> hir.Transport:
+        """NCCL, or the copy engines where `kind` has an algorithm on them and they are
+        faster, for `posts` posts of a loop (posts_ms)."""
         if not kind.HAS_COPY_ENGINE_ALGORITHM:
             return hir.Transport.NCCL
-        return min(hir.Transport, key=lambda t: self.collective_ms(kind, t, input_bytes, team_size))
+        return min(hir.Transport, key=lambda t: self.posts_ms(kind, t, input_bytes, team_size, posts))
 
     def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> float:
         transport = self.fastest_transport(kind, input_bytes, team_size)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import os
 import sys
 import tempfile
@@ -273,7 +274,20 @@ def _one_diagnostic(error: Exception) -> str:
     return f"error: {error}"
 
 
+def collect_garbage_rarely() -> None:
+    """Python's default collector thresholds suit programs whose objects come and go; a
+    compilation keeps nearly everything it builds until it ends, so each time the heap
+    grows by a quarter a full collection walks every live object: 13 full collections,
+    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). What the
+    imports built is frozen (never garbage) and the young generation is collected every
+    10,000 allocations instead of 700: then no full collection runs, for 20% more peak
+    memory. Only for a process of its own (console_main), never for a caller's."""
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+
+
 def console_main() -> None:
+    collect_garbage_rarely()
     sys.exit(main())
 
 

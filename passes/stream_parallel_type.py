@@ -227,18 +227,18 @@ class Slicing:
         return next(((v, a) for v, a in self.chunked().items() if not tensor_type(v).axes[a].is_broadcast), None)
 
 
-def slicing_of(op: Operation) -> Slicing | None:
+def slicing_of(op: Operation, checks: ChunkChecks) -> Slicing | None:
     """How `op` computes one chunk of its stream axes at a time; None when it has no
     stream axis or cannot (it then runs whole, outside any loop)."""
     axes = stream_axes(op) if is_to_lower(op) else None
     if axes is None:
         return None
     if isinstance(op, hir.PostOnStreamOp):
-        slicing = _post_slicing(op, axes)
+        slicing = _post_slicing(op, axes, checks)
     elif isinstance(op, fusion.SetOp) and op.out is None and _reads_device_axis(op, axes[op.result]):
         slicing = _ring_slicing(op, axes[op.result])
     elif isinstance(op, fusion.ComputeOp) and op.out is None:
-        slicing = _compute_slicing(op, axes[op.result])
+        slicing = _compute_slicing(op, axes[op.result], checks)
     else:
         return None
     if slicing is None or not _chunks_exist(slicing):
@@ -281,8 +281,8 @@ def _ring_slicing(op: fusion.SetOp, axis: int) -> Slicing | None:
     return Slicing(op, {op.result: axis}, {}, ring=source.mesh.devices)
 
 
-def _compute_slicing(op: fusion.ComputeOp, axis: int) -> Slicing | None:
-    operand_axes = _operand_axes(op, axis)
+def _compute_slicing(op: fusion.ComputeOp, axis: int, checks: ChunkChecks) -> Slicing | None:
+    operand_axes = _operand_axes(op, axis, checks)
     if operand_axes is None:
         return None
     assert isinstance(op, fusion.StreamSliceable)
@@ -291,13 +291,41 @@ def _compute_slicing(op: fusion.ComputeOp, axis: int) -> Slicing | None:
     return slicing
 
 
-def _operand_axes(op: fusion.ComputeOp, axis: int) -> dict[SSAValue, int] | None:
+def _operand_axes(op: fusion.ComputeOp, axis: int, checks: ChunkChecks) -> dict[SSAValue, int] | None:
     """The operands of `op` read in chunks when its result is computed in chunks along
-    `axis`, with their axes; None when that is not `op` on chunks (a check that builds
-    the chunk op and verifies it: a linear sliced on N would need a 1-D weight)."""
+    `axis`, with their axes; None when that is not `op` on chunks."""
     if not isinstance(op, fusion.StreamSliceable) or not op.slices_along(axis):
         return None
     operand_axes = {v: a for v in op.tensor_inputs() if (a := operand_axis(op, v, axis)) is not None}
+    return operand_axes if checks.computes_chunks(op, operand_axes, axis) else None
+
+
+class ChunkChecks:
+    """Does an op compute its chunks along an axis? A check that builds the chunk op and
+    verifies it (a linear sliced on N would need a 1-D weight). The chunk op reads
+    placeholders of the chunked operands' types and the other operands themselves, so the
+    answer depends only on what the key holds: the op's kind, properties and attributes,
+    the types of its chunked operands and the other operands themselves, which operands
+    are the same value, its result types and the axis. Programs repeat a few such ops
+    many times over, so each is built and verified once per program."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple, bool] = {}
+
+    def computes_chunks(self, op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axis: int) -> bool:
+        operands = tuple(op.operands)
+        key = (
+            type(op), tuple(op.properties.items()), tuple(op.attributes.items()),
+            tuple(v.type if v in operand_axes else v for v in operands), tuple(operands.index(v) for v in operands),
+            tuple(r.type for r in op.results), axis,
+        )
+        if key not in self.known:
+            self.known[key] = _chunk_verifies(op, operand_axes, axis)
+        return self.known[key]
+
+
+def _chunk_verifies(op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axis: int) -> bool:
+    assert isinstance(op, fusion.StreamSliceable)
     placeholders = Block(arg_types=[sliced_type(tensor_type(v), a) for v, a in operand_axes.items()]).args
     chunk = op.stream_chunk(
         dict(zip(operand_axes, placeholders)), {**operand_axes, op.result: axis}, sliced_type(tensor_type(op.result), axis)
@@ -305,22 +333,24 @@ def _operand_axes(op: fusion.ComputeOp, axis: int) -> dict[SSAValue, int] | None
     try:
         chunk.verify()
     except VerifyException:
-        return None
+        return False
     finally:
         chunk.erase()
-    return operand_axes
+    return True
 
 
-def _post_slicing(post: hir.PostOnStreamOp, axes: dict[SSAValue, int]) -> Slicing | None:
+def _post_slicing(post: hir.PostOnStreamOp, axes: dict[SSAValue, int], checks: ChunkChecks) -> Slicing | None:
     unit = post.unit()
-    unit_axes = _unit_chunk_axes(unit, [axes[r] for r in post.outputs])
+    unit_axes = _unit_chunk_axes(unit, [axes[r] for r in post.outputs], checks)
     if unit_axes is None:
         return None
     chunked = {v: a for v, arg in zip(post.inputs, unit.args) if (a := unit_axes.get(arg)) is not None}
     return Slicing.of(post, axes, chunked, unit_axes=unit_axes)
 
 
-def _unit_chunk_axes(unit: fusion.FuncOp, output_axes: Sequence[int]) -> dict[SSAValue, int | None] | None:
+def _unit_chunk_axes(
+    unit: fusion.FuncOp, output_axes: Sequence[int], checks: ChunkChecks
+) -> dict[SSAValue, int | None] | None:
     """The chunk axis of every live value of `unit` (None: computed or read whole) when
     its outputs are computed in chunks along `output_axes`; None when some op of the
     unit cannot compute its chunks from chunks, or a value would be needed both ways."""
@@ -340,7 +370,7 @@ def _unit_chunk_axes(unit: fusion.FuncOp, output_axes: Sequence[int]) -> dict[SS
         if axis is None:
             operand_axes: dict[SSAValue, int] | None = {}
         else:
-            operand_axes = _operand_axes(op, axis)
+            operand_axes = _operand_axes(op, axis, checks)
             if operand_axes is None or tensor_type(op.result).axes[axis].is_reduction:
                 return None
             assert isinstance(op, fusion.StreamSliceable)
@@ -409,12 +439,13 @@ class StreamLoop:
 def group(block: Block) -> list[StreamLoop]:
     loops: list[StreamLoop] = []
     current: StreamLoop | None = None
+    checks = ChunkChecks()
     for op in block.ops:
         if is_scalar_op(op):
             if current is not None:
                 current.scalars.append(op)
             continue
-        slicing = slicing_of(op)
+        slicing = slicing_of(op, checks)
         if slicing is None:
             current = None
         elif current is not None and current.accepts(slicing):

@@ -73,7 +73,8 @@ def verify_program(program: hir.ProgramOp, world_size: int | None = None) -> Non
         world_size = (largest_device(program) or 0) + 1
     if world_size < 1:
         raise op_error(program, f"world-size must be at least 1, got {world_size}")
-    posts = {rank: Projection(rank, world_size).block(program.body.block) for rank in range(world_size)}
+    facts = OpFacts()
+    posts = {rank: Projection(rank, world_size, facts).block(program.body.block) for rank in range(world_size)}
     order = {op: position for position, op in enumerate(program.walk())}
     Replay(order, _participants(posts)).run(posts)
 
@@ -190,12 +191,41 @@ def _show_size(size: int | tuple[int, ...]) -> str:
 # --------------------------------------------------------------------------- #
 
 
+class OpFacts:
+    """What projecting an op finds that is the same on every rank and in every iteration,
+    worked out once per program: the projections meet each op of an unrolled loop once per
+    rank and trip."""
+
+    def __init__(self) -> None:
+        self.quiet: set[Operation] = set()
+        """Ops checked not to communicate unless PROJECTIONS models them."""
+        self.collectives: dict[Operation, tuple[tuple[int, ...], tuple]] = {}
+        """Each collective -> its team, and what every member must post with it."""
+
+    def refuse_unmodelled_communication(self, op: Operation) -> None:
+        if op not in self.quiet:
+            _refuse_unmodelled_communication(op)
+            self.quiet.add(op)
+
+    def collective(self, op: hir.CollectiveOp) -> tuple[tuple[int, ...], tuple]:
+        if op not in self.collectives:
+            in_type, out_type = tensor_type(op.input), tensor_type(op.output)
+            reduction = op.reduction.data if op.reduction is not None else None
+            # Copy-engine posts pair by op: each op has flags of its own (runtime/copy_engine.py).
+            instance = op if op.uses_copy_engine else None
+            signature = (op.name, op.root_id, reduction, in_type.element_type, _size(in_type), _size(out_type),
+                         op.transport.data, instance)
+            self.collectives[op] = (tuple(op.team_ids), signature)
+        return self.collectives[op]
+
+
 class Projection:
     """A program as one rank of the world runs it: its index values and its posts."""
 
-    def __init__(self, rank: int, world_size: int):
+    def __init__(self, rank: int, world_size: int, facts: OpFacts):
         self.rank = rank
         self.world_size = world_size
+        self.facts = facts
         self.values: dict[SSAValue, Value] = {}
         self.iteration: tuple[int | None, ...] = ()
         self.budget = UNROLL_BUDGET
@@ -208,7 +238,7 @@ class Projection:
             if rule is not None:
                 events.extend(rule(self, op))
             else:
-                _refuse_unmodelled_communication(op)
+                self.facts.refuse_unmodelled_communication(op)
         return events
 
     def value(self, value: SSAValue) -> Value:
@@ -317,7 +347,7 @@ def _extent(p: Projection, op: hir.ExtentOp) -> Iterable[Event]:
 
 
 def _collective(p: Projection, op: hir.CollectiveOp) -> Iterable[Event]:
-    team = tuple(op.team_ids)
+    team, signature = p.facts.collective(op)
     outside = [d for d in team if not 0 <= d < p.world_size]
     if outside:
         raise op_error(op, f"team {list(team)} names devices {outside} outside the world of {p.world_size} ranks")
@@ -332,12 +362,6 @@ def _collective(p: Projection, op: hir.CollectiveOp) -> Iterable[Event]:
             others = ", ".join(str(d) for d in team if d != p.rank)
             raise op_error(op, f"rank {p.rank} of team {list(team)} holds no {what} buffer (its mesh is {t.mesh}), "
                                f"so it cannot post it and rank(s) {others} would wait for it forever")
-    in_type, out_type = tensor_type(op.input), tensor_type(op.output)
-    reduction = op.reduction.data if op.reduction is not None else None
-    # Copy-engine posts pair by op: each op has flags of its own (runtime/copy_engine.py).
-    instance = op if op.uses_copy_engine else None
-    signature = (op.name, op.root_id, reduction, in_type.element_type, _size(in_type), _size(out_type),
-                 op.transport.data, instance)
     return (Post(op, ("team", team), tuple(d for d in team if d != p.rank), signature, p.iteration),)
 
 

@@ -34,3 +34,17 @@ def reshape(source: str, target: str) -> fusion.ReshapeOp:
 ])
 def test_a_reshape_reshards_unless_the_sharded_axis_leads_its_merge_or_split(source, target, moves):
     assert is_resharding(reshape(source, target)) is moves
+
+
+def test_ops_of_one_kind_and_input_type_are_told_apart_by_their_result_sharding():
+    """is_resharding answers once per shape of op (kind, types, ...): asking the local
+    set first must not answer for the gathering one, nor the other way round."""
+    sharded, whole = "!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>", "!fusion.tensor<f32[2, 4], mesh=[0, 1]>"
+    module = parse_module(f"""fusion.func @f(%x: {sharded}) -> ({sharded}, {whole}) {{
+  %local = fusion.set %x : {sharded} -> {sharded}
+  %gathered = fusion.set %x : {sharded} -> {whole}
+  fusion.return %local, %gathered : {sharded}, {whole}
+}}""")
+    local, gathered = (op for op in module.walk() if isinstance(op, fusion.SetOp))
+    assert (is_resharding(local), is_resharding(gathered)) == (False, True)
+    assert (is_resharding(gathered), is_resharding(local)) == (True, False)

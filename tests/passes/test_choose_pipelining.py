@@ -38,3 +38,10 @@ def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides()
 
 def test_running_whole_pays_the_reorder_copies():
     assert replace(BALANCED, reorders=0.5).serial_ms(0.0) == pytest.approx(2.5)
+
+
+def test_a_pipeline_pays_the_fixed_part_of_its_transfers_once():
+    # Each chunk's transfer takes 0.25 ms, 0.2 of it a fixed start: the link is busy
+    # 4 x 0.05 ms, and the starts overlap the other chunks' transfers.
+    latency_bound = replace(BALANCED, matmuls=0.1, matmuls_per_chunk=0.025, latency_per_chunk=0.2)
+    assert latency_bound.pipelined_ms(0.0) == pytest.approx(4 * 0.05 + 0.2 + 0.025)

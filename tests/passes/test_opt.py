@@ -4,6 +4,7 @@ tested in test_pipeline.py)."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 from pathlib import Path
@@ -149,6 +150,21 @@ def test_console_script(tmp_path: Path) -> None:
     assert failed.returncode == 1
     assert failed.stderr.startswith(f"{bad}:1:44: error: ']' expected")
     assert "Traceback" not in failed.stderr
+
+
+def test_console_main_collects_garbage_rarely(monkeypatch) -> None:
+    """The command, a process of its own, runs no full collection on large inputs; a
+    caller of `main` keeps its own collector settings."""
+    thresholds = gc.get_threshold()
+    monkeypatch.setattr(opt, "main", lambda: 0)
+    try:
+        assert thresholds[0] < 10_000
+        with pytest.raises(SystemExit):
+            opt.console_main()
+        assert gc.get_threshold()[0] == 10_000 and gc.get_freeze_count() > 0
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 # --------------------------------------------------------------------------- #

@@ -399,7 +399,7 @@ GPU_CASES = {
     "matmul+RS": matmul_rs(4, m=1024, k=512, n=4096),
 }
 GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-3}
-GEMM_KERNEL = re.compile(r"gemm|gemv|xmma|cutlass", re.IGNORECASE)
+GEMM_KERNEL = re.compile(r"gemm|gemv|xmma|cutlass|nvjet", re.IGNORECASE)  # nvjet: cuBLASLt on Hopper
 TRANSFER = re.compile(r"nccl|memcpy ptop", re.IGNORECASE)
 """NCCL's kernels, or the copy engines' peer-to-peer copies."""
 
