@@ -440,6 +440,20 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         """Logical indices of the value axes (the non-reduction ones)."""
         return list(self._value_positions)
 
+    def value_allocation_order(self) -> tuple[int, ...] | None:
+        """The allocation order over the value axes (torch dims), reduction axes left out
+        (they are never allocated); None for the identity."""
+        if self.alloc_order is None:
+            return None
+        position = {logical: k for k, logical in enumerate(self._value_positions)}
+        order = tuple(position[i] for i in self.alloc_order if i in position)
+        return None if order == tuple(range(len(order))) else order
+
+    def value_type(self) -> TensorType:
+        """What a `fusion.set` of this produces with the same sharding and layout: the
+        value axes, on the same mesh, allocated in the same order."""
+        return TensorType.of(self.element_type, self.value_axes(), self.mesh, self.value_allocation_order())
+
     def value_position(self, axis: int) -> int:
         """The position of logical axis `axis` among the value axes."""
         return sum(not a.is_reduction for a in self.axes[:axis])

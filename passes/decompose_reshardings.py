@@ -133,12 +133,15 @@ def _as_reduction(axis: Axis) -> Axis:
 def _final_reduce(
     kind: ReduceKind, partial: SSAValue, device_index: int, result: TensorType, rewriter: PatternRewriter, like: Operation
 ) -> ReduceOp:
-    """reduce `partial` over its device axis alone; the value axes stay the original
-    result's, so every consumer sees the same value type as before."""
+    """reduce `partial` over its device axis alone; the value axes and their layout stay
+    the original result's, so every consumer sees the same value as before."""
     values = result.value_axes()
     devices = tensor_type(partial).value_axes()[device_index].extent
     axes = [*values[:device_index], Axis(devices, IterKind.REDUCTION), *values[device_index:]]
-    final = ReduceOp(kind, partial, [device_index], _tensor(result, axes))
+    order = result.value_allocation_order()
+    if order is not None:  # the value axes after the inserted reduction axis move by one
+        order = (*(k + (k >= device_index) for k in order), device_index)
+    final = ReduceOp(kind, partial, [device_index], TensorType.of(result.element_type, axes, result.mesh, order))
     rewriter.insert(located_like(final, like))
     return final
 
@@ -282,7 +285,7 @@ class SplitShardedLinearBias(RewritePattern):
             bias_value = _emit(rewriter, op, BroadcastOp(op.bias, list(range(rank - 1)), _tensor(bias, axes)))
         else:
             bias_value = op.bias
-        add = located_like(AddOp(y0, bias_value, _value_type(result)), op)
+        add = located_like(AddOp(y0, bias_value, result.value_type()), op)
         rewriter.replace(op, add)
 
 
@@ -364,7 +367,7 @@ class RFactorShardedContraction(RewritePattern):
         reduced = _final_reduce(ReduceKind.SUM, partial, 0, _with_axes_at(result, positions, partial_type), rewriter, op)
         inserted = [p for p in range(batch + 2) if p not in positions]
         if inserted:
-            rewriter.replace(op, located_like(SqueezeOp(reduced.result, inserted, _value_type(result)), op))
+            rewriter.replace(op, located_like(SqueezeOp(reduced.result, inserted, result.value_type()), op))
         else:
             rewriter.replace(op, [], [reduced.result])
 
@@ -385,10 +388,11 @@ def _partial_type(a: SSAValue, b: SSAValue, split: DeviceSplit, result: TensorTy
 
 
 def _with_axes_at(result: TensorType, positions: list[int], partial: TensorType) -> TensorType:
-    """The partial's axes after D, each at `positions` replaced by the result's axis there."""
+    """The partial's axes after D, each at `positions` replaced by the result's axis there;
+    the result's own value type (its layout too) where nothing was inserted for a 1-D operand."""
     origin = dict(zip(positions, result.value_axes()))
-    inserted = partial.value_axes()[1:]
-    return _tensor(result, [origin.get(p, axis) for p, axis in enumerate(inserted)])
+    axes = [origin.get(p, axis) for p, axis in enumerate(partial.value_axes()[1:])]
+    return result.value_type() if len(axes) == len(origin) else _tensor(result, axes)
 
 
 def _lost_types(moved: set[ParallelKind], source: TensorType, onto: TensorType) -> set[ParallelKind]:
@@ -515,7 +519,7 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
     if local == result:
         return
     computed = rewriter.replace_value_with_new_type(op.result, local)
-    resharded = SetOp(computed, _value_type(result))
+    resharded = SetOp(computed, result.value_type())
     rewriter.insert(located_like(resharded, op), InsertPoint.after(op))
     computed.replace_uses_with_if(resharded.result, lambda use: use.operation is not resharded)
 

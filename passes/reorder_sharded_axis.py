@@ -122,7 +122,7 @@ def _copy_around(op: SetOp | ReduceOp, layout: Layout, rewriter: PatternRewriter
     received = target.with_(alloc_order=tuple(layout.received))
     if buffer_order(target, identity) != buffer_order(received, identity):
         communicated = rewriter.replace_value_with_new_type(op.result, received)
-        copy = located_like(SetOp(communicated, _value_type(target)), op)
+        copy = located_like(SetOp(communicated, target.value_type()), op)
         rewriter.insert(copy, InsertPoint.after(op))
         communicated.replace_uses_with_if(copy.result, lambda use: use.operation is not copy)
     rewriter.notify_op_modified(op)
@@ -158,10 +158,10 @@ def _split_scattered_axis(op: SetOp, exchange: Exchange, rewriter: PatternRewrit
         alloc_order=tuple(received_lead + [a for a in rest if a not in received_lead])
     )
     y2 = _emit(rewriter, op, SetOp(x2, received))
-    whole = _value_type(target).with_(axes=tuple(_without_stream(a) for a in target.value_axes()))
+    whole = target.value_type().with_(axes=tuple(_without_stream(a) for a in target.value_axes()))
     value = _emit(rewriter, op, ReshapeOp(y2, whole))
     if stream is not None:
-        value = _emit(rewriter, op, SetOp(value, _value_type(target)))
+        value = _emit(rewriter, op, SetOp(value, target.value_type()))
     rewriter.replace(op, [], [value])
 
 

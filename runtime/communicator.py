@@ -60,7 +60,7 @@ from hostir_dialect import hir
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
-from .layouts import flatten_in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
+from .layouts import flatten_in_allocation_order, logical_shape, torch_dtype
 
 _ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
@@ -185,7 +185,7 @@ class Communicator:
         return _COLLECTIVES[type(op)](plan)
 
     def point_to_point(self, op: hir.PointToPointOp) -> Callable[[torch.Tensor, int], Token]:
-        perm = value_alloc_perm(tensor_type(op.buffer))
+        perm = tensor_type(op.buffer).value_allocation_order()
         function = dist.isend if isinstance(op, hir.SendOp) else dist.irecv
         keyword = "dst" if isinstance(op, hir.SendOp) else "src"
         rank = self.rank
@@ -252,7 +252,7 @@ class Plan:
             team=tuple(op.team_ids), rank=comm.rank, root=op.root_id,
             reduce_op=REDUCE_OPS[kind] if kind else None, reduce_kind=kind,
             group=comm.group(tuple(op.team_ids)), order=comm.order(tuple(op.team_ids)),
-            in_perm=value_alloc_perm(in_type), out_perm=value_alloc_perm(out_type),
+            in_perm=in_type.value_allocation_order(), out_perm=out_type.value_allocation_order(),
             in_numel=_static_numel(in_type, comm.rank), out_numel=_static_numel(out_type, comm.rank),
             dtype=torch_dtype(in_type), device=comm.device,
             # gloo may use a non-root's reduce buffer as scratch space; NCCL does not.

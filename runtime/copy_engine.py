@@ -23,7 +23,7 @@ from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
-from .layouts import logical_shape, torch_dtype, value_alloc_perm
+from .layouts import logical_shape, torch_dtype
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
@@ -359,7 +359,7 @@ class CopyEngineProgram:
         shape = logical_shape(t, self.rank)
         if DYNAMIC in shape:
             raise op_error(op, "a symmetric buffer needs a static local shape (it is allocated when the program is compiled)")
-        perm = value_alloc_perm(t) or tuple(range(len(shape)))
+        perm = t.value_allocation_order() or tuple(range(len(shape)))
         dense = self.heap.allocate(team, [shape[p] for p in perm], torch_dtype(t))
         logical = [perm.index(d) for d in range(len(perm))]
         instances = [dense.peer(p).permute(logical) for p in range(len(team))]

@@ -51,7 +51,7 @@ from .communicator import Communicator
 from .compile import DEFAULT_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
 from .copy_engine import CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
-from .layouts import in_allocation_order, logical_shape, torch_dtype, value_alloc_perm
+from .layouts import in_allocation_order, logical_shape, torch_dtype
 from .streams import make_streams
 
 
@@ -251,7 +251,7 @@ class _ArgSpec:
             self.present = tensor_type.is_on_rank(rank)
             self.shape = logical_shape(tensor_type, rank)
             self.dtype = torch_dtype(tensor_type)
-            self.perm = value_alloc_perm(tensor_type)
+            self.perm = tensor_type.value_allocation_order()
 
     @staticmethod
     def of(arg: SSAValue, rank: int | None) -> _ArgSpec:

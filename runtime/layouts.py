@@ -44,20 +44,11 @@ def logical_shape(t: TensorType, rank: int | None) -> tuple[int, ...]:
     return tuple(t.local_extent(i) for i in t.value_positions())
 
 
-def value_alloc_perm(t: TensorType) -> tuple[int, ...] | None:
-    """The allocation order over value axes (torch dims), or None when it is the identity."""
-    if t.alloc_order is None:
-        return None
-    positions = t.value_positions()
-    perm = tuple(positions.index(i) for i in t.alloc_order if i in positions)
-    return None if perm == tuple(range(len(perm))) else perm
-
-
 def empty_buffer(t: TensorType, rank: int | None, device: torch.device, shape: Sequence[int] | None = None) -> torch.Tensor:
     """A fresh buffer for `t` on `rank`, dense in allocation order, viewed in logical order."""
     shape = tuple(logical_shape(t, rank) if shape is None else shape)
     dtype = torch_dtype(t)
-    perm = value_alloc_perm(t)
+    perm = t.value_allocation_order()
     if perm is None:
         return torch.empty(shape, dtype=dtype, device=device)
     dense = torch.empty([shape[p] for p in perm], dtype=dtype, device=device)

@@ -11,7 +11,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import tensor_type
 
 from ..buffers import BufferUses
-from ..layouts import in_allocation_order, value_alloc_perm
+from ..layouts import in_allocation_order
 from ..torch_ops import UnsupportedOp, build_kernel
 from .context import (
     CompiledFunction,
@@ -48,7 +48,7 @@ def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> Step | None:
     if op.result in c.destinations:
         return into_step(kernel.into, result, c.destinations[op.result], args, "the post's output")
     c.refuse_one_chunk(op, [op.result])
-    perm = value_alloc_perm(tensor_type(op.result))
+    perm = tensor_type(op.result).value_allocation_order()
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
         return fresh_step(kernel.view, result, args)  # nothing writes or communicates either buffer
     # torch keeps an input's strides (a permuted input gives a permuted result): a fresh

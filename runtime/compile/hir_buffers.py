@@ -9,7 +9,7 @@ from hostir_dialect import hir
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, tensor_type
 
-from ..layouts import empty_buffer, logical_shape, torch_dtype, value_alloc_perm
+from ..layouts import empty_buffer, logical_shape, torch_dtype
 from .context import FunctionCompiler, Handler, Step, on_current_stream
 
 
@@ -25,7 +25,7 @@ def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
     if op.is_symmetric:
         return acquire_symmetric(c, op)
     result, rank, device = c.slot(op.result), c.rank, c.context.device
-    if value_alloc_perm(t) is None:
+    if t.value_allocation_order() is None:
         dtype = torch_dtype(t)
 
         def step(env: list) -> None:

@@ -10,7 +10,7 @@ from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.tensor_type import tensor_type
 
 from ..communicator import DONE, CollectiveError
-from ..layouts import flatten_in_allocation_order, value_alloc_perm
+from ..layouts import flatten_in_allocation_order
 from .context import ExecutionError, FunctionCompiler, Handler, Step, Unbound, on_current_stream, value_name
 
 
@@ -46,7 +46,7 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step:
     if c.context.copy_engine is None:
         raise op_error(op, "a copy-engine collective needs symmetric buffers: its program allocates none")
     post = c.context.copy_engine.collective(op).post
-    buffers = [(c.slot(v), value_alloc_perm(tensor_type(v)), what)
+    buffers = [(c.slot(v), tensor_type(v).value_allocation_order(), what)
                for v, what in ((op.input, "input"), (op.output, "output"), (op.via, "via")) if v is not None]
     work = c.slot(op.work)
 

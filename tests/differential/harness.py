@@ -62,12 +62,12 @@ import runtime
 from hostir_dialect import FusionDefinitionError, hir
 from hostir_dialect.diagnostics import HostIRError
 from passes.sharding_policy import is_annotated
-from hostir_dialect.tensor_type import DYNAMIC
+from hostir_dialect.tensor_type import DYNAMIC, TensorType
 from passes.pipeline import PassManagerOptions
 from passes import PIPELINES
 from runtime.communicator import DONE, Communicator
 from runtime.evaluator import find_function
-from runtime.layouts import logical_shape, torch_dtype, value_alloc_perm
+from runtime.layouts import logical_shape, torch_dtype
 
 from .generator import Program, build, program_from_source, programs
 
@@ -212,6 +212,9 @@ class Case:
     output_types: list = field(default_factory=list)
     per_rank_inputs: list = field(default_factory=list)
     expected: list = field(default_factory=list)
+    rounding: torch.dtype = torch.float64
+    """The least precise floating type the program computes in: an output cast up from it
+    carries its rounding (e.g. a split-K sum of float32 products cast to float64)."""
     reference_problem: str = ""
     """Why eager evaluation of the scheduled fusion failed (reported unless the lowered
     program itself fails, which matters more)."""
@@ -254,6 +257,7 @@ def prepare(case: Case, seed_value: int) -> Result | None:
         case.expected = runtime.run_fusion(unscheduled, inputs)
     except Exception as error:  # noqa: BLE001 -- the eager semantics itself failed
         return case.result("crash", "reference", *classify(error)[1:])
+    case.rounding = least_precise_dtype(fusion_module)
     case.reference_problem = _scheduled_reference_problem(case, fusion_module, inputs)
     declared = fusion_module.body.block.first_op.function_type
     try:
@@ -269,7 +273,7 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     for kind, before, after in (("input", declared.inputs.data, case.input_types),
                                 ("output", declared.outputs.data, case.output_types)):
         for i, (b, a) in enumerate(zip(before, after)):
-            if is_annotated(b) and _caller_view(b) != _caller_view(a):
+            if is_annotated(b) and _caller_view(b) != _caller_view(a, b.mesh is None):
                 return case.result("wrong", "lower", f"annotated {kind} {i} changed type from {b} to {a}")
     try:
         case.per_rank_inputs = [[runtime.shard_tensor(x, t, r) for x, t in zip(inputs, case.input_types)]
@@ -285,7 +289,7 @@ def _scheduled_reference_problem(case: Case, fusion_module: ModuleOp, inputs: li
     try:
         scheduled = runtime.run_fusion(fusion_module, inputs)
         for i, (got, want) in enumerate(zip(scheduled, case.expected)):
-            _assert_close(got, want, f"eager output {i} of the scheduled fusion")
+            _assert_close(got, want, f"eager output {i} of the scheduled fusion", case.rounding)
     except AssertionError as error:
         return f"runtime.run_fusion: {error}"
     except Exception as error:  # noqa: BLE001
@@ -293,10 +297,12 @@ def _scheduled_reference_problem(case: Case, fusion_module: ModuleOp, inputs: li
     return ""
 
 
-def _caller_view(t) -> tuple:
+def _caller_view(t, placed_by_propagation: bool = False) -> tuple:
     """What a caller sees of a tensor type: mesh, value axes with their pieces, layout
-    (reduction axes are not part of the value)."""
-    return t.mesh, [(a.extent, a.pieces) for a in t.axes if not a.is_reduction], value_alloc_perm(t)
+    (reduction axes are not part of the value). A tensor declared without a mesh gets its
+    producers' from propagate-shardings: that mesh is no change."""
+    mesh = None if placed_by_propagation else t.mesh
+    return mesh, [(a.extent, a.pieces) for a in t.axes if not a.is_reduction], t.value_allocation_order()
 
 
 def needs_processes(module: ModuleOp) -> bool:
@@ -320,7 +326,7 @@ class DryRunCommunicator(Communicator):
         pass
 
     def poster(self, op):
-        return lambda source, dest: DONE
+        return lambda *buffers_and_indices: DONE  # a shift's offset follows its buffers
 
     def point_to_point(self, op):
         return lambda buffer, peer: DONE
@@ -405,16 +411,35 @@ def _job_named_by(message: str, stride: int, jobs: int) -> int | None:
 # --------------------------------------------------------------------------- #
 
 
-def _assert_close(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+def least_precise_dtype(module: ModuleOp) -> torch.dtype:
+    """The floating type of least precision among the tensors of `module` (float64 if none)."""
+    dtypes = {torch_dtype(t) for op in module.walk() for t in op.result_types if isinstance(t, TensorType)}
+    return max((d for d in dtypes if d in TOLERANCES), key=lambda d: TOLERANCES[d], default=torch.float64)
+
+
+def _assert_close(got: torch.Tensor, want: torch.Tensor, what: str, rounding: torch.dtype) -> None:
     if got.dtype != want.dtype:
         raise AssertionError(f"{what}: dtype {got.dtype}, expected {want.dtype}")
     if got.shape != want.shape:
         raise AssertionError(f"{what}: shape {list(got.shape)}, expected {list(want.shape)}")
     rtol, atol = TOLERANCES.get(want.dtype, (0, 0))
+    if want.dtype.is_floating_point:
+        rtol, atol = max((rtol, atol), TOLERANCES[rounding])
     finite = want[torch.isfinite(want)] if want.dtype.is_floating_point else want.new_zeros(0)
     scale = max(1.0, finite.abs().max().item()) if finite.numel() else 1.0
     torch.testing.assert_close(got, want, rtol=rtol, atol=atol * scale, equal_nan=True,
                                msg=lambda m: f"{what}: {m}")
+
+
+def _assert_layout(got: torch.Tensor, t: TensorType, what: str) -> None:
+    """`got` is laid out as its type says: dense in the type's allocation order (strides
+    of extent-1 axes are free)."""
+    order = t.value_allocation_order() or tuple(range(got.dim()))
+    expected, step = [0] * got.dim(), 1
+    for axis in reversed(order):
+        expected[axis], step = step, step * got.shape[axis]
+    if any(n > 1 and s != e for n, s, e in zip(got.shape, got.stride(), expected)):
+        raise AssertionError(f"{what}: strides {list(got.stride())}, expected {expected} (allocation order {list(order)})")
 
 
 def compare(case: Case, outputs: list[list]) -> Result:
@@ -435,11 +460,12 @@ def compare(case: Case, outputs: list[list]) -> Result:
                     got_shape = list(got.shape) if isinstance(got, torch.Tensor) else got
                     raise AssertionError(f"output {i} on rank {rank}: local shape {got_shape}, expected {list(shape)}")
             unsharded = runtime.unshard({r: local[i] for r, local in enumerate(outputs)}, out_type)
-            _assert_close(unsharded, want, f"output {i} (unsharded)")
+            _assert_close(unsharded, want, f"output {i} (unsharded)", case.rounding)
             for rank, local in enumerate(outputs):
                 if out_type.is_on_rank(rank):
                     shard = runtime.shard_tensor(want, out_type, rank).to(want.dtype)  # in the type's layout
-                    _assert_close(local[i], shard, f"output {i} on rank {rank}")
+                    _assert_close(local[i], shard, f"output {i} on rank {rank}", case.rounding)
+                    _assert_layout(local[i], out_type, f"output {i} on rank {rank}")
     except AssertionError as error:
         return case.result("wrong", "compare", str(error))
     except Exception as error:  # noqa: BLE001 -- unshard/shard_tensor could not read the outputs

@@ -259,4 +259,72 @@ y.set_device_mesh(DeviceMesh([[0, 1], [2, 3]]))
 y.outer_split(0, 2)
 y.axis(0).parallelize(ParallelType.DIDy)
 """, "refused"),
+    # The long profile (3,000 programs, seed 1): outputs whose declared layout the
+    # lowering dropped, a split-K sum cast up, a mesh given by propagation.
+    "K_sharded_linear_with_bias_keeps_its_output_layout": Regression(2, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([2, 4], dtype='float32')
+    w = fd.define_tensor([3, 4], dtype='float32')
+    b = fd.define_tensor([3], dtype='float32')
+    y = fd.ops.linear(x, w, bias=b)
+    fd.add_output(y)
+mesh = DeviceMesh([0, 1])
+x.set_device_mesh(mesh)
+w.set_device_mesh(mesh)
+w.outer_split(1, 2)
+w.axis(1).parallelize(ParallelType.DIDx)
+b.set_device_mesh(mesh)
+y.set_device_mesh(mesh)
+y.set_allocation_order([1, 2, 0])
+""", "correct"),
+    "K_sharded_matmul_keeps_its_output_layout": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([3, 4], dtype='float32')
+    b = fd.define_tensor([4, 2], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    fd.add_output(c)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.outer_split(1, 2)
+a.axis(1).parallelize(ParallelType.DIDx)
+b.set_device_mesh(mesh)
+c.set_device_mesh(mesh)
+c.set_allocation_order([1, 0, 2])
+""", "correct"),
+    "resharded_result_keeps_its_layout": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([1, 2, 1], dtype='float32')
+    b = fd.ops.reshape(a, [1, 1, 2, 1])
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+b.axis(2).parallelize(ParallelType.DIDx)
+b.set_allocation_order([3, 1, 0, 2])
+""", "correct"),
+    "split_K_float32_sum_cast_to_float64": Regression(4, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([-1], dtype='float32')  # concrete: [8]
+    b = fd.define_tensor([2, 8, 8], dtype='float32')
+    c = fd.ops.matmul(a, b)
+    d = fd.ops.cast(c, dtype='float64')
+    fd.add_output(d)
+mesh = DeviceMesh([[0, 1], [2, 3]])
+a.set_device_mesh(mesh)
+a.outer_split(0, 2)
+a.axis(0).parallelize(ParallelType.DIDy)
+b.set_device_mesh(mesh)
+b.outer_split(2, 2)
+b.axis(2).parallelize(ParallelType.DIDx)
+d.set_device_mesh(mesh)
+""", "correct"),
+    "unplaced_stream_output_takes_its_producers_mesh": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([2, 6], dtype='float64')
+    m = fd.ops.max(a, dims=[0])
+    fd.add_output(m)
+a.set_device_mesh(DeviceMesh([0, 1]))
+m.outer_split(1, 3)
+m.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
 }
