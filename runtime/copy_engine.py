@@ -44,9 +44,10 @@ class Ordering:
     transfer.
 
     `current()` is the stream device work is enqueued on now (the evaluator's stream pool
-    knows it without asking torch, which is slower; default: ask torch). Marks are CUDA events kept per post slot and role and
-    re-recorded each run, so a run creates none (a re-recorded event only ever makes a
-    waiter wait for later work, never for less)."""
+    knows it without asking torch, which is slower; default: ask torch). Marks are CUDA
+    events kept per key and re-recorded each run, so a run creates none. A key names one
+    point of one run (a team's flag slot and a role), so a re-recorded event is only ever
+    re-recorded on the same stream, by the next run, after its waiter."""
 
     def __init__(self, device: torch.device, current: Callable[[], object] | None = None):
         self.cuda = device.type == "cuda"
@@ -55,7 +56,7 @@ class Ordering:
             current = _no_stream
         self.current = current or (lambda: torch.cuda.current_stream(device))
         self._side = torch.cuda.Stream(device=device) if self.cuda else None
-        self._events: dict[tuple[int, str], torch.cuda.Event] = {}
+        self._events: dict[tuple, torch.cuda.Event] = {}
 
     def fork(self):
         """The communication stream, made to wait for the current stream's work so far
@@ -77,14 +78,14 @@ class Ordering:
         finally:
             torch.cuda.set_stream(posting)
 
-    def mark(self, slot: int, role: str, stream=None):
+    def mark(self, key: tuple, stream=None):
         """A point in the work of `stream` (default: the current stream) that another
-        stream can wait for."""
+        stream can wait for; `key` names the point within a run."""
         if not self.cuda:
             return None
-        event = self._events.get((slot, role))
+        event = self._events.get(key)
         if event is None:
-            event = self._events[slot, role] = torch.cuda.Event()
+            event = self._events[key] = torch.cuda.Event()
         event.record(stream or self.current())
         return event
 
@@ -173,7 +174,7 @@ class CopyEngineCollective:
             for peer in self.peers:
                 pushes(peer)
                 self.flags.signal(peer, slot, side)
-        return ordering.mark(slot, "pushed", side)
+        return ordering.mark((self.flags.team, slot, "pushed"), side)
 
 
 class CopyEngineAllgather(CopyEngineCollective):
@@ -191,7 +192,7 @@ class CopyEngineAllgather(CopyEngineCollective):
         # The own slot is filled on the posting stream, after the pushes were forked from
         # it, so it does not queue behind other posts' transfers on the communication stream.
         mine.copy_(inp)
-        return CopyEngineWork(self, slot, self.ordering.mark(slot, "local"), all_done, None)
+        return CopyEngineWork(self, slot, self.ordering.mark((self.flags.team, slot, "local")), all_done, None)
 
 
 class CopyEngineReduceScatter(CopyEngineCollective):
