@@ -659,6 +659,33 @@ class PermuteOp(DimsComputeOp, StreamSliceable):
         return PermuteOp(_chunk(chunks, self.input), dims, result_type, out)
 
 
+def _static_groups(source: list[int], target: list[int]) -> tuple[list[tuple[list[int], list[int]]], int, int]:
+    """The groups of `source` and `target` axes with equal products, matched from the
+    start up to the first dynamic extent or an unmatched end, and how many axes of each
+    they hold."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(source) and j < len(target) and DYNAMIC not in (source[i], target[j]):
+        end_i, end_j, src_prod, dst_prod = i + 1, j + 1, source[i], target[j]
+        while src_prod != dst_prod:
+            if src_prod < dst_prod and end_i < len(source) and source[end_i] != DYNAMIC:
+                src_prod *= source[end_i]
+                end_i += 1
+            elif src_prod > dst_prod and end_j < len(target) and target[end_j] != DYNAMIC:
+                dst_prod *= target[end_j]
+                end_j += 1
+            else:
+                return groups, i, j
+        groups.append((list(range(i, end_i)), list(range(j, end_j))))
+        i, j = end_i, end_j
+    return groups, i, j
+
+
+def _from_end(positions: list[int], length: int) -> list[int]:
+    """Positions counted from the end of a list of `length`, as positions from its start."""
+    return sorted(length - 1 - p for p in positions)
+
+
 @irdl_op_definition
 class ReshapeOp(UnaryComputeOp, StreamSliceable):
     """%r = fusion.reshape %x : T -> R   (same number of elements)"""
@@ -677,27 +704,23 @@ class ReshapeOp(UnaryComputeOp, StreamSliceable):
 
     def groups(self) -> list[tuple[list[int], list[int]]]:
         """(input value axes, result axes) of each group of axes whose products match,
-        in order; trailing axes that no product matches join the last result axis."""
+        in order; trailing axes that no product matches join the last result axis. Groups
+        are matched from both ends up to the first dynamic extent; what lies between is
+        one group, since a dynamic extent's share of it is known only at run time."""
         source = [a.extent for a in tensor_type(self.input).value_axes()]
         target = [a.extent for a in tensor_type(self.result).axes]
-        groups: list[tuple[list[int], list[int]]] = []
-        i = j = 0
-        while i < len(source) and j < len(target):
-            first_source, first_target, src_prod, dst_prod = i, j, source[i], target[j]
-            i, j = i + 1, j + 1
-            while src_prod != dst_prod and DYNAMIC not in (src_prod, dst_prod):
-                if src_prod < dst_prod and i < len(source):
-                    src_prod *= source[i]
-                    i += 1
-                elif j < len(target):
-                    dst_prod *= target[j]
-                    j += 1
-                else:
-                    break
-            groups.append((list(range(first_source, i)), list(range(first_target, j))))
-        if i < len(source):
-            groups.append((list(range(i, len(source))), [len(target) - 1]))
-        return groups
+        head, i, j = _static_groups(source, target)
+        if i == len(source) or j == len(target):
+            if i < len(source):
+                head.append((list(range(i, len(source))), [len(target) - 1]))
+            return head
+        tail, end_i, end_j = _static_groups(source[i:][::-1], target[j:][::-1])
+        tail = [(_from_end(s, len(source)), _from_end(t, len(target))) for s, t in reversed(tail)]
+        middle = (list(range(i, len(source) - end_i)), list(range(j, len(target) - end_j)))
+        if not middle[0] or not middle[1]:  # only size-1 axes on one side: join a neighbour
+            neighbour = head.pop() if head else tail.pop(0)
+            middle = (sorted(neighbour[0] + middle[0]), sorted(neighbour[1] + middle[1]))
+        return [*head, middle, *tail]
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """Each input axis maps to its group's outermost result axis (as nvFuser

@@ -373,7 +373,9 @@ def allocate_result(op: fusion.SetOp | fusion.ReduceOp) -> list[Operation]:
 
 
 def _holds_input_wherever_result(source: TensorType, result: TensorType) -> bool:
-    return source.mesh == result.mesh
+    if source.mesh is None or result.mesh is None:
+        return source.mesh == result.mesh
+    return set(result.mesh.devices) <= set(source.mesh.devices)
 
 
 @dataclass(frozen=True)

@@ -48,13 +48,20 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from hostir_dialect.diagnostics import HostIRError, located_like
+from hostir_dialect.diagnostics import HostIRError, located_like, op_error
 from hostir_dialect.fusion import ComputeOp, ReduceOp, ReshapeOp, SetOp
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import Axis, ParallelKind, Piece, TensorType, tensor_type
 
-from .sharding_policy import Exchange, buffer_order, layout_problem, propagate_parallel_types, sharding_changes
+from .sharding_policy import (
+    Exchange,
+    ShardingError,
+    buffer_order,
+    layout_problem,
+    propagate_parallel_types,
+    sharding_changes,
+)
 
 
 @dataclass(frozen=True)
@@ -86,10 +93,13 @@ class ReorderShardedAxis(RewritePattern):
         if layout_problem(op, stream) is None:
             return
         exchange = Exchange.of(op, stream)
-        if _needs_split(op, exchange):
-            _split_scattered_axis(op, exchange, rewriter)
-        else:
-            _copy_around(op, Layout.of(op, exchange), rewriter)
+        try:
+            if _needs_split(op, exchange):
+                _split_scattered_axis(op, exchange, rewriter)
+            else:
+                _copy_around(op, Layout.of(op, exchange), rewriter)
+        except ShardingError as error:  # e.g. a Stream on an inner split, which no copy can carry
+            raise op_error(op, str(error)) from None
 
 
 def _is_one_communication(op: SetOp | ReduceOp) -> bool:

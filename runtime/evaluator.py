@@ -33,16 +33,18 @@ would compute a wrong answer.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from hostir_dialect import hir, symbols
-from hostir_dialect.diagnostics import op_error
+from hostir_dialect import fusion, hir, symbols
+from hostir_dialect.diagnostics import location_of, op_error
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
@@ -51,7 +53,7 @@ from .communicator import Communicator
 from .compile import DEFAULT_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
 from .copy_engine import CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
-from .layouts import in_allocation_order, logical_shape, torch_dtype
+from .layouts import in_allocation_order, logical_shape, shard_factor, torch_dtype
 from .streams import make_streams
 
 
@@ -121,6 +123,7 @@ class Evaluator:
         self.trace_kinds = self.context.trace_kinds
         self.compiled = compile_function(self.context, self.function, BufferUses(self.function).immutable)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
+        self._split_extents = split_argument_extents(self.function)
         self.graph_mode = graph_mode(cuda_graph, self.device)
         self.graphs = CudaGraphs(self.run_eagerly, self.streams) if self.graph_mode == CUDA_GRAPH else None  # type: ignore[arg-type]
 
@@ -180,6 +183,10 @@ class Evaluator:
             problem = spec.problem(value, self.device)
             if problem:
                 raise InputError(f"@{self.name} argument {index} ({spec.label}): {problem}")
+        for split in self._split_extents:
+            problem = split.problem(self._arg_specs[split.argument], inputs[split.argument])
+            if problem:
+                raise InputError(f"@{self.name} argument {split.argument} ({self._arg_specs[split.argument].label}): {problem}")
 
 
 def check_module(module: Any) -> None:
@@ -238,6 +245,50 @@ def program_teams(program: Operation, comm: Communicator) -> list[tuple[int, ...
             raise op_error(op, problem)
         teams.append(team)
     return teams
+
+
+@dataclass(frozen=True)
+class _SplitExtent:
+    """A dynamic axis that `allocate` splits by `factor`, whose extent is logical axis
+    `axis` of argument `argument`: an input whose extent the factor does not divide is
+    refused before the run, on every rank that holds it, not when the allocation fails."""
+
+    argument: int
+    axis: int
+    factor: int
+    allocate: hir.AllocateOp
+
+    def problem(self, spec: _ArgSpec, value: Any) -> str | None:
+        if value is None or spec.type is None:
+            return None
+        local = value.shape[self.axis - sum(a.is_reduction for a in spec.type.axes[: self.axis])]
+        extent = local * (shard_factor(spec.type, self.axis) or 1)
+        if extent % self.factor == 0:
+            return None
+        where = location_of(self.allocate)
+        return (f"axis {self.axis} has extent {extent}, which the hir.allocate{f' at {where}' if where else ''} "
+                f"splits by {self.factor}; give it a multiple of {self.factor}")
+
+
+def split_argument_extents(function: FunctionLikeOp) -> list[_SplitExtent]:
+    """Every dynamic axis an hir.allocate of `function` splits whose extent is that of an
+    argument's axis, read by hir.extent through any sets (which keep logical extents)."""
+    splits = []
+    for op in function.walk():
+        if not isinstance(op, hir.AllocateOp) or not op.extents:
+            continue
+        t = tensor_type(op.result)
+        for axis, extent in zip(t.dynamic_value_axes(), op.extents):
+            factor = math.prod(p.extent for p in t.axes[axis].pieces[:-1])
+            read = extent.owner
+            if factor == 1 or not isinstance(read, hir.ExtentOp):
+                continue
+            source = read.input
+            while isinstance(source.owner, fusion.SetOp):
+                source = source.owner.input
+            if isinstance(source, BlockArgument) and source.owner is function.body.block:
+                splits.append(_SplitExtent(source.index, read.axis.value.data, factor, op))
+    return splits
 
 
 class _ArgSpec:

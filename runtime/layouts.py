@@ -44,6 +44,21 @@ def logical_shape(t: TensorType, rank: int | None) -> tuple[int, ...]:
     return tuple(t.local_extent(i) for i in t.value_positions())
 
 
+def shard_factor(t: TensorType, axis: int) -> int | None:
+    """How many times one rank's extent of logical axis `axis` its logical extent is: the
+    sizes of the mesh axes its device pieces are parallelized on, times its stream piece
+    where the buffer is stream-allocated (None: that piece is dynamic)."""
+    factor = 1
+    for piece in t.axes[axis].pieces:
+        if piece.parallel.is_device and t.mesh is not None:
+            factor *= t.mesh.axis_size(piece.parallel)
+        elif piece.parallel == ParallelKind.STREAM and t.stream_allocated:
+            if piece.extent == DYNAMIC:
+                return None
+            factor *= piece.extent
+    return factor
+
+
 def empty_buffer(t: TensorType, rank: int | None, device: torch.device, shape: Sequence[int] | None = None) -> torch.Tensor:
     """A fresh buffer for `t` on `rank`, dense in allocation order, viewed in logical order."""
     shape = tuple(logical_shape(t, rank) if shape is None else shape)

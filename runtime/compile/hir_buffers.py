@@ -3,13 +3,15 @@ deallocate, alias_select, extent, and the stream ops (runtime/streams.py)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from hostir_dialect import hir
 from hostir_dialect.diagnostics import op_error
-from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
-from ..layouts import empty_buffer, logical_shape, torch_dtype
+from ..layouts import empty_buffer, logical_shape, shard_factor, torch_dtype
 from .context import FunctionCompiler, Handler, Step, on_current_stream
 
 
@@ -52,12 +54,16 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
     if not t.is_on_rank(c.rank):
         return None
     positions = [t.value_positions().index(a) for a in axes]
+    factors = [math.prod(p.extent for p in t.axes[a].pieces[:-1]) for a in axes]
     extents, result, rank, device = [c.slot(e) for e in op.extents], c.slot(op.result), c.rank, c.context.device
 
     def step(env: list) -> None:
         if env[result] is None:
             shape = list(logical_shape(t, rank))
-            for position, axis, extent in zip(positions, axes, extents):
+            for position, axis, factor, extent in zip(positions, axes, factors, extents):
+                if env[extent] % factor:
+                    # Every rank holding the buffer reads the same logical extent, so all refuse here.
+                    raise ValueError(f"axis {axis} has extent {env[extent]} at run time, which its split factor {factor} does not divide")
                 shape[position] = t.local_extent(axis, extent=env[extent])
             env[result] = empty_buffer(t, rank, device, shape)
 
@@ -132,15 +138,11 @@ def extent(c: FunctionCompiler, op: hir.ExtentOp) -> Step | None:
     if t.axes[axis].is_reduction:
         raise op_error(op, "the extent of a dynamic reduction axis is not stored in any buffer")
     dim = axis - sum(a.is_reduction for a in t.axes[:axis])
-    factor = 1
-    if c.local:
-        for piece in t.axes[axis].pieces:
-            if piece.parallel.is_device and t.mesh is not None:
-                factor *= t.mesh.axis_size(piece.parallel)
-            elif piece.parallel == ParallelKind.STREAM and t.stream_allocated:
-                if piece.extent == DYNAMIC:
-                    raise op_error(op, "a dynamic stream-allocated axis has no known extent")
-                factor *= piece.extent
+    factor = shard_factor(t, axis) if c.local else 1
+    if factor is None:
+        raise op_error(op, "a dynamic stream-allocated axis has no known extent")
+    if c.local and not t.is_on_rank(c.rank):
+        return None  # only ranks holding the input read it (and allocate what it sizes)
     source, result = c.slot(op.input), c.slot(op.result)
 
     def step(env: list) -> None:

@@ -327,4 +327,63 @@ a.set_device_mesh(DeviceMesh([0, 1]))
 m.outer_split(1, 3)
 m.axis(1).parallelize(ParallelType.Stream)
 """, "correct"),
+    # A dynamic extent hides how a reshape groups axes: [8, 8, ?] -> [8, ?, 4, 3] had its
+    # sharded 4 mapped onto the dynamic input axis (3 at run time), and a scatter dropped data.
+    "reshape_pairs_no_axes_across_a_dynamic_extent": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([8, 8, -1], dtype='float32')  # concrete: [8, 8, 3]
+    b = fd.ops.reshape(a, [8, -1, 4, 3])
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+b.outer_split(2, 2)
+b.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    "dynamic_extent_its_split_does_not_divide_is_refused_before_running": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([-1], dtype='float32')  # concrete: [3]
+    b = fd.ops.relu(a)
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+b.set_device_mesh(mesh)
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+""", "refused"),
+    "reordering_a_stream_on_an_inner_split_is_refused_at_the_op": Regression(2, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([4, 2], dtype='float32')
+    b = fd.ops.sum(a, dims=[1])
+    fd.add_output(b)
+mesh = DeviceMesh([0, 1])
+a.set_device_mesh(mesh)
+a.axis(1).parallelize(ParallelType.DIDx)
+b.set_device_mesh(mesh)
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+b.axis(1).parallelize(ParallelType.Stream)
+""", "refused", "decompose-reshardings"),
+    # A dynamic extent is read from the input wherever every rank holding the result holds
+    # it (a mesh inside the input's), and only on ranks that hold the input.
+    "set_to_a_smaller_mesh_sizes_its_dynamic_buffer_from_the_input": Regression(4, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([-1], dtype='float32')  # concrete: [8]
+    b = fd.ops.relu(a)
+    fd.add_output(b)
+a.set_device_mesh(DeviceMesh([0, 1, 2, 3]))
+b.set_device_mesh(DeviceMesh([1, 2]))
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    "dynamic_extent_is_read_only_where_the_input_is": Regression(4, """
+with FusionDefinition() as fd:
+    a = fd.define_tensor([-1], dtype='float32')  # concrete: [8]
+    b = fd.ops.relu(a)
+    fd.add_output(b)
+a.set_device_mesh(DeviceMesh([0, 1]))
+b.set_device_mesh(DeviceMesh([0, 1]))
+b.outer_split(0, 2)
+b.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
 }

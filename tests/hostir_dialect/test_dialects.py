@@ -197,6 +197,22 @@ def test_constructed_compute_ops_are_verified() -> None:
         verify_located(ModuleOp([func]))
 
 
+@pytest.mark.parametrize("source, target, groups", [
+    ((2, 3, 4), (6, 4), [([0, 1], [0]), ([2], [1])]),
+    ((4, 1), (4,), [([0], [0]), ([1], [0])]),  # a trailing size-1 axis joins the last result axis
+    # A dynamic extent ends matching from either side; what lies between is one group.
+    ((8, 8, -1), (8, -1, 4, 3), [([0], [0]), ([1, 2], [1, 2, 3])]),
+    ((-1, 2, 3), (-1, 6), [([0], [0]), ([1, 2], [1])]),
+    ((2, -1, 5), (2, -1, 5), [([0], [0]), ([1], [1]), ([2], [2])]),
+    ((-1, 1), (-1,), [([0, 1], [0])]),
+])
+def test_reshape_groups_axes_only_where_products_are_known_to_match(
+        source: tuple[int, ...], target: tuple[int, ...], groups: list) -> None:
+    func = fusion.FuncOp("f", [tensor(*source)], [])
+    reshape = fusion.ReshapeOp(func.args[0], tensor(*target))
+    assert reshape.groups() == groups
+
+
 # --------------------------------------------------------------------------- #
 # Memory effects and dead-code elimination
 # --------------------------------------------------------------------------- #
