@@ -93,6 +93,19 @@ hir.program @gather_dynamic_to_other_mesh(%a: !fusion.tensor<f32[?(2 didx, ?)], 
 
 // -----
 
+// Every rank of the receiving mesh is in the sending one, so each reads the extent from the
+// input it holds before the broadcast from the first device.
+// CHECK-LABEL: hir.program @broadcast_dynamic_to_inner_mesh(
+// CHECK-NEXT:    %extent = hir.extent %a axis 0 : !fusion.tensor<f32[?], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %b = hir.allocate(%extent) : !fusion.tensor<f32[?], mesh=[0, 1]>
+// CHECK-NEXT:    %{{.+}} = hir.broadcast %a -> %b team [0, 1] root 0
+hir.program @broadcast_dynamic_to_inner_mesh(%a: !fusion.tensor<f32[?], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[?], mesh=[0, 1]> {
+  %b = fusion.set %a : !fusion.tensor<f32[?], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[?], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[?], mesh=[0, 1]>
+}
+
+// -----
+
 // 2-D mesh: the team is the DIDx slice of the rank, so one allgather per mesh row; each rank takes part in its row's only.
 // CHECK-LABEL: hir.program @allgather_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>

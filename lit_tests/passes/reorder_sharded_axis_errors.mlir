@@ -1,0 +1,9 @@
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p reorder-sharded-axis | filecheck %s
+
+// A reduce-scatter into a result whose Stream is the inner piece of its DIDx split: the
+// copy that would lay the scattered chunks out for the stream loop cannot carry that Stream.
+// CHECK: reorder_sharded_axis_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op inner split for device or stream parallelization is not supported
+fusion.func @stream_on_an_inner_split(%x: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tensor<f32[4(2 didx, 2 stream), r2], mesh=[0, 1]> {
+  %y = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4(2 didx, 2 stream), r2], mesh=[0, 1]>
+  fusion.return %y : !fusion.tensor<f32[4(2 didx, 2 stream), r2], mesh=[0, 1]>
+}
