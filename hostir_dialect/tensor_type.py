@@ -106,6 +106,12 @@ class Axis:
         return len(self.pieces) > 1
 
     @property
+    def split_factor(self) -> int:
+        """The product of the outer pieces' extents (static): what the extent must be a
+        multiple of; 1 for an axis that is not split."""
+        return math.prod(p.extent for p in self.pieces[:-1])
+
+    @property
     def is_reduction(self) -> bool:
         return self.kind == IterKind.REDUCTION
 
@@ -235,15 +241,6 @@ class TensorDesc:
     mesh: Mesh | None = None
     alloc_order: tuple[int, ...] | None = None
     stream_allocated: bool = False
-
-    def __hash__(self) -> int:
-        # Types are dictionary keys throughout the passes; hashing the nested axes again
-        # on every lookup was 5% of a compilation.
-        return self._hash
-
-    @functools.cached_property
-    def _hash(self) -> int:
-        return hash((self.element_type, self.axes, self.mesh, self.alloc_order, self.stream_allocated))
 
     def problems(self) -> Iterator[str]:
         """Every reason this type is invalid, most basic first."""

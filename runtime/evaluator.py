@@ -33,7 +33,6 @@ would compute a wrong answer.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -259,10 +258,10 @@ class _SplitExtent:
     allocate: hir.AllocateOp
 
     def problem(self, spec: _ArgSpec, value: Any) -> str | None:
-        if value is None or spec.type is None:
-            return None
-        local = value.shape[self.axis - sum(a.is_reduction for a in spec.type.axes[: self.axis])]
-        extent = local * (shard_factor(spec.type, self.axis) or 1)
+        shards = shard_factor(spec.type, self.axis) if spec.type is not None else None
+        if value is None or shards is None:
+            return None  # absent here, or an extent only the run knows (a dynamic stream piece)
+        extent = value.shape[spec.type.value_position(self.axis)] * shards
         if extent % self.factor == 0:
             return None
         where = location_of(self.allocate)
@@ -279,7 +278,7 @@ def split_argument_extents(function: FunctionLikeOp) -> list[_SplitExtent]:
             continue
         t = tensor_type(op.result)
         for axis, extent in zip(t.dynamic_value_axes(), op.extents):
-            factor = math.prod(p.extent for p in t.axes[axis].pieces[:-1])
+            factor = t.axes[axis].split_factor
             read = extent.owner
             if factor == 1 or not isinstance(read, hir.ExtentOp):
                 continue

@@ -45,9 +45,9 @@ def logical_shape(t: TensorType, rank: int | None) -> tuple[int, ...]:
 
 
 def shard_factor(t: TensorType, axis: int) -> int | None:
-    """How many times one rank's extent of logical axis `axis` its logical extent is: the
-    sizes of the mesh axes its device pieces are parallelized on, times its stream piece
-    where the buffer is stream-allocated (None: that piece is dynamic)."""
+    """The logical extent of axis `axis` divided by one rank's extent of it: the sizes of
+    the mesh axes its device pieces are parallelized on, times its stream piece where the
+    buffer is stream-allocated (None: that piece is dynamic)."""
     factor = 1
     for piece in t.axes[axis].pieces:
         if piece.parallel.is_device and t.mesh is not None:

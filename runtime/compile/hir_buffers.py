@@ -3,8 +3,6 @@ deallocate, alias_select, extent, and the stream ops (runtime/streams.py)."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from hostir_dialect import hir
@@ -53,8 +51,8 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
         raise op_error(op, f"cannot allocate {t}: a dynamic device or stream piece leaves its local shape {shown} unknown")
     if not t.is_on_rank(c.rank):
         return None
-    positions = [t.value_positions().index(a) for a in axes]
-    factors = [math.prod(p.extent for p in t.axes[a].pieces[:-1]) for a in axes]
+    positions = [t.value_position(a) for a in axes]
+    factors = [t.axes[a].split_factor for a in axes]
     extents, result, rank, device = [c.slot(e) for e in op.extents], c.slot(op.result), c.rank, c.context.device
 
     def step(env: list) -> None:
@@ -114,7 +112,7 @@ def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> Step | None:
     chosen = t.axes[axis]
     if c.local and any(p.parallel.is_device for p in chosen.pieces):
         raise op_error(op, f"selects on axis {axis}, which is sharded across devices")
-    dim = axis - sum(a.is_reduction for a in t.axes[:axis])
+    dim = t.value_position(axis)
     source, result = c.slot(op.input), c.slot(op.result)
     one_chunk = c.local and t.stream_allocated and axis == t.stream_axis()
     if chosen.is_broadcast or one_chunk:
@@ -137,7 +135,7 @@ def extent(c: FunctionCompiler, op: hir.ExtentOp) -> Step | None:
         return None
     if t.axes[axis].is_reduction:
         raise op_error(op, "the extent of a dynamic reduction axis is not stored in any buffer")
-    dim = axis - sum(a.is_reduction for a in t.axes[:axis])
+    dim = t.value_position(axis)
     factor = shard_factor(t, axis) if c.local else 1
     if factor is None:
         raise op_error(op, "a dynamic stream-allocated axis has no known extent")
