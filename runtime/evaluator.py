@@ -1,13 +1,13 @@
 """The evaluator: a `hir.program` (one rank's host program) or a `fusion.func` (the eager
-reference semantics) compiled ONCE into a flat list of Python closures, then run many times.
+reference semantics) compiled ONCE into one generated Python function, then run many times.
 
-Compilation gives every SSA value an integer slot in an environment list; a run copies a
-template of that list (constants and run parameters are already in it), binds the inputs
-and calls each closure with the list. Nothing at run time dispatches on op names or reads
-xDSL attributes: every such decision (which torch function, which slots, which process
-group, whether this rank takes part at all) is made while compiling. An `scf.for` becomes a
-closure that runs its body's closure list each iteration, so values derived from the loop
-index are simply recomputed.
+Compilation gives every SSA value a local variable of that function and every op its lines:
+the torch call, collective post or stream call it makes, on those variables. Nothing at run
+time dispatches on op names or reads xDSL attributes: every such decision (which torch
+function, which variables, which process group, whether this rank takes part at all) is
+made while compiling. An `scf.for` becomes a Python `for` over its body's lines, so values
+derived from the loop index are simply recomputed; `Evaluator.compiled.source` shows the
+function.
 
 Binding rules (nvFuser's HostIrEvaluator, csrc/host_ir/evaluator.cpp):
 - `hir.allocate` binds a new local buffer (`TensorType.local_shape(rank)`, dense in

@@ -1,5 +1,6 @@
-"""The evaluator's compiler: a function body into a flat list of closures over a slot
-environment (runtime/evaluator.py gives the binding rules), one module per group of ops:
+"""The evaluator's compiler: a function body into one generated Python function, whose
+lines are the ops' torch calls on local variables (runtime/evaluator.py gives the binding
+rules), one module per group of ops:
 
 - `fusion_compute`: compute ops and `hir.post_on_stream` units;
 - `hir_buffers`: allocate, deallocate, views, extents and streams;
@@ -7,7 +8,7 @@ environment (runtime/evaluator.py gives the binding rules), one module per group
 - `control_flow`: scf and arith;
 
 and `context`: the compile context (what every handler may know about the program and
-this rank), the function compiler and the step builders they share. A new op's handler goes
+this rank), the function compiler and the emitters they share. A new op's handler goes
 into its group's module and that module's `HANDLERS`.
 """
 

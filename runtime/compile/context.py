@@ -1,15 +1,23 @@
 """What compiling a program shares: the compile context (this rank, its device, streams,
-communicator...: fixed for the program), the function compiler that gives values slots and
-dispatches ops to their dialect's handler, and the step builders handlers use.
+communicator...: fixed for the program), the function compiler that turns a function body
+into the source of one Python function, and the emitters handlers use.
 
-A handler `handler(c, op)` compiles one op with the function compiler `c` into a step (a
-closure over the slot environment `env`) or into nothing (a constant slot, a skipped op).
+A handler `handler(c, op)` compiles one op with the function compiler `c` into lines of
+Python (`c.emit`), or into none (a constant, a skipped op). Every SSA value is a local
+variable of the generated function (`c.name`); every object the lines call (a kernel, a
+stream pool's method, a communicator's poster...) is a global of the function's own
+namespace (`c.bind`). A run so executes the program's torch calls one after the other, with
+nothing between them: no dispatch on ops, no closure per op, no environment list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import count
+from types import TracebackType
 from typing import Any
 
 import torch
@@ -30,8 +38,12 @@ from ..trace import COMMUNICATION, COMPUTE, HOST, op_label
 DEFAULT_NUMBER_OF_STREAMS = 4
 """`hir.number_of_streams` unless a run asks for another number (nvFuser's default too)."""
 
-Step = Callable[[list], None]
-Handler = Callable[["FunctionCompiler", Any], "Step | None"]
+Handler = Callable[["FunctionCompiler", Any], None]
+
+OUTLINING_DEPTH = 12
+"""A loop or branch this many blocks deep becomes a function of its own: CPython compiles
+at most 20 loops, `with`s and `try`s one inside another (and 100 indentation levels) in one
+function, and an op of the deepest body adds a profiler range and a `try`."""
 
 
 class ExecutionError(Exception):
@@ -39,39 +51,45 @@ class ExecutionError(Exception):
 
 
 class Unbound(ValueError):
-    """A step read a value no step bound (reported at the op that read it)."""
+    """An op read a value no op bound (reported at the op that read it)."""
 
 
-def run_steps(steps: Sequence[Step], ops: Sequence[Operation], env: list) -> None:
-    index = 0
-    try:
-        for index, step in enumerate(steps):  # noqa: B007 -- `index` names the failing op
-            step(env)
-    except ExecutionError:
-        raise
-    except Exception as error:
-        detail = str(error) if isinstance(error, (ValueError, CollectiveError)) else f"{type(error).__name__}: {error}"
-        raise ExecutionError(describe(ops[index], f"failed: {detail}")) from error
+_OPS_BY_LINE = "__hostir_ops_by_line__"
+"""The global of a generated function's namespace mapping its line numbers to ops."""
 
 
 class CompiledFunction:
-    """A function body as closures over a slot environment."""
+    """A function body as one generated Python function, `run(*arguments) -> results`."""
 
-    def __init__(self, name: str, template: list, arg_slots: list[int], steps: list[Step],
-                 ops: list[Operation], result_slots: list[int]):
+    def __init__(self, name: str, source: str, run: Callable[..., tuple]):
         self.name = name
-        self.template = template
-        self.arg_slots = arg_slots
-        self.steps = steps
-        self.ops = ops
-        self.result_slots = result_slots
+        self.source = source
+        """The generated Python, for reading."""
+        self.run = run
 
     def __call__(self, args: Sequence[Any]) -> list:
-        env = self.template.copy()
-        for slot, value in zip(self.arg_slots, args):
-            env[slot] = value
-        run_steps(self.steps, self.ops, env)
-        return [env[s] for s in self.result_slots]
+        try:
+            return list(self.run(*args))
+        except ExecutionError:
+            raise
+        except Exception as error:
+            op = failing_op(error.__traceback__)
+            if op is None:  # not raised by an op (a wrong number of arguments)
+                raise
+            detail = str(error) if isinstance(error, (ValueError, CollectiveError)) else f"{type(error).__name__}: {error}"
+            raise ExecutionError(describe(op, f"failed: {detail}")) from error
+
+
+def failing_op(traceback: TracebackType | None) -> Operation | None:
+    """The op whose line raised: that of the innermost frame of a generated function (a
+    unit's, when a post's unit failed)."""
+    op = None
+    while traceback is not None:
+        ops_by_line = traceback.tb_frame.f_globals.get(_OPS_BY_LINE)
+        if ops_by_line is not None:
+            op = ops_by_line[traceback.tb_lineno]
+        traceback = traceback.tb_next
+    return op
 
 
 @dataclass
@@ -88,9 +106,9 @@ class CompileContext:
     comm: Communicator | None = None
     copy_engine: CopyEngineProgram | None = None
     stream_log: list[tuple[str, int]] | None = None
-    """When set: `(op name, stream id)` of every step that enqueues device work."""
+    """When set: `(op name, stream id)` of every op that enqueues device work."""
     trace: bool = False
-    """Run every hir and fusion op's step inside a profiler range named after the op."""
+    """Run every hir and fusion op inside a profiler range named after the op."""
     trace_kinds: dict[str, str] = field(default_factory=dict)
     """In trace mode: each op's range name -> trace.COMMUNICATION, COMPUTE or HOST."""
     units: dict = field(default_factory=dict)
@@ -102,11 +120,21 @@ class CompileContext:
 
 
 _TERMINATORS = (hir.ReturnOp, fusion.ReturnOp, scf.YieldOp)
+_NOT_AN_IDENTIFIER = re.compile(r"\W")
+_FILE_NUMBERS = count()
+
+
+@dataclass
+class _Line:
+    depth: int
+    text: str
+    op: Operation
 
 
 class FunctionCompiler:
-    """Compiles one function body: gives every SSA value a slot and every op a step, through
-    the handler registered for the op's class (or its nearest base class).
+    """Compiles one function body into one Python function: every SSA value gets a local
+    variable and every op its lines, through the handler registered for the op's class (or
+    its nearest base class).
     `may_view(value)`: whether `value` may share its buffer with another value (nothing
     writes either, see `BufferUses.immutable`), so that an op computing a view of its input
     (a broadcast, a permute, a set...) need not copy it."""
@@ -119,26 +147,76 @@ class FunctionCompiler:
         self.local = context.local
         self.rank = context.rank
         self.op_context = context.op_context
-        self.slots: dict[SSAValue, int] = {}
-        self.template: list = []
-        self.destinations: dict[SSAValue, int] = {}
+        self.names: dict[SSAValue, str] = {}
+        self.variables: list[str] = []
+        self.touched: dict[str, None] = {}
+        """The variables the lines emitted since the enclosing outlined op began use, in order."""
+        self.namespace: dict[str, Any] = {
+            "_Unbound": Unbound, "_activate": context.streams.activate, "_streams": context.streams,
+            "_log": context.stream_log, "_record": torch.profiler.record_function,
+        }
+        self.lines: list[_Line] = []
+        self.depth = 0
+        self.op_being_compiled: Operation | None = None
+        self.destinations: dict[SSAValue, str] = {}
         """Unit results written straight into a post's `outs` (see `function`)."""
         self.loop_depth = 0
         """How many `scf.for` bodies enclose the op being compiled."""
 
-    # -- slots ----------------------------------------------------------------
-    def slot(self, value: SSAValue) -> int:
-        index = self.slots.get(value)
-        if index is None:
-            index = self.slots[value] = len(self.template)
-            self.template.append(None)
-        return index
+    # -- names ----------------------------------------------------------------
+    def name(self, value: SSAValue) -> str:
+        """The variable (or, for a constant, the global) holding `value`."""
+        name = self.names.get(value)
+        if name is None:
+            hint = _NOT_AN_IDENTIFIER.sub("_", value.name_hint) if value.name_hint else ""
+            name = self.names[value] = f"v{len(self.names)}_{hint}"
+            self.variables.append(name)
+        if name[0] == "v":  # a variable, not a constant's global (`bind`'s names start with "_")
+            self.touched[name] = None
+        return name
 
     def constant(self, value: SSAValue, python_value: Any) -> None:
-        self.template[self.slot(value)] = python_value
+        self.names[value] = self.bind(python_value, "k")
+
+    def bind(self, obj: Any, hint: str = "f") -> str:
+        """A global of the generated function holding `obj`."""
+        name = f"_{hint}{len(self.namespace)}"
+        self.namespace[name] = obj
+        return name
+
+    def names_of(self, values: Sequence[SSAValue]) -> str:
+        return ", ".join(map(self.name, values))
 
     def on_rank(self, values: Sequence[SSAValue]) -> bool:
         return all(v.type.is_on_rank(self.rank) for v in values if isinstance(v.type, TensorType))
+
+    # -- lines ----------------------------------------------------------------
+    def emit(self, *lines: str) -> None:
+        """Lines of the op being compiled, at the current depth."""
+        for text in lines:
+            self.lines.append(_Line(self.depth, text, self.op_being_compiled))  # type: ignore[arg-type]
+
+    @contextmanager
+    def nested(self) -> Iterator[None]:
+        """Lines one block deeper (a loop body, a branch)."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def emit_block(self, block: Block) -> None:
+        """The block's ops, one level deeper (`pass` where they emit nothing)."""
+        with self.nested():
+            start = len(self.lines)
+            self.block(block)
+            if len(self.lines) == start:
+                self.emit("pass")
+
+    def assign(self, targets: Sequence[str], sources: Sequence[str]) -> None:
+        """`targets = sources` at once (a swap of loop-carried values stays a swap)."""
+        if targets:
+            self.emit(f"{', '.join(targets)}, = {', '.join(sources)},")
 
     # -- refusals (every rank alike, from the types, before deciding whether it takes part) --
     def refuse_unlowered(self, op: Operation, values: Sequence[SSAValue]) -> None:
@@ -163,84 +241,98 @@ class FunctionCompiler:
         """Compile a function; with `outs` > 0 its results go into that many extra
         arguments (directly when `direct`, else by a final copy)."""
         block = func.body.block
-        arg_slots = [self.slot(a) for a in block.args]
+        arguments = [self.name(a) for a in block.args]
         returned = list(block.last_op.operands)
-        out_slots = [len(self.template) + k for k in range(outs)]
-        self.template.extend([None] * outs)
+        out_names = [f"out{k}" for k in range(outs)]
         if direct:
-            for value, out in zip(returned, out_slots):
+            for value, out in zip(returned, out_names):
                 if isinstance(value.owner, fusion.ComputeOp) and value.owner.out is None and returned.count(value) == 1:
                     self.destinations[value] = out
-        steps, ops = self.block(block)
-        for value, out in zip(returned, out_slots):
-            if self.destinations.get(value) != out:
-                steps.append(_copy_step(self.slot(value), out))
-                ops.append(block.last_op)
-        result_slots = out_slots or [self.slot(v) for v in returned]
-        return CompiledFunction(func.sym_name.data, self.template, arg_slots + out_slots, steps, ops, result_slots)
+        with self.nested():
+            self.block(block)
+            self.op_being_compiled = block.last_op
+            for value, out in zip(returned, out_names):
+                if self.destinations.get(value) != out:
+                    self.emit(f"{self.bind(copy_into, 'copy_into')}({out}, {self.name(value)})")
+            self.emit(f"return ({''.join(r + ', ' for r in out_names or map(self.name, returned))})")
+        arguments += out_names
+        unbound = [v for v in self.variables if v not in arguments]
+        return self.generated(func.sym_name.data, arguments, unbound, self.namespace)
 
-    def block(self, block: Block) -> tuple[list[Step], list[Operation]]:
-        steps: list[Step] = []
-        ops: list[Operation] = []
+    def generated(self, name: str, arguments: list[str], unbound: list[str], namespace: dict) -> CompiledFunction:
+        """The Python function of the emitted lines, in `namespace`; `unbound` variables
+        start as None."""
+        function_name = "hostir_" + _NOT_AN_IDENTIFIER.sub("_", name)
+        header = [f"def {function_name}({', '.join(arguments)}):"]
+        if unbound:
+            header.append(f"    {' = '.join(unbound)} = None")
+        body = ["    " * line.depth + line.text for line in self.lines]
+        source = "\n".join([*header, *body]) + "\n"
+        namespace[_OPS_BY_LINE] = [None] * (len(header) + 1) + [line.op for line in self.lines]
+        exec(compile(source, f"<hostir @{name} {next(_FILE_NUMBERS)}>", "exec"), namespace)
+        return CompiledFunction(name, source, namespace[function_name])
+
+    def outlined(self, op: Operation, handler: Handler) -> None:
+        """The op's lines as a function of their own, which takes and returns every
+        variable they use (a buffer they allocate stays allocated for the next call)."""
+        enclosing = self.lines, self.depth, self.touched
+        self.lines, self.depth, self.touched = [], 1, {}
+        handler(self, op)
+        used = list(self.touched)
+        self.emit(f"return ({''.join(v + ', ' for v in used)})")
+        function = self.generated(f"{op.name}_{len(self.namespace)}", used, [], dict(self.namespace))
+        self.lines, self.depth, self.touched = enclosing
+        self.touched.update(dict.fromkeys(used))
+        call = f"{self.bind(function.run, 'outlined')}({', '.join(used)})"
+        self.emit(f"{', '.join(used)}, = {call}" if used else call)
+
+    def block(self, block: Block) -> None:
         for op in block.ops:
-            if isinstance(op, _TERMINATORS):
-                continue
-            step = self.op(op)
-            if step is not None:
-                steps.append(step)
-                ops.append(op)
-        return steps, ops
+            if not isinstance(op, _TERMINATORS):
+                self.op(op)
 
-    def op(self, op: Operation) -> Step | None:
+    def op(self, op: Operation) -> None:
         handler = next((self.handlers[cls] for cls in type(op).__mro__ if cls in self.handlers), None)
         if handler is None:
             raise op_error(op, "is not supported by the runtime")
-        step = handler(self, op)
-        if step is None or not self.context.trace or op.dialect_name() not in ("hir", "fusion"):
-            return step
-        return self.labelled(op, step)
+        enclosing, self.op_being_compiled = self.op_being_compiled, op
+        start = len(self.lines)
+        if op.regions and self.depth >= OUTLINING_DEPTH:
+            self.outlined(op, handler)
+        else:
+            handler(self, op)
+        if self.context.trace and op.dialect_name() in ("hir", "fusion") and len(self.lines) > start:
+            self.labelled(op, start)
+        self.op_being_compiled = enclosing
 
-    def labelled(self, op: Operation, step: Step) -> Step:
-        """The step inside a profiler range named after the op (trace mode)."""
+    def labelled(self, op: Operation, start: int) -> None:
+        """The op's lines from `start` on inside a profiler range named after the op (trace mode)."""
         label = op_label(op)
         self.context.trace_kinds[label] = _kind(op)
-        record = torch.profiler.record_function
+        for line in self.lines[start:]:
+            line.depth += 1
+        self.lines.insert(start, _Line(self.depth, f"with _record({label!r}):", op))
 
-        def run(env: list) -> None:
-            with record(label):
-                step(env)
-
-        return run
-
-    def on_current_stream(self, op: Operation, step: Step | None) -> Step | None:
-        """The step of an op that enqueues device work (or allocates, which binds memory to
-        a stream): it makes the program's current stream torch's first. In stream-recording
-        mode, it logs that stream."""
-        if step is None:
-            return None
-        streams, log = self.context.streams, self.context.stream_log
-        activate = streams.activate
-        if log is None:
-            def on_current_stream(env: list) -> None:
-                activate()
-                step(env)
-
-            return on_current_stream
-        name = op.name
-
-        def logged(env: list) -> None:
-            activate()
-            log.append((name, streams.stream_id(streams.active)))
-            step(env)
-
-        return logged
+    def on_current_stream(self, op: Operation, start: int) -> None:
+        """Before the op's lines from `start` on (device work, or an allocation, which
+        binds memory to a stream): make the program's current stream torch's. In
+        stream-recording mode, log that stream."""
+        if len(self.lines) == start:
+            return
+        depth = self.lines[start].depth
+        activate = [_Line(depth, "_activate()", op)]
+        if self.context.stream_log is not None:
+            activate.append(_Line(depth, f"_log.append(({op.name!r}, _streams.stream_id(_streams.active)))", op))
+        self.lines[start:start] = activate
 
 
 def on_current_stream(handler: Handler) -> Handler:
-    """The handler of ops whose steps enqueue device work (`FunctionCompiler.on_current_stream`)."""
+    """The handler of ops that enqueue device work (`FunctionCompiler.on_current_stream`)."""
 
-    def compile_on_current_stream(c: FunctionCompiler, op: Operation) -> Step | None:
-        return c.on_current_stream(op, handler(c, op))
+    def compile_on_current_stream(c: FunctionCompiler, op: Operation) -> None:
+        start = len(c.lines)
+        handler(c, op)
+        c.on_current_stream(op, start)
 
     return compile_on_current_stream
 
@@ -254,61 +346,20 @@ def _kind(op: Operation) -> str:
 
 
 # --------------------------------------------------------------------------- #
-# Step builders
+# Emitters
 # --------------------------------------------------------------------------- #
 
 
-def fresh_step(f: Callable, result: int, args: list[int]) -> Step:
-    """env[result] = f(*env[args])."""
-    if len(args) == 1:
-        (a,) = args
-
-        def step(env: list) -> None:
-            env[result] = f(env[a])
-    elif len(args) == 2:
-        a, b = args
-
-        def step(env: list) -> None:
-            env[result] = f(env[a], env[b])
-    else:
-        def step(env: list) -> None:
-            env[result] = f(*[env[s] for s in args])
-    return step
+def emit_call(c: FunctionCompiler, f: Callable, result: SSAValue, args: Sequence[SSAValue]) -> None:
+    """result = f(*args)."""
+    c.emit(f"{c.name(result)} = {c.bind(f)}({c.names_of(args)})")
 
 
-def into_step(f: Callable, result: int, dest: int, args: list[int], dest_name: str) -> Step:
-    """env[result] = f(env[dest], *env[args]), refusing an unbound destination."""
-    message = f"destination {dest_name} is not bound (allocate it first)"
-    if len(args) == 1:
-        (a,) = args
-
-        def step(env: list) -> None:
-            out = env[dest]
-            if out is None:
-                raise Unbound(message)
-            env[result] = f(out, env[a])
-    elif len(args) == 2:
-        a, b = args
-
-        def step(env: list) -> None:
-            out = env[dest]
-            if out is None:
-                raise Unbound(message)
-            env[result] = f(out, env[a], env[b])
-    else:
-        def step(env: list) -> None:
-            out = env[dest]
-            if out is None:
-                raise Unbound(message)
-            env[result] = f(out, *[env[s] for s in args])
-    return step
-
-
-def _copy_step(source: int, dest: int) -> Step:
-    def step(env: list) -> None:
-        copy_into(env[dest], env[source])
-
-    return step
+def emit_call_into(c: FunctionCompiler, f: Callable, result: SSAValue, dest: str, args: Sequence[SSAValue],
+                   dest_name: str) -> None:
+    """result = f(dest, *args), refusing an unbound destination."""
+    c.emit(f"if {dest} is None: raise _Unbound({f'destination {dest_name} is not bound (allocate it first)'!r})",
+           f"{c.name(result)} = {c.bind(f)}({', '.join([dest, *map(c.name, args)])})")
 
 
 def value_name(value: SSAValue) -> str:

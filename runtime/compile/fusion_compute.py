@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion, hir
@@ -13,20 +15,10 @@ from hostir_dialect.tensor_type import tensor_type
 from ..buffers import BufferUses
 from ..layouts import in_allocation_order
 from ..torch_ops import UnsupportedOp, build_kernel
-from .context import (
-    CompiledFunction,
-    FunctionCompiler,
-    Handler,
-    Step,
-    Unbound,
-    fresh_step,
-    into_step,
-    on_current_stream,
-    value_name,
-)
+from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emit_call_into, on_current_stream, value_name
 
 
-def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> Step | None:
+def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     # Refusals come before the rank's own business: a rank outside the op's mesh that
     # skipped them would wait forever in a collective for the ranks that refused.
     if c.local:
@@ -39,55 +31,48 @@ def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> Step | None:
     except UnsupportedOp as error:
         raise op_error(op, str(error)) from None
     if not c.on_rank([*op.operands, op.result]):
-        return None
-    operands = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
-    args = [c.slot(o) for o in operands]
-    result = c.slot(op.result)
+        return
+    args = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
     if op.out is not None:
-        return into_step(kernel.into, result, c.slot(op.out), args, value_name(op.out))
+        return emit_call_into(c, kernel.into, op.result, c.name(op.out), args, value_name(op.out))
     if op.result in c.destinations:
-        return into_step(kernel.into, result, c.destinations[op.result], args, "the post's output")
+        return emit_call_into(c, kernel.into, op.result, c.destinations[op.result], args, "the post's output")
     c.refuse_one_chunk(op, [op.result])
     perm = tensor_type(op.result).value_allocation_order()
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
-        return fresh_step(kernel.view, result, args)  # nothing writes or communicates either buffer
+        return emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
     # torch keeps an input's strides (a permuted input gives a permuted result): a fresh
     # result is laid out as its type declares, as every buffer is.
-    fresh = kernel.fresh
-    return fresh_step(lambda *xs: in_allocation_order(fresh(*xs), perm), result, args)
+    fresh = f"{c.bind(kernel.fresh)}({c.names_of(args)})"
+    if perm is None:
+        c.emit(f"{c.name(op.result)} = {fresh}.contiguous()")
+    else:
+        c.emit(f"{c.name(op.result)} = {c.bind(in_allocation_order, 'laid_out')}({fresh}, {perm!r})")
 
 
-def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> Step | None:
+def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
     if c.local:
         c.refuse_unlowered(op, [*op.inputs, *op.outs, *op.outputs])
     if not op.outs:
         c.refuse_one_chunk(op, op.outputs)
     if not c.on_rank([*op.inputs, *op.outs, *op.outputs]):
-        return None
-    ins = [c.slot(v) for v in op.inputs]
-    results = [c.slot(v) for v in op.outputs]
+        return
     if not op.outs:
         compiled = unit(c, op, outs=0, direct=False, views=all(map(c.may_view, [*op.inputs, *op.outputs])))
-
-        def step(env: list) -> None:
-            for slot, value in zip(results, compiled([env[s] for s in ins])):
-                env[slot] = value
-
-        return step
+        return emit_unit_call(c, compiled, op.outputs, op.inputs)
     # Writing straight into an out buffer that is also an input could clobber the
     # input before the unit has read it: such posts copy their results at the end.
     direct = not set(op.outs) & set(op.inputs)
-    compiled_with_outs = unit(c, op, outs=len(op.outs), direct=direct, views=all(map(c.may_view, op.inputs)))
-    outs = [c.slot(v) for v in op.outs]
+    compiled = unit(c, op, outs=len(op.outs), direct=direct, views=all(map(c.may_view, op.inputs)))
+    outs = list(map(c.name, op.outs))
+    c.emit(f"if {' or '.join(f'{o} is None' for o in outs)}: raise _Unbound('an outs buffer is not bound (allocate it first)')")
+    emit_unit_call(c, compiled, op.outputs, [*op.inputs, *op.outs])
 
-    def step(env: list) -> None:
-        buffers = [env[s] for s in outs]
-        if any(b is None for b in buffers):
-            raise Unbound("an outs buffer is not bound (allocate it first)")
-        for slot, value in zip(results, compiled_with_outs([env[s] for s in ins] + buffers)):
-            env[slot] = value
 
-    return step
+def emit_unit_call(c: FunctionCompiler, compiled: CompiledFunction, outputs: Sequence[SSAValue],
+                   args: Sequence[SSAValue]) -> None:
+    call = f"{c.bind(compiled.run, 'unit')}({c.names_of(args)})"
+    c.emit(f"{c.names_of(outputs)}, = {call}" if outputs else call)
 
 
 def unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int, direct: bool, views: bool) -> CompiledFunction:

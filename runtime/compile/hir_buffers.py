@@ -10,10 +10,10 @@ from hostir_dialect.diagnostics import op_error
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from ..layouts import empty_buffer, logical_shape, shard_factor, torch_dtype
-from .context import FunctionCompiler, Handler, Step, on_current_stream
+from .context import FunctionCompiler, Handler, on_current_stream
 
 
-def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
+def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> None:
     t = tensor_type(op.result)
     if not c.loop_depth:
         c.refuse_one_chunk(op, [op.result])  # a buffer outside a loop holds every chunk
@@ -24,21 +24,15 @@ def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
         return None
     if op.is_symmetric:
         return acquire_symmetric(c, op)
-    result, rank, device = c.slot(op.result), c.rank, c.context.device
+    result, device = c.name(op.result), c.bind(c.context.device, "device")
     if t.value_allocation_order() is None:
-        dtype = torch_dtype(t)
-
-        def step(env: list) -> None:
-            if env[result] is None:
-                env[result] = torch.empty(shape, dtype=dtype, device=device)
+        new = f"{c.bind(torch.empty, 'empty')}({tuple(shape)!r}, dtype={c.bind(torch_dtype(t), 'dtype')}, device={device})"
     else:
-        def step(env: list) -> None:
-            if env[result] is None:
-                env[result] = empty_buffer(t, rank, device)
-    return step
+        new = f"{c.bind(empty_buffer, 'empty_buffer')}({c.bind(t, 'type')}, {c.rank!r}, {device})"
+    c.emit(f"if {result} is None: {result} = {new}")
 
 
-def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
+def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> None:
     """A buffer whose local shape depends on the extents `op` reads at run time."""
     t = tensor_type(op.result)
     shown = ["?" if e == DYNAMIC else e for e in logical_shape(t, c.rank)]
@@ -50,139 +44,86 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> Step | None:
     if any(t.local_extent(a, extent=1) == DYNAMIC for a in axes):
         raise op_error(op, f"cannot allocate {t}: a dynamic device or stream piece leaves its local shape {shown} unknown")
     if not t.is_on_rank(c.rank):
-        return None
+        return
     positions = [t.value_position(a) for a in axes]
     factors = [t.axes[a].split_factor for a in axes]
-    extents, result, rank, device = [c.slot(e) for e in op.extents], c.slot(op.result), c.rank, c.context.device
+    rank, device = c.rank, c.context.device
 
-    def step(env: list) -> None:
-        if env[result] is None:
-            shape = list(logical_shape(t, rank))
-            for position, axis, factor, extent in zip(positions, axes, factors, extents):
-                if env[extent] % factor:
-                    # Every rank holding the buffer reads the same logical extent, so all refuse here.
-                    raise ValueError(f"axis {axis} has extent {env[extent]} at run time, which its split factor {factor} does not divide")
-                shape[position] = t.local_extent(axis, extent=env[extent])
-            env[result] = empty_buffer(t, rank, device, shape)
+    def new(*extents: int) -> torch.Tensor:
+        shape = list(logical_shape(t, rank))
+        for position, axis, factor, extent in zip(positions, axes, factors, extents):
+            if extent % factor:
+                # Every rank holding the buffer reads the same logical extent, so all refuse here.
+                raise ValueError(f"axis {axis} has extent {extent} at run time, which its split factor {factor} does not divide")
+            shape[position] = t.local_extent(axis, extent=extent)
+        return empty_buffer(t, rank, device, shape)
 
-    return step
+    result = c.name(op.result)
+    c.emit(f"if {result} is None: {result} = {c.bind(new, 'allocate')}({c.names_of(op.extents)})")
 
 
-def acquire_symmetric(c: FunctionCompiler, op: hir.AllocateOp) -> Step:
+def acquire_symmetric(c: FunctionCompiler, op: hir.AllocateOp) -> None:
     """Bind this rank's instance of the symmetric buffer (created once, when the
     program was compiled) once every peer is done with its own (docs/copy_engine.md)."""
-    acquire, result = c.context.copy_engine.acquire(op), c.slot(op.result)
-
-    def step(env: list) -> None:
-        env[result] = acquire()
-
-    return step
+    c.emit(f"{c.name(op.result)} = {c.bind(c.context.copy_engine.acquire(op), 'acquire')}()")
 
 
-def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> Step | None:
+def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> None:
     """Drop the buffer and every value that aliases it (results written into it), so
     the memory really goes back to the allocator; a symmetric buffer stays (every run
     reuses it) and is released to the peers instead."""
-    slots = [c.slot(v) for v in op.freed_values()]
     owner = op.buffer.owner
     if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
         if not tensor_type(op.buffer).is_on_rank(c.rank):
-            return None
-        release = c.context.copy_engine.release(owner)
-
-        def step(env: list) -> None:
-            release()
-            for slot in slots:
-                env[slot] = None
-
-        return step
-
-    def step(env: list) -> None:
-        for slot in slots:
-            env[slot] = None
-
-    return step
+            return
+        c.emit(f"{c.bind(c.context.copy_engine.release(owner), 'release')}()")
+    c.emit(f"{' = '.join(map(c.name, op.freed_values()))} = None")
 
 
-def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> Step | None:
+def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> None:
     t = tensor_type(op.input)
     if not t.is_on_rank(c.rank):
-        return None
+        return
     axis = op.axis_index
     chosen = t.axes[axis]
     if c.local and any(p.parallel.is_device for p in chosen.pieces):
         raise op_error(op, f"selects on axis {axis}, which is sharded across devices")
-    dim = t.value_position(axis)
-    source, result = c.slot(op.input), c.slot(op.result)
     one_chunk = c.local and t.stream_allocated and axis == t.stream_axis()
-    if chosen.is_broadcast or one_chunk:
-        # A broadcast axis has one element; a stream-allocated buffer holds one chunk.
-        def step(env: list) -> None:
-            env[result] = env[source].select(dim, 0)
-    else:
-        index = c.slot(op.index)
-
-        def step(env: list) -> None:
-            env[result] = env[source].select(dim, env[index])
-    return step
+    # A broadcast axis has one element; a stream-allocated buffer holds one chunk.
+    index = "0" if chosen.is_broadcast or one_chunk else c.name(op.index)
+    c.emit(f"{c.name(op.result)} = {c.name(op.input)}.select({t.value_position(axis)}, {index})")
 
 
-def extent(c: FunctionCompiler, op: hir.ExtentOp) -> Step | None:
+def extent(c: FunctionCompiler, op: hir.ExtentOp) -> None:
     t = tensor_type(op.input)
     axis = op.axis.value.data
     if t.axes[axis].extent != DYNAMIC:
         c.constant(op.result, t.axes[axis].extent)
-        return None
+        return
     if t.axes[axis].is_reduction:
         raise op_error(op, "the extent of a dynamic reduction axis is not stored in any buffer")
-    dim = t.value_position(axis)
     factor = shard_factor(t, axis) if c.local else 1
     if factor is None:
         raise op_error(op, "a dynamic stream-allocated axis has no known extent")
     if c.local and not t.is_on_rank(c.rank):
-        return None  # only ranks holding the input read it (and allocate what it sizes)
-    source, result = c.slot(op.input), c.slot(op.result)
-
-    def step(env: list) -> None:
-        env[result] = env[source].shape[dim] * factor
-
-    return step
+        return  # only ranks holding the input read it (and allocate what it sizes)
+    c.emit(f"{c.name(op.result)} = {c.name(op.input)}.shape[{t.value_position(axis)}] * {factor}")
 
 
-def get_current_stream(c: FunctionCompiler, op: hir.GetCurrentStreamOp) -> Step:
-    current, result = c.context.streams.current, c.slot(op.result)
-
-    def step(env: list) -> None:
-        env[result] = current()
-
-    return step
+def get_current_stream(c: FunctionCompiler, op: hir.GetCurrentStreamOp) -> None:
+    c.emit(f"{c.name(op.result)} = _streams.current()")
 
 
-def stream(c: FunctionCompiler, op: hir.StreamOp) -> Step:
-    get, key, result = c.context.streams.get, c.slot(op.key), c.slot(op.result)
-
-    def step(env: list) -> None:
-        env[result] = get(env[key])
-
-    return step
+def stream(c: FunctionCompiler, op: hir.StreamOp) -> None:
+    c.emit(f"{c.name(op.result)} = _streams.get({c.name(op.key)})")
 
 
-def set_current_stream(c: FunctionCompiler, op: hir.SetCurrentStreamOp) -> Step:
-    set_current, stream = c.context.streams.set_current, c.slot(op.stream)
-
-    def step(env: list) -> None:
-        set_current(env[stream])
-
-    return step
+def set_current_stream(c: FunctionCompiler, op: hir.SetCurrentStreamOp) -> None:
+    c.emit(f"_streams.set_current({c.name(op.stream)})")
 
 
-def synchronize(c: FunctionCompiler, op: hir.SynchronizeOp) -> Step:
-    synchronize, stream = c.context.streams.synchronize, c.slot(op.stream)
-
-    def step(env: list) -> None:
-        synchronize(env[stream])
-
-    return step
+def synchronize(c: FunctionCompiler, op: hir.SynchronizeOp) -> None:
+    c.emit(f"_streams.synchronize({c.name(op.stream)})")
 
 
 def number_of_streams(c: FunctionCompiler, op: hir.NumberOfStreamsOp) -> None:

@@ -11,66 +11,41 @@ from hostir_dialect.tensor_type import tensor_type
 
 from ..communicator import DONE, CollectiveError
 from ..layouts import flatten_in_allocation_order
-from .context import ExecutionError, FunctionCompiler, Handler, Step, Unbound, on_current_stream, value_name
+from .context import ExecutionError, FunctionCompiler, Handler, on_current_stream, value_name
 
 
-def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step | None:
+def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
     _refuse_strided(op, {"input": op.input, "output": op.output})
-    work = c.slot(op.work)
     if not op.takes_part(c.rank):
-        c.constant(op.work, DONE)
-        return None
+        return c.constant(op.work, DONE)
     if op.uses_copy_engine:
         return copy_engine_collective(c, op)
     try:
         post = c.context.comm.poster(op)
     except CollectiveError as error:
         raise op_error(op, str(error)) from None
-    operands = [c.slot(o) for o in op.operands]
-    if len(operands) == 2:  # input and output: the common case, without unpacking a list
-        source, dest = operands
-
-        def step(env: list) -> None:
-            env[work] = post(env[source], env[dest])
-
-        return step
-
-    def step_with_indices(env: list) -> None:  # hir.shift: its offset too
-        env[work] = post(*[env[s] for s in operands])
-
-    return step_with_indices
+    c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({c.names_of(op.operands)})")
 
 
-def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> Step:
+def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
     """Post through the copy-engine algorithm of `op` on flat views of its buffers."""
     if c.context.copy_engine is None:
         raise op_error(op, "a copy-engine collective needs symmetric buffers: its program allocates none")
     post = c.context.copy_engine.collective(op).post
-    buffers = [(c.slot(v), tensor_type(v).value_allocation_order(), what)
+    flat = c.bind(flatten_in_allocation_order, "flat")
+    buffers = [f"{flat}({c.name(v)}, {tensor_type(v).value_allocation_order()!r}, {what!r})"
                for v, what in ((op.input, "input"), (op.output, "output"), (op.via, "via")) if v is not None]
-    work = c.slot(op.work)
-
-    def step(env: list) -> None:
-        env[work] = post(*(flatten_in_allocation_order(env[slot], perm, what) for slot, perm, what in buffers))
-
-    return step
+    c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({', '.join(buffers)})")
 
 
-def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> Step | None:
+def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> None:
     _refuse_strided(op, {"buffer": op.buffer})
-    work = c.slot(op.work)
     if not op.takes_part(c.rank):
-        c.constant(op.work, DONE)
-        return None
+        return c.constant(op.work, DONE)
     if c.context.comm.backend is None:
         raise op_error(op, "needs torch.distributed; run the program with run_spmd or hostir-run --nproc")
     post = c.context.comm.point_to_point(op)
-    buffer, peer = c.slot(op.buffer), c.slot(op.peer)
-
-    def step(env: list) -> None:
-        env[work] = post(env[buffer], env[peer])
-
-    return step
+    c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({c.name(op.buffer)}, {c.name(op.peer)})")
 
 
 def _refuse_strided(op: Operation, buffers: dict[str, SSAValue]) -> None:
@@ -97,20 +72,19 @@ def _is_dense(value: SSAValue) -> bool:
     return True
 
 
-def wait(c: FunctionCompiler, op: hir.WaitOp) -> Step:
-    work, poster = c.slot(op.work), op.work.owner
-    member = c.slot(op.member) if op.member is not None else None
+def wait(c: FunctionCompiler, op: hir.WaitOp) -> None:
+    work, poster = c.name(op.work), op.work.owner
+    member = c.name(op.member) if op.member is not None else "None"
 
-    def step(env: list) -> None:
-        token = env[work]
-        if token is None:
-            raise Unbound("waits for a collective that was never posted")
-        try:
-            token.wait(None if member is None else env[member])
-        except RuntimeError as error:  # a peer that never came: the poster is the culprit
-            raise ExecutionError(describe(poster, f"did not complete: {str(error).strip()}")) from error
+    def incomplete(error: RuntimeError) -> ExecutionError:
+        # A peer that never came: the poster is the culprit.
+        return ExecutionError(describe(poster, f"did not complete: {str(error).strip()}"))
 
-    return step
+    c.emit(f"if {work} is None: raise _Unbound('waits for a collective that was never posted')",
+           "try:",
+           f"    {work}.wait({member})",
+           "except RuntimeError as error:",
+           f"    raise {c.bind(incomplete, 'incomplete')}(error) from error")
 
 
 def team_position(c: FunctionCompiler, op: hir.TeamPositionOp) -> None:

@@ -1,0 +1,117 @@
+"""The function compiler: a function body becomes one generated Python function whose
+lines are the ops' torch calls; a failure names the op whose line raised."""
+
+import pytest
+import torch
+
+from hostir_dialect.context import parse_module
+from runtime import Evaluator, ExecutionError
+from runtime.compile.context import OUTLINING_DEPTH
+
+F = "!fusion.tensor<f32[4, 8]>"
+I = "!fusion.tensor<i32[4]>"
+
+
+def program(body: str, args: str, results: str, units: str = "") -> str:
+    return f"hir.program @main({args}) -> ({results}) {{\n{body}\n}}\n{units}"
+
+
+def loop(body: str, yields: str = "") -> str:
+    return f"""
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+{body}
+  }}"""
+
+
+def test_a_stream_loop_is_one_python_loop_of_the_ops_calls():
+    body = loop(f"""
+    %n = hir.number_of_streams
+    %key = arith.remui %i, %n : index
+    %s = hir.stream %key
+    hir.set_current_stream %s
+    %row = hir.alias_select %o[%i] axis 0 : {F} -> !fusion.tensor<f32[8]>
+    %x = hir.alias_select %a[%i] axis 0 : {F} -> !fusion.tensor<f32[8]>
+    %y = fusion.neg %x into %row : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>""")
+    evaluator = Evaluator(parse_module(program(f"  %o = hir.allocate : {F}{body}\n  hir.return %o : {F}", f"%a: {F}", F)))
+    source = evaluator.compiled.source
+    assert source.count("def ") == 1 and source.count("for ") == 1, source
+    assert "v0_a.select(0, " in source and ".set_current(" in source, source
+    a = torch.randn(4, 8)
+    (out,) = evaluator.run([a])
+    torch.testing.assert_close(out, -a)
+
+
+def test_loop_carried_values_are_assigned_at_once():
+    # Yielding (%b, %a) swaps the pair on every trip: assigned one after the other, the
+    # second would read the first's new value.
+    body = f"""
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ra, %rb = scf.for %i = %c0 to %c3 step %c1 iter_args(%p = %a, %q = %b) -> ({F}, {F}) {{
+    scf.yield %q, %p : {F}, {F}
+  }}
+  hir.return %ra, %rb : {F}, {F}"""
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    ra, rb = Evaluator(parse_module(program(body, f"%a: {F}, %b: {F}", f"{F}, {F}"))).run([a, b])
+    assert ra is b and rb is a
+
+
+def test_a_failure_in_a_unit_names_the_units_op():
+    units = f"""fusion.func @divide(%x: {I}, %y: {I}) -> {I} {{
+  %q = fusion.div %x, %y : {I}, {I} -> {I}
+  fusion.return %q : {I}
+}}"""
+    body = f"""  %r = hir.post_on_stream @divide(%a, %b) : ({I}, {I}) -> ({I})
+  hir.return %r : {I}"""
+    evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I, units), "units.mlir"))
+    with pytest.raises(ExecutionError, match=r"^units.mlir:6:3: error: 'fusion.div' op failed: .*[Zz]ero"):
+        evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
+
+
+def test_a_failure_in_a_loop_names_the_op_of_the_failing_line():
+    body = loop(f"""    %q = fusion.div %a, %b : {I}, {I} -> {I}""") + f"\n  hir.return %a : {I}"
+    evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I), "loop.mlir"))
+    with pytest.raises(ExecutionError, match=r"^loop.mlir:7:5: error: 'fusion.div' op failed"):
+        evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
+    (same,) = evaluator.run([torch.ones(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)])
+    assert same.tolist() == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("depth", [OUTLINING_DEPTH - 1, OUTLINING_DEPTH, 3 * OUTLINING_DEPTH + 1, 150])
+def test_loops_nested_deeper_than_python_compiles_in_one_function_run(depth, monkeypatch):
+    # Past OUTLINING_DEPTH the loops become functions of their own: the buffer the
+    # innermost body allocates on the outer loop's first trip stays allocated on the others.
+    opening = "scf.for %i = %c0 to %c3 step %c1 {\n" + "".join(
+        f"scf.for %i{k} = %c0 to %c1 step %c1 {{\n" for k in range(depth - 1))
+    body = f"""  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+{opening}%b = hir.allocate : {I}
+%s = fusion.add %acc, %one into %b : {I}, {I} -> {I}
+%t = fusion.set %s into %acc : {I} -> {I}
+{"}" * depth}
+  hir.return %acc : {I}"""
+    allocations = []
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: allocations.append(a) or real_empty(*a, **k))
+    evaluator = Evaluator(parse_module(program(body, f"%acc: {I}, %one: {I}", I)))
+    (total,) = evaluator.run([torch.zeros(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)])
+    assert total.tolist() == [3] * 4 and len(allocations) == 1
+    assert evaluator.compiled.source.count("for ") == min(depth, OUTLINING_DEPTH - 1)  # the body is one block
+
+
+def test_a_failure_in_an_outlined_loop_names_its_op():
+    depth = OUTLINING_DEPTH + 2
+    opening = "".join(f"scf.for %i{k} = %c0 to %c1 step %c1 {{\n" for k in range(depth))
+    body = f"""  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+{opening}%q = fusion.div %a, %b : {I}, {I} -> {I}
+{"}" * depth}
+  hir.return %a : {I}"""
+    evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I), "deep.mlir"))
+    with pytest.raises(ExecutionError, match=rf"^deep.mlir:{depth + 4}:1: error: 'fusion.div' op failed"):
+        evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
