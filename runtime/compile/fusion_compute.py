@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import torch
 from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.sharding import communicates
-from hostir_dialect.tensor_type import tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from ..buffers import BufferUses
-from ..layouts import in_allocation_order
-from ..torch_ops import UnsupportedOp, build_kernel
+from ..layouts import in_allocation_order, logical_shape
+from ..torch_ops import Kernel, UnsupportedOp, build_kernel, copy_into
 from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emit_call_into, on_current_stream, value_name
 
 
@@ -34,9 +35,10 @@ def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
         return
     args = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
     if op.out is not None:
-        return emit_call_into(c, kernel.into, op.result, c.name(op.out), args, value_name(op.out))
+        return emit_call_into(c, checked_into(kernel, op, c.rank), op.result, c.name(op.out), args, value_name(op.out))
     if op.result in c.destinations:
-        return emit_call_into(c, kernel.into, op.result, c.destinations[op.result], args, "the post's output")
+        into = checked_into(kernel, op, c.rank)
+        return emit_call_into(c, into, op.result, c.destinations[op.result], args, "the post's output")
     c.refuse_one_chunk(op, [op.result])
     perm = tensor_type(op.result).value_allocation_order()
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
@@ -48,6 +50,16 @@ def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
         c.emit(f"{c.name(op.result)} = {fresh}.contiguous()")
     else:
         c.emit(f"{c.name(op.result)} = {c.bind(in_allocation_order, 'laid_out')}({fresh}, {perm!r})")
+
+
+def checked_into(kernel: Kernel, op: fusion.ComputeOp, rank: int | None) -> Callable[..., torch.Tensor]:
+    """The kernel's `into`, or, where the destination's shape is only known at run time, a
+    copy of a fresh result that checks the shapes first: torch's `out=` resizes a destination
+    of another shape (the caller's buffer, perhaps) with only a warning."""
+    if DYNAMIC not in logical_shape(tensor_type(op.result), rank):
+        return kernel.into
+    fresh = kernel.fresh
+    return lambda out, *args: copy_into(out, fresh(*args))
 
 
 def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -539,6 +541,24 @@ def test_a_dynamic_buffer_takes_its_extents_from_the_program():
     (b,) = execute(parse_module(program(body, f"%a: {A}", B)), [a])
     assert b.shape == (3, 4) and b.stride() == (1, 3)
     torch.testing.assert_close(b, -a)
+
+
+def test_a_destination_of_another_dynamic_shape_is_refused_and_left_as_it_was():
+    # torch's out= resized the caller's [6] buffer to [4], with only a warning.
+    D = "!fusion.tensor<f32[?]>"
+    body = f"""
+    %r = fusion.neg %a into %o : {D} -> {D}
+    hir.return %r : {D}"""
+    evaluator = Evaluator(parse_module(program(body, f"%a: {D}, %o: {D}", D)))
+    o = torch.zeros(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ExecutionError, match=r"'fusion.neg' op failed: destination has shape \[6\] but the value "
+                                                 r"has shape \[4\]"):
+            evaluator.run([torch.ones(4), o])
+    assert o.shape == (6,) and not o.any()
+    (same,) = evaluator.run([torch.ones(6), o])
+    assert same is o and o.tolist() == [-1.0] * 6
 
 
 def test_a_dynamic_buffer_without_its_extents_is_refused_by_every_rank():
