@@ -17,7 +17,7 @@ Each case builds, on this rank, `measure.Variant`s:
   comm_ce              the copy-engine traffic alone: each peer's bytes copied into its
                        symmetric-memory buffer, the fewest bytes the collective must move
   matmul               the per-rank GEMM alone
-  handwritten_nccl(S)  the schedule hostir emits, written directly in torch
+  handwritten(S)       the schedule hostir emits, written directly in torch
   torch_fused          torch's symmetric-memory fused op (matmul+AR has none)
 and `hostir(case, S, pass_options)` builds the fusion with the Python frontend, lowers it and
 runs it with `runtime.Evaluator` on this rank.
@@ -266,7 +266,7 @@ class AgMatmul(Case):
 
         return Variant(lambda: torch.matmul(gathered, b, out=c), lambda: c, load, lambda ops: ops.c, (c,))
 
-    def handwritten_nccl(self, chunks: int) -> Variant:
+    def handwritten(self, chunks: int) -> Variant:
         p = self.p
         a, b, load = self.operands(chunks)
         gathered, c = p.empty(chunks, p.m // chunks, p.k), p.empty(p.m, p.n)
@@ -400,7 +400,7 @@ class MatmulReduceScatter(_ShardedOnK):
 
         return Variant(copies(pushes), lambda: self._received_from_peers(received), load, expected, (received,))
 
-    def handwritten_nccl(self, chunks: int) -> Variant:
+    def handwritten(self, chunks: int) -> Variant:
         p = self.p
         a, b, load = self.operands(chunks)
         partial, out = p.empty(chunks, p.m // chunks, p.n), p.empty(chunks, p.m // (chunks * p.world), p.n)
@@ -465,7 +465,7 @@ class MatmulAllReduce(_ShardedOnK):
 
         return Variant(copies(pushes), result, load, expected, (received, gathered))
 
-    def handwritten_nccl(self, chunks: int) -> Variant:
+    def handwritten(self, chunks: int) -> Variant:
         p = self.p
         a, b, load = self.operands(chunks)
         partial, out = p.empty(chunks, p.m // chunks, p.n), p.empty(chunks, p.m // chunks, p.n)
@@ -478,6 +478,44 @@ class MatmulAllReduce(_ShardedOnK):
 
         run = stream_pipeline(worker_streams(p.device, chunks), chunk)
         return Variant(run, lambda: out, load, lambda ops: ops.c, (out,))
+
+
+class StreamMatmul(Case):
+    """A matmul pipelined over stream chunks on one device, communicating nothing: what
+    the host path costs where there is no second GPU (gpu_host_overhead.py on one rank)."""
+
+    name = "matmul"
+
+    def a_shard(self, a, chunks=1):
+        return a
+
+    def b_shard(self, b):
+        return b
+
+    def c_shard(self, c, chunks=1):
+        return c
+
+    def handwritten(self, chunks: int) -> Variant:
+        p = self.p
+        a, b, load = self.operands(chunks)
+        c = p.empty(p.m, p.n)
+        a_chunks, c_chunks = a.view(chunks, -1, p.k), c.view(chunks, -1, p.n)
+
+        def chunk(i: int) -> None:
+            torch.matmul(a_chunks[i], b, out=c_chunks[i])
+
+        run = stream_pipeline(worker_streams(p.device, chunks), chunk)
+        return Variant(run, lambda: c, load, lambda ops: ops.c, (c,))
+
+    def fusion(self, chunks: int) -> FusionDefinition:
+        p = self.p
+        with FusionDefinition("stream_matmul") as fd:
+            a = fd.define_tensor([chunks, p.m // chunks, p.k], dtype=p.dtype)
+            b = fd.define_tensor([p.k, p.n], dtype=p.dtype)
+            c = fd.ops.matmul(a, b)
+            fd.add_output(c)
+        c.axis(0).parallelize(ParallelType.Stream)
+        return fd
 
 
 CASES: dict[str, type[Case]] = {c.name: c for c in (AgMatmul, MatmulReduceScatter, MatmulAllReduce)}

@@ -17,6 +17,9 @@ the host beyond the torch calls it makes.
     torchrun --nproc-per-node 2 benchmarks/gpu_host_overhead.py [--dtype bf16|fp32] [--chunks 8]
         [--json PATH] [--tiny]
 
+On one GPU (--nproc-per-node 1), part 1 times a matmul pipelined the same way without any
+communication (cases.StreamMatmul) and part 2 skips the collective.
+
 On GPUs it writes benchmarks/results/gpu_host_overhead_<gpu>x<ranks>_<dtype>.json unless told
 otherwise. --tiny: toy sizes and few runs (on CPU ranks with gloo where there are no GPUs),
 a smoke run whose times mean nothing; it writes a file only where told.
@@ -35,7 +38,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from cases import CASES, Case, Operands, Problem, hostir, unsupported
+from cases import CASES, Case, Operands, Problem, StreamMatmul, hostir, unsupported
 from hostir_dialect.context import parse_module
 from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, time_runs
 from runtime import Evaluator
@@ -89,17 +92,17 @@ def pipelines(args: argparse.Namespace, device: torch.device) -> list[dict]:
     world, dtype = dist.get_world_size(), DTYPES[args.dtype]
     shapes = TINY_PIPELINE_SHAPES if args.tiny else PIPELINE_SHAPES
     for m, k, _ in shapes:
-        problem = unsupported(m, k, world, [args.chunks])
+        problem = unsupported(m, k, max(world, 2), [args.chunks])
         if problem:
             raise SystemExit(f"gpu_host_overhead.py: {problem}")
     seeds = itertools.count(1)  # a fresh input per check, the same on every rank
     rows = []
-    for case_class in CASES.values():
+    for case_class in CASES.values() if world > 1 else [StreamMatmul]:
         for (m, k, n), repeat in shapes.items():
             case = case_class(Problem(m, k, n, dtype, device, dist.get_rank(), world))
             builds = {"hostir": partial(hostir, case, args.chunks, {}),
                       "hostir_graph": partial(hostir, case, args.chunks, {}, cuda_graph=True),
-                      "handwritten": partial(case.handwritten_nccl, args.chunks)}
+                      "handwritten": partial(case.handwritten, args.chunks)}
             rows.append({"op": case.name, "shape": [m, k, n], "chunks": args.chunks, "repeat": repeat,
                          **{name: checked_pipeline(build, case, next(seeds), repeat) for name, build in builds.items()}})
     return rows
@@ -166,6 +169,8 @@ def host_ops(args: argparse.Namespace, device: torch.device) -> list[dict]:
               torch.randn(1, 256, device=device).to(dtype)]
     rows = []
     for kind, (prelude, op) in host_op_kinds(world).items():
+        if world == 1 and kind.startswith("collective"):
+            continue  # a team of one copies its input: no collective to time
         with_ops = host_ms(host_program(element, world, [*prelude(count), *map(op, range(count))]), inputs, device, runs)
         without = host_ms(host_program(element, world, prelude(count)), inputs, device, runs)
         rows.append({"kind": kind, "ops": count, "runs": runs, "us_per_op": 1e3 * (with_ops - without) / count})

@@ -134,7 +134,7 @@ def variant_builders(case: Case, chunk_counts: list[int]) -> list[tuple[str, Cal
         ("comm_ce", case.comm_ce if cuda else NEEDS_CUDA),
         ("matmul", case.matmul),
         ("naive", case.naive),
-        *((f"handwritten_nccl_S{s}", partial(case.handwritten_nccl, s)) for s in chunk_counts),
+        *((f"handwritten_nccl_S{s}", partial(case.handwritten, s)) for s in chunk_counts),
         ("torch_fused", fused),
         *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph))
           for label, options, graph in HOSTIR_VARIANTS for s in chunk_counts),

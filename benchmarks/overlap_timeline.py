@@ -57,7 +57,7 @@ def builders(case, names: list[str], chunk_counts: list[int]):
                 yield f"{name}_S{s}", partial(hostir, case, s, options, cuda_graph=graph)
         elif name == "handwritten_nccl":
             for s in chunk_counts:
-                yield f"{name}_S{s}", partial(case.handwritten_nccl, s)
+                yield f"{name}_S{s}", partial(case.handwritten, s)
         else:
             yield name, getattr(case, name)
 

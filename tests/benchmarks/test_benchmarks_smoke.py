@@ -59,3 +59,17 @@ def test_gpu_host_overhead_checks_both_schedules_and_times_every_op_kind(reports
     assert [row["ops"] for row in report["graph_replay"]] == list(gpu_host_overhead.TINY_GRAPH_OP_COUNTS)
     for row in report["graph_replay"]:
         assert row["graph_mode"] == EAGER_ON_CPU and row["eager"]["host_ms"] > 0 and row["graph"]["host_ms"] > 0
+
+
+def gpu_host_overhead_tiny(rank: int, world_size: int) -> dict:
+    return gpu_host_overhead.main(["--tiny"])
+
+
+def test_gpu_host_overhead_on_one_rank_pipelines_a_matmul_and_skips_the_collective():
+    (report,) = launch(gpu_host_overhead_tiny, 1, timeout=120)
+    (row,) = report["pipelines"]
+    assert row["op"] == "matmul"
+    for name in gpu_host_overhead.VARIANTS:
+        assert row[name]["status"] == "ok", f"{name}: {row[name]}"
+    assert [r["kind"] for r in report["host_ops"]] == [k for k in gpu_host_overhead.host_op_kinds(1)
+                                                       if not k.startswith("collective")]
