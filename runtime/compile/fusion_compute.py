@@ -34,11 +34,10 @@ def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     if not c.on_rank([*op.operands, op.result]):
         return
     args = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
-    if op.out is not None:
-        return emit_call_into(c, checked_into(kernel, op, c.rank), op.result, c.name(op.out), args, value_name(op.out))
-    if op.result in c.destinations:
-        into = checked_into(kernel, op, c.rank)
-        return emit_call_into(c, into, op.result, c.destinations[op.result], args, "the post's output")
+    dest = c.name(op.out) if op.out is not None else c.destinations.get(op.result)
+    if dest is not None:
+        shown = value_name(op.out) if op.out is not None else "the post's output"
+        return emit_call_into(c, checked_into(kernel, op, c.rank), op.result, dest, args, shown)
     c.refuse_one_chunk(op, [op.result])
     perm = tensor_type(op.result).value_allocation_order()
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
