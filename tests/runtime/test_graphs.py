@@ -201,6 +201,18 @@ def second_replay_host_work(rank: int, world_size: int, program: str, per_rank: 
             "refilled": refilled.cpu()}
 
 
+def assert_second_replay_posts_only_the_launch(result: dict, expected: torch.Tensor) -> None:
+    torch.testing.assert_close(result["output"], expected, rtol=1e-3, atol=1e-3)  # TF32 may be on
+    assert result["graphs"] == 1
+    ops = [name for name in result["host"] if name.startswith(("aten::", "c10d::", "nccl:", "record_param"))]
+    assert ops == ["aten::copy_", "aten::copy_"], result["host"]  # the two inputs into the graph's buffers
+    assert result["host"].count("cudaGraphLaunch") == 1, result["host"]
+    assert not {"cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent"} & set(result["host"]), result["host"]
+    assert not [name for name in result["bound_host"] if name.startswith("aten::")], result["bound_host"]
+    assert result["bound_host"].count("cudaGraphLaunch") == 1, result["bound_host"]
+    torch.testing.assert_close(result["refilled"], 4 * expected, rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
 def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_launch_and_bound_inputs_not_even_those():
@@ -210,14 +222,18 @@ def test_gpu_a_second_replay_posts_nothing_but_the_input_copies_and_the_graph_la
     a, b = torch.randn(4, 2, 64, 32), torch.randn(32, 16)
     per_rank = [[shard_tensor(x, arg.type, r) for x, arg in zip((a, b), program.args)] for r in range(2)]
     for rank, result in enumerate(launch(second_replay_host_work, 2, (str(host), per_rank), backend="nccl")):
-        torch.testing.assert_close(result["output"], shard_tensor(a @ b, program.function_type.outputs.data[0], rank),
-                                   rtol=1e-3, atol=1e-3)  # TF32 may be on
-        assert result["graphs"] == 1
-        ops = [name for name in result["host"] if name.startswith(("aten::", "c10d::", "nccl:", "record_param"))]
-        assert ops == ["aten::copy_", "aten::copy_"], result["host"]  # the two inputs into the graph's buffers
-        assert result["host"].count("cudaGraphLaunch") == 1, result["host"]
-        assert not {"cudaLaunchKernel", "cudaEventRecord", "cudaStreamWaitEvent"} & set(result["host"]), result["host"]
-        assert not [name for name in result["bound_host"] if name.startswith("aten::")], result["bound_host"]
-        assert result["bound_host"].count("cudaGraphLaunch") == 1, result["bound_host"]
-        torch.testing.assert_close(result["refilled"], shard_tensor(4 * (a @ b), program.function_type.outputs.data[0], rank),
-                                   rtol=1e-3, atol=1e-3)
+        assert_second_replay_posts_only_the_launch(result, shard_tensor(a @ b, program.function_type.outputs.data[0], rank))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_a_stream_pipeline_on_one_device_replays_with_the_graph_launch_alone():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4, 64, 32])
+        b = fd.define_tensor([32, 16])
+        c = fd.ops.matmul(a, b)
+        fd.add_output(c)
+    c.axis(0).parallelize(ParallelType.Stream)
+    a, b = torch.randn(4, 64, 32), torch.randn(32, 16)
+    (result,) = launch(second_replay_host_work, 1, (str(fd.lower()), [[a, b]]), backend="nccl")
+    assert_second_replay_posts_only_the_launch(result, a @ b)
