@@ -1,6 +1,7 @@
 """CUDA-graph mode on CPU ranks: the capture check refuses, at the op, what a graph could
 not replay (on every rank alike, from the program text), and accepted programs run eagerly
-with the results of eager mode. The capture itself is tested on GPUs (test_gpu.py)."""
+with the results of eager mode. The capture itself is tested on GPUs: here (a second replay
+posts the graph launch alone, on one GPU and on two) and in test_gpu.py."""
 
 from __future__ import annotations
 
