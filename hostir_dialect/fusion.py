@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
+from .building import init_flat
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
 
@@ -305,7 +306,7 @@ class UnaryComputeOp(ComputeOp):
     assembly_format = "$input (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[input, out], result_types=[result_type])
+        init_flat(self, [input] if out is None else [input, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         return axis_shapes(tensor_type(self.input).value_axes())
@@ -465,7 +466,7 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
     )
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[lhs, rhs, out], result_types=[result_type])
+        init_flat(self, [lhs, rhs] if out is None else [lhs, rhs, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         tensors = self.tensor_inputs()
