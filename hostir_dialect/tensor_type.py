@@ -383,10 +383,7 @@ class TensorType(Data[TensorDesc], TypeAttribute):
 
     def with_(self, **changes) -> TensorType:
         """A copy with TensorDesc fields replaced (normalizing an identity alloc order)."""
-        desc = replace(self.data, **changes)
-        if desc.alloc_order == tuple(range(len(desc.axes))):
-            desc = replace(desc, alloc_order=None)
-        return TensorType(desc)
+        return _replaced(self.data, tuple(changes.items()))
 
     # -- the parameters -----------------------------------------------------------
     @property
@@ -640,6 +637,16 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
 
 # A program names the same few types over and over: each is checked and formatted once
 # (TensorDescs are immutable values).
+
+
+@functools.lru_cache(maxsize=4096)
+def _replaced(desc: TensorDesc, changes: tuple[tuple[str, object], ...]) -> TensorType:
+    """`TensorType.with_`: the passes derive the same few types from the same few types
+    over and over (a chunk's type, a buffer's allocated whole)."""
+    desc = replace(desc, **dict(changes))
+    if desc.alloc_order == tuple(range(len(desc.axes))):
+        desc = replace(desc, alloc_order=None)
+    return TensorType(desc)
 
 
 @functools.lru_cache(maxsize=4096)
