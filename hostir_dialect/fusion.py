@@ -354,7 +354,7 @@ class UnaryComputeOp(ComputeOp):
     assembly_format = "$input (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        init_flat(self, [input] if out is None else [input, out], [result_type])
+        init_flat(self, [input, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         return axis_shapes(tensor_type(self.input).value_axes())
@@ -514,7 +514,7 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
     )
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        init_flat(self, [lhs, rhs] if out is None else [lhs, rhs, out], [result_type])
+        init_flat(self, [lhs, rhs, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         tensors = self.tensor_inputs()
@@ -672,10 +672,7 @@ class DimsComputeOp(ComputeOp):
     assembly_format = "$input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(
-            operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, dims)},
-        )
+        init_flat(self, [input, out], [result_type], {"dims": DenseArrayBase.from_list(i64, dims)})
 
     def normalized_dims(self, rank: int) -> list[int]:
         """`dims` with negative entries counted from `rank`."""
@@ -872,9 +869,8 @@ class ReduceOp(ComputeOp, StreamSliceable):
     assembly_format = "$kind $input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, kind: ReduceKind, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(
-            operands=[input, out], result_types=[result_type],
-            properties={"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)},
+        init_flat(
+            self, [input, out], [result_type], {"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)}
         )
 
     def reduced_axes(self) -> list[int]:
@@ -923,7 +919,7 @@ class MatmulOp(ComputeOp, StreamSliceable):
     assembly_format = "$a `,` $b (`into` $out^)? attr-dict `:` type($a) `,` type($b) `->` type($result)"
 
     def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[a, b, out], result_types=[result_type])
+        init_flat(self, [a, b, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         a, b = tensor_type(self.a).value_axes(), tensor_type(self.b).value_axes()

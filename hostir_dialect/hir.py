@@ -871,7 +871,7 @@ class WaitOp(HostOp):
     assembly_format = "$work (`from` $member^)? attr-dict"
 
     def __init__(self, work: SSAValue, member: SSAValue | None = None):
-        super().__init__(operands=[work, member])
+        init_flat(self, [work, member])
 
 
 @irdl_op_definition
