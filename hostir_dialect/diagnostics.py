@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import io
 import re
 import sys
@@ -24,7 +25,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, IntegerAtt
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, SymbolOpInterface, SymbolTable
+from xdsl.traits import IsolatedFromAbove, OpTrait, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
@@ -122,7 +123,7 @@ def _verify_op(op: Operation, scope: _Scope) -> None:
     except VerifyException as error:
         reason = str(error.__cause__ or error)
         raise HostIRError(describe(op, reason.removeprefix("Operation does not verify: "))) from None
-    inner = _Scope() if op.has_trait(IsolatedFromAbove) else scope
+    inner = _Scope() if _class_has_trait(type(op), IsolatedFromAbove) else scope
     for region in op.regions:
         for block in region.blocks:
             _verify_block(block, inner)
@@ -140,6 +141,13 @@ def _verify_block(block: Block, scope: _Scope) -> None:
     scope.visible.difference_update(defined)
 
 
+@functools.cache
+def _class_has_trait(op_class: type[Operation], trait: type[OpTrait]) -> bool:
+    """`has_trait` of an op class, which scans its traits: they are fixed when the class
+    is defined, and the verifier asks it of every op, twice."""
+    return op_class.has_trait(trait)
+
+
 def _use_problem(op: Operation, scope: _Scope) -> tuple[Operation, str] | None:
     for index, operand in enumerate(op.operands):
         if operand not in scope.visible:
@@ -152,7 +160,7 @@ def _use_problem(op: Operation, scope: _Scope) -> tuple[Operation, str] | None:
 
 def _symbol_problem(op: Operation) -> tuple[Operation, str] | None:
     """MLIR reports a symbol defined twice at the second definition."""
-    if not op.has_trait(SymbolTable):
+    if not _class_has_trait(type(op), SymbolTable):
         return None
     seen: set[str] = set()
     for region in op.regions:

@@ -29,6 +29,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from .building import init_flat
 from .tensor_type import TensorType
 
 
@@ -56,7 +57,7 @@ class ReturnLikeOp(IRDLOperation):
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
-        super().__init__(operands=[values])
+        init_flat(self, values)
 
 
 class FunctionLikeOp(IRDLOperation):
@@ -74,10 +75,7 @@ class FunctionLikeOp(IRDLOperation):
         function_type = FunctionType.from_lists(inputs, outputs)
         if body is None:
             body = Region(Block(arg_types=inputs))
-        super().__init__(
-            properties={"sym_name": StringAttr(name), "function_type": function_type},
-            regions=[body],
-        )
+        init_flat(self, properties={"sym_name": StringAttr(name), "function_type": function_type}, regions=[body])
 
     @property
     def args(self):

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar, Generic, TypeVar
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -57,6 +57,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
+from .building import init_flat
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
 
@@ -280,6 +281,11 @@ class ComputeOp(IRDLOperation):
     def verify_(self) -> None:
         if self.out is not None and _in_fusion_func(self):
             raise VerifyException("destination operands (`into`) are only allowed in a hir.program")
+        _VERIFIED_SHAPES.answer(self, type(self).verify_shape)
+
+    def verify_shape(self) -> None:
+        """The checks that read only what `shape_of` the op holds: its result axes and
+        element type against its operands'."""
         expected = self.infer_axes()
         got = axis_shapes(tensor_type(self.result).axes)
         if len(expected) != len(got) or not all(
@@ -298,6 +304,49 @@ class ComputeOp(IRDLOperation):
             raise VerifyException(f"result element type {result} differs from the input's {source}")
 
 
+def shape_of(op: ComputeOp) -> tuple | None:
+    """What a compute op's shape rules and sharding queries read when every operand is a
+    tensor: the op's kind, properties and attributes, its operand types (axis maps read
+    their types and positions), which operands are the same value, and its result type.
+    None when an operand is not a tensor (an index, whose defining op a verifier or map
+    may read)."""
+    operands = tuple(op.operands)
+    types = tuple(v.type for v in operands)
+    if not all(isinstance(t, TensorType) for t in types):
+        return None
+    aliases = tuple(operands.index(v) for v in operands)
+    return (type(op), tuple(op.properties.items()), tuple(op.attributes.items()), types, aliases, op.result.type)
+
+
+_Answer = TypeVar("_Answer")
+
+
+class ShapeTable(Generic[_Answer]):
+    """The answers to a question about compute ops that `shape_of` an op determines, by
+    shape: the passes and the verifier ask every op, several times, and a program repeats a
+    few shapes of op many times over. An op without a shape is asked each time."""
+
+    LIMIT = 4096
+    """Shapes a table holds at most (a full table starts over)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[tuple, _Answer] = {}
+
+    def answer(self, op: ComputeOp, question: Callable[[ComputeOp], _Answer]) -> _Answer:
+        key = shape_of(op)
+        if key is None:
+            return question(op)
+        if key not in self.answers:
+            if len(self.answers) >= self.LIMIT:
+                self.answers.clear()
+            self.answers[key] = question(op)  # a question that raises leaves no answer
+        return self.answers[key]
+
+
+_VERIFIED_SHAPES: ShapeTable[None] = ShapeTable()
+"""The shapes of compute op whose `verify_shape` passed."""
+
+
 class UnaryComputeOp(ComputeOp):
     """An op of one tensor input: `%r = fusion.<op> %x (into %d)? : T -> R`."""
 
@@ -305,7 +354,7 @@ class UnaryComputeOp(ComputeOp):
     assembly_format = "$input (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[input, out], result_types=[result_type])
+        init_flat(self, [input, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         return axis_shapes(tensor_type(self.input).value_axes())
@@ -465,7 +514,7 @@ class BinaryComputeOp(ComputeOp, StreamSliceable):
     )
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[lhs, rhs, out], result_types=[result_type])
+        init_flat(self, [lhs, rhs, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         tensors = self.tensor_inputs()
@@ -623,10 +672,7 @@ class DimsComputeOp(ComputeOp):
     assembly_format = "$input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(
-            operands=[input, out], result_types=[result_type],
-            properties={"dims": DenseArrayBase.from_list(i64, dims)},
-        )
+        init_flat(self, [input, out], [result_type], {"dims": DenseArrayBase.from_list(i64, dims)})
 
     def normalized_dims(self, rank: int) -> list[int]:
         """`dims` with negative entries counted from `rank`."""
@@ -823,9 +869,8 @@ class ReduceOp(ComputeOp, StreamSliceable):
     assembly_format = "$kind $input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, kind: ReduceKind, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(
-            operands=[input, out], result_types=[result_type],
-            properties={"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)},
+        init_flat(
+            self, [input, out], [result_type], {"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)}
         )
 
     def reduced_axes(self) -> list[int]:
@@ -874,7 +919,7 @@ class MatmulOp(ComputeOp, StreamSliceable):
     assembly_format = "$a `,` $b (`into` $out^)? attr-dict `:` type($a) `,` type($b) `->` type($result)"
 
     def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[a, b, out], result_types=[result_type])
+        init_flat(self, [a, b, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         a, b = tensor_type(self.a).value_axes(), tensor_type(self.b).value_axes()

@@ -50,6 +50,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
+from .building import init_flat
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
@@ -163,9 +164,7 @@ class AllocateOp(HostOp):
     assembly_format = "(`symmetric` $symmetric^)? (`(` $extents^ `)`)? attr-dict `:` type($result)"
 
     def __init__(self, tensor_type: TensorType, symmetric: bool = False, extents: Sequence[SSAValue] = ()):
-        super().__init__(
-            operands=[extents], result_types=[tensor_type], properties={"symmetric": UnitAttr()} if symmetric else {}
-        )
+        init_flat(self, extents, [tensor_type], {"symmetric": UnitAttr()} if symmetric else {})
 
     @property
     def is_symmetric(self) -> bool:
@@ -187,7 +186,7 @@ class HostEffectOp(HostOp):
     traits = traits_def(MemoryWriteEffect())
 
     def __init__(self, operand: SSAValue):
-        super().__init__(operands=[operand])
+        init_flat(self, [operand])
 
 
 @irdl_op_definition
@@ -246,10 +245,7 @@ class AliasSelectOp(TensorAxisOp):
     assembly_format = "$input `[` $index `]` `axis` $axis attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, index: SSAValue, axis: int, result_type: TensorType):
-        super().__init__(
-            operands=[input, index], result_types=[result_type],
-            properties={"axis": i64_attr(axis)},
-        )
+        init_flat(self, [input, index], [result_type], {"axis": i64_attr(axis)})
 
     def verify_(self) -> None:
         super().verify_()
@@ -270,7 +266,7 @@ class IndexValueOp(HostOp):
     traits = traits_def(Pure())
 
     def __init__(self, *operands: SSAValue, properties: dict[str, Attribute] | None = None):
-        super().__init__(operands=operands, result_types=[IndexType()], properties=properties or {})
+        init_flat(self, operands, [IndexType()], properties)
 
 
 @irdl_op_definition
@@ -296,7 +292,7 @@ class StreamValueOp(HostOp):
     result = result_def(StreamType)
 
     def __init__(self, *operands: SSAValue):
-        super().__init__(operands=operands, result_types=[StreamType()])
+        init_flat(self, operands, [StreamType()])
 
 
 @irdl_op_definition
@@ -875,7 +871,7 @@ class WaitOp(HostOp):
     assembly_format = "$work (`from` $member^)? attr-dict"
 
     def __init__(self, work: SSAValue, member: SSAValue | None = None):
-        super().__init__(operands=[work, member])
+        init_flat(self, [work, member])
 
 
 @irdl_op_definition

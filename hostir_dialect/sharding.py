@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from .fusion import ComputeOp
+from .fusion import ComputeOp, ShapeTable
 from .hir import CollectiveOp
 from .tensor_type import DEVICE_KINDS, ParallelKind, TensorType, tensor_type
 
@@ -95,35 +95,11 @@ def is_resharding(op: Operation) -> bool:
     """Some tensor input and the result are sharded differently over devices."""
     if not isinstance(op, ComputeOp):
         return False
-    key = _shape_of(op)
-    if key is None:
-        return _reads_another_sharding(op)
-    if key not in _RESHARDING:
-        if len(_RESHARDING) >= _RESHARDING_LIMIT:
-            _RESHARDING.clear()
-        _RESHARDING[key] = _reads_another_sharding(op)
-    return _RESHARDING[key]
+    return _RESHARDING.answer(op, _reads_another_sharding)
 
 
-_RESHARDING: dict[tuple, bool] = {}
-"""`is_resharding` by `_shape_of` the op: the passes ask it of every op, several times,
-and a program repeats a few shapes of op many times over."""
-
-_RESHARDING_LIMIT = 4096
-"""Shapes `_RESHARDING` holds at most (a full table starts over)."""
-
-
-def _shape_of(op: ComputeOp) -> tuple | None:
-    """What `is_resharding` depends on when every operand is a tensor: the op's kind,
-    properties and attributes, its operand types (axis maps read their types and
-    positions), which operands are the same value, and its result type. None when an
-    operand is not a tensor (an index, whose defining op a verifier or map may read)."""
-    operands = tuple(op.operands)
-    types = tuple(v.type for v in operands)
-    if not all(isinstance(t, TensorType) for t in types):
-        return None
-    aliases = tuple(operands.index(v) for v in operands)
-    return (type(op), tuple(op.properties.items()), tuple(op.attributes.items()), types, aliases, op.result.type)
+_RESHARDING: ShapeTable[bool] = ShapeTable()
+"""`is_resharding` by shape of op."""
 
 
 def _reads_another_sharding(op: ComputeOp) -> bool:

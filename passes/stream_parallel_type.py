@@ -734,9 +734,12 @@ def _chunk_op(op: Operation, axes: dict[SSAValue, int | None], mapping: dict[SSA
 def drop_stream_allocation(function: FunctionLikeOp) -> None:
     """Retype every tensor of a program or unit that is marked stream-allocated: what a
     loop writes is allocated full-size, what runs whole holds every chunk."""
-    values = [v for op in function.walk() for region in op.regions for block in region.blocks for v in block.args]
-    values += [v for op in function.walk() for v in op.results]
-    for value in values:
+    arguments: list[SSAValue] = []
+    results: list[SSAValue] = []
+    for op in function.walk():
+        arguments += [v for region in op.regions for block in region.blocks for v in block.args]
+        results += op.results
+    for value in arguments + results:
         if isinstance(value.type, TensorType) and value.type.stream_allocated:
             Rewriter.replace_value_with_new_type(value, value.type.with_(stream_allocated=False))
     function.update_function_type()

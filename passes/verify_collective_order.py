@@ -201,11 +201,22 @@ class OpFacts:
         """Ops checked not to communicate unless PROJECTIONS models them."""
         self.collectives: dict[Operation, tuple[tuple[int, ...], tuple]] = {}
         """Each collective -> its team, and what every member must post with it."""
+        self.posters: dict[tuple[Operation, int], bool] = {}
+        """(collective, rank) -> does the rank post it (its buffers checked)?"""
 
     def refuse_unmodelled_communication(self, op: Operation) -> None:
         if op not in self.quiet:
             _refuse_unmodelled_communication(op)
             self.quiet.add(op)
+
+    def posts(self, op: hir.CollectiveOp, rank: int) -> bool:
+        key = (op, rank)
+        if key not in self.posters:
+            takes_part = op.takes_part(rank)
+            if takes_part:
+                _refuse_missing_buffers(op, rank)
+            self.posters[key] = takes_part
+        return self.posters[key]
 
     def collective(self, op: hir.CollectiveOp) -> tuple[tuple[int, ...], tuple]:
         if op not in self.collectives:
@@ -351,18 +362,23 @@ def _collective(p: Projection, op: hir.CollectiveOp) -> Iterable[Event]:
     outside = [d for d in team if not 0 <= d < p.world_size]
     if outside:
         raise op_error(op, f"team {list(team)} names devices {outside} outside the world of {p.world_size} ranks")
-    if not op.takes_part(p.rank):
+    if not p.facts.posts(op, p.rank):
         return ()
-    buffers = [(op.input, op.needs_input(p.rank), "input"), (op.output, op.needs_output(p.rank), "output")]
+    return (Post(op, ("team", team), tuple(d for d in team if d != p.rank), signature, p.iteration),)
+
+
+def _refuse_missing_buffers(op: hir.CollectiveOp, rank: int) -> None:
+    """A member must hold the buffers it posts."""
+    buffers = [(op.input, op.needs_input(rank), "input"), (op.output, op.needs_output(rank), "output")]
     if op.via is not None:
         buffers.append((op.via, True, "via"))  # a copy-engine post reads all of its buffers
     for buffer, needed, what in buffers:
         t = tensor_type(buffer)
-        if needed and not t.is_on_rank(p.rank):
-            others = ", ".join(str(d) for d in team if d != p.rank)
-            raise op_error(op, f"rank {p.rank} of team {list(team)} holds no {what} buffer (its mesh is {t.mesh}), "
+        if needed and not t.is_on_rank(rank):
+            team = op.team_ids
+            others = ", ".join(str(d) for d in team if d != rank)
+            raise op_error(op, f"rank {rank} of team {list(team)} holds no {what} buffer (its mesh is {t.mesh}), "
                                f"so it cannot post it and rank(s) {others} would wait for it forever")
-    return (Post(op, ("team", team), tuple(d for d in team if d != p.rank), signature, p.iteration),)
 
 
 def _transfer(p: Projection, op: hir.PointToPointOp) -> Iterable[Event]:
