@@ -19,11 +19,15 @@ def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> None:
         c.refuse_one_chunk(op, [op.result])  # a buffer outside a loop holds every chunk
     shape = logical_shape(t, c.rank)
     if DYNAMIC in shape:
-        return allocate_dynamic(c, op)
-    if not t.is_on_rank(c.rank):
-        return None
-    if op.is_symmetric:
-        return acquire_symmetric(c, op)
+        allocate_dynamic(c, op)  # it refuses what it cannot allocate on every rank first
+    elif t.is_on_rank(c.rank) and op.is_symmetric:
+        acquire_symmetric(c, op)
+    elif t.is_on_rank(c.rank):
+        allocate_static(c, op, shape)
+
+
+def allocate_static(c: FunctionCompiler, op: hir.AllocateOp, shape: tuple[int, ...]) -> None:
+    t = tensor_type(op.result)
     result, device = c.name(op.result), c.bind(c.context.device, "device")
     if t.value_allocation_order() is None:
         new = f"{c.bind(torch.empty, 'empty')}({tuple(shape)!r}, dtype={c.bind(torch_dtype(t), 'dtype')}, device={device})"
@@ -47,10 +51,10 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> None:
         return
     positions = [t.value_position(a) for a in axes]
     factors = [t.axes[a].split_factor for a in axes]
-    rank, device = c.rank, c.context.device
+    rank, device, static_shape = c.rank, c.context.device, logical_shape(t, c.rank)
 
     def new(*extents: int) -> torch.Tensor:
-        shape = list(logical_shape(t, rank))
+        shape = list(static_shape)
         for position, axis, factor, extent in zip(positions, axes, factors, extents):
             if extent % factor:
                 # Every rank holding the buffer reads the same logical extent, so all refuse here.
