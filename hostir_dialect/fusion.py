@@ -45,7 +45,6 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     prop_def,
@@ -58,6 +57,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
 from .building import init_flat
+from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
 
@@ -370,7 +370,7 @@ class ElementwiseUnaryOp(UnaryComputeOp, StreamSliceable):
         return type(self)(_chunk(chunks, self.input), result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class SetOp(ElementwiseUnaryOp):
     """Copy; with a different sharding or mesh on the result, a resharding (communication).
     A set never permutes (fusion.permute does), so it is a standalone host op."""
@@ -379,7 +379,7 @@ class SetOp(ElementwiseUnaryOp):
     traits = traits_def(StandaloneHostOp())
 
 
-@irdl_op_definition
+@op_definition
 class CastOp(ElementwiseUnaryOp):
     """Elementwise conversion to the result's element type."""
 
@@ -408,84 +408,84 @@ class FloatingPointUnaryOp(ElementwiseUnaryOp):
         super().verify_element_type()
 
 
-@irdl_op_definition
+@op_definition
 class NegOp(ArithmeticUnaryOp):
     """Elementwise neg."""
 
     name = "fusion.neg"
 
 
-@irdl_op_definition
+@op_definition
 class AbsOp(ArithmeticUnaryOp):
     """Elementwise abs."""
 
     name = "fusion.abs"
 
 
-@irdl_op_definition
+@op_definition
 class ReluOp(ArithmeticUnaryOp):
     """Elementwise relu."""
 
     name = "fusion.relu"
 
 
-@irdl_op_definition
+@op_definition
 class ExpOp(FloatingPointUnaryOp):
     """Elementwise exp."""
 
     name = "fusion.exp"
 
 
-@irdl_op_definition
+@op_definition
 class LogOp(FloatingPointUnaryOp):
     """Elementwise log."""
 
     name = "fusion.log"
 
 
-@irdl_op_definition
+@op_definition
 class SqrtOp(FloatingPointUnaryOp):
     """Elementwise sqrt."""
 
     name = "fusion.sqrt"
 
 
-@irdl_op_definition
+@op_definition
 class RsqrtOp(FloatingPointUnaryOp):
     """Elementwise rsqrt."""
 
     name = "fusion.rsqrt"
 
 
-@irdl_op_definition
+@op_definition
 class SinOp(FloatingPointUnaryOp):
     """Elementwise sin."""
 
     name = "fusion.sin"
 
 
-@irdl_op_definition
+@op_definition
 class CosOp(FloatingPointUnaryOp):
     """Elementwise cos."""
 
     name = "fusion.cos"
 
 
-@irdl_op_definition
+@op_definition
 class TanhOp(FloatingPointUnaryOp):
     """Elementwise tanh."""
 
     name = "fusion.tanh"
 
 
-@irdl_op_definition
+@op_definition
 class SigmoidOp(FloatingPointUnaryOp):
     """Elementwise sigmoid."""
 
     name = "fusion.sigmoid"
 
 
-@irdl_op_definition
+@op_definition
 class ReciprocalOp(FloatingPointUnaryOp):
     """Elementwise reciprocal."""
 
@@ -566,91 +566,91 @@ class ComparisonOp(BinaryComputeOp):
         return i1
 
 
-@irdl_op_definition
+@op_definition
 class AddOp(BinaryComputeOp):
     """Elementwise add."""
 
     name = "fusion.add"
 
 
-@irdl_op_definition
+@op_definition
 class SubOp(BinaryComputeOp):
     """Elementwise sub."""
 
     name = "fusion.sub"
 
 
-@irdl_op_definition
+@op_definition
 class MulOp(BinaryComputeOp):
     """Elementwise mul."""
 
     name = "fusion.mul"
 
 
-@irdl_op_definition
+@op_definition
 class DivOp(BinaryComputeOp):
     """Elementwise div (truncating for integers)."""
 
     name = "fusion.div"
 
 
-@irdl_op_definition
+@op_definition
 class MaximumOp(BinaryComputeOp):
     """Elementwise maximum."""
 
     name = "fusion.maximum"
 
 
-@irdl_op_definition
+@op_definition
 class MinimumOp(BinaryComputeOp):
     """Elementwise minimum."""
 
     name = "fusion.minimum"
 
 
-@irdl_op_definition
+@op_definition
 class PowOp(BinaryComputeOp):
     """Elementwise pow."""
 
     name = "fusion.pow"
 
 
-@irdl_op_definition
+@op_definition
 class EqOp(ComparisonOp):
     """Elementwise ==."""
 
     name = "fusion.eq"
 
 
-@irdl_op_definition
+@op_definition
 class NeOp(ComparisonOp):
     """Elementwise !=."""
 
     name = "fusion.ne"
 
 
-@irdl_op_definition
+@op_definition
 class LtOp(ComparisonOp):
     """Elementwise <."""
 
     name = "fusion.lt"
 
 
-@irdl_op_definition
+@op_definition
 class LeOp(ComparisonOp):
     """Elementwise <=."""
 
     name = "fusion.le"
 
 
-@irdl_op_definition
+@op_definition
 class GtOp(ComparisonOp):
     """Elementwise >."""
 
     name = "fusion.gt"
 
 
-@irdl_op_definition
+@op_definition
 class GeOp(ComparisonOp):
     """Elementwise >=."""
 
@@ -679,7 +679,7 @@ class DimsComputeOp(ComputeOp):
         return [_normalize(d, rank) for d in self.dims.get_values()]
 
 
-@irdl_op_definition
+@op_definition
 class PermuteOp(DimsComputeOp, StreamSliceable):
     """%r = fusion.permute %x dims [1, 0] : T -> R   (result axis i = input axis dims[i])"""
 
@@ -732,7 +732,7 @@ def _from_end(positions: list[int], length: int) -> list[int]:
     return sorted(length - 1 - p for p in positions)
 
 
-@irdl_op_definition
+@op_definition
 class ReshapeOp(UnaryComputeOp, StreamSliceable):
     """%r = fusion.reshape %x : T -> R   (same number of elements)"""
 
@@ -787,7 +787,7 @@ class ReshapeOp(UnaryComputeOp, StreamSliceable):
         return ReshapeOp(_chunk(chunks, self.input), result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class BroadcastOp(DimsComputeOp, StreamSliceable):
     """%r = fusion.broadcast %x dims [0] : T -> R   (dims: result positions of new axes)"""
 
@@ -818,7 +818,7 @@ class BroadcastOp(DimsComputeOp, StreamSliceable):
         return BroadcastOp(_chunk(chunks, self.input), dims, result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class SqueezeOp(DimsComputeOp, StreamSliceable):
     """%r = fusion.squeeze %x dims [0] : T -> R   (dims: input axes of extent 1 to drop)"""
 
@@ -853,7 +853,7 @@ class SqueezeOp(DimsComputeOp, StreamSliceable):
         return SqueezeOp(_chunk(chunks, self.input), dims, result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class ReduceOp(ComputeOp, StreamSliceable):
     """%r = fusion.reduce sum %x dims [1] : T<[4, 8]> -> R<[4, r8]>
 
@@ -902,7 +902,7 @@ class ReduceOp(ComputeOp, StreamSliceable):
         return ReduceOp(self.kind.data, _chunk(chunks, self.input), dims, result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class MatmulOp(ComputeOp, StreamSliceable):
     """%c = fusion.matmul %a, %b : A<[..., M, K]>, B<[..., K, N]> -> C<[..., M, N, rK]>
 
@@ -966,7 +966,7 @@ class MatmulOp(ComputeOp, StreamSliceable):
         return MatmulOp(_chunk(chunks, self.a), _chunk(chunks, self.b), result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class LinearOp(ComputeOp, StreamSliceable):
     """%y = fusion.linear %x, %w (bias %b)? : X<[..., K]>, W<[N, K]>(, B<[N]>)? -> Y<[..., N, rK]>"""
 
@@ -1021,7 +1021,7 @@ class LinearOp(ComputeOp, StreamSliceable):
         return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class SliceOp(ComputeOp, StreamSliceable):
     """%r = fusion.slice %x starts [0, 2] stops [4, 8] steps [1, 2] : T -> R"""
 
@@ -1081,7 +1081,7 @@ class SliceOp(ComputeOp, StreamSliceable):
         return SliceOp(_chunk(chunks, self.input), starts, stops, steps, result_type, out)
 
 
-@irdl_op_definition
+@op_definition
 class SelectOp(ComputeOp, StreamSliceable):
     """%r = fusion.select %x[%i] dim 0 : T, index -> R   (drops axis `dim`)"""
 
@@ -1143,7 +1143,7 @@ class SelectOp(ComputeOp, StreamSliceable):
 # --------------------------------------------------------------------------- #
 
 
-@irdl_op_definition
+@op_definition
 class FuncOp(FunctionLikeOp):
     """fusion.func @f(%a: T) -> R { ... fusion.return %r : R }
 
@@ -1161,7 +1161,7 @@ class FuncOp(FunctionLikeOp):
         super().verify_()
 
 
-@irdl_op_definition
+@op_definition
 class ReturnOp(ReturnLikeOp):
     """fusion.return %r : R
 

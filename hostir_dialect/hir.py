@@ -27,7 +27,6 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -51,6 +50,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
 from .building import init_flat
+from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
 from .tensor_type import DYNAMIC, TensorType, tensor_type
@@ -114,7 +114,7 @@ class HostOp(IRDLOperation):
 # --------------------------------------------------------------------------- #
 
 
-@irdl_op_definition
+@op_definition
 class ProgramOp(FunctionLikeOp):
     """hir.program @main(%a: T) -> R { ... hir.return %r : R }: one rank's host program.
 
@@ -127,7 +127,7 @@ class ProgramOp(FunctionLikeOp):
     RETURN_OP: ClassVar[str] = "hir.return"
 
 
-@irdl_op_definition
+@op_definition
 class ReturnOp(ReturnLikeOp):
     """hir.return %r : R"""
 
@@ -140,7 +140,7 @@ class ReturnOp(ReturnLikeOp):
 # --------------------------------------------------------------------------- #
 
 
-@irdl_op_definition
+@op_definition
 class AllocateOp(HostOp):
     """%b = hir.allocate (symmetric)? (%n, ..)? : T   -- the local buffer of T.
 
@@ -189,7 +189,7 @@ class HostEffectOp(HostOp):
         init_flat(self, [operand])
 
 
-@irdl_op_definition
+@op_definition
 class DeallocateOp(HostEffectOp):
     """hir.deallocate %b : T   -- drop this rank's reference to the buffer."""
 
@@ -230,7 +230,7 @@ class TensorAxisOp(HostOp):
             raise VerifyException(f"axis {self.axis_index} is out of range for rank {rank}")
 
 
-@irdl_op_definition
+@op_definition
 class AliasSelectOp(TensorAxisOp):
     """%v = hir.alias_select %t[%i] axis 0 : T -> R   -- a view of one slice, never a copy.
 
@@ -269,7 +269,7 @@ class IndexValueOp(HostOp):
         init_flat(self, operands, [IndexType()], properties)
 
 
-@irdl_op_definition
+@op_definition
 class ExtentOp(TensorAxisOp, IndexValueOp):
     """%n = hir.extent %t axis 0 : T   -- the run-time extent of a (dynamic) logical axis."""
 
@@ -295,7 +295,7 @@ class StreamValueOp(HostOp):
         init_flat(self, operands, [StreamType()])
 
 
-@irdl_op_definition
+@op_definition
 class GetCurrentStreamOp(StreamValueOp):
     """%s = hir.get_current_stream   -- capture the stream the user launched us on.
 
@@ -307,7 +307,7 @@ class GetCurrentStreamOp(StreamValueOp):
     assembly_format = "attr-dict"
 
 
-@irdl_op_definition
+@op_definition
 class StreamOp(StreamValueOp):
     """%s = hir.stream %key   -- the worker stream for an integer key, created once, cached."""
 
@@ -324,21 +324,21 @@ class StreamEffectOp(HostEffectOp):
     assembly_format = "$stream attr-dict"
 
 
-@irdl_op_definition
+@op_definition
 class SetCurrentStreamOp(StreamEffectOp):
     """hir.set_current_stream %s   -- later device work is enqueued on %s."""
 
     name = "hir.set_current_stream"
 
 
-@irdl_op_definition
+@op_definition
 class SynchronizeOp(StreamEffectOp):
     """hir.synchronize %s   -- the current stream waits for %s; the host never blocks."""
 
     name = "hir.synchronize"
 
 
-@irdl_op_definition
+@op_definition
 class NumberOfStreamsOp(IndexValueOp):
     """%n = hir.number_of_streams   -- a run parameter (default 4)."""
 
@@ -351,7 +351,7 @@ class NumberOfStreamsOp(IndexValueOp):
 # --------------------------------------------------------------------------- #
 
 
-@irdl_op_definition
+@op_definition
 class PostOnStreamOp(HostOp):
     """%r = hir.post_on_stream @unit(%a) (outs(%buf))? : (T) -> R
 
@@ -624,7 +624,7 @@ class ReducingCollectiveOp(CollectiveOp):
     REDUCES: ClassVar[bool] = True
 
 
-@irdl_op_definition
+@op_definition
 class AllgatherOp(CollectiveOp):
     """Every team member gets all shards, concatenated along axis 0.
 
@@ -639,7 +639,7 @@ class AllgatherOp(CollectiveOp):
         return self.gathered_problem(output_numel, input_numel, "output")
 
 
-@irdl_op_definition
+@op_definition
 class AllreduceOp(ReducingCollectiveOp):
     """Every team member gets the reduction of all inputs.
 
@@ -669,7 +669,7 @@ class AllreduceOp(ReducingCollectiveOp):
         return None
 
 
-@irdl_op_definition
+@op_definition
 class ReduceScatterOp(ReducingCollectiveOp):
     """Reduce, then member i keeps chunk i (axis 0).
 
@@ -693,7 +693,7 @@ class ReduceScatterOp(ReducingCollectiveOp):
         return self.gathered_problem(input_numel, output_numel, "input")
 
 
-@irdl_op_definition
+@op_definition
 class ScatterOp(RootedCollectiveOp):
     """The root's input is split in team-size chunks, one per member."""
 
@@ -710,7 +710,7 @@ class ScatterOp(RootedCollectiveOp):
         return member != self.root_id
 
 
-@irdl_op_definition
+@op_definition
 class GatherOp(RootedCollectiveOp):
     """The root gets every member's input, concatenated; a root that holds no input may
     have no slot for itself (team size - 1 chunks, nvFuser's postGather)."""
@@ -731,7 +731,7 @@ class GatherOp(RootedCollectiveOp):
         return False  # a root without output gathers into scratch
 
 
-@irdl_op_definition
+@op_definition
 class BroadcastOp(RootedCollectiveOp):
     """Every member gets the root's input."""
 
@@ -745,7 +745,7 @@ class BroadcastOp(RootedCollectiveOp):
         return member != self.root_id
 
 
-@irdl_op_definition
+@op_definition
 class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
     """The root gets the reduction of all inputs."""
 
@@ -758,7 +758,7 @@ class ReduceOp(RootedCollectiveOp, ReducingCollectiveOp):
         return False  # a root without output reduces into scratch
 
 
-@irdl_op_definition
+@op_definition
 class SendRecvOp(RootedCollectiveOp):
     """Team [sender, receiver], root = sender: one copy (a team of one: a local copy)."""
 
@@ -780,7 +780,7 @@ class SendRecvOp(RootedCollectiveOp):
         return member == self.team_ids[-1]
 
 
-@irdl_op_definition
+@op_definition
 class AllToAllOp(CollectiveOp):
     """Member i sends chunk j of its input to member j."""
 
@@ -794,7 +794,7 @@ class AllToAllOp(CollectiveOp):
         return None
 
 
-@irdl_op_definition
+@op_definition
 class ShiftOp(CollectiveOp):
     """%w = hir.shift %in -> %out team [0, 1, 2, 3] offset %k : T -> R
 
@@ -848,17 +848,17 @@ class PointToPointOp(WaitedOp):
         return tensor_type(self.buffer).is_on_rank(rank)
 
 
-@irdl_op_definition
+@op_definition
 class SendOp(PointToPointOp):
     name = "hir.send"
 
 
-@irdl_op_definition
+@op_definition
 class RecvOp(PointToPointOp):
     name = "hir.recv"
 
 
-@irdl_op_definition
+@op_definition
 class WaitOp(HostOp):
     """hir.wait %w (from %p)?   -- the current stream waits for the collective (the host
     does not); with `from`, only for the part of the team member at position %p (a
@@ -874,7 +874,7 @@ class WaitOp(HostOp):
         init_flat(self, [work, member])
 
 
-@irdl_op_definition
+@op_definition
 class TeamPositionOp(IndexValueOp):
     """%p = hir.team_position team [0, 1]   -- this rank's position in the team (rank
     dependent; -1 on a rank outside the team, whose ops on the team's buffers are skipped)."""

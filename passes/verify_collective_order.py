@@ -204,10 +204,32 @@ class OpFacts:
         self.posters: dict[tuple[Operation, int], bool] = {}
         """(collective, rank) -> does the rank post it (its buffers checked)?"""
 
+        self.loops: dict[scf.ForOp, tuple[int, bool]] = {}
+        """Each loop -> the ops in its body, and whether it is silent (`silent`)."""
+
     def refuse_unmodelled_communication(self, op: Operation) -> None:
         if op not in self.quiet:
             _refuse_unmodelled_communication(op)
             self.quiet.add(op)
+
+    def body_size(self, loop: scf.ForOp) -> int:
+        return self._loop_facts(loop)[0]
+
+    def silent(self, loop: scf.ForOp) -> bool:
+        """A loop without results whose body holds no post, loop or branch: projecting it
+        adds no post and defines only values of its body, on every rank and trip (so a
+        pipeline's synchronizing loops are not unrolled)."""
+        return self._loop_facts(loop)[1]
+
+    def _loop_facts(self, loop: scf.ForOp) -> tuple[int, bool]:
+        if loop not in self.loops:
+            body = list(loop.body.block.walk())
+            for op in body:
+                if type(op) not in PROJECTIONS:
+                    self.refuse_unmodelled_communication(op)
+            silent = not loop.results and all(PROJECTIONS.get(type(op), _nothing) in _SILENT_RULES for op in body)
+            self.loops[loop] = (len(body), silent)
+        return self.loops[loop]
 
     def posts(self, op: hir.CollectiveOp, rank: int) -> bool:
         key = (op, rank)
@@ -406,7 +428,9 @@ def _loop(p: Projection, op: scf.ForOp) -> Iterable[Event]:
         if step == 0:
             raise op_error(op, "has step 0: every rank fails when it reaches it")
         trips = range(lower, upper, step)
-        if len(trips) * sum(1 for _ in body.walk()) <= p.budget:
+        if p.facts.silent(op):
+            return ()
+        if len(trips) * p.facts.body_size(op) <= p.budget:
             return _unrolled(p, op, trips)
     carried = Varying(f"a value carried across the iterations of {_show(op)}")
     p.values[body.args[0]] = Symbolic(("index", op, p.iteration))
@@ -484,6 +508,9 @@ PROJECTIONS: dict[type[Operation], Callable[[Projection, Any], Iterable[Event]]]
 }
 """How each op the projection reads affects one rank: the index values it defines and the
 posts it makes. Ops not listed are skipped (after checking they do not communicate)."""
+
+_SILENT_RULES = {_constant, _compare, _select, _binary, _cast, _number_of_streams, _team_position, _extent, _nothing}
+"""The rules that define index values and post nothing (`_nothing`: an op not listed)."""
 
 
 # --------------------------------------------------------------------------- #
