@@ -67,6 +67,26 @@ def test_a_communication_op_without_a_projection_is_refused():
 }""")
 
 
+def test_a_loop_that_posts_nothing_is_not_unrolled_but_still_checked():
+    """A loop of index arithmetic only is skipped (silent), after its body is checked for
+    communication the projection does not know, and its step for 0."""
+    loop = T + """hir.program @main(%x: !t) {{
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step {step} {{
+    %n = hir.number_of_streams
+    {inner}
+  }}
+  hir.return
+}}"""
+    verify(loop.format(step="%c4", inner=""))
+    with pytest.raises(HostIRError, match=r"test.mlir:7:5: error: 'test.signal' op communicates, but"):
+        verify(loop.format(step="%c4", inner="%w = test.signal %x : !t"))
+    unverified = LocatingParser(make_context(), loop.format(step="%c0", inner=""), "test.mlir").parse_module()
+    with pytest.raises(HostIRError, match=r"test.mlir:5:3: error: 'scf.for' op has step 0"):  # the verifier says so too
+        VerifyCollectiveOrder().apply(make_context(), unverified)
+
+
 def test_a_peer_from_an_op_the_projection_cannot_read_is_refused():
     with pytest.raises(HostIRError, match=r"test.mlir:4:3: error: 'hir.send' op cannot be verified: its peer on "
                                           r"rank 0 depends on %peer, a result of 'test.index' at test.mlir:3:3, "
