@@ -35,10 +35,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xdsl.parser import Parser
-from xdsl.printer import Printer
 
 from hostir_dialect.context import make_context
 from hostir_dialect.diagnostics import LocatingParser, verify_located
+from hostir_dialect.printer import Printer
 from passes import build_passes
 from passes.opt import collect_garbage_rarely
 

@@ -24,6 +24,7 @@ def init_flat(
     result_types: Sequence[Attribute] = (),
     properties: Mapping[str, Attribute] | None = None,
     regions: Sequence[Region] = (),
+    attributes: Mapping[str, Attribute] | None = None,
 ) -> None:
     """Initialize `op` (of a class without segment-size options) from its operands and
     result types in order; an optional operand that is None is left out, as the IRDL
@@ -33,5 +34,6 @@ def init_flat(
         operands=[v for v in operands if v is not None],
         result_types=result_types,
         properties=properties or {},
+        attributes=attributes or {},
         regions=regions,
     )

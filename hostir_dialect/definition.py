@@ -10,14 +10,22 @@ buffer and its release for every chunked tensor of every loop), and verification
 every one of them twice (the input, then the pipeline's result). So an op whose signature
 has passed the whole check before has only its traits checked (they read where the op
 is); an op with regions or successors is checked in full each time.
+
+The parser builds an op through `IRDLOperation.build`, which matches every operand and
+result to its definition before `Operation.__init__` runs (a fifth of parsing a fusion);
+an op without regions, successors or segment sizes is built from its operands and result
+types in order instead, as `init_flat` builds it, and checked by the verifier.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
+from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
+
+from .building import init_flat
 
 _Op = TypeVar("_Op", bound=IRDLOperation)
 
@@ -34,7 +42,41 @@ def op_definition(cls: type[_Op]) -> type[_Op]:
         own_verify(op)
 
     cls.verify_ = verify_
+    if not op_def.options and not op_def.regions and not op_def.successors:
+        cls.build = classmethod(_flat_build(cls.build))
     return cls
+
+
+def _flat_build(irdl_build: Callable[..., _Op]) -> Callable[..., _Op]:
+    def build(cls: type[_Op], *, operands=None, result_types=None, attributes=None, properties=None,
+              successors=None, regions=None) -> _Op:
+        flat_operands, flat_types = _flat(operands, SSAValue), _flat(result_types, Attribute)
+        if flat_operands is None or flat_types is None or successors or regions:
+            return irdl_build(operands=operands, result_types=result_types, attributes=attributes,
+                              properties=properties, successors=successors, regions=regions)
+        op = cls.__new__(cls)
+        init_flat(op, flat_operands, flat_types, _present(properties), attributes=_present(attributes))
+        return op
+
+    return build
+
+
+def _flat(args: Sequence | None, kind: type) -> list | None:
+    """The arguments of each definition, in order (a single one, a list or None); None
+    when one is of another kind (an op standing for its result)."""
+    flat = []
+    for arg in args or ():
+        if isinstance(arg, kind):
+            flat.append(arg)
+        elif isinstance(arg, Sequence) and all(isinstance(a, kind) for a in arg):
+            flat.extend(arg)
+        elif arg is not None:
+            return None
+    return flat
+
+
+def _present(attributes: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:
+    return {name: a for name, a in (attributes or {}).items() if a is not None}
 
 
 def signature(op: IRDLOperation) -> Hashable | None:

@@ -24,7 +24,6 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, OpTrait, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
@@ -32,6 +31,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from .hir import DeallocateOp
 from .parsing import TokenHistory, peek_token
+from .printer import Printer
 
 RECURSION_LIMIT = 10_000
 """xDSL's parser, printer and walkers recurse a few frames per nested region; Python's

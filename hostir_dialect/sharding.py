@@ -7,6 +7,7 @@ do) is passes/sharding_policy.py.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -88,7 +89,12 @@ def reduces_sharded_axis(op: Operation) -> bool:
     device holds only a partial result until a communication combines them."""
     if not isinstance(op, ComputeOp):
         return False
-    return any(a.is_reduction and a.parallel_types() & set(DEVICE_KINDS) for a in tensor_type(op.result).axes)
+    return _keeps_device_parallel_reduction(tensor_type(op.result))
+
+
+@functools.lru_cache(maxsize=4096)
+def _keeps_device_parallel_reduction(t: TensorType) -> bool:
+    return any(a.is_reduction and a.parallel_types() & set(DEVICE_KINDS) for a in t.axes)
 
 
 def is_resharding(op: Operation) -> bool:
@@ -113,7 +119,17 @@ def _reads_another_sharding(op: ComputeOp) -> bool:
 def communicates(op: Operation) -> bool:
     """Moves data between devices: its input and result are sharded differently, or it
     reduces over a device-parallel axis (each device holds only a partial result)."""
+    if not isinstance(op, ComputeOp):
+        return False
+    return _COMMUNICATES.answer(op, _moves_data)
+
+
+def _moves_data(op: ComputeOp) -> bool:
     return is_resharding(op) or reduces_sharded_axis(op)
+
+
+_COMMUNICATES: ShapeTable[bool] = ShapeTable()
+"""`communicates` by shape of op: every pass asks it of every op."""
 
 
 def largest_device(root: Operation) -> int | None:

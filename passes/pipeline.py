@@ -31,11 +31,11 @@ from typing import Protocol, TextIO
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from hostir_dialect.diagnostics import verify_located
+from hostir_dialect.printer import Printer
 
 from . import PIPELINES, get_all_passes
 

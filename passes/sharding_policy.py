@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
-from hostir_dialect.fusion import ComputeOp, ReduceOp, SetOp
+from hostir_dialect.fusion import ComputeOp, ReduceOp, SetOp, ShapeTable
 from hostir_dialect.sharding import have_different_shardings, is_resharding, placement, reduces_sharded_axis
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, Piece, TensorType, tensor_type
 
@@ -131,11 +131,16 @@ def communication_problem(op: Operation) -> str | None:
     """Why the resharding `op` is not exactly one communication (None if it is, or if
     it does not reshard): a `fusion.set`, or a `fusion.reduce` of exactly one axis that
     is device-parallel as a whole in its input, changing at most one parallel type."""
+    if not isinstance(op, ComputeOp):
+        return None
+    return _PROBLEMS.answer(op, _communication_problem)
+
+
+def _communication_problem(op: ComputeOp) -> str | None:
     if reduces_sharded_axis(op):
         return "its result keeps a device-parallel reduction axis (a partial result per device)"
     if not is_resharding(op):
         return None
-    assert isinstance(op, ComputeOp)
     if len(op.tensor_inputs()) != 1:
         return "it has several tensor inputs"
     if not isinstance(op, SetOp | ReduceOp):
@@ -152,6 +157,10 @@ def communication_problem(op: Operation) -> str | None:
         if axis.is_split:
             return "the reduced device-parallel axis is split; reduce its device piece alone"
     return None
+
+
+_PROBLEMS: ShapeTable[str | None] = ShapeTable()
+"""`communication_problem` by shape of op: decompose-reshardings asks it of every op, more than once."""
 
 
 # --------------------------------------------------------------------------- #

@@ -9,7 +9,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, i32
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
-from hostir_dialect import hir
+from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.definition import signature
 from hostir_dialect.diagnostics import HostIRError
@@ -60,3 +60,23 @@ def test_ops_with_regions_have_no_signature():
 def parse_type(text: str) -> TensorType:
     module = parse_module(program(f"  %b = hir.allocate : {text}"))
     return module.ops.first.body.block.ops.first.next_op.result.type
+
+
+def test_the_flat_builder_builds_what_the_irdl_builder_builds():
+    """The parser's `build` of an op without regions, successors or segment sizes hands
+    operands and result types to Operation.__init__ in order; optional and variadic
+    operands, absent optional properties and other attributes land where IRDL puts them."""
+    module = parse_module(program(
+        f"  %d = hir.allocate : {T}\n"
+        f"  %n = hir.allocate symmetric : !fusion.tensor<f32[4, 8], mesh=[0, 1]>\n"
+        f"  %s = fusion.neg %t into %d {{note = 1 : i64}} : {T} -> {T}\n"
+        f"  %u = fusion.neg %t : {T} -> {T}"))
+    allocate, symmetric, into, plain = list(module.ops.first.body.block.ops)[1:5]
+    assert not allocate.is_symmetric and symmetric.is_symmetric and not allocate.extents
+    assert into.out is allocate.result and into.input is module.ops.first.body.block.args[0]
+    assert into.attributes["note"] == IntegerAttr(1, 64) and plain.out is None
+    tensor = into.input
+    built = fusion.NegOp.build(operands=[tensor, []], result_types=[tensor.type])
+    irdl = fusion.NegOp.build(operands=[arith.ConstantOp(IntegerAttr(0, IndexType())), []], result_types=[tensor.type])
+    assert list(built.operands) == [tensor] and built.out is None
+    assert len(irdl.operands) == 1  # an op standing for its result takes xDSL's builder

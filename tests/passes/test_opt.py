@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from test_pipeline import PROGRAM, BreakTheIR, RepairTheIR, TagAllocations
+from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
@@ -225,6 +227,8 @@ def test_cli_verifies_after_the_pipeline_unless_told_to_verify_each(capsys, writ
     monkeypatch.setenv(VERIFY_EACH_VARIABLE, "1")  # what the test suites set
     assert run_opt_with_test_passes(capsys, path, "-p", "test-break-ir,test-repair-ir")[0] == 1
     assert run_opt_with_test_passes(capsys, path, "-p", "test-break-ir,test-repair-ir", "--disable-verify")[0] == 0
+    with pytest.raises(VerifyException, match="out of range"):  # the process verifies attributes again
+        IntegerAttr(2**40, i32)
 
 
 # --------------------------------------------------------------------------- #
