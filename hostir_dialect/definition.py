@@ -19,7 +19,7 @@ types in order instead, as `init_flat` builds it, and checked by the verifier.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from xdsl.ir import Attribute, SSAValue
@@ -55,7 +55,7 @@ def _flat_build(irdl_build: Callable[..., _Op]) -> Callable[..., _Op]:
             return irdl_build(operands=operands, result_types=result_types, attributes=attributes,
                               properties=properties, successors=successors, regions=regions)
         op = cls.__new__(cls)
-        init_flat(op, flat_operands, flat_types, _present(properties), attributes=_present(attributes))
+        init_flat(op, flat_operands, flat_types, properties, attributes=attributes)
         return op
 
     return build
@@ -73,10 +73,6 @@ def _flat(args: Sequence | None, kind: type) -> list | None:
         elif arg is not None:
             return None
     return flat
-
-
-def _present(attributes: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:
-    return {name: a for name, a in (attributes or {}).items() if a is not None}
 
 
 def signature(op: IRDLOperation) -> Hashable | None:

@@ -56,7 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
-from .building import init_flat
+from .building import init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
@@ -982,7 +982,7 @@ class LinearOp(ComputeOp, StreamSliceable):
     )
 
     def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None, result_type: TensorType, out: SSAValue | None = None):
-        super().__init__(operands=[input, weight, bias, out], result_types=[result_type])
+        init_segmented(self, [input, weight, bias, out], [result_type])
 
     def infer_axes(self) -> list[AxisShape]:
         x, w = tensor_type(self.input).value_axes(), tensor_type(self.weight).value_axes()

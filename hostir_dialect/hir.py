@@ -49,7 +49,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from .attributes import i64_attr
-from .building import init_flat
+from .building import init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
@@ -372,10 +372,7 @@ class PostOnStreamOp(HostOp):
     )
 
     def __init__(self, callee: str, inputs: Sequence[SSAValue], result_types: Sequence[TensorType], outs: Sequence[SSAValue] = ()):
-        super().__init__(
-            operands=[inputs, outs], result_types=[result_types],
-            properties={"callee": FlatSymbolRefAttr(callee)},
-        )
+        init_segmented(self, [inputs, outs], result_types, {"callee": FlatSymbolRefAttr(callee)})
 
     def callee_name(self) -> str:
         return self.callee.root_reference.data
@@ -454,15 +451,12 @@ class CollectiveOp(WaitedOp):
         root: int | None = None, reduction: ReduceKind | None = None,
         transport: Transport = Transport.NCCL, via: SSAValue | None = None,
     ):
-        super().__init__(
-            operands=[input, output, via], result_types=[WorkType()],
-            properties={
-                "team": DenseArrayBase.from_list(i64, team),
-                "root": i64_attr(root) if root is not None else None,
-                "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
-                "transport": TransportAttr(transport),
-            },
-        )
+        init_segmented(self, [input, output, via], [WorkType()], {
+            "team": DenseArrayBase.from_list(i64, team),
+            "root": i64_attr(root) if root is not None else None,
+            "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
+            "transport": TransportAttr(transport),
+        })
 
     @property
     def uses_copy_engine(self) -> bool:

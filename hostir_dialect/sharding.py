@@ -136,13 +136,12 @@ def largest_device(root: Operation) -> int | None:
     """The largest device id named in `root` and the ops inside it: by the meshes of
     their tensors and the teams of their collectives (None when there is none). A program
     needs a world of at least this many ranks plus one."""
-    types, devices = set(), set()  # types first: a program names a few, each many times
+    devices = set()
     for op in root.walk():
-        types.update(result.type for result in op.results)
-        types.update(arg.type for region in op.regions for block in region.blocks for arg in block.args)
+        values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
+        for value in values:
+            if isinstance(value.type, TensorType) and value.type.mesh is not None:
+                devices.update(value.type.mesh.devices)
         if isinstance(op, CollectiveOp):
             devices.update(op.team_ids)
-    for t in types:
-        if isinstance(t, TensorType) and t.mesh is not None:
-            devices.update(t.mesh.devices)
     return max(devices, default=None)

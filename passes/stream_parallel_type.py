@@ -518,13 +518,15 @@ class _LoopBuilder:
         return lower, step, upper_value
 
     def for_loop(self, lower: SSAValue, upper: SSAValue, step: SSAValue, body: Block) -> scf.ForOp:
-        body.add_op(self.located(scf.YieldOp()))
-        return self.located(scf.ForOp(lower, upper, step, [], Region(body)))  # type: ignore[return-value]
+        # Built by `Operation.create`, in order, as hostir's ops are (hostir_dialect/building.py):
+        # there are two loops per loop nest, and xDSL's builders match every argument first.
+        body.add_op(self.located(scf.YieldOp.create()))
+        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]
 
     def worker_stream(self, block: Block) -> SSAValue:
         """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""
         count = hir.NumberOfStreamsOp()
-        key = arith.RemUIOp(block.args[0], count.result)
+        key = arith.RemUIOp.create(operands=[block.args[0], count.result], result_types=[IndexType()])  # as for_loop
         worker = hir.StreamOp(key.result)
         count.result.name_hint, key.result.name_hint, worker.result.name_hint = "n", "key", "worker"
         block.add_ops(self.located(o) for o in (count, key, worker, hir.SetCurrentStreamOp(worker.result)))

@@ -190,6 +190,9 @@ def _show_size(size: int | tuple[int, ...]) -> str:
 # Projection: one rank's posts
 # --------------------------------------------------------------------------- #
 
+Rule = Callable[["Projection", Any], Iterable[Event]]
+"""How projecting an op of a kind affects one rank (PROJECTIONS)."""
+
 
 class OpFacts:
     """What projecting an op finds that is the same on every rank and in every iteration,
@@ -206,6 +209,11 @@ class OpFacts:
 
         self.loops: dict[scf.ForOp, tuple[int, bool]] = {}
         """Each loop -> the ops in its body, and whether it is silent (`silent`)."""
+        self.blocks: dict[Block, tuple[int, list[tuple[int, Operation, Rule]]]] = {}
+        """Each block projected before -> its number of ops, and the ops PROJECTIONS
+        models, with their positions (from 1) and rules (the others are checked not to
+        communicate the first time): a projection meets the body of an unrolled loop once
+        per rank and trip."""
 
     def refuse_unmodelled_communication(self, op: Operation) -> None:
         if op not in self.quiet:
@@ -264,14 +272,33 @@ class Projection:
         self.budget = UNROLL_BUDGET
 
     def block(self, block: Block) -> list[Event]:
+        known = self.facts.blocks.get(block)
+        if known is None:
+            return self._first_visit(block)
+        size, modelled = known
         events: list[Event] = []
+        visited = 0
+        for position, op, rule in modelled:
+            self.budget -= position - visited  # as on the first visit: a nested loop reads it
+            visited = position
+            events.extend(rule(self, op))
+        self.budget -= size - visited
+        return events
+
+    def _first_visit(self, block: Block) -> list[Event]:
+        events: list[Event] = []
+        modelled: list[tuple[int, Operation, Rule]] = []
+        size = 0
         for op in block.ops:
+            size += 1
             self.budget -= 1
             rule = PROJECTIONS.get(type(op))
             if rule is not None:
+                modelled.append((size, op, rule))
                 events.extend(rule(self, op))
             else:
                 self.facts.refuse_unmodelled_communication(op)
+        self.facts.blocks[block] = (size, modelled)
         return events
 
     def value(self, value: SSAValue) -> Value:
@@ -490,7 +517,7 @@ def _nothing(p: Projection, op: Operation) -> Iterable[Event]:
     return ()
 
 
-PROJECTIONS: dict[type[Operation], Callable[[Projection, Any], Iterable[Event]]] = {
+PROJECTIONS: dict[type[Operation], Rule] = {
     arith.ConstantOp: _constant,
     arith.CmpiOp: _compare,
     arith.SelectOp: _select,

@@ -17,7 +17,7 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, LocatingParser, verify_located
 from hostir_dialect.tensor_type import TensorType
-from passes import lower
+from passes import lower, verify_collective_order
 from passes.verify_collective_order import VerifyCollectiveOrder
 from runtime.communicator import CollectiveError, Communicator
 
@@ -85,6 +85,25 @@ def test_a_loop_that_posts_nothing_is_not_unrolled_but_still_checked():
     unverified = LocatingParser(make_context(), loop.format(step="%c0", inner=""), "test.mlir").parse_module()
     with pytest.raises(HostIRError, match=r"test.mlir:5:3: error: 'scf.for' op has step 0"):  # the verifier says so too
         VerifyCollectiveOrder().apply(make_context(), unverified)
+
+
+def test_every_rank_unrolls_the_same_loops_when_the_budget_runs_short(monkeypatch):
+    """Each rank projects the same blocks (the second rank from the first one's record of
+    them), so each spends the unrolling budget op by op alike and unrolls the same loops:
+    here the loop, with 20 ops after it that the budget cannot also cover."""
+    monkeypatch.setattr(verify_collective_order, "UNROLL_BUDGET", 30)
+    filler = "\n".join(f"  %a{k} = hir.allocate : !t" for k in range(20))
+    verify(T + f"""hir.program @main(%x: !t, %o: !t) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {{
+    %w = hir.allreduce %x -> %o team [0, 1] op sum : !t -> !t
+    hir.wait %w
+  }}
+{filler}
+  hir.return
+}}""")
 
 
 def test_a_peer_from_an_op_the_projection_cannot_read_is_refused():
