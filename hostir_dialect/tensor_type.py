@@ -553,6 +553,11 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         printer.print_string(_format_parameter(self.data))
 
 
+def type_text(t: TensorType) -> str:
+    """`t` as xDSL's printer prints it: `!fusion.tensor<...>`."""
+    return _type_text(t.data)
+
+
 def tensor_type(value: SSAValue) -> TensorType:
     """The type of `value`, which must be a tensor (the typed accessor passes and the
     runtime use instead of asserting)."""
@@ -652,6 +657,11 @@ def _replaced(desc: TensorDesc, changes: tuple[tuple[str, object], ...]) -> Tens
 @functools.lru_cache(maxsize=4096)
 def _first_problem(desc: TensorDesc) -> str | None:
     return next(desc.problems(), None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_text(desc: TensorDesc) -> str:
+    return f"!{TensorType.name}{_format_parameter(desc)}"
 
 
 @functools.lru_cache(maxsize=4096)
