@@ -51,7 +51,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.str_enum import StrEnum
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
@@ -452,4 +452,6 @@ class ConvertOpToCommunication(ModulePass):
                 if isinstance(inner, fusion.ComputeOp) and communicates(inner):
                     collectives = plan_communication(inner)
                     plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine))
-        PatternRewriteWalker(ConvertToCollectives(plans), apply_recursively=False).rewrite_module(op)
+        convert = ConvertToCollectives(plans)
+        for planned in plans:  # the ops to rewrite are known: no walk of the whole module for them
+            convert.match_and_rewrite(planned, PatternRewriter(planned))
