@@ -9,9 +9,17 @@ from __future__ import annotations
 
 import functools
 
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
+
+INDEX = IndexType()
+"""The index type (a loop's index, a bound, a stream key), built once as xDSL's `i64` is."""
 
 
 @functools.lru_cache(maxsize=1024)
 def i64_attr(value: int) -> IntegerAttr:
     return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1024)
+def index_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, INDEX)

@@ -17,9 +17,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import AttrSizedOperandSegments
+
+from .attributes import INDEX, index_attr
 
 
 def init_flat(
@@ -65,3 +68,9 @@ def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
 
 def _present(attributes: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:
     return {name: a for name, a in (attributes or {}).items() if a is not None}
+
+
+def index_constant(value: int) -> arith.ConstantOp:
+    """`arith.constant <value> : index`, as `ConstantOp.from_int_and_width` builds it but
+    from a shared type and attribute (building an `IntegerAttr` verifies it and its type)."""
+    return arith.ConstantOp.create(result_types=[INDEX], properties={"value": index_attr(value)})

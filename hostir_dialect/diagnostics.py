@@ -32,6 +32,7 @@ from xdsl.utils.mlir_lexer import MLIRTokenKind
 from .hir import DeallocateOp
 from .parsing import TokenHistory, peek_token
 from .printer import Printer
+from .tensor_type import parse_known_tensor_type
 
 RECURSION_LIMIT = 10_000
 """xDSL's parser, printer and walkers recurse a few frames per nested region; Python's
@@ -216,6 +217,10 @@ class LocatingParser(TokenHistory, Parser):
         """Where each value name was first used before its definition."""
         self.line_starts = [0, *(match.end() for match in re.finditer("\n", text))]
         self.file = StringAttr(name)
+
+    def parse_optional_type(self):
+        known = parse_known_tensor_type(self)
+        return known if known is not None else super().parse_optional_type()
 
     def parse_operation(self) -> Operation:
         start_span = peek_token(self).span  # where the op's text starts

@@ -48,7 +48,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from .attributes import i64_attr
+from .attributes import INDEX, i64_attr
 from .building import init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
@@ -266,7 +266,7 @@ class IndexValueOp(HostOp):
     traits = traits_def(Pure())
 
     def __init__(self, *operands: SSAValue, properties: dict[str, Attribute] | None = None):
-        init_flat(self, operands, [IndexType()], properties)
+        init_flat(self, operands, [INDEX], properties)
 
 
 @op_definition

@@ -583,10 +583,7 @@ class _ParsedTypes:
 
     def parse(self, parser: AttrParser, parse_desc) -> TensorDesc:
         text = source_text(parser)
-        start = parser.pos
-        end = text.find(">", start) + 1
-        key = text[start:end] if end else ""
-        known = self.descs.get(key)
+        known, key, end = self.lookup(text, parser.pos)
         if known is not None:
             resume_at(parser, end)
             return known
@@ -597,8 +594,36 @@ class _ParsedTypes:
             self.descs[key] = desc
         return desc
 
+    def lookup(self, text: str, start: int) -> tuple[TensorDesc | None, str, int]:
+        """The desc parsed before from the text at `start`, if any; the key; and where
+        the text after it starts."""
+        end = text.find(">", start) + 1
+        key = text[start:end] if end else ""
+        return self.descs.get(key), key, end
+
 
 _PARSED_TYPES = _ParsedTypes()
+
+
+def parse_known_tensor_type(parser: AttrParser) -> TensorType | None:
+    """The tensor type `parser` is at, consumed, if its text was parsed before: without
+    xDSL's generic way to `parse_parameter` (the type's name looked up, the type built and
+    verified again), a tenth of parsing a fusion. None, with nothing consumed, otherwise."""
+    token = peek_token(parser)
+    if token.kind != MLIRTokenKind.EXCLAMATION_IDENT or token.text[1:] != TensorType.name:
+        return None
+    if parser.ctx.get_optional_type(TensorType.name) is not TensorType:
+        return None  # a context without the fusion dialect, which xDSL's path refuses
+    known, _, end = _PARSED_TYPES.lookup(source_text(parser), token.span.end)
+    if known is None:
+        return None
+    resume_at(parser, end)
+    return _known_type(known)
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_type(desc: TensorDesc) -> TensorType:
+    return TensorType(desc)
 
 
 def _parse_desc(parser: AttrParser) -> TensorDesc:

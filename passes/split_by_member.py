@@ -41,13 +41,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.attributes import INDEX
+from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import TensorType, tensor_type
@@ -102,7 +104,7 @@ class MemberSplit:
 
     def verifies(self) -> bool:
         """Does one part verify? (Tried on a scratch block, left behind.)"""
-        scratch = Block(arg_types=[IndexType()])
+        scratch = Block(arg_types=[INDEX])
         self.emit(scratch, scratch.args[0])
         try:
             scratch.last_op.verify()
@@ -152,10 +154,10 @@ def member_loop(collective: hir.CollectiveOp, anchor: Operation, first: int,
     team = collective.team_ids
     me = team_position(collective)
     lower, upper, step = (
-        _insert_before(anchor, arith.ConstantOp.from_int_and_width(value, IndexType()), collective, name).results[0]
+        _insert_before(anchor, index_constant(value), collective, name).results[0]
         for value, name in ((first, "s0"), (len(team), "team"), (1, "c1"))
     )
-    block = Block(arg_types=[IndexType()])
+    block = Block(arg_types=[INDEX])
     block.args[0].name_hint = "s"
     shifted = located_like(arith.AddiOp(me, block.args[0]), collective)
     position = located_like(arith.RemUIOp(shifted.result, upper), collective)

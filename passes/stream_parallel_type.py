@@ -90,7 +90,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -98,6 +98,8 @@ from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.attributes import INDEX
+from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
 from hostir_dialect.functions import FunctionLikeOp
@@ -504,10 +506,10 @@ class _LoopBuilder:
         return allocate
 
     def bounds(self) -> tuple[SSAValue, SSAValue, SSAValue]:
-        lower = self.located(arith.ConstantOp.from_int_and_width(0, IndexType())).results[0]
-        step = self.located(arith.ConstantOp.from_int_and_width(1, IndexType())).results[0]
+        lower = self.located(index_constant(0)).results[0]
+        step = self.located(index_constant(1)).results[0]
         if self.loop.extent != DYNAMIC:
-            upper = arith.ConstantOp.from_int_and_width(self.loop.extent, IndexType())
+            upper = index_constant(self.loop.extent)
         else:
             provider = self.loop.slicings[0].extent_provider()
             assert provider is not None, "slicing_of checked it"
@@ -526,7 +528,7 @@ class _LoopBuilder:
     def worker_stream(self, block: Block) -> SSAValue:
         """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""
         count = hir.NumberOfStreamsOp()
-        key = arith.RemUIOp.create(operands=[block.args[0], count.result], result_types=[IndexType()])  # as for_loop
+        key = arith.RemUIOp.create(operands=[block.args[0], count.result], result_types=[INDEX])  # as for_loop
         worker = hir.StreamOp(key.result)
         count.result.name_hint, key.result.name_hint, worker.result.name_hint = "n", "key", "worker"
         block.add_ops(self.located(o) for o in (count, key, worker, hir.SetCurrentStreamOp(worker.result)))
@@ -538,7 +540,7 @@ class _LoopBuilder:
         if self.ring is None:
             return block.args[0]
         me = hir.TeamPositionOp(self.ring)
-        size = arith.ConstantOp.from_int_and_width(len(self.ring), IndexType())
+        size = index_constant(len(self.ring))
         shifted = arith.AddiOp(block.args[0], me.result)
         member = arith.RemUIOp(shifted.result, size.result)
         me.result.name_hint, size.result.name_hint, member.result.name_hint = "me", "team_size", "member"
@@ -564,7 +566,7 @@ class _LoopBuilder:
 
 
 def _loop_block() -> Block:
-    block = Block(arg_types=[IndexType()])
+    block = Block(arg_types=[INDEX])
     block.args[0].name_hint = "i"
     return block
 
@@ -593,13 +595,13 @@ class _Chunks:
         """`start + step * i`: the input position of result chunk `i` of a slice."""
         index = self.index
         if step != 1:
-            factor = arith.ConstantOp.from_int_and_width(step, IndexType())
+            factor = index_constant(step)
             scaled = arith.MuliOp(index, factor.result)
             factor.result.name_hint, scaled.result.name_hint = "step", "j"
             self.block.add_ops([self.builder.located(factor), self.builder.located(scaled)])
             index = scaled.result
         if start:
-            offset = arith.ConstantOp.from_int_and_width(start, IndexType())
+            offset = index_constant(start)
             shifted = arith.AddiOp(index, offset.result)
             offset.result.name_hint, shifted.result.name_hint = "start", "j"
             self.block.add_ops([self.builder.located(offset), self.builder.located(shifted)])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, f32
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from hostir_dialect.context import make_context
+from hostir_dialect.diagnostics import LocatingParser
 from hostir_dialect.tensor_type import (
     DYNAMIC,
     Axis,
@@ -280,6 +282,20 @@ def test_text_is_printed_canonically(text: str, canonical: str) -> None:
 def test_parse_errors_are_located_parse_errors() -> None:
     with pytest.raises(ParseError, match="split factor 3 does not divide extent 8"):
         parse("f32[8(3, ?)]")
+
+
+def test_a_type_parsed_before_is_read_again_the_same_and_only_where_the_dialect_is_known() -> None:
+    """LocatingParser reads a tensor type whose text it met before from its record of
+    them (parse_known_tensor_type); the type is the one xDSL's path builds, text that
+    differs in spacing takes that path, and a context without the fusion dialect still
+    refuses it."""
+    text = "!fusion.tensor<f32[4 stream, 8(2 didx, 4)], mesh=[0, 1]>"
+    first = LocatingParser(make_context(), text, "a").parse_type()
+    again = LocatingParser(make_context(), text, "b").parse_type()
+    spaced = LocatingParser(make_context(), text.replace("<", " <", 1), "c").parse_type()
+    assert again == first == spaced == Parser(make_context(), text).parse_type()
+    with pytest.raises(ParseError, match="'fusion.tensor' is not registered"):
+        LocatingParser(Context(), text, "d").parse_type()
 
 
 def test_python_construction_matches_the_text() -> None:
