@@ -231,7 +231,16 @@ class Slicing:
 
 def slicing_of(op: Operation, checks: ChunkChecks) -> Slicing | None:
     """How `op` computes one chunk of its stream axes at a time; None when it has no
-    stream axis or cannot (it then runs whole, outside any loop)."""
+    stream axis or cannot (it then runs whole, outside any loop). A compute op's answer
+    reads only what `shape_of` the op holds (types, properties, which operands are the
+    same value), so it is worked out once per shape of op; a post's reads its unit."""
+    if isinstance(op, fusion.ComputeOp):
+        shape = _SLICINGS.answer(op, lambda op: _SlicingShape.of(_slicing(op, checks)))
+        return shape.slicing(op) if shape is not None else None
+    return _slicing(op, checks)
+
+
+def _slicing(op: Operation, checks: ChunkChecks) -> Slicing | None:
     axes = stream_axes(op) if is_to_lower(op) else None
     if axes is None:
         return None
@@ -246,6 +255,35 @@ def slicing_of(op: Operation, checks: ChunkChecks) -> Slicing | None:
     if slicing is None or not _chunks_exist(slicing):
         return None
     return slicing
+
+
+@dataclass(frozen=True)
+class _SlicingShape:
+    """A compute op's slicing by positions, for every op of its shape."""
+
+    axes: tuple[tuple[int, int], ...]
+    """(result index, axis) of each result."""
+    operand_axes: tuple[tuple[int, int], ...]
+    strides: tuple[tuple[int, tuple[int, int]], ...]
+    ring: tuple[int, ...] | None
+
+    @staticmethod
+    def of(slicing: Slicing | None) -> _SlicingShape | None:
+        if slicing is None:
+            return None
+        results = list(slicing.op.results)
+        return _SlicingShape(
+            tuple((results.index(r), a) for r, a in slicing.axes.items()),
+            tuple(slicing.operand_axes.items()), tuple(slicing.strides.items()), slicing.ring,
+        )
+
+    def slicing(self, op: Operation) -> Slicing:
+        return Slicing(op, {op.results[i]: a for i, a in self.axes}, dict(self.operand_axes), dict(self.strides),
+                       ring=self.ring)
+
+
+_SLICINGS: fusion.ShapeTable[_SlicingShape | None] = fusion.ShapeTable()
+"""`slicing_of` a compute op, by shape of op."""
 
 
 def _chunks_exist(slicing: Slicing) -> bool:

@@ -63,6 +63,22 @@ def test_grouping_merges_adjacent_mapped_ops_and_splits_at_other_ops():
     assert [[s.op.result.name_hint for s in loop.slicings] for loop in split] == [["b"], ["d"]]
 
 
+def test_ops_of_one_shape_share_a_slicing_by_positions():
+    """slicing_of answers a compute op from the ops of its shape seen before: each op
+    gets its own results and operand positions, and a different shape its own answer."""
+    text = program(f"""
+  %b = fusion.set %a : {t('4, 8')} -> {t('4 stream, 8')}
+  %c = fusion.add %b, %a : {t('4 stream, 8')}, {t('4, 8')} -> {t('4 stream, 8')}
+  %d = fusion.add %c, %a : {t('4 stream, 8')}, {t('4, 8')} -> {t('4 stream, 8')}
+  %e = fusion.add %a, %d : {t('4, 8')}, {t('4 stream, 8')} -> {t('4 stream, 8')}
+  hir.return %e : {t('4 stream, 8')}""")
+    (loop,) = group(parse_module(text).body.block.first_op.body.block)
+    _, c, d, e = loop.slicings
+    for s in (c, d, e):
+        assert s.axes == {s.op.result: 0} and s.chunked() == {v: 0 for v in s.op.operands}
+    assert c.op.operands[0] is not d.op.operands[0] and d.op.operands[0] is c.op.result
+
+
 def test_top_level_shape_per_stream_region():
     prog = lowered(THREE_SETS)
     kinds = [n for n in names(prog.body.block) if n != "arith.constant"]
