@@ -109,7 +109,11 @@ _PASSED = _Signatures()
 
 def _verify_definition(op: IRDLOperation, op_def: OpDef) -> None:
     key = signature(op)
-    if key is not None and key in _PASSED.passed:
+    try:
+        passed = key is not None and key in _PASSED.passed
+    except TypeError:  # an attribute that cannot be hashed: checked every time
+        key, passed = None, False
+    if passed:
         for trait in op_def.traits:
             trait.verify(op)
         return

@@ -334,9 +334,13 @@ class ShapeTable(Generic[_Answer]):
 
     def answer(self, op: ComputeOp, question: Callable[[ComputeOp], _Answer]) -> _Answer:
         key = shape_of(op)
+        try:
+            known = key is not None and key in self.answers
+        except TypeError:  # an attribute that cannot be hashed
+            key, known = None, False
         if key is None:
             return question(op)
-        if key not in self.answers:
+        if not known:
             if len(self.answers) >= self.LIMIT:
                 self.answers.clear()
             self.answers[key] = question(op)  # a question that raises leaves no answer

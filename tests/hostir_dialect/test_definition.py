@@ -6,13 +6,15 @@ from __future__ import annotations
 import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, i32
-from xdsl.ir import Block
+from xdsl.ir import Block, Data
+from xdsl.irdl import irdl_attr_definition
 from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.definition import signature
 from hostir_dialect.diagnostics import HostIRError
+from hostir_dialect.sharding import is_resharding
 from hostir_dialect.tensor_type import TensorType
 
 T = "!fusion.tensor<f32[4, 8]>"
@@ -80,3 +82,28 @@ def test_the_flat_builder_builds_what_the_irdl_builder_builds():
     irdl = fusion.NegOp.build(operands=[arith.ConstantOp(IntegerAttr(0, IndexType())), []], result_types=[tensor.type])
     assert list(built.operands) == [tensor] and built.out is None
     assert len(irdl.operands) == 1  # an op standing for its result takes xDSL's builder
+
+
+@irdl_attr_definition
+class _ListData(Data[list]):
+    """An attribute that cannot be hashed (its parameter is a list)."""
+
+    name = "test.list"
+
+    @classmethod
+    def parse_parameter(cls, parser):
+        raise NotImplementedError
+
+    def print_parameter(self, printer) -> None:
+        printer.print_string(str(self.data))
+
+
+def test_an_op_with_an_attribute_that_cannot_be_hashed_is_checked_every_time():
+    module = parse_module(program(f"  %d = hir.allocate : {T}\n  %s = fusion.neg %t into %d : {T} -> {T}"))
+    allocate, neg = list(module.ops.first.body.block.ops)[1:3]
+    for op in (allocate, neg):
+        op.attributes["list"] = _ListData([1])
+        assert signature(op) is not None
+        op.verify()
+        op.verify()
+    assert not is_resharding(neg)
