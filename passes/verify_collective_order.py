@@ -210,15 +210,28 @@ class OpFacts:
         self.loops: dict[scf.ForOp, tuple[int, bool]] = {}
         """Each loop -> the ops in its body, and whether it is silent (`silent`)."""
         self.blocks: dict[Block, tuple[int, list[tuple[int, Operation, Rule]]]] = {}
-        """Each block projected before -> its number of ops, and the ops PROJECTIONS
-        models, with their positions (from 1) and rules (the others are checked not to
-        communicate the first time): a projection meets the body of an unrolled loop once
-        per rank and trip."""
+        """`modelled_ops` of each block projected before: a projection meets the body of
+        an unrolled loop once per rank and trip."""
 
     def refuse_unmodelled_communication(self, op: Operation) -> None:
         if op not in self.quiet:
             _refuse_unmodelled_communication(op)
             self.quiet.add(op)
+
+    def modelled_ops(self, block: Block) -> tuple[int, list[tuple[int, Operation, Rule]]]:
+        """The block's number of ops, and the ops PROJECTIONS models with their positions
+        (from 1) and rules; the others are checked not to communicate."""
+        if block not in self.blocks:
+            modelled: list[tuple[int, Operation, Rule]] = []
+            size = 0
+            for size, op in enumerate(block.ops, start=1):
+                rule = PROJECTIONS.get(type(op))
+                if rule is None:
+                    self.refuse_unmodelled_communication(op)
+                else:
+                    modelled.append((size, op, rule))
+            self.blocks[block] = (size, modelled)
+        return self.blocks[block]
 
     def body_size(self, loop: scf.ForOp) -> int:
         return self._loop_facts(loop)[0]
@@ -272,33 +285,14 @@ class Projection:
         self.budget = UNROLL_BUDGET
 
     def block(self, block: Block) -> list[Event]:
-        known = self.facts.blocks.get(block)
-        if known is None:
-            return self._first_visit(block)
-        size, modelled = known
+        size, modelled = self.facts.modelled_ops(block)
         events: list[Event] = []
         visited = 0
         for position, op, rule in modelled:
-            self.budget -= position - visited  # as on the first visit: a nested loop reads it
+            self.budget -= position - visited  # one per op up to this one: a nested loop reads it
             visited = position
             events.extend(rule(self, op))
         self.budget -= size - visited
-        return events
-
-    def _first_visit(self, block: Block) -> list[Event]:
-        events: list[Event] = []
-        modelled: list[tuple[int, Operation, Rule]] = []
-        size = 0
-        for op in block.ops:
-            size += 1
-            self.budget -= 1
-            rule = PROJECTIONS.get(type(op))
-            if rule is not None:
-                modelled.append((size, op, rule))
-                events.extend(rule(self, op))
-            else:
-                self.facts.refuse_unmodelled_communication(op)
-        self.facts.blocks[block] = (size, modelled)
         return events
 
     def value(self, value: SSAValue) -> Value:
