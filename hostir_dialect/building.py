@@ -18,7 +18,7 @@ import functools
 from collections.abc import Mapping, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseArrayBase, i32
+from xdsl.dialects.builtin import UNKNOWN_LOC, DenseArrayBase, i32
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import AttrSizedOperandSegments
 
@@ -42,6 +42,7 @@ def init_flat(
         result_types=result_types,
         properties=_present(properties),
         attributes=_present(attributes),
+        location=UNKNOWN_LOC,  # given, xDSL imports it on every call
         regions=regions,
     )
 
@@ -73,4 +74,4 @@ def _present(attributes: Mapping[str, Attribute | None] | None) -> dict[str, Att
 def index_constant(value: int) -> arith.ConstantOp:
     """`arith.constant <value> : index`, as `ConstantOp.from_int_and_width` builds it but
     from a shared type and attribute (building an `IntegerAttr` verifies it and its type)."""
-    return arith.ConstantOp.create(result_types=[INDEX], properties={"value": index_attr(value)})
+    return arith.ConstantOp.create(result_types=[INDEX], properties={"value": index_attr(value)}, location=UNKNOWN_LOC)

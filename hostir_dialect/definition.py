@@ -15,15 +15,24 @@ The parser builds an op through `IRDLOperation.build`, which matches every opera
 result to its definition before `Operation.__init__` runs (a fifth of parsing a fusion);
 an op without regions, successors or segment sizes is built from its operands and result
 types in order instead, as `init_flat` builds it, and checked by the verifier.
+
+xDSL compiles an op's assembly format when its class is defined: two thirds of importing
+hostir's dialects, which every `hostir-opt` command pays, though a program uses a few of
+its 64 ops. An op's format is compiled when the first op of its class is parsed or
+printed instead (`check_formats` compiles them all, for the tests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import functools
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
+from xdsl.irdl.declarative_assembly_format import FormatProgram
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 
 from .building import init_flat
 
@@ -34,6 +43,8 @@ def op_definition(cls: type[_Op]) -> type[_Op]:
     """`irdl_op_definition`; the op's own `verify_` runs after the definition's checks, as
     there."""
     own_verify = getattr(cls, "verify_")
+    assembly_format = cls.assembly_format
+    cls.assembly_format = None  # compiled on first use (`_use_format`), not here
     cls = irdl_op_definition(cls)
     op_def = cls.get_irdl_definition()
 
@@ -44,7 +55,32 @@ def op_definition(cls: type[_Op]) -> type[_Op]:
     cls.verify_ = verify_
     if not op_def.options and not op_def.regions and not op_def.successors:
         cls.build = classmethod(_flat_build(cls.build))
+    if assembly_format is not None:
+        cls.assembly_format = op_def.assembly_format = assembly_format
+        _use_format(cls, op_def)
     return cls
+
+
+def _use_format(cls: type[_Op], op_def: OpDef) -> None:
+    """Parse and print `cls` with its assembly format, compiled when first needed."""
+    program = functools.cache(lambda: FormatProgram.from_str(op_def.assembly_format, op_def))
+
+    def parse(cls: type[_Op], parser: Parser) -> _Op:
+        return program().parse(parser, cls)
+
+    def print(op: _Op, printer: Printer) -> None:
+        program().print(printer, op)
+
+    cls.parse, cls.print, cls.format_program = classmethod(parse), print, staticmethod(program)
+
+
+def check_formats(op_classes: Iterable[type[IRDLOperation]]) -> None:
+    """Compile the assembly format of each op class defined with `op_definition` that has
+    one: a format that does not compile raises here (xDSL's `PyRDLOpDefinitionError`
+    where xDSL compiles formats when a class is defined)."""
+    for op_class in op_classes:
+        if "format_program" in op_class.__dict__:
+            op_class.format_program()
 
 
 def _flat_build(irdl_build: Callable[..., _Op]) -> Callable[..., _Op]:

@@ -1,5 +1,6 @@
 """op_definition: an op's definition is checked in full once per signature; its traits and
-its own checks run on every op, and a signature that failed is checked again."""
+its own checks run on every op, and a signature that failed is checked again. Assembly
+formats are compiled on first use, and every one of them compiles."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, i32
 from xdsl.ir import Block, Data
-from xdsl.irdl import irdl_attr_definition
-from xdsl.utils.exceptions import VerifyException
+from xdsl.irdl import IRDLOperation, irdl_attr_definition
+from xdsl.irdl.declarative_assembly_format import FormatProgram
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
-from hostir_dialect.definition import signature
+from hostir_dialect.definition import check_formats, op_definition, signature
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.sharding import is_resharding
 from hostir_dialect.tensor_type import TensorType
@@ -107,3 +109,21 @@ def test_an_op_with_an_attribute_that_cannot_be_hashed_is_checked_every_time():
         op.verify()
         op.verify()
     assert not is_resharding(neg)
+
+
+def test_every_assembly_format_of_hostir_compiles():
+    ops = [op for dialect in (fusion.Fusion, hir.HIR) for op in dialect.operations]
+    formatted = [op for op in ops if op.assembly_format is not None]
+    assert len(formatted) > 40
+    check_formats(formatted)
+    assert all(isinstance(op.format_program(), FormatProgram) for op in formatted)
+
+
+def test_a_format_is_compiled_on_first_use_and_a_bad_one_is_refused_by_check_formats():
+    @op_definition
+    class Bad(IRDLOperation):
+        name = "test.bad_format"
+        assembly_format = "$missing attr-dict"
+
+    with pytest.raises(ParseError, match="expected variable to refer to an operand"):
+        check_formats([Bad])
