@@ -114,7 +114,7 @@ def _flat(args: Sequence | None, kind: type) -> list | None:
 def signature(op: IRDLOperation) -> Hashable | None:
     """What `OpDef.verify` reads of an op besides its regions, successors and position;
     None for an op with regions or successors."""
-    if op.regions or op.successors:
+    if op.regions or op.successor_uses:  # `successors` builds a view of them
         return None
     return (
         type(op),

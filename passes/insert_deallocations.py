@@ -76,9 +76,12 @@ def insert_deallocations(program: hir.ProgramOp) -> None:
     positions = _BlockPositions()
     inserted_after: dict[Operation, Operation] = {}
     for owner, aliases in classes.items():
-        if owner in kept or any(isinstance(u, hir.DeallocateOp) for a in aliases for u in uses_until_done(a)):
+        if owner in kept:
             continue
-        anchor = _last_use_in_defining_block(owner, aliases, positions)
+        users = [user for alias in aliases for user in uses_until_done(alias)]
+        if any(isinstance(user, hir.DeallocateOp) for user in users):
+            continue
+        anchor = _last_use_in_defining_block(owner, users, positions)
         if anchor is None:
             continue
         owner_op = owner.owner
@@ -104,14 +107,15 @@ class _BlockPositions:
         return self._by_block[block][op]
 
 
-def _last_use_in_defining_block(owner: SSAValue, aliases: list[SSAValue], positions: _BlockPositions) -> Operation | None:
-    """The op of the owner's block after which no alias is used any more (the owner's
-    definition if nothing uses it); None if the buffer leaves the block (a terminator)."""
+def _last_use_in_defining_block(owner: SSAValue, users: list[Operation], positions: _BlockPositions) -> Operation | None:
+    """The op of the owner's block after which none of the `users` of its buffer is
+    left (the owner's definition if there are none); None if the buffer leaves the
+    block (a terminator)."""
     defining = owner.owner
     assert isinstance(defining, Operation) and defining.parent_block() is not None
     block = defining.parent_block()
     assert block is not None
-    anchors = [block.find_ancestor_op_in_block(user) for a in aliases for user in uses_until_done(a)]
+    anchors = [block.find_ancestor_op_in_block(user) for user in users]
     last = max((a for a in anchors if a is not None), key=positions.of, default=defining)
     return None if last is block.last_op and last.has_trait(IsTerminator) else last
 

@@ -1,7 +1,7 @@
 """`lower-to-host`: a `fusion.func` becomes a `hir.program` (nvFuser's HostIrLower::lower).
 
 The fusion is segmented (passes/segmenter.py, default merge predicate). In run order,
-a group that is one standalone host op is cloned into the program (no destination); any
+a group that is one standalone host op is moved into the program (no destination); any
 other group is outlined into a new `fusion.func @<name>_unit<N>` (inputs: the tensors it
 reads from outside, outputs: the values used outside it) and called with
 `hir.post_on_stream`. The program keeps the fusion's name, signature and returned values.
@@ -54,7 +54,8 @@ def _check_inputs(func: fusion.FuncOp) -> None:
 
 class _ProgramBuilder:
     """Builds the program of one fusion: scalars re-materialized where used, standalone
-    ops cloned, other groups outlined into units."""
+    ops moved into it, other groups outlined into units. `mapping` (and a unit's) gives
+    the value a block reads for each value of the fusion."""
 
     def __init__(self, func: fusion.FuncOp, symbols: set[str]):
         self.func = func
@@ -71,7 +72,7 @@ class _ProgramBuilder:
         block = self.program.body.block
         for group in groups:
             if len(group.ops) == 1 and is_standalone_host_op(group.ops[0]):
-                _clone_into(group.ops[0], block, self.mapping)
+                _move_into(group.ops[0], block, self.mapping)
             else:
                 self._outline(group, block)
         returned = self.func.body.block.last_op
@@ -95,7 +96,7 @@ class _ProgramBuilder:
         unit = located_like(fusion.FuncOp(name, [v.type for v in inputs], [v.type for v in outputs]), group.ops[0])
         unit_mapping = _named_like(inputs, unit.args)
         for op in group.ops:
-            _clone_into(op, unit.body.block, unit_mapping)
+            _move_into(op, unit.body.block, unit_mapping)
         unit.body.block.add_op(located_like(fusion.ReturnOp(*(unit_mapping[v] for v in outputs)), group.ops[-1]))
         self.units.append(unit)
         call = located_like(
@@ -127,23 +128,31 @@ def _check_fusible(op: Operation) -> None:
         raise op_error(op, "communicates between devices and cannot be fused with other ops into a kernel unit")
 
 
-def _clone_into(op: Operation, block: Block, mapping: dict[SSAValue, SSAValue]) -> None:
-    """Clone `op` at the end of `block`, first re-materializing the scalars it uses."""
-    for operand in op.operands:
-        _materialize(operand, block, mapping)
-    block.add_op(op.clone(value_mapper=mapping))
+def _move_into(op: Operation, block: Block, mapping: dict[SSAValue, SSAValue]) -> None:
+    """Move `op` of the fusion (which `lower_module` erases: no copy is needed) to the
+    end of `block`, reading its operands as `block` does."""
+    assert not op.regions, "_check_ops refuses them"
+    operands = [_materialized(operand, block, mapping) for operand in op.operands]
+    op.detach()
+    op.operands = operands
+    block.add_op(op)
+    mapping.update(zip(op.results, op.results))
 
 
-def _materialize(value: SSAValue, block: Block, mapping: dict[SSAValue, SSAValue]) -> None:
-    if value in mapping:
-        return
-    owner = value.owner
-    if not isinstance(owner, Operation) or isinstance(owner, fusion.ComputeOp):
-        raise op_error(
-            block.parent_op() or owner,  # type: ignore[arg-type]
-            f"a kernel unit cannot take the non-tensor input {value.name_hint or value}; pass scalars as constants",
-        )
-    _clone_into(owner, block, mapping)
+def _materialized(value: SSAValue, block: Block, mapping: dict[SSAValue, SSAValue]) -> SSAValue:
+    """`value` as `block` reads it; a scalar is re-materialized there (cloned, with the
+    scalars it uses) the first time the block reads it."""
+    if value not in mapping:
+        owner = value.owner
+        if not isinstance(owner, Operation) or isinstance(owner, fusion.ComputeOp):
+            raise op_error(
+                block.parent_op() or owner,  # type: ignore[arg-type]
+                f"a kernel unit cannot take the non-tensor input {value.name_hint or value}; pass scalars as constants",
+            )
+        for operand in owner.operands:
+            _materialized(operand, block, mapping)
+        block.add_op(owner.clone_without_regions(value_mapper=mapping))
+    return mapping[value]
 
 
 @dataclass(frozen=True)

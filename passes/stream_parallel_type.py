@@ -103,7 +103,7 @@ from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
 from hostir_dialect.functions import FunctionLikeOp
-from hostir_dialect.symbols import functions, fusions_to_lower, kernel_unit_names, programs
+from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
@@ -712,6 +712,8 @@ class _ChunkUnits:
         for op in module.walk():
             if isinstance(op, hir.PostOnStreamOp):
                 self.callers[op.callee_name()] = self.callers.get(op.callee_name(), 0) + 1
+        self.called = set(self.callers)
+        """The units some post calls: a unit keeps a caller when it is copied for another."""
 
     def chunk_unit(self, post: hir.PostOnStreamOp, axes: dict[SSAValue, int | None]) -> str:
         unit = post.unit()
@@ -719,6 +721,7 @@ class _ChunkUnits:
         if self.callers[name] > 1:
             self.callers[name] -= 1
             name = self._fresh_name(f"{name}_chunk")
+            self.called.add(name)
         chunked = located_like(_chunk_function(unit, name, axes), unit)
         if name == unit.sym_name.data:
             Rewriter.replace_op(unit, chunked)
@@ -807,7 +810,6 @@ class StreamParallelType(ModulePass):
             check_program_inputs(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, units, self.bounded_intermediates).build()
-        names = kernel_unit_names(op)
         for function in functions(op):
-            if isinstance(function, hir.ProgramOp) or function.sym_name.data in names:
+            if isinstance(function, hir.ProgramOp) or function.sym_name.data in units.called:
                 drop_stream_allocation(function)
