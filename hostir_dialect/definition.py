@@ -9,7 +9,10 @@ program repeats a few signatures by the thousand (stream-parallel-type emits a v
 buffer and its release for every chunked tensor of every loop), and verification runs on
 every one of them twice (the input, then the pipeline's result). So an op whose signature
 has passed the whole check before has only its traits checked (they read where the op
-is); an op with regions or successors is checked in full each time.
+is); an op with regions or successors is checked in full each time. The ops of xDSL's
+dialects that a lowered program holds by the thousand (`arith.constant`, `arith.remui`,
+`scf.yield`) are checked the same way (`check_once_per_signature`, from the context); their
+own checks still run on every op.
 
 The parser builds an op through `IRDLOperation.build`, which matches every operand and
 result to its definition before `Operation.__init__` runs (a fifth of parsing a fusion);
@@ -19,18 +22,21 @@ types in order instead, as `init_flat` builds it, and checked by the verifier.
 xDSL compiles an op's assembly format when its class is defined: two thirds of importing
 hostir's dialects, which every `hostir-opt` command pays, though a program uses a few of
 its 64 ops. An op's format is compiled when the first op of its class is parsed or
-printed instead (`check_formats` compiles them all, for the tests).
+printed instead (`check_formats` compiles them all, for the tests); its dense arrays of
+integers print without xDSL's generic type test (`_IntegerArrayVariable`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
-from xdsl.irdl.declarative_assembly_format import FormatProgram
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType
+from xdsl.irdl.declarative_assembly_format import DenseArrayAttributeVariable, FormatProgram
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -40,19 +46,12 @@ _Op = TypeVar("_Op", bound=IRDLOperation)
 
 
 def op_definition(cls: type[_Op]) -> type[_Op]:
-    """`irdl_op_definition`; the op's own `verify_` runs after the definition's checks, as
-    there."""
-    own_verify = getattr(cls, "verify_")
+    """`irdl_op_definition`, its definition checked once per signature."""
     assembly_format = cls.assembly_format
     cls.assembly_format = None  # compiled on first use (`_use_format`), not here
     cls = irdl_op_definition(cls)
     op_def = cls.get_irdl_definition()
-
-    def verify_(op: _Op) -> None:
-        _verify_definition(op, op_def)
-        own_verify(op)
-
-    cls.verify_ = verify_
+    check_once_per_signature(cls)
     if not op_def.options and not op_def.regions and not op_def.successors:
         cls.build = classmethod(_flat_build(cls.build))
     if assembly_format is not None:
@@ -63,7 +62,7 @@ def op_definition(cls: type[_Op]) -> type[_Op]:
 
 def _use_format(cls: type[_Op], op_def: OpDef) -> None:
     """Parse and print `cls` with its assembly format, compiled when first needed."""
-    program = functools.cache(lambda: FormatProgram.from_str(op_def.assembly_format, op_def))
+    program = functools.cache(lambda: _compiled_format(op_def))
 
     def parse(cls: type[_Op], parser: Parser) -> _Op:
         return program().parse(parser, cls)
@@ -72,6 +71,29 @@ def _use_format(cls: type[_Op], op_def: OpDef) -> None:
         program().print(printer, op)
 
     cls.parse, cls.print, cls.format_program = classmethod(parse), print, staticmethod(program)
+
+
+def _compiled_format(op_def: OpDef) -> FormatProgram:
+    program = FormatProgram.from_str(op_def.assembly_format, op_def)
+    return dataclasses.replace(program, stmts=tuple(
+        _IntegerArrayVariable(**{f.name: getattr(s, f.name) for f in dataclasses.fields(s)})
+        if type(s) is DenseArrayAttributeVariable else s
+        for s in program.stmts
+    ))
+
+
+@dataclasses.dataclass(frozen=True)
+class _IntegerArrayVariable(DenseArrayAttributeVariable):
+    """xDSL's dense-array variable (a collective's team, a reduction's dims), printed
+    without its `isa(attr, DenseArrayBase[IntegerType])`, which builds a constraint from
+    the generic type each time: a fifth of printing a collective."""
+
+    def print_attr(self, printer: Printer, attr: Attribute) -> None:
+        if not isinstance(attr, DenseArrayBase) or not isinstance(attr.elt_type, IntegerType):
+            super().print_attr(printer, attr)
+            return
+        with printer.in_square_brackets():
+            printer.print_list(attr.iter_values(), printer.print_int)
 
 
 def check_formats(op_classes: Iterable[type[IRDLOperation]]) -> None:
@@ -143,6 +165,14 @@ class _Signatures:
 _PASSED = _Signatures()
 
 
+def check_once_per_signature(op_class: type[IRDLOperation]) -> None:
+    """Check the definition of an op of `op_class` (xDSL's `OpDef.verify`, which the
+    verifier xDSL gives the class calls before the op's own checks) in full once per
+    signature."""
+    op_def = op_class.get_irdl_definition()
+    op_def.verify = functools.partial(_verify_definition, op_def=op_def)
+
+
 def _verify_definition(op: IRDLOperation, op_def: OpDef) -> None:
     key = signature(op)
     try:
@@ -153,6 +183,6 @@ def _verify_definition(op: IRDLOperation, op_def: OpDef) -> None:
         for trait in op_def.traits:
             trait.verify(op)
         return
-    op_def.verify(op)  # one that raises leaves its signature out
+    OpDef.verify(op_def, op)  # one that raises leaves its signature out
     if key is not None:
         _PASSED.add(key)

@@ -1,14 +1,15 @@
 """op_definition: an op's definition is checked in full once per signature; its traits and
-its own checks run on every op, and a signature that failed is checked again. Assembly
+its own checks run on every op, and a signature that failed is checked again. The ops of
+xDSL's dialects in the context are checked the same way. Assembly
 formats are compiled on first use, and every one of them compiles."""
 
 from __future__ import annotations
 
 import pytest
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr, i32
+from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, f32, i32
 from xdsl.ir import Block, Data
-from xdsl.irdl import IRDLOperation, irdl_attr_definition
+from xdsl.irdl import IRDLOperation, OpDef, irdl_attr_definition
 from xdsl.irdl.declarative_assembly_format import FormatProgram
 from xdsl.utils.exceptions import ParseError, VerifyException
 
@@ -39,6 +40,18 @@ def test_ops_of_one_signature_share_the_definition_check_not_the_checks_of_their
     in_func = f"fusion.func @k(%t: {T}) -> () {{\n  %c0 = arith.constant 0 : index\n{select}\n  fusion.return\n}}"
     with pytest.raises(HostIRError, match="not allowed in a fusion.func"):  # a trait
         parse_module(in_func)
+
+
+def test_xdsl_ops_of_the_context_check_their_definition_once_per_signature(monkeypatch):
+    full_checks = []
+    full_check = OpDef.verify
+    monkeypatch.setattr(OpDef, "verify", lambda op_def, op: (full_checks.append(op.name), full_check(op_def, op)))
+    constants = "\n".join(f"  %k{i} = arith.constant 918273 : i64" for i in range(3))
+    parse_module(program(constants))
+    assert full_checks.count("arith.constant") == 1
+    parse_module(program("  %c1 = arith.constant 1 : index\n  scf.for %i = %c0 to %c1 step %c1 {\n  }"))
+    with pytest.raises(HostIRError, match="expects parent op|must be the last operation"):  # traits
+        parse_module(program("  scf.yield"))
 
 
 def test_a_signature_that_failed_is_checked_again():
@@ -127,3 +140,10 @@ def test_a_format_is_compiled_on_first_use_and_a_bad_one_is_refused_by_check_for
 
     with pytest.raises(ParseError, match="expected variable to refer to an operand"):
         check_formats([Bad])
+
+
+def test_dense_arrays_print_as_xdsl_prints_them_whatever_their_element_type():
+    op = hir.TeamPositionOp([0, 1])
+    assert str(op) == "%0 = hir.team_position team [0, 1]"
+    op.properties["team"] = DenseArrayBase.from_list(f32, [0.5, 1.5])  # unverified
+    assert str(op) == "%0 = hir.team_position team [5.000000e-01, 1.500000e+00]"
