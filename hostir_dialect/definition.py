@@ -3,16 +3,17 @@
 xDSL's verifier of an op's definition (`OpDef.verify`) matches the op's operands, results,
 regions and successors to their definitions, checks each against its constraint, then the
 properties, the attributes and the traits: about 70 µs a `hir.alias_select`, two thirds of
-verifying it. Every check but the regions' and the traits' reads only the op's class, its
-operand and result types, its properties and its attributes: its *signature*. A lowered
+verifying it. Every check but the traits' reads only the op's class, its operand and
+result types, its properties and its attributes, the number of its successors and the
+number of blocks and entry arguments' types of its regions: its *signature*. A lowered
 program repeats a few signatures by the thousand (stream-parallel-type emits a view, a
-buffer and its release for every chunked tensor of every loop), and verification runs on
-every one of them twice (the input, then the pipeline's result). So an op whose signature
-has passed the whole check before has only its traits checked (they read where the op
-is); an op with regions or successors is checked in full each time. The ops of xDSL's
-dialects that a lowered program holds by the thousand (`arith.constant`, `arith.remui`,
-`scf.yield`) are checked the same way (`check_once_per_signature`, from the context); their
-own checks still run on every op.
+buffer and its release for every chunked tensor of every loop, and two loops), and
+verification runs on every one of them twice (the input, then the pipeline's result). So
+an op whose signature has passed the whole check before has only its traits checked
+(they read where the op is, and what its regions hold). The ops of xDSL's dialects that a
+lowered program holds by the thousand (`scf.for`, `arith.constant`, `arith.remui`,
+`scf.yield`) are checked the same way (`check_once_per_signature`, from the context);
+their own checks still run on every op.
 
 The parser builds an op through `IRDLOperation.build`, which matches every operand and
 result to its definition before `Operation.__init__` runs (a fifth of parsing a fusion);
@@ -22,8 +23,8 @@ types in order instead, as `init_flat` builds it, and checked by the verifier.
 xDSL compiles an op's assembly format when its class is defined: two thirds of importing
 hostir's dialects, which every `hostir-opt` command pays, though a program uses a few of
 its 64 ops. An op's format is compiled when the first op of its class is parsed or
-printed instead (`check_formats` compiles them all, for the tests); its dense arrays of
-integers print without xDSL's generic type test (`_IntegerArrayVariable`).
+printed instead (`check_formats` compiles them all, for the tests), with faster
+equivalents of two of xDSL's directives (`_FASTER`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ from typing import TypeVar
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType
-from xdsl.irdl.declarative_assembly_format import DenseArrayAttributeVariable, FormatProgram
+from xdsl.irdl.declarative_assembly_format import (
+    AttrDictDirective,
+    DenseArrayAttributeVariable,
+    FormatDirective,
+    FormatProgram,
+    PrintingState,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -75,11 +82,15 @@ def _use_format(cls: type[_Op], op_def: OpDef) -> None:
 
 def _compiled_format(op_def: OpDef) -> FormatProgram:
     program = FormatProgram.from_str(op_def.assembly_format, op_def)
-    return dataclasses.replace(program, stmts=tuple(
-        _IntegerArrayVariable(**{f.name: getattr(s, f.name) for f in dataclasses.fields(s)})
-        if type(s) is DenseArrayAttributeVariable else s
-        for s in program.stmts
-    ))
+    return dataclasses.replace(program, stmts=tuple(_faster(directive) for directive in program.stmts))
+
+
+def _faster(directive: FormatDirective) -> FormatDirective:
+    """`directive` as its faster equivalent below, if it has one."""
+    faster = _FASTER.get(type(directive))
+    if faster is None:
+        return directive
+    return faster(**{field.name: getattr(directive, field.name) for field in dataclasses.fields(directive)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +105,23 @@ class _IntegerArrayVariable(DenseArrayAttributeVariable):
             return
         with printer.in_square_brackets():
             printer.print_list(attr.iter_values(), printer.print_int)
+
+
+@dataclasses.dataclass(frozen=True)
+class _AttrDictDirective(AttrDictDirective):
+    """xDSL's `attr-dict`, printing nothing at once for an op without attributes or
+    properties of the dictionary (most ops): xDSL's merges and filters the dictionaries
+    first, a tenth of printing a lowered program."""
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        if op.attributes or not op.properties.keys().isdisjoint(self.expected_properties):
+            super().print(printer, state, op)
+
+
+_FASTER: dict[type[FormatDirective], type[FormatDirective]] = {
+    DenseArrayAttributeVariable: _IntegerArrayVariable,
+    AttrDictDirective: _AttrDictDirective,
+}
 
 
 def check_formats(op_classes: Iterable[type[IRDLOperation]]) -> None:
@@ -133,17 +161,18 @@ def _flat(args: Sequence | None, kind: type) -> list | None:
     return flat
 
 
-def signature(op: IRDLOperation) -> Hashable | None:
-    """What `OpDef.verify` reads of an op besides its regions, successors and position;
-    None for an op with regions or successors."""
-    if op.regions or op.successor_uses:  # `successors` builds a view of them
-        return None
+def signature(op: IRDLOperation) -> Hashable:
+    """What `OpDef.verify` reads of an op besides its traits: its class, operand and
+    result types, properties, attributes, the number of its successors, and of each
+    region the number of blocks and the types of the entry block's arguments."""
     return (
         type(op),
         tuple(operand.type for operand in op.operands),
         tuple(result.type for result in op.results),
         tuple(op.properties.items()),
         tuple(op.attributes.items()),
+        len(op.successor_uses),  # `successors` builds a view of them
+        tuple((len(region.blocks), region.first_block and region.first_block.arg_types) for region in op.regions),
     )
 
 
@@ -174,9 +203,9 @@ def check_once_per_signature(op_class: type[IRDLOperation]) -> None:
 
 
 def _verify_definition(op: IRDLOperation, op_def: OpDef) -> None:
-    key = signature(op)
+    key: Hashable | None = signature(op)
     try:
-        passed = key is not None and key in _PASSED.passed
+        passed = key in _PASSED.passed
     except TypeError:  # an attribute that cannot be hashed: checked every time
         key, passed = None, False
     if passed:

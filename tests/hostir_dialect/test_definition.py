@@ -6,10 +6,10 @@ formats are compiled on first use, and every one of them compiles."""
 from __future__ import annotations
 
 import pytest
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, f32, i32
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, StringAttr, f32, i32
 from xdsl.ir import Block, Data
-from xdsl.irdl import IRDLOperation, OpDef, irdl_attr_definition
+from xdsl.irdl import IRDLOperation, OpDef, ParsePropInAttrDict, irdl_attr_definition, opt_prop_def
 from xdsl.irdl.declarative_assembly_format import FormatProgram
 from xdsl.utils.exceptions import ParseError, VerifyException
 
@@ -67,11 +67,16 @@ def test_a_signature_that_failed_is_checked_again():
     assert signature(good) != signature(bad)
 
 
-def test_ops_with_regions_have_no_signature():
-    module = parse_module(program(""))
-    (function,) = module.ops
-    assert signature(function) is None
-    assert signature(function.body.block.first_op) is not None
+def test_the_signature_of_an_op_with_regions_holds_their_blocks_and_entry_arguments():
+    loop = "  %c1 = arith.constant 1 : index\n  scf.for %i = %c0 to %c1 step %c1 {\n  }"
+    first, second = (parse_module(program(loop)).ops.first.body.block.last_op.prev_op for _ in range(2))
+    assert isinstance(first, scf.ForOp) and signature(first) == signature(second)
+    first.body.block.insert_arg(IndexType(), 1)
+    assert signature(first) != signature(second)
+    first.body.add_block(Block())
+    assert signature(first) != signature(second)
+    with pytest.raises(VerifyException, match="expected a single block"):  # a signature that passed, changed
+        first.verify()
 
 
 def parse_type(text: str) -> TensorType:
@@ -147,3 +152,16 @@ def test_dense_arrays_print_as_xdsl_prints_them_whatever_their_element_type():
     assert str(op) == "%0 = hir.team_position team [0, 1]"
     op.properties["team"] = DenseArrayBase.from_list(f32, [0.5, 1.5])  # unverified
     assert str(op) == "%0 = hir.team_position team [5.000000e-01, 1.500000e+00]"
+
+
+def test_attr_dict_prints_attributes_and_its_properties_and_nothing_without_them():
+    @op_definition
+    class Tagged(IRDLOperation):
+        name = "test.tagged"
+        tag = opt_prop_def(StringAttr)
+        irdl_options = (ParsePropInAttrDict(),)
+        assembly_format = "attr-dict"
+
+    assert str(Tagged.create()) == "test.tagged"
+    assert str(Tagged.create(properties={"tag": StringAttr("x")})) == 'test.tagged {tag = "x"}'
+    assert str(Tagged.create(attributes={"a": StringAttr("y")})) == 'test.tagged {a = "y"}'
