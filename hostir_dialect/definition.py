@@ -34,9 +34,9 @@ import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
     DenseArrayAttributeVariable,
