@@ -71,6 +71,7 @@ from hostir_dialect.tensor_type import (
 )
 
 from .sharding_policy import (
+    INNER_SPLIT,
     PROPAGATED_TYPES,
     ShardingError,
     backward_axis_map,
@@ -115,7 +116,7 @@ def device_split(op: Operation, axis: Axis) -> DeviceSplit | None:
     for position, piece in enumerate(axis.pieces):
         if piece.parallel.is_device:
             if position:
-                raise op_error(op, "inner split for device or stream parallelization is not supported")
+                raise op_error(op, INNER_SPLIT)
             extent = DYNAMIC if axis.extent == DYNAMIC else axis.extent // piece.extent
             local = Axis(extent, pieces=axis.pieces[1:])  # no pieces: a whole-axis device axis
             return DeviceSplit(piece.parallel, piece.extent, local)

@@ -55,6 +55,7 @@ from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import Axis, ParallelKind, Piece, TensorType, tensor_type
 
 from .sharding_policy import (
+    INNER_SPLIT,
     Exchange,
     ShardingError,
     buffer_order,
@@ -94,6 +95,9 @@ class ReorderShardedAxis(RewritePattern):
             return
         exchange = Exchange.of(op, stream)
         try:
+            if stream is not None and stream == exchange.scattered:
+                # The axis has a device piece and a Stream piece, one of them inner.
+                raise ShardingError(INNER_SPLIT)
             if _needs_split(op, exchange):
                 _split_scattered_axis(op, exchange, rewriter)
             else:

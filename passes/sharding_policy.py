@@ -54,6 +54,9 @@ def backward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:
     return {target: source for source, target in forward_axis_map(op, operand).items()}
 
 
+INNER_SPLIT = "inner split for device or stream parallelization is not supported"
+
+
 def propagate_parallel_types(
     reference: TensorType, target: TensorType, axis_map: dict[int, int], types: Iterable[ParallelKind]
 ) -> TensorType:
@@ -73,7 +76,7 @@ def propagate_parallel_types(
         if parallel.is_device and not same_device_axis(reference, target, parallel):
             continue
         if source.outer_factors:
-            raise ShardingError("inner split for device or stream parallelization is not supported")
+            raise ShardingError(INNER_SPLIT)
         index = axis_map[source.axis]
         axis = target.axes[index]
         if axis.is_broadcast or axis.is_split or axis.parallel_types():

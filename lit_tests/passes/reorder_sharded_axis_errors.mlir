@@ -7,3 +7,13 @@ fusion.func @stream_on_an_inner_split(%x: !fusion.tensor<f32[4, 2 didx], mesh=[0
   %y = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4(2 didx, 2 stream), r2], mesh=[0, 1]>
   fusion.return %y : !fusion.tensor<f32[4(2 didx, 2 stream), r2], mesh=[0, 1]>
 }
+
+// -----
+
+// An all-to-all into a result that streams the axis it scatters (a Stream piece beside its
+// DIDx piece): no allocation order lays out both; refused instead of naming the axis twice.
+// CHECK: reorder_sharded_axis_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op inner split for device or stream parallelization is not supported
+fusion.func @stream_on_the_scattered_axis(%x: !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 4(2 didx, 2 stream)], mesh=[0, 1]> {
+  %y = fusion.set %x : !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1]> -> !fusion.tensor<f32[4, 4(2 didx, 2 stream)], mesh=[0, 1]>
+  fusion.return %y : !fusion.tensor<f32[4, 4(2 didx, 2 stream)], mesh=[0, 1]>
+}

@@ -386,4 +386,20 @@ b.set_device_mesh(DeviceMesh([0, 1]))
 b.outer_split(0, 2)
 b.axis(0).parallelize(ParallelType.DIDx)
 """, "correct"),
+    # An all-to-all that scatters the axis it streams: reorder-sharded-axis built an
+    # allocation order naming that axis twice (a crash) instead of refusing.
+    "all_to_all_streaming_the_axis_it_scatters_is_refused": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([4, 4], dtype='float32')
+    t5 = fd.ops.set(t0)
+    fd.add_output(t5)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.outer_split(0, 2)
+t0.axis(0).parallelize(ParallelType.DIDx)
+t5.set_device_mesh(mesh)
+t5.outer_split(1, 2)
+t5.axis(1).parallelize(ParallelType.DIDx)
+t5.axis(2).parallelize(ParallelType.Stream)
+""", "refused"),
 }
