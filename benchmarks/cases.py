@@ -35,10 +35,10 @@ import torch.distributed as dist
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect.context import make_context
 from measure import Variant
-from passes.pipeline import build_passes, run_passes
-from passes import PIPELINES
-from runtime import Evaluator
-from runtime.layouts import logical_shape
+from hostir.passes.pipeline import build_passes, run_passes
+from hostir.passes import PIPELINES
+from hostir.runtime import Evaluator
+from hostir.runtime.layouts import logical_shape
 
 # The entry points hostir's runtime posts through (newer torch renamed them).
 all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

@@ -39,8 +39,8 @@ from xdsl.parser import Parser
 from hostir_dialect.context import make_context
 from hostir_dialect.diagnostics import LocatingParser, verify_located
 from hostir_dialect.printer import Printer
-from passes import build_passes
-from passes.opt import collect_garbage_rarely
+from hostir.passes import build_passes
+from hostir.passes.opt import collect_garbage_rarely
 
 SHARDED = "!fusion.tensor<f32[8, 2 didx, 16], mesh=[0, 1]>"
 REPLICATED = "!fusion.tensor<f32[8, 2, 16], mesh=[0, 1]>"
@@ -129,7 +129,7 @@ def growth(results: dict, step: str) -> float | None:
 def cli_seconds(ops: int, repeat: int) -> dict:
     """Wall and CPU seconds of `hostir-opt FILE -p hostir-lower` and of `hostir-opt
     --version` (start-up alone), as separate processes: medians of `repeat`."""
-    opt = [sys.executable, "-c", "from passes.opt import console_main; console_main()"]
+    opt = [sys.executable, "-c", "from hostir.passes.opt import console_main; console_main()"]
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / f"fusion{ops}.mlir"
         path.write_text(fusion_text(ops))

@@ -25,7 +25,7 @@ import torch
 
 from hostir import FusionDefinition
 from hostir_dialect.context import parse_module
-from runtime import Evaluator
+from hostir.runtime import Evaluator
 
 TYPE = "!t = !fusion.tensor<f32[2, 3]>\n"
 

@@ -26,8 +26,8 @@ import torch
 import torch.distributed as dist
 
 from cases import CASES, Operands, Problem, hostir
-from passes.cost_model import MACHINES
-from runtime.symmetric_memory import Flags, SymmetricHeap
+from hostir.passes.cost_model import MACHINES
+from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
 
 SIZES_MIB = (0.0625, 0.25, 1, 4, 16, 64, 256)
 

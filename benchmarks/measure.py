@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from runtime.cli import all_gather_pickled
+from hostir.runtime.cli import all_gather_pickled
 
-from runtime.launcher import device_for
+from hostir.runtime.launcher import device_for
 
 TOLERANCE = {torch.bfloat16: 2e-2, torch.float32: 1e-3}
 """Relative Frobenius error a checked run must stay under (float32: TF32 may be on)."""

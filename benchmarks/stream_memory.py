@@ -30,9 +30,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
-from passes import build_passes, run_passes
-from runtime import Evaluator, shard_tensor
-from runtime.launcher import device_for, launch
+from hostir.passes import build_passes, run_passes
+from hostir.runtime import Evaluator, shard_tensor
+from hostir.runtime.launcher import device_for, launch
 
 PIPELINE = (
     "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"

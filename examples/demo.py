@@ -16,7 +16,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # torch
 
 import torch  # noqa: E402
 
-import runtime  # noqa: E402
+from hostir import runtime  # noqa: E402
 from hostir import DeviceMesh, FusionDefinition, ParallelType  # noqa: E402
 
 S, D, M, K, N = 4, 2, 64, 32, 16
@@ -48,7 +48,7 @@ def main() -> int:
     section("fusion IR (Python frontend)")
     print(fusion_text)
 
-    reparsed = subprocess.run([sys.executable, "-m", "passes.opt"], input=fusion_text, capture_output=True, text=True, check=True).stdout
+    reparsed = subprocess.run([sys.executable, "-m", "hostir.passes.opt"], input=fusion_text, capture_output=True, text=True, check=True).stdout
     assert reparsed.strip() == fusion_text.strip(), "hostir-opt did not print the fusion back identically"
     print("hostir-opt round trip: identical")
 

@@ -2,78 +2,29 @@
 
     from hostir import FusionDefinition, DeviceMesh, ParallelType
 
-`hostir.FusionDefinition` is the IR frontend's `hostir_dialect.FusionDefinition` plus
-`lower()` (the `hostir-lower` pipeline of `passes`) and `execute()` (lower, then run on
-this rank with `runtime`). This package is the one layer above all three: the dialect
-imports neither the passes nor the runtime, and the passes do not import the runtime
-(docs/architecture.md).
+`hostir.FusionDefinition` (hostir/definition.py) is the IR frontend's
+`hostir_dialect.FusionDefinition` plus `lower()` (the `hostir-lower` pipeline of
+`hostir.passes`) and `execute()` (lower, then run on this rank with `hostir.runtime`).
+
+The package also holds the compiler's and the runtime's layers, installed from the
+top-level folders `passes/` and `runtime/` as `hostir.passes` and `hostir.runtime`
+(pyproject.toml), so that hostir claims no generic import name. Its own names are
+imported when first asked for (PEP 562): `hostir-opt` imports `hostir.passes`, which
+must not import the runtime and torch with this package.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
 
-from collections.abc import Sequence
+_FROM_DIALECT = ("DataType", "DeviceMesh", "FusionDefinitionError", "IterDomain", "ParallelType", "Scalar", "Tensor")
 
-from xdsl.dialects.builtin import ModuleOp
-
-import passes
-import runtime
-from hostir_dialect import (
-    DataType,
-    DeviceMesh,
-    FusionDefinitionError,
-    IterDomain,
-    ParallelType,
-    Scalar,
-    Tensor,
-)
-from hostir_dialect import FusionDefinition as FusionDefinitionIR
+__all__ = ["FusionDefinition", *_FROM_DIALECT]
 
 
-class FusionDefinition(FusionDefinitionIR):
-    """nvFuser's `FusionDefinition`: define the fusion and its schedule (see
-    `hostir_dialect.frontend`), then `lower()` or `execute()` it."""
-
-    def __init__(self, name: str = "fusion"):
-        super().__init__(name)
-        self._executors = runtime.ExecutorCache()
-        self._lowered: tuple[tuple[int, str], ModuleOp] | None = None
-
-    def lower(self, options: passes.PassManagerOptions | None = None) -> ModuleOp:
-        """The host program: this fusion through the `hostir-lower` pipeline
-        (`options` disable passes, dump IR after passes, time them)."""
-        return passes.lower(self.to_module(), options)
-
-    def execute(self, inputs: Sequence[object], *, trace: str | os.PathLike | None = None, **options) -> list:
-        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`,
-        `cuda_graph=`, `trace=PATH`, ... as `runtime.execute`): local shards in, local shards
-        out. For several ranks at once use `runtime.run_spmd(fd, per_rank_inputs,
-        world_size=N, lower=True)`.
-
-        As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
-        are kept, by the definition's revision (any definition or scheduling call makes a
-        new one) and the options: calling again with the same ones only runs it."""
-        evaluator = self._executors.evaluator(self._version(), self._lowered_program, trace=trace is not None, **options)
-        return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
-
-    def _version(self) -> tuple[int, str]:
-        return self.revision, self.name
-
-    def _lowered_program(self) -> ModuleOp:
-        """The lowered program of this version, lowered once for all option sets."""
-        if self._lowered is None or self._lowered[0] != self._version():
-            self._lowered = (self._version(), self.lower())
-        return self._lowered[1]
-
-
-__all__ = [
-    "DataType",
-    "DeviceMesh",
-    "FusionDefinition",
-    "FusionDefinitionError",
-    "IterDomain",
-    "ParallelType",
-    "Scalar",
-    "Tensor",
-]
+def __getattr__(name: str) -> object:
+    if name == "FusionDefinition":
+        return importlib.import_module("hostir.definition").FusionDefinition
+    if name in _FROM_DIALECT:
+        return getattr(importlib.import_module("hostir_dialect"), name)
+    raise AttributeError(f"module 'hostir' has no attribute {name!r}")

@@ -21,57 +21,57 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every hostir pass by CLI name; a pass is imported when its loader is called."""
 
     def get_choose_pipelining():
-        from passes import choose_pipelining
+        from hostir.passes import choose_pipelining
 
         return choose_pipelining.ChoosePipelining
 
     def get_convert_op_to_communication():
-        from passes import convert_op_to_communication
+        from hostir.passes import convert_op_to_communication
 
         return convert_op_to_communication.ConvertOpToCommunication
 
     def get_decompose_reshardings():
-        from passes import decompose_reshardings
+        from hostir.passes import decompose_reshardings
 
         return decompose_reshardings.DecomposeReshardings
 
     def get_finalize_multidevice_domains():
-        from passes import finalize_multidevice_domains
+        from hostir.passes import finalize_multidevice_domains
 
         return finalize_multidevice_domains.FinalizeMultideviceDomains
 
     def get_insert_deallocations():
-        from passes import insert_deallocations
+        from hostir.passes import insert_deallocations
 
         return insert_deallocations.InsertDeallocations
 
     def get_lower_to_host():
-        from passes import lower_to_host
+        from hostir.passes import lower_to_host
 
         return lower_to_host.LowerToHost
 
     def get_propagate_shardings():
-        from passes import propagate_shardings
+        from hostir.passes import propagate_shardings
 
         return propagate_shardings.PropagateShardings
 
     def get_reorder_sharded_axis():
-        from passes import reorder_sharded_axis
+        from hostir.passes import reorder_sharded_axis
 
         return reorder_sharded_axis.ReorderShardedAxisPass
 
     def get_stream_parallel_type():
-        from passes import stream_parallel_type
+        from hostir.passes import stream_parallel_type
 
         return stream_parallel_type.StreamParallelType
 
     def get_split_by_member():
-        from passes import split_by_member
+        from hostir.passes import split_by_member
 
         return split_by_member.SplitByMember
 
     def get_verify_collective_order():
-        from passes import verify_collective_order
+        from hostir.passes import verify_collective_order
 
         return verify_collective_order.VerifyCollectiveOrder
 

@@ -36,7 +36,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
-import passes
+from hostir import passes
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import located_text
 from hostir_dialect.symbols import programs
@@ -48,7 +48,7 @@ from .trace import Trace, traced_run
 
 # Ranks fork from a server process that imported the runtime (torch included) once, instead
 # of each importing it anew (seconds per rank); it never touches CUDA, so the ranks may.
-mp.get_context("forkserver").set_forkserver_preload(["runtime"])
+mp.get_context("forkserver").set_forkserver_preload(["hostir.runtime"])
 
 
 class SpmdError(RuntimeError):

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from passes.pipeline import VERIFY_EACH_VARIABLE
+from hostir.passes.pipeline import VERIFY_EACH_VARIABLE
 
 os.environ.setdefault(VERIFY_EACH_VARIABLE, "1")
 

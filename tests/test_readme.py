@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from hostir_dialect import parse_module
-from passes import opt
-from runtime import cli
+from hostir.passes import opt
+from hostir.runtime import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -194,12 +194,12 @@ def _run_in_process(case: Case, tmp: str) -> dict:
             source = Path(case.path).read_text()
             exec(compile(source, case.path, "exec"), {"__name__": "__corpus__", "__file__": case.path})  # noqa: S102
         elif words[0] == "hostir-opt":
-            from passes import opt
+            from hostir.passes import opt
 
             sys.stdin = open(stdin_path or os.devnull)  # noqa: SIM115
             result["exit"] = opt.main(words[1:])
         else:
-            from runtime import cli
+            from hostir.runtime import cli
 
             cli.console_main(words[1:])
     except SystemExit as stop:
@@ -223,7 +223,7 @@ def _where(error: BaseException) -> str:
 
 
 def worker() -> None:
-    import runtime  # noqa: F401 -- first: it silences torch's numpy warning before torch loads
+    from hostir import runtime  # noqa: F401 -- first: it silences torch's numpy warning before torch loads
     from xdsl.ir import Attribute
     from xdsl.utils.diagnostic import Diagnostic
 

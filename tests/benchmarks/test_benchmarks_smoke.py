@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime import launch
-from runtime.graphs import EAGER_ON_CPU
+from hostir.runtime import launch
+from hostir.runtime.graphs import EAGER_ON_CPU
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gpu_host_overhead  # noqa: E402

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from hostir_dialect.context import parse_module
-from passes import PIPELINES, lower
+from hostir.passes import PIPELINES, lower
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import compile_time  # noqa: E402

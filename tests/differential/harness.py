@@ -58,16 +58,16 @@ import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from xdsl.dialects.builtin import ModuleOp
 
-import runtime
+from hostir import runtime
 from hostir_dialect import FusionDefinitionError, hir
 from hostir_dialect.diagnostics import HostIRError
-from passes.sharding_policy import is_annotated
+from hostir.passes.sharding_policy import is_annotated
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
-from passes.pipeline import PassManagerOptions
-from passes import PIPELINES
-from runtime.communicator import DONE, Communicator
-from runtime.evaluator import find_function
-from runtime.layouts import logical_shape, torch_dtype
+from hostir.passes.pipeline import PassManagerOptions
+from hostir.passes import PIPELINES
+from hostir.runtime.communicator import DONE, Communicator
+from hostir.runtime.evaluator import find_function
+from hostir.runtime.layouts import logical_shape, torch_dtype
 
 from .generator import Program, build, program_from_source, programs
 
@@ -94,7 +94,7 @@ os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 def lower_fusion(module: ModuleOp, disabled: frozenset[str] = frozenset()) -> ModuleOp:
     """The one call of the pass pipeline: `hostir-lower` with `disabled` passes skipped."""
-    import passes
+    from hostir import passes
 
     return passes.lower(module, PassManagerOptions(disabled=disabled))
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import torch
 
-import passes
-import runtime
+from hostir import passes
+from hostir import runtime
 from hostir import DeviceMesh, FusionDefinition, ParallelType, Tensor
 from hostir_dialect import hir
-from runtime import executor_cache
+from hostir.runtime import executor_cache
 
 
 def test_lower_gives_a_host_program_and_execute_matches_torch():

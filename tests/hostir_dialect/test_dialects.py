@@ -19,7 +19,7 @@ from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, verify_located
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import Axis, IterKind, Mesh, ParallelKind, Piece, TensorType
-from passes.pipeline import run_passes
+from hostir.passes.pipeline import run_passes
 
 
 def tensor(*axes: int | Axis, element=f32, mesh: Mesh | None = None) -> TensorType:

@@ -10,7 +10,7 @@ from xdsl import printer as xdsl_printer
 
 from hostir_dialect.context import parse_module
 from hostir_dialect.printer import Printer
-from passes import lower
+from hostir.passes import lower
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

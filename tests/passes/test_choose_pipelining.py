@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from passes.choose_pipelining import Stages
+from hostir.passes.choose_pipelining import Stages
 
 # Four chunks of a function whose communication and matmuls take 1 ms each, whole.
 BALANCED = Stages(chunks=4, communication=1.0, communication_per_chunk=0.25, matmuls=1.0, matmuls_per_chunk=0.25, slowdown=0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hostir_dialect import hir
-from passes.cost_model import Machine
+from hostir.passes.cost_model import Machine
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 

@@ -1,4 +1,4 @@
-"""hostir-opt (passes.opt): exit codes, messages, output options, the passes it registers,
+"""hostir-opt (hostir.passes.opt): exit codes, messages, output options, the passes it registers,
 and the pipeline options reaching passes registered by a subclass (the pipeline itself is
 tested in test_pipeline.py)."""
 
@@ -17,8 +17,8 @@ from xdsl.utils.exceptions import VerifyException
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.symbols import programs
-from passes import PIPELINES, get_all_passes, opt
-from passes.pipeline import VERIFY_EACH_VARIABLE
+from hostir.passes import PIPELINES, get_all_passes, opt
+from hostir.passes.pipeline import VERIFY_EACH_VARIABLE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUSIONS, HOST_PROGRAMS = EXAMPLES / "fusions", EXAMPLES / "host_programs"
@@ -301,10 +301,10 @@ def test_upstream_cleanup_of_a_lowered_program_computes_the_same(name: str) -> N
     passes/opt/upstream_passes.mlir) and so the program's result."""
     import torch
 
-    import runtime
+    from hostir import runtime
     from hostir_dialect.context import make_context
-    from passes import lower
-    from passes.pipeline import build_pipeline
+    from hostir.passes import lower
+    from hostir.passes.pipeline import build_pipeline
 
     source = parse_module((FUSIONS / f"{name}.mlir").read_text(), name)
     host = lower(source.clone())

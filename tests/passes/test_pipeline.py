@@ -17,8 +17,8 @@ from xdsl.utils.arg_spec import parse_pipeline
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
-from passes import PIPELINES
-from passes.pipeline import (
+from hostir.passes import PIPELINES
+from hostir.passes.pipeline import (
     ALL,
     VERIFICATION,
     VERIFY_EACH_VARIABLE,

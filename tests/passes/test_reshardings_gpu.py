@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import runtime
+from hostir import runtime
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from test_lowering_e2e import CASES, assert_matches, prepare  # the CPU cases, rerun with NCCL

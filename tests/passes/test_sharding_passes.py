@@ -9,12 +9,12 @@ import torch
 
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import verify_located
-from passes.decompose_reshardings import DecomposeReshardings
-from passes.finalize_multidevice_domains import FinalizeMultideviceDomains
-from passes.propagate_shardings import PropagateShardings
-from passes.reorder_sharded_axis import ReorderShardedAxisPass
-from runtime.layouts import torch_dtype
-from runtime.reference import run_fusion
+from hostir.passes.decompose_reshardings import DecomposeReshardings
+from hostir.passes.finalize_multidevice_domains import FinalizeMultideviceDomains
+from hostir.passes.propagate_shardings import PropagateShardings
+from hostir.passes.reorder_sharded_axis import ReorderShardedAxisPass
+from hostir.runtime.layouts import torch_dtype
+from hostir.runtime.reference import run_fusion
 
 TOLERANCE = dict(rtol=1e-5, atol=1e-5)  # float32 sums over at most 16 terms, reassociated
 
@@ -173,7 +173,7 @@ def test_decompose_leaves_only_single_communications() -> None:
     """After decompose-reshardings every resharding op is a set or a one-axis reduce."""
     from hostir_dialect.fusion import ReduceOp, SetOp
     from hostir_dialect.sharding import is_resharding
-    from passes.sharding_policy import communication_problem
+    from hostir.passes.sharding_policy import communication_problem
 
     for text in FUSIONS.values():
         module = parse_module(text)
@@ -188,7 +188,7 @@ def test_reorder_leaves_every_communication_laid_out_for_its_collective() -> Non
     loop's chunks where it has one; and the test is not vacuous: some had one before."""
     from hostir_dialect.fusion import ReduceOp, SetOp
     from hostir_dialect.sharding import communicates
-    from passes.sharding_policy import layout_problem
+    from hostir.passes.sharding_policy import layout_problem
 
     def problems(module) -> list[str]:
         return [

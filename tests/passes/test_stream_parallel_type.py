@@ -15,8 +15,8 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from passes import build_passes
-from passes.stream_parallel_type import StreamParallelType, group, sliced_type
+from hostir.passes import build_passes
+from hostir.passes.stream_parallel_type import StreamParallelType, group, sliced_type
 
 
 def t(shape: str) -> str:
@@ -175,7 +175,7 @@ def test_an_op_that_cannot_compute_chunks_runs_whole(op, result):
 
 
 def run_lowered(fd, inputs):
-    import runtime
+    from hostir import runtime
 
     return runtime.execute(fd.lower(), inputs)
 

@@ -16,13 +16,13 @@ import pytest
 import torch
 import torch.distributed as dist
 
-import runtime
+from hostir import runtime
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.tensor_type import TensorType
-from passes import build_passes, run_passes
-from runtime.graphs import CUDA_GRAPH
-from runtime.launcher import Job, device_for, launch, run_spmd_batch
+from hostir.passes import build_passes, run_passes
+from hostir.runtime.graphs import CUDA_GRAPH
+from hostir.runtime.launcher import Job, device_for, launch, run_spmd_batch
 
 PIPELINE = "hostir-lower"
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"

@@ -17,9 +17,9 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, LocatingParser, verify_located
 from hostir_dialect.tensor_type import TensorType
-from passes import lower, verify_collective_order
-from passes.verify_collective_order import VerifyCollectiveOrder
-from runtime.communicator import CollectiveError, Communicator
+from hostir.passes import lower, verify_collective_order
+from hostir.passes.verify_collective_order import VerifyCollectiveOrder
+from hostir.runtime.communicator import CollectiveError, Communicator
 
 FUSIONS = Path(__file__).resolve().parents[2] / "examples" / "fusions"
 

@@ -8,9 +8,9 @@ import torch
 
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
-from passes import lower
-from runtime import Evaluator, run_fusion
-from runtime.buffers import BufferUses
+from hostir.passes import lower
+from hostir.runtime import Evaluator, run_fusion
+from hostir.runtime.buffers import BufferUses
 
 T = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 import torch
 
-from runtime import Job, run_spmd_batch
+from hostir.runtime import Job, run_spmd_batch
 
 REDUCE = {"sum": lambda xs: torch.stack(xs).sum(0), "prod": lambda xs: torch.stack(xs).prod(0),
           "max": lambda xs: torch.stack(xs).amax(0), "min": lambda xs: torch.stack(xs).amin(0)}

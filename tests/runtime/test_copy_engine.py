@@ -8,14 +8,14 @@ import torch
 import torch.distributed as dist
 
 from hostir_dialect.fusion import ReduceKind
-from runtime.copy_engine import (
+from hostir.runtime.copy_engine import (
     CopyEngineAllgather,
     CopyEngineAllreduce,
     CopyEngineReduceScatter,
     Ordering,
 )
-from runtime.launcher import launch
-from runtime.symmetric_memory import Flags, SymmetricHeap
+from hostir.runtime.launcher import launch
+from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
 
 RUNS = 3  # the same slots, buffers and flags serve every run
 

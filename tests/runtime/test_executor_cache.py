@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-import passes
+from hostir import passes
 from hostir_dialect.context import parse_module
-from runtime import executor_cache, execute, launcher
-from runtime.executor_cache import LruCache
+from hostir.runtime import executor_cache, execute, launcher
+from hostir.runtime.executor_cache import LruCache
 
 T = "!fusion.tensor<f32[2, 4]>"
 DOUBLE = f"""hir.program @main(%x: {T}) -> {T} {{

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hostir_dialect.context import parse_module
-from runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
+from hostir.runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
 from test_collectives import (  # the CPU cases, rerun with NCCL
     RING,
     cases,

@@ -13,11 +13,11 @@ from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
-from runtime import Evaluator, RankResult, execute, launch, shard_tensor
-from runtime.cli import report
-from runtime.evaluator import InputError
-from runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
-from runtime.launcher import device_for
+from hostir.runtime import Evaluator, RankResult, execute, launch, shard_tensor
+from hostir.runtime.cli import report
+from hostir.runtime.evaluator import InputError
+from hostir.runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
+from hostir.runtime.launcher import device_for
 
 T = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from hostir_dialect import parse_module
-from runtime import Job, SpmdError, run_spmd, run_spmd_batch
-from runtime.cli import console_main
+from hostir.runtime import Job, SpmdError, run_spmd, run_spmd_batch
+from hostir.runtime.cli import console_main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -162,7 +162,7 @@ def test_killing_a_rank_in_a_collective_stops_hostir_run_and_names_it(tmp_path):
     program = tmp_path / "mutual_recv.mlir"
     program.write_text(MUTUAL_RECV)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-c", "from runtime.cli import console_main; console_main()", str(program),
+    command = [sys.executable, "-c", "from hostir.runtime.cli import console_main; console_main()", str(program),
                "--nproc", "2", "--backend", "gloo"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                           cwd=ROOT) as tool:
@@ -181,7 +181,7 @@ def test_killing_a_rank_in_a_collective_stops_hostir_run_and_names_it(tmp_path):
 
 def hostir_run(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-c", "from runtime.cli import console_main; console_main()", *args]
+    command = [sys.executable, "-c", "from hostir.runtime.cli import console_main; console_main()", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=240)
 
 

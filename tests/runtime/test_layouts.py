@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from hostir_dialect.context import parse_module
-from runtime.layouts import shard_tensor, unshard
+from hostir.runtime.layouts import shard_tensor, unshard
 
 
 def tensor_type(text: str):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 
 from hostir_dialect.context import parse_module
-from runtime import Evaluator
-from runtime.streams import CpuStreams
+from hostir.runtime import Evaluator
+from hostir.runtime.streams import CpuStreams
 
 F = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from runtime.launcher import launch
-from runtime.symmetric_memory import Flags, SymmetricHeap, SymmetricMemoryError, peer_view
+from hostir.runtime.launcher import launch
+from hostir.runtime.symmetric_memory import Flags, SymmetricHeap, SymmetricMemoryError, peer_view
 
 
 def world_heap(rank: int, world_size: int, timeout: float = 20.0) -> tuple[SymmetricHeap, tuple[int, ...]]:

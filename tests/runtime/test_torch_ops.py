@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hostir import FusionDefinition, ParallelType
-from runtime import execute
+from hostir.runtime import execute
 
 
 @pytest.mark.parametrize("x_shape", [[3, 4], [3, 2, 4]])
@@ -31,7 +31,7 @@ def test_stream_parallel_contraction_into_a_permuted_buffer(op, x_shape):
 
 
 def test_a_strided_destination_keeps_its_strides_and_its_neighbours():
-    from runtime.torch_ops import _contraction_into
+    from hostir.runtime.torch_ops import _contraction_into
 
     base = torch.zeros(5, 3)
     view = base.t()[1]  # shape [5], stride 3
@@ -47,7 +47,7 @@ def test_a_strided_destination_keeps_its_strides_and_its_neighbours():
 def test_an_integer_reduction_keeps_its_element_type(reduction):
     # Regression (TRIAGE W1): torch sums int32 into int64, so the dtype depended on whether
     # a collective (an i32 buffer) or a fresh kernel computed the sum.
-    from runtime import run_fusion
+    from hostir.runtime import run_fusion
 
     with FusionDefinition() as fd:
         a = fd.define_tensor([4, 3], dtype="int32")
@@ -64,7 +64,7 @@ def test_a_scalar_lhs_never_goes_to_the_device():
     CUDA graph cannot capture. Built for a CUDA device and run on CPU tensors, the kernel
     must not touch the device (this torch may have none)."""
     from hostir_dialect.context import parse_module
-    from runtime.torch_ops import OpContext, build_kernel
+    from hostir.runtime.torch_ops import OpContext, build_kernel
 
     t = "!fusion.tensor<f32[4]>"
     module = parse_module(f"""fusion.func @f(%x: {t}) -> {t} {{

@@ -12,12 +12,12 @@ import torch
 
 from hostir import FusionDefinition
 from hostir_dialect.context import parse_module
-from passes import lower
-from runtime import Evaluator, execute
-from runtime.cli import console_main
-from runtime.graphs import EAGER_ON_CPU
-from runtime.timeline import require_matplotlib, rows
-from runtime.trace import (
+from hostir.passes import lower
+from hostir.runtime import Evaluator, execute
+from hostir.runtime.cli import console_main
+from hostir.runtime.graphs import EAGER_ON_CPU
+from hostir.runtime.timeline import require_matplotlib, rows
+from hostir.runtime.trace import (
     COMMUNICATION,
     COMPUTE,
     HOST,

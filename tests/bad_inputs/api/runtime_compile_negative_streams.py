@@ -1,7 +1,7 @@
 # compile_program(number_of_streams=-1).
 # EXPECT-RAISES: ValueError: number_of_streams must be at least 1
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 P = '''hir.program @main(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
   hir.return %x : !fusion.tensor<f32[4]>

@@ -1,7 +1,7 @@
 # runtime.execute(rank=3, world_size=2).
 # EXPECT-RAISES: ValueError|InputError: (?i)rank 3
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 P = '''hir.program @main(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
   hir.return %x : !fusion.tensor<f32[4]>

@@ -1,7 +1,7 @@
 # runtime.execute(name='nope').
 # EXPECT-RAISES: ValueError: no hir.program or fusion.func named @nope
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 P = '''hir.program @main(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
   hir.return %x : !fusion.tensor<f32[4]>

@@ -1,7 +1,7 @@
 # run_spmd with inputs for 1 rank in a world of 2.
 # EXPECT-RAISES: ValueError: inputs for 1 ranks but the world has 2
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

@@ -1,7 +1,7 @@
 # launch() of a lambda, which spawned processes cannot unpickle: refused before spawning.
 # EXPECT-RAISES: ValueError|TypeError: (?i)(module-level|picklable|lambda)
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

@@ -1,7 +1,7 @@
 # run_spmd of a .mlir path that does not exist.
 # EXPECT-RAISES: FileNotFoundError|ValueError: (?i)nothing.mlir
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

@@ -1,7 +1,7 @@
 # run_spmd(123, ...): neither a module, IR text nor a FusionDefinition.
 # EXPECT-RAISES: TypeError|ValueError: (?i)(module|FusionDefinition|123)
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

@@ -1,7 +1,7 @@
 # run_spmd(backend='mpi'): refused before any process is spawned.
 # EXPECT-RAISES: ValueError: (?i)backend.*mpi|mpi.*backend
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

@@ -1,7 +1,7 @@
 # run_spmd of a sharded FusionDefinition without lower=True: refused, not run as eager torch on each rank's shard.
 # EXPECT-RAISES: ValueError|SpmdError: (?i)(lower=True|not lowered|lower it)
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

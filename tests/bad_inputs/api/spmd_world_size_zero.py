@@ -1,7 +1,7 @@
 # run_spmd(world_size=0).
 # EXPECT-RAISES: ValueError: (?i)world.size
 import torch
-import runtime
+from hostir import runtime
 from hostir_dialect import parse_module
 X = '!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>'
 G = '!fusion.tensor<f32[2, 4], mesh=[0, 1]>'

@@ -6,10 +6,10 @@ import inspect
 import pytest
 from xdsl.ir import Dialect
 
-import runtime
+from hostir import runtime
 from hostir_dialect import fusion, hir
-from runtime import cli, launcher
-from runtime.compile import DEFAULT_NUMBER_OF_STREAMS, HANDLERS, control_flow, fusion_compute, hir_buffers, hir_communication
+from hostir.runtime import cli, launcher
+from hostir.runtime.compile import DEFAULT_NUMBER_OF_STREAMS, HANDLERS, control_flow, fusion_compute, hir_buffers, hir_communication
 
 GROUPS = {
     "fusion_compute": fusion_compute.HANDLERS,

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from hostir_dialect.context import parse_module
-from runtime import Evaluator, ExecutionError
-from runtime.compile.context import OUTLINING_DEPTH
+from hostir.runtime import Evaluator, ExecutionError
+from hostir.runtime.compile.context import OUTLINING_DEPTH
 
 F = "!fusion.tensor<f32[4, 8]>"
 I = "!fusion.tensor<i32[4]>"
