@@ -463,7 +463,7 @@ class ConvertOpToCommunication(ModulePass):
     """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
     machine: str = DEFAULT_MACHINE
-    """The cost model `auto` decides with (passes/machines/<machine>.json)."""
+    """The cost model `auto` decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):
