@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import allow_deep_nesting, located_text, parse_error
+from hostir_dialect.diagnostics import allow_deep_nesting, located_text, parse_error, read_source
 from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
@@ -96,7 +96,8 @@ def world_size_for(module: ModuleOp, nproc: int | None) -> int:
 
 def load_module(path: str) -> ModuleOp:
     try:
-        text = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            text = read_source(stream, path)
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
     try:
