@@ -49,6 +49,7 @@ from hostir_dialect.printer import Printer
 from . import PIPELINES, get_all_passes
 from .pipeline import (
     ALL,
+    DEFAULT_RUN_TIMEOUT,
     VERIFY_EACH_VARIABLE,
     PassCheck,
     PassManagerOptions,
@@ -56,6 +57,7 @@ from .pipeline import (
     apply_pipeline,
     build_pipeline,
     check_pass_names,
+    check_seconds,
     verify_each_by_default,
 )
 
@@ -73,13 +75,13 @@ PASS_CHECKS = "hostir.pass_checks"
 """The entry-point group of `PassCheck` classes by name; the runtime registers `numerical`."""
 
 
-def load_pass_check(name: str) -> PassCheck:
-    """A new instance of the `PassCheck` registered as `name`."""
+def load_pass_check(name: str, **options) -> PassCheck:
+    """A new instance of the `PassCheck` registered as `name`, with `options`."""
     found = entry_points(group=PASS_CHECKS, name=name)
     if not found:
         raise ValueError(f"no pass check {name!r} is installed (entry points {PASS_CHECKS}); "
                          "install hostir with `pip install -e .`")
-    return next(iter(found)).load()()
+    return next(iter(found)).load()(**options)
 
 
 def registered_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -228,6 +230,9 @@ class HostIROptMain(xDSLOptMain):
                                 help="run the module before and after every pass on the same random inputs "
                                      "(on CPU ranks when it names several devices) and report the first pass "
                                      "that changes an output")
+        arg_parser.add_argument("--run-timeout", type=float, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
+                                help="seconds the runs of --verify-each-pass-numerically may take before they are "
+                                     f"stopped and reported (default {DEFAULT_RUN_TIMEOUT:g}, per launch of ranks)")
         # --help ends with every pass and pipeline; the list imports every pass, so it is
         # built only when the help is printed.
         format_help = arg_parser.format_help
@@ -240,6 +245,7 @@ class HostIROptMain(xDSLOptMain):
         arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
 
     def setup_pipeline(self):
+        check_seconds("--run-timeout", self.args.run_timeout)
         check_pass_names(self.args.disable_pass, "--disable-pass", self.available_passes)
         check_pass_names(self.args.print_ir_after, "--print-ir-after", self.available_passes)
         after = set(self.args.print_ir_after) | ({ALL} if self.args.print_ir_after_all else set())
@@ -253,7 +259,8 @@ class HostIROptMain(xDSLOptMain):
             # the numerical check runs the module after every pass: only a verified one
             verify_each=not self.args.disable_verify
             and (self.args.verify_each or self.args.verify_each_pass_numerically or verify_each_by_default()),
-            check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
+            check=load_pass_check("numerical", timeout=self.args.run_timeout)
+            if self.args.verify_each_pass_numerically else None,
         )
         self.pass_run = PassRun()
         self.pipeline = build_pipeline(self.args.passes, self.options, self.available_passes, self.pass_run)
