@@ -38,7 +38,7 @@ from hostir_dialect.diagnostics import allow_deep_nesting, located_text, op_erro
 from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
-from .compile import DEFAULT_NUMBER_OF_STREAMS
+from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS
 from .evaluator import Evaluator, ExecutionError, find_function
 from .graphs import EAGER
 from .timeline import draw, require_matplotlib
@@ -60,6 +60,10 @@ from .layouts import random_tensor, shard_tensor, unshard
 
 class UsageError(Exception):
     pass
+
+
+MAX_EXPANSION_BYTES = 1 << 26
+"""How many bytes more than its file stores an --inputs tensor may expand to (64 MiB)."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -94,8 +98,26 @@ def check_options(args: argparse.Namespace) -> None:
                           ("--number-of-streams", args.number_of_streams)):
         if value is not None and value < 1:
             raise UsageError(f"{option} must be at least 1, got {value}")
+    if args.number_of_streams > MAX_NUMBER_OF_STREAMS:
+        raise UsageError(f"--number-of-streams must be at most {MAX_NUMBER_OF_STREAMS}, got {args.number_of_streams}")
     for option, value in (("--timeout", args.timeout), ("--collective-timeout", args.collective_timeout)):
         check_seconds(option, value)
+    for option, value in (("--trace", args.trace), ("--timeline", args.timeline)):
+        if value is not None:
+            check_output_path(option, Path(value))
+
+
+def check_output_path(option: str, path: Path) -> None:
+    """Refuse a file the run could only fail to write once it is over."""
+    directory = path.parent
+    if not directory.exists():
+        raise UsageError(f"{option} {path}: directory {directory} does not exist")
+    if not directory.is_dir():
+        raise UsageError(f"{option} {path}: {directory} is not a directory")
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: directory {directory} is not writable")
 
 
 def world_size_for(module: ModuleOp, nproc: int | None, backend: str | None, max_world: int | None) -> int:
@@ -163,6 +185,18 @@ def _load(path: str) -> torch.Tensor:
         raise UsageError(f"cannot load {path}: {error}") from None
     if not isinstance(value, torch.Tensor):
         raise UsageError(f"{path} holds a {type(value).__name__}, not a tensor")
+    if value.layout != torch.strided:
+        raise UsageError(f"{path} holds a {str(value.layout).removeprefix('torch.')} tensor; hostir-run takes dense "
+                         "tensors (save x.to_dense())")
+    if value.is_meta:
+        raise UsageError(f"{path} holds a meta tensor, which has no values")
+    elements, stored = value.numel() * value.element_size(), value.untyped_storage().nbytes()
+    if elements > stored + MAX_EXPANSION_BYTES:
+        # Every rank would receive its whole shard as dense memory: a 1.6 KB file of
+        # torch.zeros(1, 1).expand(2, 10**8) asked for 800 MB on each.
+        raise UsageError(f"{path} holds a view of {elements} bytes of elements on {stored} bytes of storage (an "
+                         f"expanded tensor); hostir-run expands at most {MAX_EXPANSION_BYTES >> 20} MiB more than "
+                         "a file stores (save x.contiguous() to pass it anyway)")
     return value.detach()  # its values are the input; autograd state cannot reach the ranks
 
 

@@ -353,3 +353,51 @@ fusion.func @reference(%p0: {t}, %b: {t}) -> {t} {{
     stderr = cli_error([str(path), "--timeout", "3"], capsys)
     assert stderr == "hostir-run: error: the 1 rank(s) did not finish within 3 s and were stopped\n"
     assert time.monotonic() - start < 60
+
+
+# -- bounds: input files, output paths -----------------------------------------------
+
+
+WIDE = "!fusion.tensor<f32[2 didx, 100000000], mesh=[0, 1]>"
+
+
+@pytest.mark.parametrize("value, message", [
+    (lambda: torch.zeros(1, 1).expand(2, 10**8), r"holds a view of 800000000 bytes of elements on 4 bytes of storage "
+                                                 r"\(an expanded tensor\); hostir-run expands at most 64 MiB more"),
+    (lambda: torch.zeros(2, 10**8, layout=torch.sparse_coo), r"holds a sparse_coo tensor; hostir-run takes dense"),
+    (lambda: torch.empty(2, 10**8, device="meta"), r"holds a meta tensor, which has no values"),
+])
+def test_hostir_run_refuses_inputs_that_would_materialize_beyond_their_file(tmp_path, capsys, count_calls, value,
+                                                                           message):
+    # Regression (issue 31, defects 4 and 7): a 1.6 KB file of an expanded tensor was
+    # materialized whole on every rank; a sparse one failed in a traceback.
+    program, x = tmp_path / "wide.mlir", tmp_path / "x.pt"
+    program.write_text(f"hir.program @main(%x: {WIDE}) -> {WIDE} {{\n  hir.return %x : {WIDE}\n}}\n")
+    torch.save(value(), x)
+    spawns = count_calls(launcher.mp, "start_processes")
+    assert re.search(f"^hostir-run: error: {re.escape(str(x))} {message}", cli_error([str(program), "--inputs", str(x)],
+                                                                                  capsys))
+    assert spawns == []
+
+
+def test_hostir_run_takes_an_expanded_input_of_modest_size(tmp_path, capsys):
+    x = tmp_path / "x.pt"
+    torch.save(torch.arange(8.0).expand(2, 8), x)
+    console_main([str(HOST_PROGRAMS / "host_allgather.mlir"), "--inputs", str(x)])
+    assert re.match(r"output 0: shape \[2, 8\] dtype float32 checksum 112 max error vs reference 0$",
+                    capsys.readouterr().out.splitlines()[0])
+
+
+@pytest.mark.parametrize("option, path, message", [
+    ("--trace", "nodir/t.json", "--trace nodir/t.json: directory nodir does not exist"),
+    ("--timeline", "{file}/t.png", "--timeline {file}/t.png: {file} is not a directory"),
+    ("--trace", "{tmp}", "--trace {tmp} is a directory"),
+])
+def test_hostir_run_refuses_an_output_path_before_running(tmp_path, capsys, count_calls, option, path, message):
+    # Regression (issue 31, defect 7): --trace nodir/t.json failed only after the whole run.
+    file = tmp_path / "file"
+    file.write_text("")
+    spawns = count_calls(launcher.mp, "start_processes")
+    stderr = cli_error([str(HOST_PROGRAMS / "host_allgather.mlir"), option, path.format(file=file, tmp=tmp_path)],
+                       capsys)
+    assert stderr == f"hostir-run: error: {message.format(file=file, tmp=tmp_path)}\n" and spawns == []
