@@ -48,7 +48,7 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .buffers import BufferUses
 from .communicator import Communicator
-from .compile import DEFAULT_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
+from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
 from .copy_engine import CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
 from .layouts import in_allocation_order, logical_shape, shard_factor, torch_dtype
@@ -104,8 +104,8 @@ class Evaluator:
             self.device = device or torch.device("cpu")
             self.streams = make_streams(self.device)
             self.copy_engine = None
-        if number_of_streams < 1:
-            raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
+        if not 1 <= number_of_streams <= MAX_NUMBER_OF_STREAMS:
+            raise ValueError(f"number_of_streams must be from 1 to {MAX_NUMBER_OF_STREAMS}, got {number_of_streams}")
         self.number_of_streams = number_of_streams
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None
         self.trace = trace

@@ -37,6 +37,11 @@ from ..trace import COMMUNICATION, COMPUTE, HOST, op_label
 DEFAULT_NUMBER_OF_STREAMS = 4
 """`hir.number_of_streams` unless a run asks for another number (nvFuser's default too)."""
 
+MAX_NUMBER_OF_STREAMS = 64
+"""The most streams a run may ask for: `hir.stream %key` creates a stream for each key,
+which is refused outside [0, number of streams), so a loop over 10**8 keys cannot create
+10**8 streams."""
+
 Handler = Callable[["FunctionCompiler", Any], None]
 
 OUTLINING_DEPTH = 12
