@@ -82,7 +82,7 @@ milliseconds, which `inf` or 1e300 seconds overflow inside a rank."""
 def check_seconds(name: str, seconds: float) -> None:
     """Refuse a time limit that is not a positive number of seconds up to MAX_SECONDS."""
     if not 0 < seconds <= MAX_SECONDS:
-        raise ValueError(f"{name} must be a positive number of seconds up to {MAX_SECONDS} (a week), got {seconds:g}")
+        raise ValueError(f"{name} must be positive and at most {MAX_SECONDS} seconds (a week), got {seconds:g}")
 
 
 @dataclass(frozen=True)

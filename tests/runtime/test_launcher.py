@@ -331,7 +331,7 @@ def test_run_spmd_refuses_a_world_larger_than_max_world(count_calls):
                                            ("--collective-timeout", "1e300"), ("--collective-timeout", "0")])
 def test_hostir_run_refuses_time_limits_beyond_a_week(capsys, option, value):
     stderr = cli_error([str(HOST_PROGRAMS / "host_allgather.mlir"), option, value], capsys)
-    assert stderr.startswith(f"hostir-run: error: {option} must be a positive number of seconds up to 604800 (a week)")
+    assert stderr.startswith(f"hostir-run: error: {option} must be positive and at most 604800 seconds (a week)")
 
 
 def test_the_reference_runs_within_the_timeout(tmp_path, capsys):

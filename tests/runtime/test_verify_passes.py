@@ -182,4 +182,4 @@ def test_hostir_opt_refuses_run_timeouts_beyond_a_week(tmp_path, capsys, value):
     path.write_text(ENDLESS)
     assert opt.main([str(path), "--verify-each-pass-numerically", "--run-timeout", value]) == 1
     assert capsys.readouterr().err.startswith(
-        "error: --run-timeout must be a positive number of seconds up to 604800 (a week), got ")
+        "error: --run-timeout must be positive and at most 604800 seconds (a week), got ")
