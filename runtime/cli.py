@@ -329,17 +329,28 @@ def run(args: argparse.Namespace) -> Report | None:
 def gather_results(mine: RankResult) -> list[RankResult]:
     """Every rank's result, on every rank of the world (rank 0 prints them). A result
     crosses as data, never as a pickle: a JSON header and the raw bytes of its outputs."""
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    encoded = _encode(mine).to(device)
-    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
-    dist.all_gather(sizes, torch.tensor([encoded.numel()], device=device))
-    padded = torch.zeros(max(int(s.item()) for s in sizes), dtype=torch.uint8, device=device)
-    padded[: encoded.numel()] = encoded
-    chunks = [torch.empty_like(padded) for _ in sizes]
-    dist.all_gather(chunks, padded)
-    results = [_decode(chunk[: int(size.item())].cpu()) for chunk, size in zip(chunks, sizes)]
+    results = [_decode(encoded) for encoded in all_gather_bytes(_encode(mine))]
     results[dist.get_rank()] = mine  # with what stays on this rank (the reference)
     return results
+
+
+def all_gather_json(value) -> list:
+    """Every rank's `value`, which JSON can encode, on every rank (dist.all_gather_object
+    needs numpy, and unpickles what its peers send)."""
+    encoded = torch.frombuffer(bytearray(json.dumps(value).encode()), dtype=torch.uint8)
+    return [json.loads(bytes(chunk.tolist())) for chunk in all_gather_bytes(encoded)]
+
+
+def all_gather_bytes(data: torch.Tensor) -> list[torch.Tensor]:
+    """Every rank's 1-D uint8 tensor `data`, of any length, on every rank (on CPU)."""
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(sizes, torch.tensor([data.numel()], device=device))
+    padded = torch.zeros(max(int(s.item()) for s in sizes), dtype=torch.uint8, device=device)
+    padded[: data.numel()] = data.to(device)
+    chunks = [torch.empty_like(padded) for _ in sizes]
+    dist.all_gather(chunks, padded)
+    return [chunk[: int(size.item())].cpu() for chunk, size in zip(chunks, sizes)]
 
 
 def _encode(result: RankResult) -> torch.Tensor:

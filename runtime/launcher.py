@@ -6,11 +6,12 @@ forkserver: each rank forks from a server that imported the runtime once) that j
 torch.distributed world, calls `fn(rank, world_size, *args)` in each and returns every
 rank's result. Nobody else can reach the launch (docs/security.md): the ranks meet in a
 `FileStore` of its private (0700) directory, where they also leave their results, and
-their own connections listen on the loopback interface only. As soon as a rank fails -- it raises, is killed,
-crashes, or times out in a collective -- the others are killed and `SpmdError` names that
-rank and what happened to it; a launch that outlives `timeout` is killed too, so nothing
-hangs and no process outlives the launch. Collectives time out after `collective_timeout`
-seconds (a rank blocked on a peer that never posts fails instead of waiting).
+their own connections listen on the loopback interface only. As soon as a rank fails --
+it raises, is killed, crashes, or times out in a collective -- the others are killed and
+`SpmdError` names that rank and what happened to it; a launch that outlives `timeout` is
+killed too, so nothing hangs and no process outlives the launch. Collectives time out
+after `collective_timeout` seconds (a rank blocked on a peer that never posts fails
+instead of waiting).
 
 Starting processes still costs a world's setup, so `run_spmd_batch` runs many programs
 (`Job`s) in one launch; `run_spmd` is the one-program form.
@@ -66,6 +67,9 @@ class Reference:
     module: str
     name: str
     inputs: Sequence[torch.Tensor]
+
+    def outputs(self) -> list:
+        return run_fusion(parse_module(self.module, "<reference>"), self.inputs, self.name)
 
 
 @dataclass
@@ -159,9 +163,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
         trace = traced_run(evaluator, inputs)[1] if job.trace else None
-        reference = job.reference if rank == 0 else None
-        expected = run_fusion(parse_module(reference.module, "<reference>"), reference.inputs, reference.name) \
-            if reference is not None else None
+        expected = job.reference.outputs() if job.reference is not None and rank == 0 else None
         results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode,
                                   trace, expected))
     return results
