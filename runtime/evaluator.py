@@ -104,8 +104,10 @@ class Evaluator:
             self.device = device or torch.device("cpu")
             self.streams = make_streams(self.device)
             self.copy_engine = None
-        if not 1 <= number_of_streams <= MAX_NUMBER_OF_STREAMS:
-            raise ValueError(f"number_of_streams must be from 1 to {MAX_NUMBER_OF_STREAMS}, got {number_of_streams}")
+        if number_of_streams < 1:
+            raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
+        if number_of_streams > MAX_NUMBER_OF_STREAMS:
+            raise ValueError(f"number_of_streams must be at most {MAX_NUMBER_OF_STREAMS}, got {number_of_streams}")
         self.number_of_streams = number_of_streams
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None
         self.trace = trace
