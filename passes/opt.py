@@ -17,12 +17,13 @@ xdsl-opt); `--debug` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import gc
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from io import StringIO
@@ -303,21 +304,32 @@ def _one_diagnostic(error: Exception) -> str:
     return f"error: {error}"
 
 
-def collect_garbage_rarely() -> None:
+@contextlib.contextmanager
+def garbage_collected_rarely() -> Iterator[None]:
     """Python's default collector thresholds suit programs whose objects come and go; a
     compilation keeps nearly everything it builds until it ends, so each time the heap
     grows by a quarter a full collection walks every live object: 13 full collections,
-    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). What the
-    imports built is frozen (never garbage) and the young generation is collected every
-    10,000 allocations instead of 700: then no full collection runs, for 20% more peak
-    memory. Only for a process of its own (console_main), never for a caller's."""
+    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). Inside this
+    context what the imports built is frozen (never garbage) and the young generation is
+    collected every 10,000 allocations instead of 700: then no full collection runs, for
+    20% more peak memory. The thresholds are restored when it ends, and the frozen objects
+    thawed unless some were frozen before. Only hostir-opt's own process (console_main)
+    and the compile-time benchmark enter it; `main` leaves a caller's collector alone."""
+    thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def console_main() -> None:
-    collect_garbage_rarely()
-    sys.exit(main())
+    with garbage_collected_rarely():
+        code = main()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

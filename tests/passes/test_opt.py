@@ -154,19 +154,17 @@ def test_console_script(tmp_path: Path) -> None:
     assert "Traceback" not in failed.stderr
 
 
-def test_console_main_collects_garbage_rarely(monkeypatch) -> None:
-    """The command, a process of its own, runs no full collection on large inputs; a
-    caller of `main` keeps its own collector settings."""
+def test_console_main_collects_garbage_rarely_and_restores_the_collector(monkeypatch) -> None:
+    """The command runs with rare collections (no full one on large inputs) and leaves
+    the collector as it found it; a caller of `main` keeps its own settings throughout."""
     thresholds = gc.get_threshold()
-    monkeypatch.setattr(opt, "main", lambda: 0)
-    try:
-        assert thresholds[0] < 10_000
-        with pytest.raises(SystemExit):
-            opt.console_main()
-        assert gc.get_threshold()[0] == 10_000 and gc.get_freeze_count() > 0
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+    assert thresholds[0] < 10_000 and gc.get_freeze_count() == 0
+    during = []
+    monkeypatch.setattr(opt, "main", lambda: during.append((gc.get_threshold()[0], gc.get_freeze_count())) or 0)
+    with pytest.raises(SystemExit):
+        opt.console_main()
+    assert during[0][0] == 10_000 and during[0][1] > 0
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
 
 
 # --------------------------------------------------------------------------- #
