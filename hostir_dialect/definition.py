@@ -35,8 +35,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType
-from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation, OpDef
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
     DenseArrayAttributeVariable,
@@ -44,6 +44,7 @@ from xdsl.irdl.declarative_assembly_format import (
     FormatProgram,
     PrintingState,
 )
+from xdsl.irdl.operations import get_accessors_from_op_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
@@ -53,12 +54,15 @@ _Op = TypeVar("_Op", bound=IRDLOperation)
 
 
 def op_definition(cls: type[_Op]) -> type[_Op]:
-    """`irdl_op_definition`, its definition checked once per signature."""
+    """xDSL's `irdl_op_definition` with hostir's `OpDef` (`SignatureCheckedOpDef`), the
+    assembly format compiled on first use, and a flat builder where the op has no
+    regions, successors or options."""
+    assert issubclass(cls, IRDLOperation), f"{cls.__name__} is not an IRDLOperation"
     assembly_format = cls.assembly_format
     cls.assembly_format = None  # compiled on first use (`_use_format`), not here
-    cls = irdl_op_definition(cls)
-    op_def = cls.get_irdl_definition()
-    check_once_per_signature(cls)
+    op_def = SignatureCheckedOpDef.of(OpDef.from_pyrdl(cls))
+    for name, value in get_accessors_from_op_def(op_def, getattr(cls, "verify_", None)).items():
+        setattr(cls, name, value)
     if not op_def.options and not op_def.regions and not op_def.successors:
         cls.build = classmethod(_flat_build(cls.build))
     if assembly_format is not None:
@@ -194,24 +198,26 @@ class _Signatures:
 _PASSED = _Signatures()
 
 
-def check_once_per_signature(op_class: type[IRDLOperation]) -> None:
-    """Check the definition of an op of `op_class` (xDSL's `OpDef.verify`, which the
-    verifier xDSL gives the class calls before the op's own checks) in full once per
-    signature."""
-    op_def = op_class.get_irdl_definition()
-    op_def.verify = functools.partial(_verify_definition, op_def=op_def)
+class SignatureCheckedOpDef(OpDef):
+    """xDSL's `OpDef` whose `verify` (which the `verify_` of the op's class calls before
+    the op's own checks) checks an op in full once per signature, and only its traits
+    after that."""
 
+    @staticmethod
+    def of(op_def: OpDef) -> SignatureCheckedOpDef:
+        return SignatureCheckedOpDef(**{f.name: getattr(op_def, f.name) for f in dataclasses.fields(op_def) if f.init})
 
-def _verify_definition(op: IRDLOperation, op_def: OpDef) -> None:
-    key: Hashable | None = signature(op)
-    try:
-        passed = key in _PASSED.passed
-    except TypeError:  # an attribute that cannot be hashed: checked every time
-        key, passed = None, False
-    if passed:
-        for trait in op_def.traits:
-            trait.verify(op)
-        return
-    OpDef.verify(op_def, op)  # one that raises leaves its signature out
-    if key is not None:
-        _PASSED.add(key)
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, IRDLOperation)
+        key: Hashable | None = signature(op)
+        try:
+            passed = key in _PASSED.passed
+        except TypeError:  # an attribute that cannot be hashed: checked every time
+            key, passed = None, False
+        if passed:
+            for trait in self.traits:
+                trait.verify(op)
+            return
+        super().verify(op)  # one that raises leaves its signature out
+        if key is not None:
+            _PASSED.add(key)
