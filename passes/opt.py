@@ -257,15 +257,16 @@ class TextTarget(MLIRTarget):
         if self.syntax_highlight:
             super().emit(ctx, module, output)
             return
+        text = StringIO()  # written once: see hostir_dialect/printer.py
         printer = Printer(
-            stream=output,
+            stream=text,
             print_generic_format=self.print_generic_format,
             print_properties_as_attributes=self.print_properties_as_attributes,
             print_debuginfo=self.print_debuginfo,
         )
         printer.print_op(module)
         printer.print_metadata(ctx.loaded_dialects)
-        output.write("\n\n")
+        output.write(text.getvalue() + "\n\n")
 
 
 def description(name: str, pass_class: type[ModulePass]) -> str:
