@@ -44,8 +44,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .convert_op_to_communication import TransportChoice
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .fusion_rewriting import retype, tensors
 
 

@@ -50,7 +50,6 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.str_enum import StrEnum
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from hostir_dialect import fusion, hir
@@ -59,7 +58,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -216,14 +215,6 @@ def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
 # --------------------------------------------------------------------------- #
 # The transport
 # --------------------------------------------------------------------------- #
-
-
-class TransportChoice(StrEnum):
-    """The pass option: one transport for every collective, or the best one per collective."""
-
-    NCCL = "nccl"
-    COPY_ENGINE = "copy-engine"
-    AUTO = "auto"
 
 
 def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:

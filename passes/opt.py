@@ -43,7 +43,6 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 from hostir_dialect.printer import Printer
 
-from . import PIPELINES, get_all_passes
 from .pipeline import (
     ALL,
     VERIFY_EACH_VARIABLE,
@@ -55,6 +54,7 @@ from .pipeline import (
     check_pass_names,
     verify_each_by_default,
 )
+from .registry import PIPELINES, get_all_passes
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""

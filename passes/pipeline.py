@@ -37,7 +37,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from hostir_dialect.diagnostics import verify_located
 from hostir_dialect.printer import op_text
 
-from . import PIPELINES, get_all_passes
+from .registry import PIPELINES, get_all_passes
 
 ALL = "all"
 

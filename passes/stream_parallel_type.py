@@ -106,6 +106,8 @@ from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
+from .chunking import operand_axis, sliced_type
+
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
 # --------------------------------------------------------------------------- #
@@ -133,24 +135,12 @@ def is_to_lower(op: Operation) -> bool:
     return isinstance(op, hir.PostOnStreamOp) and not op.outs
 
 
-def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
-    """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
-    (the axis maps of stream-sliceable ops are one-to-one)."""
-    return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
-
-
 def is_scalar_op(op: Operation) -> bool:
     """Index and scalar arithmetic: does not end a loop, moves in front of it."""
     values = (*op.operands, *op.results)
     return bool(op.results) and not any(isinstance(v.type, TensorType) for v in values) and (
         not op.regions and is_side_effect_free(op)
     )
-
-
-def sliced_type(t: TensorType, axis: int) -> TensorType:
-    """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
-    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
-    return t.with_(axes=t.axes[:axis] + t.axes[axis + 1 :], alloc_order=order, stream_allocated=False)
 
 
 def can_chunk(t: TensorType, axis: int) -> bool:
