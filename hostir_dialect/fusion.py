@@ -55,6 +55,7 @@ from xdsl.traits import EffectInstance, HasParent, IsTerminator, MemoryEffect, M
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from . import cache_check
 from .attributes import i64_attr
 from .building import init_flat, init_segmented
 from .definition import op_definition
@@ -324,7 +325,9 @@ _Answer = TypeVar("_Answer")
 class ShapeTable(Generic[_Answer]):
     """The answers to a question about compute ops that `shape_of` an op determines, by
     shape: the passes and the verifier ask every op, several times, and a program repeats a
-    few shapes of op many times over. An op without a shape is asked each time."""
+    few shapes of op many times over. An op without a shape is asked each time. A question
+    must read nothing of the op that `shape_of` does not hold (its operands' producers,
+    its place, a pass's state): `HOSTIR_CHECK_CACHES=1` checks it (`cache_check`)."""
 
     LIMIT = 4096
     """Shapes a table holds at most (a full table starts over)."""
@@ -344,6 +347,8 @@ class ShapeTable(Generic[_Answer]):
             if len(self.answers) >= self.LIMIT:
                 self.answers.clear()
             self.answers[key] = question(op)  # a question that raises leaves no answer
+        elif cache_check.CHECKING:
+            cache_check.recheck(self.answers[key], question, op)
         return self.answers[key]
 
 

@@ -97,7 +97,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import cache_check, fusion, hir
 from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like, op_error
@@ -351,6 +351,8 @@ class ChunkChecks:
         )
         if key not in self.known:
             self.known[key] = _chunk_verifies(op, operand_axes, axis)
+        elif cache_check.CHECKING:
+            cache_check.recheck(self.known[key], _chunk_verifies, op, operand_axes, axis)
         return self.known[key]
 
 
