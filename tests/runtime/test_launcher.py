@@ -173,7 +173,7 @@ def test_killing_a_rank_in_a_collective_stops_hostir_run_and_names_it(tmp_path):
         _, stderr = tool.communicate(timeout=100)
     assert time.monotonic() - killed < 30, "the other rank waited for the collective timeout"
     assert tool.returncode == 1
-    last_line = stderr.splitlines()[-1]  # ranks may warn first (torch without numpy)
+    last_line = stderr.splitlines()[-1]
     expected = rf"hostir-run: error: rank [01] failed: killed by signal SIGKILL \(pid {victim}\)"
     assert re.fullmatch(expected, last_line), stderr
     assert all(gone(pid) for pid in [tool.pid, *pids])
