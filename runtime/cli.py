@@ -39,7 +39,7 @@ from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import ExecutionError, find_function
 from .graphs import EAGER
 from .timeline import draw, require_matplotlib
-from .trace import HOST_CLOCK_NOTE, merge, overlap, write_trace
+from .trace import HOST_CLOCK_NOTE, efficiency_note, merge, overlap, write_trace
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
 from .layouts import random_tensor, shard_tensor, unshard
 from .reference import run_fusion
@@ -223,6 +223,7 @@ def with_trace_outputs(result: Report, args: argparse.Namespace, results: Sequen
         lines.append(f"timeline: wrote {args.timeline}")
     if args.report:
         lines += [overlap(trace).line() for trace in traces]
+        lines.append(efficiency_note(traces[0].device_clock))
     if not traces[0].device_clock:
         lines.append(f"trace: {HOST_CLOCK_NOTE}")
     return result
