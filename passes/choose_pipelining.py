@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
@@ -209,6 +210,20 @@ class ChoosePipelining(ModulePass):
         machine = Machine.load(self.machine)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
         for func in fusions_to_lower(op):
-            stages = estimate(func, machine)
-            if stages is not None and stages.serial_ms(host) < stages.pipelined_ms(host):
-                unpipeline(func)
+            self.choose(func, machine, host)
+
+    def choose(self, func: fusion.FuncOp, machine: Machine, host_ms_per_chunk: float) -> None:
+        chunks = stream_chunks(func)
+        stages = estimate(func, machine)
+        if stages is None:
+            if chunks is not None:
+                remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: the cost model cannot "
+                                        "estimate it (a dynamic shape, or a communication it does not know)")
+            return
+        serial, pipelined = stages.serial_ms(host_ms_per_chunk), stages.pipelined_ms(host_ms_per_chunk)
+        estimates = f"estimated {serial:.3f} ms whole vs {pipelined:.3f} ms in {stages.chunks} chunks"
+        if serial < pipelined:
+            unpipeline(func)
+            remark(func, self.name, f"pipeline dropped: {estimates}")
+        else:
+            remark(func, self.name, f"pipeline kept: {estimates}")

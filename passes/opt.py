@@ -39,6 +39,7 @@ from xdsl.transforms import get_all_passes as get_all_xdsl_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from hostir_dialect import remarks
 from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 from hostir_dialect.printer import Printer
@@ -126,7 +127,8 @@ class HostIROptMain(xDSLOptMain):
         return f"hostir-opt {hostir_version()} (xdsl {{xdsl_version}})"
 
     def run(self):
-        super().run()
+        with remarks.printed_on(sys.stderr) if self.args.remarks else contextlib.nullcontext():
+            super().run()
         if self.args.output_file is not None:
             write_atomically(Path(self.args.output_file), self._pending.getvalue())
 
@@ -190,6 +192,9 @@ class HostIROptMain(xDSLOptMain):
         arg_parser.add_argument("--verify-each", action="store_true",
                                 help="verify the IR after every pass, not only after the pipeline "
                                      f"(the default when {VERIFY_EACH_VARIABLE}=1, as in the test suites)")
+        arg_parser.add_argument("--remarks", action="store_true",
+                                help="print on stderr each decision a pass takes on its own, located, such as "
+                                     "transport=auto's pipelines and transports, with the estimates behind it")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
         arg_parser.add_argument("--verify-each-pass-numerically", action="store_true",
