@@ -51,7 +51,7 @@ class UsageError(Exception):
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="hostir-run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func")
+    parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func (- for standard input)")
     parser.add_argument("--nproc", type=int,
                         help="number of ranks to spawn (default: the devices the program names)")
     source = parser.add_mutually_exclusive_group()
@@ -95,12 +95,13 @@ def world_size_for(module: ModuleOp, nproc: int | None) -> int:
 
 
 def load_module(path: str) -> ModuleOp:
+    """The module in the file `path`; `-` is standard input, as for hostir-opt."""
     try:
-        text = Path(path).read_bytes()
+        text = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
     try:
-        return parse_module(text, path)
+        return parse_module(text, "<stdin>" if path == "-" else path)
     except ParseError as error:
         raise parse_error(error) from None
 
@@ -294,3 +295,7 @@ def _fail(message: str, prefixed: bool = False) -> None:
     message = message.strip().splitlines()[0]  # one line: located diagnostics carry source context
     print(message if prefixed and "error:" in message else f"hostir-run: error: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+if __name__ == "__main__":  # python -m hostir.runtime.cli; the ranks it spawns import it under another name
+    console_main()
