@@ -182,7 +182,13 @@ class HostIROptMain(xDSLOptMain):
         return module
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
-        super().register_all_arguments(arg_parser)
+        # xDSL's -p help names the registered passes; hostir-opt's -p takes pipelines too.
+        passes = self.available_passes
+        self.available_passes = {**passes, **dict.fromkeys(PIPELINES, passes[next(iter(passes))])}
+        try:
+            super().register_all_arguments(arg_parser)
+        finally:
+            self.available_passes = passes
         arg_parser.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
                                 help="skip this pass (repeatable; also inside pipelines such as hostir-lower)")
         arg_parser.add_argument("--print-ir-after-all", action="store_true",
@@ -242,7 +248,8 @@ class HostIROptMain(xDSLOptMain):
         for name, loader in sorted(self.available_passes.items()):
             pass_class = loader()
             lines.append(f"  {name.ljust(width)}{description(name, pass_class)}")
-            options = [f"{o.name}={o.default_value} ({o.expected_type.strip(QUOTES)})" for o in get_pass_option_infos(pass_class)]
+            options = [f"{o.name.replace('_', '-')}={o.default_value} ({o.expected_type.strip(QUOTES)})"
+                       for o in get_pass_option_infos(pass_class)]
             if options:
                 lines.append(f"  {''.ljust(width)}options: {', '.join(options)}")
         lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}" for name, members in PIPELINES.items()]
