@@ -10,10 +10,11 @@ program repeats a few signatures by the thousand (stream-parallel-type emits a v
 buffer and its release for every chunked tensor of every loop, and two loops), and
 verification runs on every one of them twice (the input, then the pipeline's result). So
 an op whose signature has passed the whole check before has only its traits checked
-(they read where the op is, and what its regions hold). The ops of xDSL's dialects that a
-lowered program holds by the thousand (`scf.for`, `arith.constant`, `arith.remui`,
-`scf.yield`) are checked the same way (`check_once_per_signature`, from the context);
-their own checks still run on every op.
+(they read where the op is, and what its regions hold). This is hostir's own `OpDef`,
+`SignatureCheckedOpDef`, which `op_definition` gives hostir's op classes in place of
+xDSL's; the ops of xDSL's dialects (`scf.for`, `arith.constant`, ...) keep xDSL's, checked
+in full every time: hostir changes no class of xDSL's. The same `verify` could serve every
+op as xDSL's own `OpDef.verify` (docs/architecture.md).
 
 The parser builds an op through `IRDLOperation.build`, which matches every operand and
 result to its definition before `Operation.__init__` runs (a fifth of parsing a fusion);
