@@ -36,11 +36,11 @@ from pathlib import Path
 
 from xdsl.parser import Parser
 
+from hostir.passes import build_passes
+from hostir.passes.opt import garbage_collected_rarely
 from hostir_dialect.context import make_context
 from hostir_dialect.diagnostics import LocatingParser, verify_located
 from hostir_dialect.printer import Printer
-from hostir.passes import build_passes
-from hostir.passes.opt import garbage_collected_rarely
 
 SHARDED = "!fusion.tensor<f32[8, 2 didx, 16], mesh=[0, 1]>"
 REPLICATED = "!fusion.tensor<f32[8, 2, 16], mesh=[0, 1]>"

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-
 from cases import CASES, Operands, Problem, hostir
+
 from hostir.passes.cost_model import MACHINES
 from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
 

@@ -65,7 +65,7 @@ def op_definition(cls: type[_Op]) -> type[_Op]:
     for name, value in get_accessors_from_op_def(op_def, getattr(cls, "verify_", None)).items():
         setattr(cls, name, value)
     if not op_def.options and not op_def.regions and not op_def.successors:
-        cls.build = classmethod(_flat_build(cls.build))
+        setattr(cls, "build", classmethod(_flat_build(cls.build)))  # noqa: B010 -- set as the accessors above are
     if assembly_format is not None:
         cls.assembly_format = op_def.assembly_format = assembly_format
         _use_format(cls, op_def)
@@ -82,10 +82,12 @@ def _use_format(cls: type[_Op], op_def: OpDef) -> None:
     def print(op: _Op, printer: Printer) -> None:
         program().print(printer, op)
 
-    cls.parse, cls.print, cls.format_program = classmethod(parse), print, staticmethod(program)
+    for name, method in (("parse", classmethod(parse)), ("print", print), ("format_program", staticmethod(program))):
+        setattr(cls, name, method)
 
 
 def _compiled_format(op_def: OpDef) -> FormatProgram:
+    assert op_def.assembly_format is not None  # `_use_format` is given only ops that have one
     program = FormatProgram.from_str(op_def.assembly_format, op_def)
     return dataclasses.replace(program, stmts=tuple(_faster(directive) for directive in program.stmts))
 
@@ -135,7 +137,7 @@ def check_formats(op_classes: Iterable[type[IRDLOperation]]) -> None:
     where xDSL compiles formats when a class is defined)."""
     for op_class in op_classes:
         if "format_program" in op_class.__dict__:
-            op_class.format_program()
+            op_class.__dict__["format_program"]()
 
 
 def _flat_build(irdl_build: Callable[..., _Op]) -> Callable[..., _Op]:

@@ -82,8 +82,9 @@ def located_text(module: Operation) -> str:
     ancestor's), for a parser in another process to read back."""
     located = module.clone()
     for op in located.walk():
-        if not isinstance(op.location, FileLineColLoc) and op.parent_op() is not None:
-            op.location = op.parent_op().location
+        parent = op.parent_op()
+        if not isinstance(op.location, FileLineColLoc) and parent is not None:
+            op.location = parent.location
     return op_text(located, print_debuginfo=True)
 
 
@@ -206,7 +207,7 @@ class LocatingParser(Parser):
             try:
                 text = text.decode()
             except UnicodeDecodeError:
-                source = Input(text.decode(errors="replace"), name)
+                source = Input(text.decode(errors="replace"), name)  # type: ignore[union-attr]  # still the bytes: decode raised
                 raise ParseError(Span(0, 0, source), "input is not valid UTF-8") from None
         super().__init__(ctx, text, name)
         self.line_offset = line_offset

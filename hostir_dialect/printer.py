@@ -12,6 +12,7 @@ hostir's tools print into memory and write the text once (`op_text`).
 from __future__ import annotations
 
 import io
+
 from xdsl import printer
 from xdsl.ir import Attribute, Operation
 
@@ -26,8 +27,9 @@ class Printer(printer.Printer):
         super().print_attribute(attribute)
 
 
-def op_text(op: Operation, **options: bool) -> str:
-    """`op` printed by hostir's Printer (`options` are the Printer's) into memory."""
+def op_text(op: Operation, print_debuginfo: bool = False) -> str:
+    """`op` printed by hostir's Printer into memory (with every op's location if
+    `print_debuginfo`)."""
     text = io.StringIO()
-    Printer(stream=text, **options).print_op(op)
+    Printer(stream=text, print_debuginfo=print_debuginfo).print_op(op)
     return text.getvalue()

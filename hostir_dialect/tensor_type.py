@@ -139,11 +139,11 @@ class Mesh:
     @staticmethod
     def of(devices: Sequence[int] | Sequence[Sequence[int]]) -> Mesh:
         if devices and not isinstance(devices[0], int):
-            rows = [tuple(r) for r in devices]  # type: ignore[arg-type]
+            rows = [tuple(r) for r in devices]  # type: ignore[arg-type]  # rows: the first element is not an int
             if len({len(r) for r in rows}) > 1:
                 raise VerifyException("2-D device mesh rows must have equal lengths")
             return Mesh(tuple(d for r in rows for d in r), (len(rows), len(rows[0])))
-        return Mesh(tuple(devices), (len(devices),))  # type: ignore[arg-type]
+        return Mesh(tuple(devices), (len(devices),))  # type: ignore[arg-type]  # ints: the first element is one
 
     @property
     def size(self) -> int:
@@ -676,7 +676,7 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
 def _replaced(desc: TensorDesc, changes: tuple[tuple[str, object], ...]) -> TensorType:
     """`TensorType.with_`: the passes derive the same few types from the same few types
     over and over (a chunk's type, a buffer's allocated whole)."""
-    desc = replace(desc, **dict(changes))
+    desc = replace(desc, **dict(changes))  # type: ignore[arg-type]  # TensorDesc's fields by name, from `with_`
     if desc.alloc_order == tuple(range(len(desc.axes))):
         desc = replace(desc, alloc_order=None)
     return TensorType(desc)

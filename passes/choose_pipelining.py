@@ -85,7 +85,7 @@ class Stages:
 
 def stream_chunks(func: fusion.FuncOp) -> int | None:
     """The extent of the function's Stream axes, if it has some, all of one static extent."""
-    extents = set()
+    extents: set[int] = set()
     for value, _ in tensors(func):
         t = tensor_type(value)
         axis = t.stream_axis()
@@ -155,8 +155,9 @@ def _member_axis_inside_stream_axis(op: fusion.ComputeOp) -> bool:
 def _input_bytes(op: fusion.ComputeOp) -> int | None:
     """Bytes of the op's input on one member (None: dynamic)."""
     source = tensor_type(op.operands[0])
+    assert source.mesh is not None  # a communicating op's input has one (_collective)
     shape = source.local_shape(source.mesh.devices[0])
-    return None if DYNAMIC in shape else math.prod(shape) * source.element_bytes()
+    return None if shape is None or DYNAMIC in shape else math.prod(shape) * source.element_bytes()
 
 
 def _per_iteration(op: fusion.ComputeOp, size: int, chunks: int) -> int:

@@ -123,7 +123,7 @@ def hostir_version() -> str:
 
 class HostIROptMain(xDSLOptMain):
     @property
-    def version_format(self) -> str:  # type: ignore[override] -- looked up only for --version
+    def version_format(self) -> str:  # type: ignore[override]  # xDSL reads it only for --version
         return f"hostir-opt {hostir_version()} (xdsl {{xdsl_version}})"
 
     def run(self):
@@ -216,7 +216,7 @@ class HostIROptMain(xDSLOptMain):
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
             return format_help()
 
-        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
+        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]  # this parser's own help, built late
 
     def setup_pipeline(self):
         check_pass_names(self.args.disable_pass, "--disable-pass", self.available_passes)
@@ -305,7 +305,7 @@ def main(args: Sequence[str] | None = None, tool: type[HostIROptMain] = HostIROp
     finally:
         # xDSL's --disable-verify turns off the checks of every attribute built after it
         # in the process: a caller's own attributes (a test suite's) must keep theirs.
-        Attribute.__post_init__ = verify_attributes  # type: ignore[method-assign]
+        Attribute.__post_init__ = verify_attributes  # type: ignore[method-assign]  # undoes xDSL's --disable-verify
     return 0
 
 

@@ -101,8 +101,8 @@ from hostir_dialect import cache_check, fusion, hir
 from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.sharding import communicates
 from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
 
@@ -158,10 +158,10 @@ def stream_axes(op: Operation) -> dict[SSAValue, int] | None:
     axes = {r: tensor_type(r).stream_axis() for r in results}
     if not results or None in axes.values():
         return None
-    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]
+    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]  # no None left: checked above
     if any(a.is_split or a.is_reduction for a in chosen) or len({a.extent for a in chosen}) > 1:
         return None
-    return axes  # type: ignore[return-value]
+    return axes  # type: ignore[return-value]  # no None left: checked above
 
 
 # --------------------------------------------------------------------------- #
@@ -521,7 +521,7 @@ class _LoopBuilder:
         sync = self.for_loop(lower, upper, step, self.sync_body(user))
         main = self.for_loop(lower, upper, step, self.main_body(user, buffers))
         prologue = [lower.owner, step.owner, upper.owner, *buffers.values(), user.owner, sync, main]
-        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]
+        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]  # the owners of constants: operations
         for result, buffer in buffers.items():
             result.replace_all_uses_with(buffer.results[0])
         for slicing in reversed(self.loop.slicings):
@@ -553,7 +553,7 @@ class _LoopBuilder:
         # Built by `Operation.create`, in order, as hostir's ops are (hostir_dialect/building.py):
         # there are two loops per loop nest, and xDSL's builders match every argument first.
         body.add_op(self.located(scf.YieldOp.create()))
-        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]
+        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]  # create builds an scf.ForOp
 
     def worker_stream(self, block: Block) -> SSAValue:
         """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""

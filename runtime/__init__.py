@@ -4,8 +4,8 @@
 from .evaluator import Evaluator, ExecutionError, InputError, compile_program
 from .executor_cache import ExecutorCache, execute
 from .launcher import Job, RankResult, SpmdError, launch, run_spmd, run_spmd_batch
-from .reference import run_fusion
 from .layouts import shard_tensor, unshard
+from .reference import run_fusion
 
 __all__ = [
     "Evaluator", "ExecutionError", "ExecutorCache", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute", "launch",

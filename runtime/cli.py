@@ -38,11 +38,11 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType
 from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import ExecutionError, find_function
 from .graphs import EAGER
-from .timeline import draw, require_matplotlib
-from .trace import HOST_CLOCK_NOTE, efficiency_note, merge, overlap, write_trace
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
 from .layouts import random_tensor, shard_tensor, unshard
 from .reference import run_fusion
+from .timeline import draw, require_matplotlib
+from .trace import HOST_CLOCK_NOTE, efficiency_note, merge, overlap, write_trace
 
 
 class UsageError(Exception):
@@ -111,7 +111,7 @@ def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hi
     if not programs(module):
         source = find_function(module, name)
         host = lower_module(module)
-        return host, find_function(host, None), source  # type: ignore[return-value]
+        return host, find_function(host, None), source  # type: ignore[return-value]  # lowering makes a hir.program
     program = find_function(module, name)
     if not isinstance(program, hir.ProgramOp):
         raise UsageError(f"@{name} is a fusion.func but the file holds host programs; name a hir.program")
@@ -179,7 +179,7 @@ def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: lis
     lines, mismatches = [], []
     output_types = list(program.function_type.outputs.data)
     for index, t in enumerate(output_types):
-        value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]
+        value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]  # a program's outputs are tensors
         line = (f"output {index}: shape {list(value.shape)} dtype {str(value.dtype).removeprefix('torch.')} "
                 f"checksum {value.double().sum().item():.6g}")
         if reference is not None:

@@ -126,7 +126,7 @@ class Evaluator:
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
         self.graph_mode = graph_mode(cuda_graph, self.device)
-        self.graphs = CudaGraphs(self.run_eagerly, self.streams) if self.graph_mode == CUDA_GRAPH else None  # type: ignore[arg-type]
+        self.graphs = CudaGraphs(self.run_eagerly, self.streams) if self.graph_mode == CUDA_GRAPH else None  # type: ignore[arg-type]  # graph mode runs on CUDA streams
 
     def _copy_engine(self, program: hir.ProgramOp) -> CopyEngineProgram | None:
         """The program's symmetric buffers and flags, if it has any (created collectively)."""
@@ -313,7 +313,7 @@ class _ArgSpec:
 
     @staticmethod
     def of(arg: SSAValue, rank: int | None) -> _ArgSpec:
-        label = f"%{arg.name_hint}" if arg.name_hint else f"#{arg.index}"  # type: ignore[attr-defined]
+        label = f"%{arg.name_hint}" if arg.name_hint else f"#{arg.index}"  # type: ignore[attr-defined]  # a function's arguments are block arguments
         return _ArgSpec(label, arg.type if isinstance(arg.type, TensorType) else None, rank)
 
     def laid_out(self, value: Any) -> Any:

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from hostir_dialect import parse_module
 from hostir.passes import opt
 from hostir.runtime import cli
+from hostir_dialect import parse_module
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -218,9 +218,10 @@ def _where(error: BaseException) -> str:
 
 
 def worker() -> None:
-    from hostir import runtime  # noqa: F401 -- loaded once, before the requests
     from xdsl.ir import Attribute
     from xdsl.utils.diagnostic import Diagnostic
+
+    from hostir import runtime  # noqa: F401 -- loaded once, before the requests
 
     requests = os.fdopen(os.dup(0), "r")
     replies = os.fdopen(os.dup(1), "w")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from hostir.passes import lower
 from hostir_dialect import cache_check, fusion
 from hostir_dialect.context import parse_module
 from hostir_dialect.fusion import ShapeTable
-from hostir.passes import lower
 
 ROOT = Path(__file__).resolve().parents[2]
 T = "!fusion.tensor<f32[4, 8]>"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hostir_dialect import hir
 from hostir.passes.cost_model import Machine
+from hostir_dialect import hir
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 

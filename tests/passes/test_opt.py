@@ -14,11 +14,11 @@ from test_pipeline import PROGRAM, BreakTheIR, RepairTheIR, TagAllocations
 from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.utils.exceptions import VerifyException
 
+from hostir.passes import PIPELINES, get_all_passes, opt
+from hostir.passes.pipeline import VERIFY_EACH_VARIABLE
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.symbols import programs
-from hostir.passes import PIPELINES, get_all_passes, opt
-from hostir.passes.pipeline import VERIFY_EACH_VARIABLE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUSIONS, HOST_PROGRAMS = EXAMPLES / "fusions", EXAMPLES / "host_programs"
@@ -300,9 +300,9 @@ def test_upstream_cleanup_of_a_lowered_program_computes_the_same(name: str) -> N
     import torch
 
     from hostir import runtime
-    from hostir_dialect.context import make_context
     from hostir.passes import lower
     from hostir.passes.pipeline import build_pipeline
+    from hostir_dialect.context import make_context
 
     source = parse_module((FUSIONS / f"{name}.mlir").read_text(), name)
     host = lower(source.clone())

@@ -7,10 +7,10 @@ import warnings
 import pytest
 import torch
 
+from hostir.runtime import Evaluator, ExecutionError, InputError, execute, run_fusion
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.fusion import ARITHMETIC_FUNCTIONS, COMPARISON_FUNCTIONS
-from hostir.runtime import Evaluator, ExecutionError, InputError, execute, run_fusion
 
 F = "!fusion.tensor<f32[8, 64]>"
 B = "!fusion.tensor<i1[8, 64]>"

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from hostir import FusionDefinition
-from hostir_dialect.context import parse_module
 from hostir.passes import lower
 from hostir.runtime import Evaluator, execute
 from hostir.runtime.cli import console_main
@@ -30,6 +29,7 @@ from hostir.runtime.trace import (
     traced_run,
     union_length,
 )
+from hostir_dialect.context import parse_module
 
 
 def test_a_traced_run_names_every_op_by_its_source(tmp_path):
