@@ -11,12 +11,13 @@ import pytest
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import f32
 
+from hostir.passes import build_passes
+from hostir.passes.chunking import sliced_type
+from hostir.passes.stream_parallel_type import StreamParallelType, group
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from hostir.passes import build_passes
-from hostir.passes.stream_parallel_type import StreamParallelType, group, sliced_type
 
 
 def t(shape: str) -> str:
