@@ -89,6 +89,7 @@ about `numberOfStreams` chunks are alive instead of the whole stream extent
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -104,11 +105,11 @@ from xdsl.utils.exceptions import VerifyException
 from hostir_dialect import cache_check, fusion, hir
 from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
-from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.diagnostics import located_like, location_of, op_error
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, ParallelKind, TensorType, tensor_type
 
 from .chunking import operand_axis, sliced_type
 
@@ -799,6 +800,27 @@ def drop_stream_allocation(function: FunctionLikeOp) -> None:
     function.update_function_type()
 
 
+class UnpipelinedStreamWarning(UserWarning):
+    """A Stream annotation this pass cannot pipeline: the op runs whole (values unchanged)."""
+
+
+def warn_unpipelined_streams(program: hir.ProgramOp) -> None:
+    """Say, located, where a Stream on a split axis (nvFuser's `outer_split` then
+    `parallelize(Stream)` on the outer piece) asks for a pipeline this pass does not
+    build: a Stream annotation is never ignored silently."""
+    for inner in program.walk():
+        if not is_to_lower(inner):
+            continue
+        for result in inner.results:
+            t = result.type
+            if isinstance(t, TensorType) and any(a.is_split and ParallelKind.STREAM in a.parallel_types() for a in t.axes):
+                where = location_of(inner)
+                warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: a Stream piece of a "
+                              "split axis is not pipelined; give the chunks an axis of their own ([S, M/S, ...] with "
+                              "Stream on the S axis)", UnpipelinedStreamWarning, stacklevel=2)
+                break
+
+
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
     """Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams.
@@ -817,6 +839,7 @@ class StreamParallelType(ModulePass):
             _check_nothing_to_lower(op)
         for program in programs(op):
             check_program_inputs(program)
+            warn_unpipelined_streams(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, units, self.bounded_intermediates).build()
         for function in functions(op):
