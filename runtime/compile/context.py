@@ -292,7 +292,7 @@ class FunctionCompiler:
                 if isinstance(value.owner, fusion.ComputeOp) and value.owner.out is None and returned.count(value) == 1:
                     self.destinations[value] = out
         with self.nested():
-            self.block(block)
+            self.block(block, release_dead=isinstance(func, fusion.FuncOp))
             self.op_being_compiled = block.last_op
             for value, out in zip(returned, out_names):
                 if self.destinations.get(value) != out:
@@ -329,10 +329,21 @@ class FunctionCompiler:
         call = f"{self.bind(function.run, 'outlined')}({', '.join(used)})"
         self.emit(f"{', '.join(used)}, = {call}" if used else call)
 
-    def block(self, block: Block) -> None:
+    def block(self, block: Block, release_dead: bool = False) -> None:
+        """The block's ops; with `release_dead`, each value's variable is cleared after its
+        last use, so that a long fusion (an eager reference) holds only its live values.
+        Only for fusions: a host program's buffers live until their `hir.deallocate`."""
+        dead_after = _dead_after(block) if release_dead else {}
         for op in block.ops:
             if not isinstance(op, _TERMINATORS):
                 self.op(op)
+                self.release(dead_after.get(op, ()))
+
+    def release(self, values: Sequence[SSAValue]) -> None:
+        variables = [self.names[v] for v in values
+                     if v in self.names and self.names[v][0] == "v" and v not in self.destinations]
+        if variables:
+            self.emit(f"{' = '.join(variables)} = None")
 
     def op(self, op: Operation) -> None:
         handler = next((self.handlers[cls] for cls in type(op).__mro__ if cls in self.handlers), None)
@@ -367,6 +378,23 @@ class FunctionCompiler:
         if self.context.stream_log is not None:
             activate.append(_Line(depth, f"_log.append(({op.name!r}, _streams.stream_id(_streams.active)))", op))
         self.lines[start:start] = activate
+
+
+def _dead_after(block: Block) -> dict[Operation, list[SSAValue]]:
+    """For each op of `block`, the values computed in it that nothing after that op reads
+    (a value read inside a nested region counts as read by the op holding that region);
+    the terminator's operands are never dead."""
+    dead_after: dict[Operation, list[SSAValue]] = {}
+    returned = set(block.last_op.operands) if block.last_op is not None else set()
+    order = {op: k for k, op in enumerate(block.ops)}
+    for op in block.ops:
+        for value in op.results:
+            if value in returned:
+                continue
+            users = [block.find_ancestor_op_in_block(use.operation) for use in value.uses]
+            last = max((u for u in users if u is not None), key=order.__getitem__, default=op)
+            dead_after.setdefault(last, []).append(value)
+    return dead_after
 
 
 def on_current_stream(handler: Handler) -> Handler:

@@ -145,3 +145,23 @@ def test_programs_of_any_symbol_name_compute_what_eager_torch_computes(name, t, 
     shards = [[shard_tensor(x, tensor_type, rank)] for rank in range(world_size)]
     outputs = run_spmd(module, shards, world_size=world_size, backend="gloo", lower=True)
     torch.testing.assert_close(unshard({rank: out[0] for rank, out in enumerate(outputs)}, tensor_type), -x)
+
+
+def test_a_fusion_holds_only_its_live_values():
+    # An eager reference of many ops (tests/security/hostile/reference_slow.mlir) must not
+    # keep every intermediate: a value's variable is cleared after its last use, the
+    # returned value and the arguments are kept.
+    fusion_text = f"""fusion.func @f(%a: {F}) -> {F} {{
+  %x = fusion.neg %a : {F} -> {F}
+  %y = fusion.neg %x : {F} -> {F}
+  %z = fusion.add %x, %y : {F}, {F} -> {F}
+  %w = fusion.neg %z : {F} -> {F}
+  fusion.return %w : {F}
+}}"""
+    evaluator = Evaluator(parse_module(fusion_text))
+    lines = [line.strip() for line in evaluator.compiled.source.splitlines()]
+    assert lines.index("v1_x = v2_y = None") == lines.index("v3_z = _f8(v1_x, v2_y).contiguous()") + 1, lines
+    assert "v3_z = None" in lines
+    assert not any(line.startswith(("v0_a = None", "v4_w = None")) for line in lines)
+    a = torch.randn(4, 8)
+    torch.testing.assert_close(evaluator.run([a])[0], torch.zeros(4, 8))
