@@ -716,19 +716,88 @@ def _static_groups(source: list[int], target: list[int]) -> tuple[list[tuple[lis
     groups: list[tuple[list[int], list[int]]] = []
     i = j = 0
     while i < len(source) and j < len(target) and DYNAMIC not in (source[i], target[j]):
-        end_i, end_j, src_prod, dst_prod = i + 1, j + 1, source[i], target[j]
-        while src_prod != dst_prod:
-            if src_prod < dst_prod and end_i < len(source) and source[end_i] != DYNAMIC:
-                src_prod *= source[end_i]
-                end_i += 1
-            elif src_prod > dst_prod and end_j < len(target) and target[end_j] != DYNAMIC:
-                dst_prod *= target[end_j]
-                end_j += 1
-            else:
-                return groups, i, j
-        groups.append((list(range(i, end_i)), list(range(j, end_j))))
-        i, j = end_i, end_j
+        ends = _static_group_ends(source, target, i, j)
+        if ends is None:
+            break
+        groups.append((list(range(i, ends[0])), list(range(j, ends[1]))))
+        i, j = ends
     return groups, i, j
+
+
+def _static_group_ends(source: list[int], target: list[int], i: int, j: int) -> tuple[int, int] | None:
+    """Where the group of static extents from `source[i]` and `target[j]` whose products
+    match ends on each side (None where a dynamic extent or an end comes first)."""
+    end_i, end_j, src_prod, dst_prod = i + 1, j + 1, source[i], target[j]
+    while src_prod != dst_prod:
+        if src_prod < dst_prod and end_i < len(source) and source[end_i] != DYNAMIC:
+            src_prod *= source[end_i]
+            end_i += 1
+        elif src_prod > dst_prod and end_j < len(target) and target[end_j] != DYNAMIC:
+            dst_prod *= target[end_j]
+            end_j += 1
+        else:
+            return None
+    return end_i, end_j
+
+
+def _segments(axes: Sequence[Axis]) -> tuple[list[int], list[int]]:
+    """The extents a reshape pairs, and the axis each belongs to: an axis's extent, or the
+    pieces' extents of a dynamic axis split by static factors (`?(2 didx, ?)`: [2, ?])."""
+    extents: list[int] = []
+    owners: list[int] = []
+    for index, axis in enumerate(axes):
+        parts = [p.extent for p in axis.pieces]
+        if axis.extent != DYNAMIC or parts.count(DYNAMIC) != 1:
+            parts = [axis.extent]
+        extents += parts
+        owners += [index] * len(parts)
+    return extents, owners
+
+
+def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, range]] | None:
+    """Groups of `source` and `target` segments, in order, each a dynamic extent paired
+    with one of the other side or static extents of equal products (extent-1 segments
+    join the group that follows, trailing ones the last group); None if they do not all
+    pair so."""
+    groups: list[tuple[range, range]] = []
+    i = j = 0
+    while i < len(source) and j < len(target):
+        start_i, start_j = i, j
+        while i < len(source) - 1 and source[i] == 1:
+            i += 1
+        while j < len(target) - 1 and target[j] == 1:
+            j += 1
+        dynamic = (source[i] == DYNAMIC, target[j] == DYNAMIC)
+        ends = (i + 1, j + 1) if all(dynamic) else None if any(dynamic) else _static_group_ends(source, target, i, j)
+        if ends is None:
+            return None
+        i, j = ends
+        groups.append((range(start_i, i), range(start_j, j)))
+    if not groups or any(e != 1 for e in source[i:] + target[j:]):
+        return None
+    last_sources, last_targets = groups[-1]
+    groups[-1] = (range(last_sources.start, len(source)), range(last_targets.start, len(target)))
+    return groups
+
+
+def _paired_groups(source_axes: Sequence[Axis], target_axes: Sequence[Axis]) -> list[tuple[list[int], list[int]]] | None:
+    """`_paired_segments` of the axes' segments, as groups of axes (groups sharing the
+    axis of a split are one)."""
+    source, source_owner = _segments(source_axes)
+    target, target_owner = _segments(target_axes)
+    paired = _paired_segments(source, target)
+    if paired is None:
+        return None
+    groups: list[tuple[list[int], list[int]]] = []
+    for segments_in, segments_out in paired:
+        sources = sorted({source_owner[k] for k in segments_in})
+        targets = sorted({target_owner[k] for k in segments_out})
+        if groups and (groups[-1][0][-1] == sources[0] or groups[-1][1][-1] == targets[0]):
+            previous_sources, previous_targets = groups.pop()
+            sources = sorted({*previous_sources, *sources})
+            targets = sorted({*previous_targets, *targets})
+        groups.append((sources, targets))
+    return groups
 
 
 def _from_end(positions: list[int], length: int) -> list[int]:
@@ -754,11 +823,22 @@ class ReshapeOp(UnaryComputeOp, StreamSliceable):
 
     def groups(self) -> list[tuple[list[int], list[int]]]:
         """(input value axes, result axes) of each group of axes whose products match,
-        in order; trailing axes that no product matches join the last result axis. Groups
-        are matched from both ends up to the first dynamic extent; what lies between is
-        one group, since a dynamic extent's share of it is known only at run time."""
-        source = [a.extent for a in tensor_type(self.input).value_axes()]
-        target = [a.extent for a in tensor_type(self.result).axes]
+        in order; trailing axes that no product matches join the last result axis.
+
+        With dynamic extents, each is paired with one of the other side where every
+        other group then matches statically (`_paired_segments`; a dynamic axis split
+        by static factors counts as its pieces): that is what a reshape with one dynamic
+        result extent computes (torch infers it from the rest), and it defines one with
+        more, such as a pass splitting an axis into its pieces (`?(2 didx, ?)` into
+        `[2 didx, ?]`). Otherwise groups are matched from both ends up to the first
+        dynamic extent; what lies between is one group, since a dynamic extent's share
+        of it is known only at run time."""
+        source_axes, target_axes = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
+        source, target = [a.extent for a in source_axes], [a.extent for a in target_axes]
+        if DYNAMIC in source or DYNAMIC in target:
+            paired = _paired_groups(source_axes, target_axes)
+            if paired is not None:
+                return paired
         head, i, j = _static_groups(source, target)
         if i == len(source) or j == len(target):
             if i < len(source):

@@ -8,7 +8,7 @@ Decision table, along the one device type P the op changes (DIDx or DIDy; DIDx w
 the mesh changes). in/out sharded = sharded along P over more than one device:
 
     op      in   out  meshes     collectives
-    set     no   yes  same       scatter, one per P-slice of the mesh, root = its first device
+    set     no   yes  same       local_shard, one per P-slice of the mesh (nothing moves)
     set     no   yes  different  scatter, root = first sender device in the receiver mesh
     set     yes  no   same       allgather, one per P-slice
     set     yes  no   different  gather, one per receiving device
@@ -68,14 +68,16 @@ from .sharding_policy import (
     is_inner_split,
     layout_problem,
     sharding_changes,
+    shards_locally,
 )
 
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective to post: the op class, its team (world ranks) and root."""
+    """One collective to post: the op class, its team (world ranks) and root. A local
+    shard (`hir.local_shard`) moves nothing: it takes no transport and is not waited."""
 
-    kind: type[hir.CollectiveOp]
+    kind: type[hir.CollectiveOp] | type[hir.LocalShardOp]
     team: tuple[int, ...]
     root: int | None = None
 
@@ -104,6 +106,8 @@ def plan_communication(op: Operation) -> list[Collective]:
         plan = _plan_reduce(op, parallel, sender, receiver, out_sharded)
     else:
         plan = _plan_set(op, parallel, sender, receiver, in_sharded, out_sharded)
+    if shards_locally(op):
+        return plan  # copies from a view of its own input: no buffer contract
     problem = layout_problem(op) or _chunk_problem(op)
     if problem is not None:
         raise op_error(op, problem)
@@ -129,7 +133,7 @@ def _plan_set(
 ) -> list[Collective]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            return [Collective(hir.ScatterOp, team, team[0]) for team in _slices(receiver, parallel)]
+            return [Collective(hir.LocalShardOp, team) for team in _slices(receiver, parallel)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
@@ -227,7 +231,7 @@ class TransportChoice(StrEnum):
 
 
 def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
-    if choice == TransportChoice.NCCL:
+    if choice == TransportChoice.NCCL or shards_locally(op):
         return hir.Transport.NCCL
     problem = copy_engine_problem(op, plan)
     if choice == TransportChoice.COPY_ENGINE:
@@ -411,6 +415,11 @@ class ConvertToCollectives(RewritePattern):
             buffer.name_hint = op.result.name_hint
         reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
         for c in plan.collectives:
+            if c.kind is hir.LocalShardOp:
+                axis = Exchange.of(op).scattered
+                assert axis is not None
+                new_ops.append(located_like(hir.LocalShardOp(op.input, buffer, axis, c.team), op))
+                continue
             via = None
             if copy_engine and c.kind is hir.AllgatherOp:
                 rewriter.insert(new_ops, InsertPoint.before(op))

@@ -402,4 +402,61 @@ t5.outer_split(1, 2)
 t5.axis(1).parallelize(ParallelType.DIDx)
 t5.axis(2).parallelize(ParallelType.Stream)
 """, "refused"),
+    # Issue 25, item 5 (seed 1, 2 ranks): a value sharded on the inner piece of a split
+    # moving to the outer piece; reorder-sharded-axis built an allocation order naming an
+    # axis twice (a crash) instead of leaving the inner split to convert-op-to-communication.
+    "reshard_from_an_inner_split_to_the_outer_piece_is_refused": Regression(2, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([4, 4], dtype='float32')
+    t2 = fd.ops.cast(t1, 'float32')
+    t8 = fd.define_tensor([], dtype='float32')
+    fd.add_output(t8)
+t1.set_device_mesh(DeviceMesh([0, 1]))
+t1.outer_split(1, 2)
+t1.axis(2).parallelize(ParallelType.DIDx)
+t2.set_device_mesh(DeviceMesh([0, 1]))
+t2.outer_split(1, 2)
+t2.axis(1).parallelize(ParallelType.DIDx)
+""", "refused"),
+    # Issue 25, item 2: the rFactor reshape of two dynamic extents gave torch two -1s (a
+    # crash at run time), and the reshape of [?, 6(2 didx, 3), ?] was not seen as exact
+    # (a gather, then a scatter, around it).
+    "rfactor_of_two_dynamic_extents": Regression(2, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([-1, -1], dtype='float32')  # concrete: [6, 5]
+    y = fd.ops.sum(x, dims=[0])
+    fd.add_output(y)
+x.set_device_mesh(DeviceMesh([0, 1]))
+x.outer_split(0, 2)
+x.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # A whole dynamic device axis (`? didx`) reshaped into a merged axis: propagation
+    # took the two dynamic extents for one and made the merged axis `? didx` (one element
+    # per device; a crash at run time) instead of splitting it by the mesh size.
+    "whole_dynamic_device_axis_merged_by_a_reshape": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [4, 4, 6]
+    t1 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [4, 6, 6]
+    t2 = fd.ops.matmul(t0, t1)
+    t3 = fd.ops.reshape(t2, [-1])
+    t5 = fd.ops.abs(t3)
+    fd.add_output(t5)
+mesh = DeviceMesh([0, 1, 2, 3])
+t0.set_device_mesh(mesh)
+t1.set_device_mesh(mesh)
+t1.axis(0).parallelize(ParallelType.DIDx)
+t5.set_device_mesh(mesh)
+""", "correct"),
+    # Issue 25, item 2: a dynamic extent on an unsplit device axis was refused as if its
+    # buffers were laid out in different orders (the gathered chunk's extent was taken
+    # for dynamic; it is one element per device).
+    "allgather_of_a_whole_dynamic_device_axis": Regression(2, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([-1, 4], dtype='float32')  # concrete: [2, 4]
+    y = fd.ops.set(x)
+    fd.add_output(y)
+x.set_device_mesh(DeviceMesh([0, 1]))
+x.axis(0).parallelize(ParallelType.DIDx)
+y.set_device_mesh(DeviceMesh([0, 1]))
+""", "correct"),
 }
