@@ -259,9 +259,16 @@ class ComputeOp(IRDLOperation):
 
         Axes that vanish (selected, squeezed) are absent. Reduction axes of the operand
         are not part of its value and never mapped; a broadcast axis maps to the result
-        axis it is broadcast along. This is the "pairwise map" sharding analysis uses.
+        axis it is broadcast along. This is the "pairwise map"; sharding analysis uses
+        the part of it `sharding_axis_map` keeps.
         """
         return dict(zip(tensor_type(operand).value_positions(), self.value_axis_targets(operand)))
+
+    def sharding_axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """`axis_map` restricted to the axes along which each device's part of `operand`
+        becomes that device's part of the result: what sharding analysis maps (all of
+        them but the axes a slice cuts)."""
+        return self.axis_map(operand)
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """For each value axis of `operand`, in order, the result axis it maps to."""
@@ -755,10 +762,11 @@ def _segments(axes: Sequence[Axis]) -> tuple[list[int], list[int]]:
 
 
 def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, range]] | None:
-    """Groups of `source` and `target` segments, in order, each a dynamic extent paired
-    with one of the other side or static extents of equal products (extent-1 segments
-    join the group that follows, trailing ones the last group); None if they do not all
-    pair so."""
+    """Groups of `source` and `target` segments, in order: static extents of equal
+    products, or one dynamic extent of each side, with static ones before the dynamic one
+    on the side whose group starts static (a split or merge by static factors: `?` and
+    `[2, ?]`). Extent-1 segments join the group that follows, trailing ones the last
+    group. None if they do not all pair so."""
     groups: list[tuple[range, range]] = []
     i = j = 0
     while i < len(source) and j < len(target):
@@ -767,9 +775,9 @@ def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, 
             i += 1
         while j < len(target) - 1 and target[j] == 1:
             j += 1
-        dynamic = (source[i] == DYNAMIC, target[j] == DYNAMIC)
-        ends = (i + 1, j + 1) if all(dynamic) else None if any(dynamic) else _static_group_ends(source, target, i, j)
-        if ends is None:
+        ends = ((_next_dynamic(source, i), _next_dynamic(target, j)) if DYNAMIC in (source[i], target[j])
+                else _static_group_ends(source, target, i, j))
+        if ends is None or ends[0] is None or ends[1] is None:
             return None
         i, j = ends
         groups.append((range(start_i, i), range(start_j, j)))
@@ -778,6 +786,11 @@ def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, 
     last_sources, last_targets = groups[-1]
     groups[-1] = (range(last_sources.start, len(source)), range(last_targets.start, len(target)))
     return groups
+
+
+def _next_dynamic(extents: list[int], start: int) -> int | None:
+    """The end of the run of static extents from `start` up to and with the first dynamic one."""
+    return next((k + 1 for k in range(start, len(extents)) if extents[k] == DYNAMIC), None)
 
 
 def _paired_groups(source_axes: Sequence[Axis], target_axes: Sequence[Axis]) -> list[tuple[list[int], list[int]]] | None:
@@ -1147,6 +1160,16 @@ class SliceOp(ComputeOp, StreamSliceable):
                 raise VerifyException(f"axis {i}: slice [{start}, {stop}) is out of bounds for extent {axis.extent}")
             result.append((-(-(stop - start) // step), IterKind.ITERATION))
         return result
+
+    def sharding_axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """Without the axes the slice cuts (not [0, extent) by 1, which a dynamic extent
+        never is known to be): a device's part of such an axis in the result is not its
+        part of the input's, so a slice of a sharded axis reshards."""
+        starts, stops, steps = self.bounds()
+        extents = [a.extent for a in tensor_type(self.input).value_axes()]
+        whole = {k for k, bounds in enumerate(zip(starts, stops, steps, extents)) if bounds[:3] == (0, bounds[3], 1)}
+        position = {logical: k for k, logical in enumerate(tensor_type(operand).value_positions())}
+        return {axis: target for axis, target in self.axis_map(operand).items() if position[axis] in whole}
 
     def operand_chunk_stride(self, operand: SSAValue, axis: int) -> tuple[int, int]:
         """Result chunk `i` of a slice is input chunk `start + step * i`."""

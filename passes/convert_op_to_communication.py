@@ -96,6 +96,10 @@ def plan_communication(op: Operation) -> list[Collective]:
     if sender is None or receiver is None:
         raise op_error(op, "reshards between a tensor with a device mesh and one without; run propagate-shardings first")
     _check_parallelization(op, source, target)
+    for role, t in (("input", source), ("result", target)):
+        if t.stream_allocated:  # in a stream loop, the op communicates chunks, of chunk types
+            raise op_error(op, f"its {role} is stream-allocated (one chunk at a time) outside any stream loop, "
+                               "where a collective moves whole buffers; run stream-parallel-type first")
     parallel = communicated_type(op)
     in_sharded = source.is_sharded(parallel) and sender.axis_size(parallel) > 1
     out_sharded = target.is_sharded(parallel) and receiver.axis_size(parallel) > 1

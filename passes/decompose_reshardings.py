@@ -470,7 +470,7 @@ def _sets_before_suffice(op: ComputeOp) -> bool:
     """Would sets giving each input the result's sharding leave `op` computing locally?"""
     result = tensor_type(op.result)
     return not any(
-        have_different_shardings(_input_like(op, value), result, op.axis_map(value), derived=op.derived_axes(value))
+        have_different_shardings(_input_like(op, value), result, op.sharding_axis_map(value), derived=op.derived_axes(value))
         for value in op.tensor_inputs()
     )
 
@@ -484,7 +484,7 @@ def _reshard_before(op: ComputeOp, rewriter: PatternRewriter) -> None:
     result = tensor_type(op.result)
     for value in dict.fromkeys(op.tensor_inputs()):
         source = tensor_type(value)
-        if not have_different_shardings(source, result, op.axis_map(value), derived=op.derived_axes(value)):
+        if not have_different_shardings(source, result, op.sharding_axis_map(value), derived=op.derived_axes(value)):
             continue
         target = _input_like(op, value)
         if target == _value_type(source):

@@ -40,11 +40,11 @@ def is_annotated(t: TensorType) -> bool:
 
 
 def forward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:
-    """`op.axis_map(operand)` restricted to axes that can carry an outer split onto
-    their target: when several operand axes merge into one result axis (reshape), only
-    the outermost of them does."""
+    """`op.sharding_axis_map(operand)` restricted to axes that can carry an outer split
+    onto their target: when several operand axes merge into one result axis (reshape),
+    only the outermost of them does."""
     outermost: dict[int, int] = {}
-    for source, target in sorted(op.axis_map(operand).items()):
+    for source, target in sorted(op.sharding_axis_map(operand).items()):
         outermost.setdefault(target, source)
     return {source: target for target, source in outermost.items()}
 

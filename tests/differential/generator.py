@@ -67,7 +67,7 @@ class Program:
         definition = []
         for line in self.definition:
             match = _INPUT_LINE.match(line)
-            if match and "-1" in match.group(2):
+            if match and "-1" in match.group(2) and match.group(4) is None:
                 line = f"{line}  # concrete: {list(concrete[match.group(1)])}"
             definition.append(line)
         return "\n".join(["with FusionDefinition() as fd:", *("    " + line for line in definition), *self.schedule])

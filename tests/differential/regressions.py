@@ -459,4 +459,102 @@ x.set_device_mesh(DeviceMesh([0, 1]))
 x.axis(0).parallelize(ParallelType.DIDx)
 y.set_device_mesh(DeviceMesh([0, 1]))
 """, "correct"),
+    # Seed 2 of the long profile with whole shapes dynamic: a stream loop's buffers of
+    # dynamic extents were allocated without them (refused on the ranks); their extents
+    # are now read before the loop, traced back through its ops (and kernel units).
+    "stream_loop_buffer_of_a_dynamic_extent": Regression(1, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([-1], dtype='float32')  # concrete: [3]
+    t10 = fd.ops.abs(t1)
+    t11 = fd.ops.add(t10, 1.0)
+    t12 = fd.ops.sqrt(t11)
+    fd.add_output(t12)
+t12.axis(0).parallelize(ParallelType.Stream)
+""", "correct"),
+    "stream_loop_buffer_of_a_dynamic_extent_broadcast_against_a_sharded_one": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([3, 3, 4], dtype='float32')
+    t1 = fd.ops.abs(t0)
+    t2 = fd.ops.add(t1, 1.0)
+    t3 = fd.ops.div(-1.5, t2)
+    t4 = fd.define_tensor([1, -1, 4], dtype='float32')  # concrete: [1, 3, 4]
+    t5 = fd.ops.eq(t3, t4)
+    t6 = fd.ops.cast(t5, dtype='float32')
+    fd.add_output(t6)
+mesh = DeviceMesh([0, 1])
+t3.set_device_mesh(mesh)
+t3.axis(2).parallelize(ParallelType.Stream)
+t4.set_device_mesh(mesh)
+t4.outer_split(2, 2)
+t4.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # A slice of a sharded axis (54 refusals of the long profile): the slice's sharding
+    # map leaves out the axes it cuts, so the input is gathered before it, and a result
+    # sharded on such an axis keeps its local shard after it.
+    "slice_of_a_sharded_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([4, 3], dtype='float32')
+    t3 = fd.ops.slice(t0, [1, 0], [3, 3])
+    t4 = fd.ops.sin(t3)
+    fd.add_output(t4)
+    fd.add_output(t3)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.outer_split(0, 2)
+t0.axis(0).parallelize(ParallelType.DIDx)
+t3.set_device_mesh(mesh)
+t3.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Seed 3, 2 ranks: a DID -> Stream set that also scatters another axis (an all-to-all)
+    # was built as a ring of shifts, which move whole shards (invalid IR); it runs whole.
+    "ring_of_a_set_that_also_scatters_another_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([4, 2, 2], dtype='float32')
+    t1 = fd.ops.broadcast(t0, [False, False, True, False])
+    t5 = fd.ops.abs(t1)
+    t6 = fd.ops.add(t5, 1.0)
+    t7 = fd.ops.div(t1, t6)
+    fd.add_output(t7)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.axis(1).parallelize(ParallelType.DIDx)
+t7.set_device_mesh(mesh)
+t7.axis(3).parallelize(ParallelType.DIDx)
+t7.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
+    # Seed 3, 4 ranks, without stream-parallel-type: a collective into a stream-allocated
+    # buffer (one chunk) outside any loop was converted (invalid IR); it is refused.
+    "collective_on_a_stream_allocated_buffer_outside_a_loop_is_refused": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([8, 6], dtype='float64')
+    t1 = fd.define_tensor([8, 1], dtype='float64')
+    t2 = fd.ops.le(t0, t1)
+    fd.add_output(t2)
+mesh = DeviceMesh([0, 1, 2, 3])
+t1.set_device_mesh(mesh)
+t1.outer_split(0, 4)
+t1.axis(0).parallelize(ParallelType.DIDx)
+t2.outer_split(0, 2)
+t2.axis(0).parallelize(ParallelType.Stream)
+""", "refused", "stream-parallel-type"),
+    # Seed 6, 4 ranks: the harness's dry run (collectives not posted) divided integers by
+    # an all-gather's unwritten output, which may hold 0 (a crash of the harness, not of
+    # the program); what collectives would write is filled with ones in a dry run.
+    "integer_division_by_a_gathered_value": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([8], dtype='int32')
+    t3 = fd.ops.reshape(t0, [4, 2])
+    t6 = fd.define_tensor([8, 2], dtype='int32')
+    t7 = fd.define_tensor([8], dtype='int32')
+    t8 = fd.ops.linear(t3, t6, bias=t7)
+    t14 = fd.define_tensor([4, 8], dtype='int32')
+    t15 = fd.ops.abs(t14)
+    t16 = fd.ops.add(t15, 1)
+    t17 = fd.ops.div(t8, t16)
+    fd.add_output(t17)
+mesh = DeviceMesh([0, 1, 2, 3])
+t16.set_device_mesh(mesh)
+t16.axis(0).parallelize(ParallelType.DIDx)
+t17.set_device_mesh(mesh)
+""", "correct"),
 }

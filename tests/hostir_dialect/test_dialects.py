@@ -213,6 +213,9 @@ def test_constructed_compute_ops_are_verified() -> None:
     # Dynamic extents pair with each other where everything else matches statically.
     ((-1, 6, -1), (-1, 2, 3, -1), [([0], [0]), ([1], [1, 2]), ([2], [3])]),
     ((-1, -1), (-1, 4), [([0, 1], [0, 1])]),  # the second -1 would have to be 4: one group
+    ((3, -1, -1), (3, 2, -1, -1), [([0], [0]), ([1], [1, 2]), ([2], [3])]),  # a split by a static factor
+    ((-1, 2, -1), (-1, -1), [([0], [0]), ([1, 2], [1])]),  # a merge
+    ((-1, 2), (2, -1), [([0, 1], [0, 1])]),  # the factor 2 left over: one group
 ])
 def test_reshape_groups_axes_only_where_products_are_known_to_match(
         source: tuple[int, ...], target: tuple[int, ...], groups: list) -> None:
