@@ -846,24 +846,44 @@ class ReshapeOp(UnaryComputeOp, StreamSliceable):
         `[2 didx, ?]`). Otherwise groups are matched from both ends up to the first
         dynamic extent; what lies between is one group, since a dynamic extent's share
         of it is known only at run time."""
+        return self._grouping()[0]
+
+    def _grouping(self) -> tuple[list[tuple[list[int], list[int]]], bool]:
+        """`groups()`, and whether every group's extents are known to match (no dynamic
+        extent is left unpaired in one)."""
         source_axes, target_axes = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
         source, target = [a.extent for a in source_axes], [a.extent for a in target_axes]
         if DYNAMIC in source or DYNAMIC in target:
             paired = _paired_groups(source_axes, target_axes)
             if paired is not None:
-                return paired
+                return paired, True
+        exact = DYNAMIC not in source + target
         head, i, j = _static_groups(source, target)
         if i == len(source) or j == len(target):
             if i < len(source):
                 head.append((list(range(i, len(source))), [len(target) - 1]))
-            return head
+            return head, exact
         tail, end_i, end_j = _static_groups(source[i:][::-1], target[j:][::-1])
         tail = [(_from_end(s, len(source)), _from_end(t, len(target))) for s, t in reversed(tail)]
         middle = (list(range(i, len(source) - end_i)), list(range(j, len(target) - end_j)))
         if not middle[0] or not middle[1]:  # only size-1 axes on one side: join a neighbour
             neighbour = head.pop() if head else tail.pop(0)
             middle = (sorted(neighbour[0] + middle[0]), sorted(neighbour[1] + middle[1]))
-        return [*head, middle, *tail]
+        return [*head, middle, *tail], exact
+
+    def sharding_axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """Without a group holding a dynamic extent that nothing pairs with (a merge or a
+        split whose factors are known only at run time): where a device's part of it lies,
+        and whether a split of it divides, is not known before the run."""
+        groups, exact = self._grouping()
+        if exact:
+            return self.axis_map(operand)
+        source_axes, target_axes = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
+        unknown = {k for sources, targets in groups
+                   if DYNAMIC in [source_axes[s].extent for s in sources] + [target_axes[t].extent for t in targets]
+                   for k in sources}
+        position = {logical: k for k, logical in enumerate(tensor_type(operand).value_positions())}
+        return {axis: target for axis, target in self.axis_map(operand).items() if position[axis] not in unknown}
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """Each input axis maps to its group's outermost result axis (as nvFuser

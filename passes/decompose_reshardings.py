@@ -111,15 +111,20 @@ class DeviceSplit:
         return Axis(self.devices, pieces=(Piece(self.devices, self.parallel),))
 
 
-def device_split(op: Operation, axis: Axis) -> DeviceSplit | None:
-    """The device split of `axis`, if it has one (an inner device piece is an error)."""
+def device_split(op: Operation, t: TensorType, index: int) -> DeviceSplit | None:
+    """The device split of value axis `index` of `t`, if it has one (an inner device piece
+    is an error). A whole device axis holds one element per device, even a dynamic one."""
+    axis = t.value_axes()[index]
     for position, piece in enumerate(axis.pieces):
         if piece.parallel.is_device:
             if position:
                 raise op_error(op, INNER_SPLIT)
-            extent = DYNAMIC if axis.extent == DYNAMIC else axis.extent // piece.extent
-            local = Axis(extent, pieces=axis.pieces[1:])  # no pieces: a whole-axis device axis
-            return DeviceSplit(piece.parallel, piece.extent, local)
+            devices = t.mesh.axis_size(piece.parallel)  # type: ignore[union-attr]  # a device piece has a mesh
+            if not axis.is_split:
+                return DeviceSplit(piece.parallel, devices, Axis(1))
+            extent = DYNAMIC if axis.extent == DYNAMIC else axis.extent // devices
+            local = Axis(extent, pieces=axis.pieces[1:])
+            return DeviceSplit(piece.parallel, devices, local)
     return None
 
 
@@ -172,7 +177,7 @@ def contracted_axis(op: MatmulOp | LinearOp, operand: SSAValue) -> int:
 
 def operand_splits(op: MatmulOp | LinearOp) -> list[DeviceSplit | None]:
     """The device split of the contracted axis K of each operand (a, b)."""
-    return [device_split(op, tensor_type(v).value_axes()[contracted_axis(op, v)]) for v in contraction_operands(op)]
+    return [device_split(op, tensor_type(v), contracted_axis(op, v)) for v in contraction_operands(op)]
 
 
 def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
@@ -221,7 +226,7 @@ class ShardContractionOperand(RewritePattern):
         (sharded, split), plain = ((b, splits[1]), a) if splits[0] is None else ((a, splits[0]), b)
         assert split is not None
         target = _sharded_on_contraction(op, sharded, plain)
-        if not _shard_alike(device_split(op, target.value_axes()[contracted_axis(op, plain)]), split):
+        if not _shard_alike(device_split(op, target, contracted_axis(op, plain)), split):
             return  # no outer split of K to replay (a broadcast K, another mesh size): reported as unlike
         resharded = SetOp(plain, target)
         rewriter.insert(located_like(resharded, op), InsertPoint.before(op))
@@ -312,7 +317,7 @@ class RFactorShardedReduce(RewritePattern):
         (d,) = sharded
         source = tensor_type(op.input)
         axes = source.value_axes()
-        split = device_split(op, axes[d])
+        split = device_split(op, source, d)
         assert split is not None
         others = [i for i in op.reduced_axes() if i != d]
         if not (axes[d].is_split or others or reduces_sharded_axis(op)):

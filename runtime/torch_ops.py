@@ -179,7 +179,11 @@ def _result_shape(op: fusion.ReshapeOp, shape: tuple[int, ...]) -> Callable[[tor
     def shape_of(x: torch.Tensor) -> tuple[int, ...]:
         extents = list(shape)
         for target, sources, static in inferred:
-            extents[target] = math.prod(x.shape[s] for s in sources) // static if static else 0
+            elements = math.prod(x.shape[s] for s in sources)
+            if static and elements % static:
+                raise ValueError(f"input axes {sources} hold {elements} elements at run time, which the static "
+                                 f"extents of result axis {target}'s group ({static} elements) do not divide")
+            extents[target] = elements // static if static else 0
         return tuple(extents)
 
     return shape_of

@@ -557,4 +557,37 @@ t16.set_device_mesh(mesh)
 t16.axis(0).parallelize(ParallelType.DIDx)
 t17.set_device_mesh(mesh)
 """, "correct"),
+    # The CI profile with whole shapes dynamic: a contraction over a whole dynamic device
+    # axis (K `? didx`) counted its devices as dynamic, so the other operand's K split by
+    # the mesh size looked sharded unlike it (refused); a whole device axis has one element
+    # per device of the mesh.
+    "contraction_over_a_whole_dynamic_device_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([1, -1, -1], dtype='float16')  # concrete: [1, 8, 2]
+    t1 = fd.define_tensor([-1, -1], dtype='float16')  # concrete: [6, 2]
+    t2 = fd.define_tensor([-1], dtype='float16')  # concrete: [6]
+    t3 = fd.ops.linear(t0, t1, bias=t2)
+    fd.add_output(t3)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Seeds 3 and 6, 4 ranks: a reshape merging dynamic extents, its result sharded:
+    # decompose-reshardings sharded the outermost merged input axis alike (a split by 4 of
+    # an axis of 3 at run time: a crash), which only static extents show to divide. No
+    # sharding maps through a group of dynamic extents that nothing pairs: the input is
+    # gathered and the result kept in shards.
+    "reshape_merging_dynamic_extents_into_a_sharded_axis": Regression(4, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [3, 8, 4]
+    t4 = fd.ops.reshape(t1, [-1])
+    fd.add_output(t4)
+mesh = DeviceMesh([0, 1, 2, 3])
+t1.set_device_mesh(mesh)
+t1.outer_split(1, 4)
+t1.axis(1).parallelize(ParallelType.DIDx)
+t4.set_device_mesh(mesh)
+t4.outer_split(0, 4)
+t4.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
 }

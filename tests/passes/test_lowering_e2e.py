@@ -96,6 +96,16 @@ LINEAR_K_SHARDED_WEIGHT_4 = f"""fusion.func @f(%x: {t('3, 8], mesh=[0, 1, 2, 3')
   fusion.return %y : {t('3, 6, r8], mesh=[0, 1, 2, 3')}
 }}"""
 STREAM_ALLGATHER = set_fusion("4, 2 didx, 8], mesh=[0, 1", "4 stream, 2, 8], mesh=[0, 1")
+REPLICATED_PLUS_SHARDED = f"""fusion.func @f(%a: {t('4, 6], mesh=[0, 1')}, %b: {t('4, 6(2 didx, 3)], mesh=[0, 1')}) -> {t('4, 6(2 didx, 3)], mesh=[0, 1')} {{
+  %c = fusion.add %a, %b : {t('4, 6], mesh=[0, 1')}, {t('4, 6(2 didx, 3)], mesh=[0, 1')} -> {t('4, 6(2 didx, 3)], mesh=[0, 1')}
+  fusion.return %c : {t('4, 6(2 didx, 3)], mesh=[0, 1')}
+}}"""
+# A row-parallel linear feeding a sequence-sharded add: one reduce-scatter (issue 25).
+SEQUENCE_PARALLEL_LINEAR_ADD = f"""fusion.func @f(%x: {t('3, 4, 8(2 didx, 4)], mesh=[0, 1')}, %w: {t('5, 8(2 didx, 4)], mesh=[0, 1')}, %r: {t('3, 4(2 didx, 2), 5], mesh=[0, 1')}) -> {t('3, 4(2 didx, 2), 5], mesh=[0, 1')} {{
+  %y = fusion.linear %x, %w : {t('3, 4, 8(2 didx, 4)], mesh=[0, 1')}, {t('5, 8(2 didx, 4)], mesh=[0, 1')} -> {t('3, 4, 5, r8')}
+  %z = fusion.add %y, %r : {t('3, 4, 5, r8')}, {t('3, 4(2 didx, 2), 5], mesh=[0, 1')} -> {t('3, 4(2 didx, 2), 5], mesh=[0, 1')}
+  fusion.return %z : {t('3, 4(2 didx, 2), 5], mesh=[0, 1')}
+}}"""
 
 # Two consumers need %x gathered: decompose-reshardings shares one set between them.
 TWO_CONSUMERS = f"""fusion.func @f(%x: {t('2 didx, 8], mesh=[0, 1')}) -> ({t('2, 8], mesh=[0, 1')}, {t('2, 8], mesh=[0, 1')}) {{
@@ -122,6 +132,8 @@ CASES: dict[str, tuple[str, int]] = {
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
+    "replicated_plus_sharded": (REPLICATED_PLUS_SHARDED, 2),  # each rank keeps its part of %a
+    "sequence_parallel_linear_add": (SEQUENCE_PARALLEL_LINEAR_ADD, 2),
     # K sharded in one operand only: the other takes its K split (decompose-reshardings)
     "k_sharded_a_replicated_b_1": (matmul_fusion("4, 8(1 didx, 8)], mesh=[0", "8, 6], mesh=[0", "4, 6, r8], mesh=[0"), 1),
     "k_sharded_a_replicated_b": (matmul_fusion("4, 8(2 didx, 4)], mesh=[0, 1", "8, 6], mesh=[0, 1", "4, 6, r8"), 2),
@@ -188,6 +200,8 @@ EXPECTED_COLLECTIVE = {
     "k_sharded_a_replicated_b": "hir.local_shard %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
     "linear_k_sharded_weight_4": "hir.local_shard", "k_didx_against_k_didy_4": "hir.allgather %b",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",
+    "replicated_plus_sharded": "hir.local_shard %a -> %0 axis 1 team [0, 1]",
+    "sequence_parallel_linear_add": "hir.reduce_scatter",
     "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
     "all_to_all": "hir.all_to_all %a -> %b team [0, 1]", "all_to_all_split": "hir.all_to_all",
