@@ -747,14 +747,17 @@ def _static_group_ends(source: list[int], target: list[int], i: int, j: int) -> 
     return end_i, end_j
 
 
-def _segments(axes: Sequence[Axis]) -> tuple[list[int], list[int]]:
-    """The extents a reshape pairs, and the axis each belongs to: an axis's extent, or the
-    pieces' extents of a dynamic axis split by static factors (`?(2 didx, ?)`: [2, ?])."""
+def _segments(t: TensorType) -> tuple[list[int], list[int]]:
+    """The extents a reshape pairs, and the value axis each belongs to: an axis's extent,
+    the pieces' extents of a dynamic axis split by static factors (`?(2 didx, ?)`: [2, ?]),
+    or for a whole device axis of dynamic extent its devices (one element each)."""
     extents: list[int] = []
     owners: list[int] = []
-    for index, axis in enumerate(axes):
+    for index, axis in enumerate(t.value_axes()):
         parts = [p.extent for p in axis.pieces]
-        if axis.extent != DYNAMIC or parts.count(DYNAMIC) != 1:
+        if axis.extent == DYNAMIC and not axis.is_split and t.mesh is not None and axis.pieces[0].parallel.is_device:
+            parts = [t.mesh.axis_size(axis.pieces[0].parallel)]
+        elif axis.extent != DYNAMIC or parts.count(DYNAMIC) != 1:
             parts = [axis.extent]
         extents += parts
         owners += [index] * len(parts)
@@ -765,11 +768,24 @@ def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, 
     """Groups of `source` and `target` segments, in order: static extents of equal
     products, or one dynamic extent of each side, with static ones before the dynamic one
     on the side whose group starts static (a split or merge by static factors: `?` and
-    `[2, ?]`). Extent-1 segments join the group that follows, trailing ones the last
-    group. None if they do not all pair so."""
+    `[2, ?]`). Extent-1 segments pair with each other or join the group before them (the
+    one after them at the start), so that no group starts with one it could do without.
+    None if they do not all pair so."""
     groups: list[tuple[range, range]] = []
     i = j = 0
-    while i < len(source) and j < len(target):
+    while i < len(source) or j < len(target):
+        one_i, one_j = i < len(source) and source[i] == 1, j < len(target) and target[j] == 1
+        if one_i and one_j:
+            groups.append((range(i, i + 1), range(j, j + 1)))
+            i, j = i + 1, j + 1
+            continue
+        if (one_i or one_j) and groups:
+            sources, targets = groups[-1]
+            i, j = i + one_i, j + one_j
+            groups[-1] = (range(sources.start, i), range(targets.start, j))
+            continue
+        if i == len(source) or j == len(target):
+            return None  # extents left on one side only
         start_i, start_j = i, j
         while i < len(source) - 1 and source[i] == 1:
             i += 1
@@ -781,11 +797,7 @@ def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, 
             return None
         i, j = ends
         groups.append((range(start_i, i), range(start_j, j)))
-    if not groups or any(e != 1 for e in source[i:] + target[j:]):
-        return None
-    last_sources, last_targets = groups[-1]
-    groups[-1] = (range(last_sources.start, len(source)), range(last_targets.start, len(target)))
-    return groups
+    return groups or None
 
 
 def _next_dynamic(extents: list[int], start: int) -> int | None:
@@ -793,11 +805,11 @@ def _next_dynamic(extents: list[int], start: int) -> int | None:
     return next((k + 1 for k in range(start, len(extents)) if extents[k] == DYNAMIC), None)
 
 
-def _paired_groups(source_axes: Sequence[Axis], target_axes: Sequence[Axis]) -> list[tuple[list[int], list[int]]] | None:
-    """`_paired_segments` of the axes' segments, as groups of axes (groups sharing the
+def _paired_groups(source_type: TensorType, target_type: TensorType) -> list[tuple[list[int], list[int]]] | None:
+    """`_paired_segments` of the value axes' segments, as groups of axes (groups sharing the
     axis of a split are one)."""
-    source, source_owner = _segments(source_axes)
-    target, target_owner = _segments(target_axes)
+    source, source_owner = _segments(source_type)
+    target, target_owner = _segments(target_type)
     paired = _paired_segments(source, target)
     if paired is None:
         return None
@@ -854,7 +866,7 @@ class ReshapeOp(UnaryComputeOp, StreamSliceable):
         source_axes, target_axes = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
         source, target = [a.extent for a in source_axes], [a.extent for a in target_axes]
         if DYNAMIC in source or DYNAMIC in target:
-            paired = _paired_groups(source_axes, target_axes)
+            paired = _paired_groups(tensor_type(self.input), tensor_type(self.result))
             if paired is not None:
                 return paired, True
         exact = DYNAMIC not in source + target

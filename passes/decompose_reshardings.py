@@ -183,7 +183,7 @@ def operand_splits(op: MatmulOp | LinearOp) -> list[DeviceSplit | None]:
 def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
     """The device split of the contracted axis K, which both operands must share
     (ShardContractionOperand makes them); a static one where one operand's K is dynamic,
-    since the rFactor reshapes both operands by it."""
+    which gives the partial product's reduction axis its extent."""
     splits = operand_splits(op)
     result_k = tensor_type(op.result).axes[-1]
     if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_KINDS)):
@@ -363,8 +363,12 @@ class RFactorShardedContraction(RewritePattern):
         result = tensor_type(op.result)
         a_rank, b_rank = (len(tensor_type(v).value_axes()) for v in (a, b))
         batch = len(result.value_axes()) - (a_rank >= 2) - (b_rank >= 2)
-        a_local = _device_batch_operand(a, a_rank - 1, split, batch, rewriter, op, lhs=True)
-        b_local = _device_batch_operand(b, max(b_rank - 2, 0), split, batch, rewriter, op, lhs=False)
+        # Each operand is reshaped by its own split: they are alike, but where one K is
+        # dynamic only its own pieces say how its extents pair (the reshape is exact).
+        a_split, b_split = operand_splits(op)
+        assert a_split is not None and b_split is not None, "contraction_split checked them alike"
+        a_local = _device_batch_operand(a, a_rank - 1, a_split, batch, rewriter, op, lhs=True)
+        b_local = _device_batch_operand(b, max(b_rank - 2, 0), b_split, batch, rewriter, op, lhs=False)
         # After D the partial has the batch axes, M and N; `positions` are those that are
         # axes of the result (not inserted for a 1-D operand), in the result's order.
         positions = [*range(batch), *[batch] * (a_rank >= 2), *[batch + 1] * (b_rank >= 2)]

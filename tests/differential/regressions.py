@@ -590,4 +590,39 @@ t4.set_device_mesh(mesh)
 t4.outer_split(0, 4)
 t4.axis(0).parallelize(ParallelType.DIDx)
 """, "correct"),
+    # Third round (8 of 2,400 refused): extent-1 axes joined the group after them, so the
+    # all-to-all's split of [?, b1, ?(2 didx, ?)] mapped the sharded axis onto the
+    # broadcast one (a resharding reshape); ones pair with ones or join the group before.
+    "reshape_pairing_past_a_broadcast_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, 1, -1], dtype='float64')  # concrete: [2, 1, 2]
+    t1 = fd.define_tensor([-1, -1], dtype='float64')  # concrete: [4, 2]
+    t2 = fd.define_tensor([-1], dtype='float64')  # concrete: [4]
+    t3 = fd.ops.linear(t0, t1, bias=t2)
+    t5 = fd.ops.neg(t3)
+    t9 = fd.ops.maximum(t5, t3)
+    fd.add_output(t9)
+mesh = DeviceMesh([0, 1])
+t5.set_device_mesh(mesh)
+t5.outer_split(0, 2)
+t5.axis(0).parallelize(ParallelType.DIDx)
+t9.set_device_mesh(mesh)
+t9.outer_split(2, 2)
+t9.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Third round: the rFactor reshaped both operands by one split, the static one, so an
+    # operand whose K is dynamic was reshaped to a static local K its extents do not pair
+    # with (refused at run time); each operand is reshaped by its own split.
+    "rfactor_of_a_dynamic_k_against_a_static_one": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, -1], dtype='float32')  # concrete: [8, 8]
+    t3 = fd.ops.slice(t0, [0, 0], [8, 8], [1, 1])
+    t5 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [2, 8, 4]
+    t6 = fd.ops.matmul(t3, t5)
+    fd.add_output(t6)
+mesh = DeviceMesh([0, 1, 2, 3])
+t5.set_device_mesh(mesh)
+t5.outer_split(1, 4)
+t5.axis(1).parallelize(ParallelType.DIDx)
+""", "correct"),
 }

@@ -216,6 +216,8 @@ def test_constructed_compute_ops_are_verified() -> None:
     ((3, -1, -1), (3, 2, -1, -1), [([0], [0]), ([1], [1, 2]), ([2], [3])]),  # a split by a static factor
     ((-1, 2, -1), (-1, -1), [([0], [0]), ([1, 2], [1])]),  # a merge
     ((-1, 2), (2, -1), [([0, 1], [0, 1])]),  # the factor 2 left over: one group
+    ((-1, 1, 2, -1), (2, -1, 1, 2, -1), [([0], [0, 1]), ([1], [2]), ([2], [3]), ([3], [4])]),  # ones pair
+    ((-1, 1, -1), (-1, -1), [([0, 1], [0]), ([2], [1])]),  # a lone one joins the group before it
 ])
 def test_reshape_groups_axes_only_where_products_are_known_to_match(
         source: tuple[int, ...], target: tuple[int, ...], groups: list) -> None:
