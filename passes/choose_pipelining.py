@@ -40,13 +40,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .convert_op_to_communication import TransportChoice
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .fusion_rewriting import retype, tensors
+from .sharding_policy import shards_locally
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Stages:
 
 def stream_chunks(func: fusion.FuncOp) -> int | None:
     """The extent of the function's Stream axes, if it has some, all of one static extent."""
-    extents = set()
+    extents: set[int] = set()
     for value, _ in tensors(func):
         t = tensor_type(value)
         axis = t.stream_axis()
@@ -103,7 +104,7 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
         return None
     communication = per_chunk_communication = latency = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
     for op in func.body.block.ops:
-        if isinstance(op, fusion.ComputeOp) and communicates(op):
+        if isinstance(op, fusion.ComputeOp) and communicates(op) and not shards_locally(op):  # a local copy
             collective, size = _collective(op), _input_bytes(op)
             if collective is None or size is None:
                 return None
@@ -155,8 +156,9 @@ def _member_axis_inside_stream_axis(op: fusion.ComputeOp) -> bool:
 def _input_bytes(op: fusion.ComputeOp) -> int | None:
     """Bytes of the op's input on one member (None: dynamic)."""
     source = tensor_type(op.operands[0])
+    assert source.mesh is not None  # a communicating op's input has one (_collective)
     shape = source.local_shape(source.mesh.devices[0])
-    return None if DYNAMIC in shape else math.prod(shape) * source.element_bytes()
+    return None if shape is None or DYNAMIC in shape else math.prod(shape) * source.element_bytes()
 
 
 def _per_iteration(op: fusion.ComputeOp, size: int, chunks: int) -> int:
@@ -199,7 +201,7 @@ class ChoosePipelining(ModulePass):
     """The lowering's transport option: the pass decides only for `auto`."""
 
     machine: str = DEFAULT_MACHINE
-    """The cost model it decides with (passes/machines/<machine>.json)."""
+    """The cost model it decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     cuda_graph: bool = False
     """The program will be replayed from a CUDA graph: no host time per chunk."""
@@ -210,6 +212,20 @@ class ChoosePipelining(ModulePass):
         machine = Machine.load(self.machine)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
         for func in fusions_to_lower(op):
-            stages = estimate(func, machine)
-            if stages is not None and stages.serial_ms(host) < stages.pipelined_ms(host):
-                unpipeline(func)
+            self.choose(func, machine, host)
+
+    def choose(self, func: fusion.FuncOp, machine: Machine, host_ms_per_chunk: float) -> None:
+        chunks = stream_chunks(func)
+        stages = estimate(func, machine)
+        if stages is None:
+            if chunks is not None:
+                remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: the cost model cannot "
+                                        "estimate it (a dynamic shape, or a communication it does not know)")
+            return
+        serial, pipelined = stages.serial_ms(host_ms_per_chunk), stages.pipelined_ms(host_ms_per_chunk)
+        estimates = f"estimated {serial:.3f} ms whole vs {pipelined:.3f} ms in {stages.chunks} chunks"
+        if serial < pipelined:
+            unpipeline(func)
+            remark(func, self.name, f"pipeline dropped: {estimates}")
+        else:
+            remark(func, self.name, f"pipeline kept: {estimates}")

@@ -49,17 +49,17 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.str_enum import StrEnum
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -74,12 +74,23 @@ from .sharding_policy import (
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective to post: the op class, its team (world ranks) and root. A local
-    shard (`hir.local_shard`) moves nothing: it takes no transport and is not waited."""
+    """One collective to post: the op class, its team (world ranks) and root."""
 
-    kind: type[hir.CollectiveOp] | type[hir.LocalShardOp]
+    kind: type[hir.CollectiveOp]
     team: tuple[int, ...]
     root: int | None = None
+
+
+@dataclass(frozen=True)
+class LocalShard:
+    """Each member of the team keeping its part of a tensor it holds whole
+    (`hir.local_shard`): no communication, no transport, nothing to wait for."""
+
+    team: tuple[int, ...]
+
+
+Step = Collective | LocalShard
+"""What a communicating op becomes, one per team."""
 
 
 # --------------------------------------------------------------------------- #
@@ -87,8 +98,9 @@ class Collective:
 # --------------------------------------------------------------------------- #
 
 
-def plan_communication(op: Operation) -> list[Collective]:
-    """The collectives that implement the communicating op `op`, in posting order."""
+def plan_communication(op: Operation) -> list[Step]:
+    """The collectives (or local shards) that implement the communicating op `op`, in
+    posting order."""
     if not isinstance(op, (fusion.SetOp, fusion.ReduceOp)):
         raise op_error(op, "computes as well as moves data between devices, which is not one communication; run decompose-reshardings first")
     source, target = tensor_type(op.input), tensor_type(op.result)
@@ -105,9 +117,10 @@ def plan_communication(op: Operation) -> list[Collective]:
     out_sharded = target.is_sharded(parallel) and receiver.axis_size(parallel) > 1
     if isinstance(op, fusion.ReduceOp) and not in_sharded and sender.size > 1:
         raise op_error(op, "the comm input must be sharded in case of reduce. Insert a `set` before the reduction to reshard")
+    plan: list[Step]
     if isinstance(op, fusion.ReduceOp):
         _check_reduces_only_device_axis(op)
-        plan = _plan_reduce(op, parallel, sender, receiver, out_sharded)
+        plan = list(_plan_reduce(op, parallel, sender, receiver, out_sharded))
     else:
         plan = _plan_set(op, parallel, sender, receiver, in_sharded, out_sharded)
     if shards_locally(op):
@@ -134,10 +147,10 @@ def _chunk_problem(op: fusion.SetOp | fusion.ReduceOp) -> str | None:
 
 def _plan_set(
     op: fusion.SetOp, parallel: ParallelKind, sender: Mesh, receiver: Mesh, in_sharded: bool, out_sharded: bool
-) -> list[Collective]:
+) -> list[Step]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            return [Collective(hir.LocalShardOp, team) for team in _slices(receiver, parallel)]
+            return [LocalShard(team) for team in _slices(receiver, parallel)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
@@ -226,16 +239,9 @@ def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
 # --------------------------------------------------------------------------- #
 
 
-class TransportChoice(StrEnum):
-    """The pass option: one transport for every collective, or the best one per collective."""
-
-    NCCL = "nccl"
-    COPY_ENGINE = "copy-engine"
-    AUTO = "auto"
-
-
-def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
-    if choice == TransportChoice.NCCL or shards_locally(op):
+def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, machine: Machine) -> hir.Transport:
+    plan = [step for step in steps if isinstance(step, Collective)]
+    if choice == TransportChoice.NCCL or not plan:  # local shards take no transport
         return hir.Transport.NCCL
     problem = copy_engine_problem(op, plan)
     if choice == TransportChoice.COPY_ENGINE:
@@ -245,7 +251,15 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
     if problem is None:
         loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
         posts = _trip_count(loops[0]) if loops else 1
-        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team), posts)
+        kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team)
+        chosen = machine.fastest_transport(kind, size, team_size, posts)
+        other = next(t for t in hir.Transport if t != chosen)
+        remark(op, ConvertOpToCommunication.name,
+               f"{kind.name} on {chosen}: estimated {machine.posts_ms(kind, chosen, size, team_size, posts):.3f} ms "
+               f"vs {machine.posts_ms(kind, other, size, team_size, posts):.3f} ms on {other} ({posts} post(s))")
+        return chosen
+    remark(op, ConvertOpToCommunication.name, f"{plan[0].kind.name if len(plan) == 1 else 'communication'} on "
+                                              f"{hir.Transport.NCCL}: the copy engines cannot carry it: {problem}")
     return hir.Transport.NCCL
 
 
@@ -265,11 +279,11 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     loops = _enclosing_loops(op)
     if len(loops) > 1 or (loops and _trip_count(loops[0]) is None):
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
-    if plan[0].kind is hir.AllgatherOp:
-        return _gathered_buffer_problem(op)
     local_input = tensor_type(op.operands[0]).local_shape(plan[0].team[0])
     if local_input is None or DYNAMIC in local_input:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
+    if plan[0].kind is hir.AllgatherOp:
+        return _gathered_buffer_problem(op)
     return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
 
 
@@ -324,6 +338,8 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
         return "its output is not a buffer the program allocates"
     if _is_returned(root):
         return "its output is a program output"
+    if _enclosing_loops(root.owner) not in ([], _enclosing_loops(op)):
+        return "its output is allocated in a loop that is not the collective's"
     return None
 
 
@@ -334,27 +350,52 @@ def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int
     chunk_axes = [a for a in source.axes if not a.is_reduction]
     if kind is hir.AllreduceOp:
         chunk_axes = [Axis(2), *chunk_axes]  # input chunks, then reduced chunks
+    chunk = TensorType.of(source.element_type, chunk_axes, source.mesh)
     loops = _enclosing_loops(op)
-    axes = ([Axis(_trip_count(loops[0]))] if loops else []) + chunk_axes
-    allocate = located_like(hir.AllocateOp(TensorType.of(source.element_type, axes, source.mesh), symmetric=True), op)
-    allocate.result.name_hint = "via"
     if not loops:
+        allocate = located_like(hir.AllocateOp(chunk, symmetric=True), op)
+        allocate.result.name_hint = "via"
         rewriter.insert(allocate, InsertPoint.before(op))
         return allocate.result
-    Rewriter.insert_op(allocate, InsertPoint.before(loops[0]))
-    view = located_like(hir.AliasSelectOp(
-        allocate.result, loops[0].body.block.args[0], 0, TensorType.of(source.element_type, chunk_axes, source.mesh)
-    ), op)
-    view.result.name_hint = "via_i"
+    view = symmetric_slice_per_iteration(chunk, loops[0], op, "via")
     rewriter.insert(view, InsertPoint.before(op))
     return view.result
 
 
-def make_symmetric(buffer: SSAValue) -> None:
-    """The allocation of the buffer `buffer` views becomes symmetric."""
-    allocate = _buffer_root(buffer).owner
+def symmetric_slice_per_iteration(chunk: TensorType, loop: scf.ForOp, op: Operation, name: str) -> hir.AliasSelectOp:
+    """A symmetric buffer holding one `chunk` per iteration of `loop` (`0 to N step 1`),
+    allocated before the loop, and the view of the current iteration's chunk (not
+    inserted). A symmetric buffer is acquired from the peers, not from an allocator: a
+    chunk reused by the next iteration, on another stream, would be overwritten while
+    this iteration still reads it."""
+    order = (0, *(p + 1 for p in chunk.allocation_order()))
+    whole = TensorType.of(chunk.element_type, [Axis(_trip_count(loop)), *chunk.axes], chunk.mesh, order)
+    allocate = located_like(hir.AllocateOp(whole, symmetric=True), op)
+    allocate.result.name_hint = name
+    Rewriter.insert_op(allocate, InsertPoint.before(loop))
+    view = located_like(hir.AliasSelectOp(allocate.result, loop.body.block.args[0], 0, chunk), op)
+    view.result.name_hint = f"{name}_i"
+    return view
+
+
+def make_symmetric(buffer: SSAValue) -> SSAValue:
+    """The allocation of the buffer `buffer` views becomes symmetric; returns what now
+    holds `buffer`'s value. One allocated in a loop (a bounded intermediate, or the op's
+    own result) becomes a slice of a symmetric buffer allocated before the loop, one
+    slice per iteration."""
+    root = _buffer_root(buffer)
+    allocate = root.owner
     assert isinstance(allocate, hir.AllocateOp)
-    allocate.properties["symmetric"] = UnitAttr()
+    loops = _enclosing_loops(allocate)
+    if not loops:
+        allocate.properties["symmetric"] = UnitAttr()
+        return buffer
+    for use in list(root.uses):  # the slice is released with its buffer, after the loop
+        if isinstance(use.operation, hir.DeallocateOp):
+            Rewriter.erase_op(use.operation)
+    view = symmetric_slice_per_iteration(tensor_type(root), loops[0], allocate, "gathered")
+    Rewriter.replace_op(allocate, view)
+    return view.result if root is buffer else buffer
 
 
 # --------------------------------------------------------------------------- #
@@ -388,9 +429,9 @@ def _holds_input_wherever_result(source: TensorType, result: TensorType) -> bool
 
 @dataclass(frozen=True)
 class Plan:
-    """What one communicating op becomes: its collectives, on one transport."""
+    """What one communicating op becomes: its collectives (or local shards), on one transport."""
 
-    collectives: list[Collective]
+    collectives: list[Step]
     transport: hir.Transport
 
 
@@ -419,7 +460,7 @@ class ConvertToCollectives(RewritePattern):
             buffer.name_hint = op.result.name_hint
         reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
         for c in plan.collectives:
-            if c.kind is hir.LocalShardOp:
+            if isinstance(c, LocalShard):
                 axis = Exchange.of(op).scattered
                 assert axis is not None
                 new_ops.append(located_like(hir.LocalShardOp(op.input, buffer, axis, c.team), op))
@@ -428,7 +469,7 @@ class ConvertToCollectives(RewritePattern):
             if copy_engine and c.kind is hir.AllgatherOp:
                 rewriter.insert(new_ops, InsertPoint.before(op))
                 new_ops = []
-                make_symmetric(buffer)
+                buffer = make_symmetric(buffer)
             elif copy_engine:
                 via = copy_engine_via(op, c.kind, c.team, rewriter)
             collective = located_like(c.kind(
@@ -449,7 +490,7 @@ class ConvertOpToCommunication(ModulePass):
     """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
     machine: str = DEFAULT_MACHINE
-    """The cost model `auto` decides with (passes/machines/<machine>.json)."""
+    """The cost model `auto` decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):

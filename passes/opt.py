@@ -4,7 +4,9 @@
 It overrides only what it must of `xDSLOptMain`: the dialects, passes and frontend it
 registers; the pipeline, built by passes/pipeline.py so that pipelines (`-p hostir-lower`)
 are expanded and `--disable-pass`, `--print-ir-after[-all]` and `--time-passes` reach
-their member passes; `-o`, written only once the run has succeeded; `--help`, which lists
+their member passes; `-o`, written only once the run has succeeded, as mlir-opt writes it
+(`write_output`: a regular file is replaced, a device, FIFO or link written through);
+`--help`, which lists
 every pass with its one-line description, as `mlir-opt --help` does;
 `--verify-each-pass-numerically`, which hands the pipeline the runtime's numerical
 `PassCheck`, found through the `hostir.pass_checks` entry points (pyproject.toml) since
@@ -17,15 +19,17 @@ xdsl-opt); `--debug` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import gc
 import os
+import secrets
+import stat
 import sys
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
-from io import StringIO
+from io import BytesIO, StringIO
 from pathlib import Path
 from typing import IO
 
@@ -38,13 +42,14 @@ from xdsl.transforms import get_all_passes as get_all_xdsl_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from hostir_dialect import remarks
 from hostir_dialect.context import DIALECTS
-from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
+from hostir_dialect.diagnostics import LocatingParser, parse_error, read_source, verify_located
 from hostir_dialect.printer import Printer
 
-from . import PIPELINES, get_all_passes
 from .pipeline import (
     ALL,
+    DEFAULT_RUN_TIMEOUT,
     VERIFY_EACH_VARIABLE,
     PassCheck,
     PassManagerOptions,
@@ -52,8 +57,10 @@ from .pipeline import (
     apply_pipeline,
     build_pipeline,
     check_pass_names,
+    check_seconds,
     verify_each_by_default,
 )
+from .registry import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -69,13 +76,13 @@ PASS_CHECKS = "hostir.pass_checks"
 """The entry-point group of `PassCheck` classes by name; the runtime registers `numerical`."""
 
 
-def load_pass_check(name: str) -> PassCheck:
-    """A new instance of the `PassCheck` registered as `name`."""
+def load_pass_check(name: str, **options) -> PassCheck:
+    """A new instance of the `PassCheck` registered as `name`, with `options`."""
     found = entry_points(group=PASS_CHECKS, name=name)
     if not found:
         raise ValueError(f"no pass check {name!r} is installed (entry points {PASS_CHECKS}); "
                          "install hostir with `pip install -e .`")
-    return next(iter(found)).load()()
+    return next(iter(found)).load()(**options)
 
 
 def registered_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -93,17 +100,44 @@ class _PendingOutput(StringIO):
         pass
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` by `text` in one step: a failure leaves it untouched, and the
-    input file may be the output file, since it was read in full before. Errors name
-    `path`, never the temporary file."""
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+def write_output(name: str, text: str) -> None:
+    """Write `text` to `-o NAME` as mlir-opt does: `-` is standard output; a regular file,
+    or none yet, is replaced in one step (`replace_atomically`); anything else (a device
+    such as /dev/null, a FIFO, a symbolic link) is opened and written through, never
+    replaced: run as root, replacing /dev/null would break it for the whole machine."""
+    if name == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(name)
     try:
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        status = path.lstat()
+    except FileNotFoundError:
+        status = None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+    if status is None or stat.S_ISREG(status.st_mode):
+        replace_atomically(path, text, status)
+        return
+    with open(path, "w") as stream:
+        stream.write(text)
+
+
+def replace_atomically(path: Path, text: str, old: os.stat_result | None) -> None:
+    """Replace `path` by `text` in one step: a failure leaves it untouched, and the input
+    file may be the output file, since it was read in full before. The new file keeps the
+    old one's mode and, where allowed, its owner; a new file gets the umask's mode. Errors
+    name `path`, never the temporary file."""
+    temporary = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    try:
+        descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # less the umask
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(path)) from None
     try:
+        if old is not None:
+            os.fchmod(descriptor, stat.S_IMODE(old.st_mode))
+            with contextlib.suppress(PermissionError):  # only root may give a file away
+                os.fchown(descriptor, old.st_uid, old.st_gid)
         with os.fdopen(descriptor, "w") as stream:
             stream.write(text)
         os.replace(temporary, path)
@@ -121,13 +155,14 @@ def hostir_version() -> str:
 
 class HostIROptMain(xDSLOptMain):
     @property
-    def version_format(self) -> str:  # type: ignore[override] -- looked up only for --version
+    def version_format(self) -> str:  # type: ignore[override]  # xDSL reads it only for --version
         return f"hostir-opt {hostir_version()} (xdsl {{xdsl_version}})"
 
     def run(self):
-        super().run()
+        with remarks.printed_on(sys.stderr) if self.args.remarks else contextlib.nullcontext():
+            super().run()
         if self.args.output_file is not None:
-            write_atomically(Path(self.args.output_file), self._pending.getvalue())
+            write_output(self.args.output_file, self._pending.getvalue())
 
     def prepare_output(self) -> IO[str]:
         if self.args.output_file is None:
@@ -157,10 +192,12 @@ class HostIROptMain(xDSLOptMain):
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """As mlir-opt: `-` (or no file) is standard input, and any file is MLIR text,
-        whatever its extension (MLIR is hostir-opt's only frontend)."""
+        whatever its extension (MLIR is hostir-opt's only frontend); read whole, up to
+        a bound (`read_source`)."""
         if self.args.input_file in (None, "-"):
-            return sys.stdin.buffer, "mlir"
-        return open(self.args.input_file, "rb"), "mlir"
+            return BytesIO(read_source(sys.stdin.buffer, self.get_input_name())), "mlir"
+        with open(self.args.input_file, "rb") as stream:
+            return BytesIO(read_source(stream, self.get_input_name())), "mlir"
 
     def get_input_name(self) -> str:
         return "<stdin>" if self.args.input_file in (None, "-") else self.args.input_file
@@ -179,7 +216,13 @@ class HostIROptMain(xDSLOptMain):
         return module
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
-        super().register_all_arguments(arg_parser)
+        # xDSL's -p help names the registered passes; hostir-opt's -p takes pipelines too.
+        passes = self.available_passes
+        self.available_passes = {**passes, **dict.fromkeys(PIPELINES, passes[next(iter(passes))])}
+        try:
+            super().register_all_arguments(arg_parser)
+        finally:
+            self.available_passes = passes
         arg_parser.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
                                 help="skip this pass (repeatable; also inside pipelines such as hostir-lower)")
         arg_parser.add_argument("--print-ir-after-all", action="store_true",
@@ -189,12 +232,18 @@ class HostIROptMain(xDSLOptMain):
         arg_parser.add_argument("--verify-each", action="store_true",
                                 help="verify the IR after every pass, not only after the pipeline "
                                      f"(the default when {VERIFY_EACH_VARIABLE}=1, as in the test suites)")
+        arg_parser.add_argument("--remarks", action="store_true",
+                                help="print on stderr each decision a pass takes on its own, located, such as "
+                                     "transport=auto's pipelines and transports, with the estimates behind it")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
         arg_parser.add_argument("--verify-each-pass-numerically", action="store_true",
                                 help="run the module before and after every pass on the same random inputs "
                                      "(on CPU ranks when it names several devices) and report the first pass "
                                      "that changes an output")
+        arg_parser.add_argument("--run-timeout", type=float, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
+                                help="seconds the runs of --verify-each-pass-numerically may take before they are "
+                                     f"stopped and reported (default {DEFAULT_RUN_TIMEOUT:g}, per launch of ranks)")
         # --help ends with every pass and pipeline; the list imports every pass, so it is
         # built only when the help is printed.
         format_help = arg_parser.format_help
@@ -204,9 +253,10 @@ class HostIROptMain(xDSLOptMain):
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
             return format_help()
 
-        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
+        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]  # this parser's own help, built late
 
     def setup_pipeline(self):
+        check_seconds("--run-timeout", self.args.run_timeout)
         check_pass_names(self.args.disable_pass, "--disable-pass", self.available_passes)
         check_pass_names(self.args.print_ir_after, "--print-ir-after", self.available_passes)
         after = set(self.args.print_ir_after) | ({ALL} if self.args.print_ir_after_all else set())
@@ -220,7 +270,8 @@ class HostIROptMain(xDSLOptMain):
             # the numerical check runs the module after every pass: only a verified one
             verify_each=not self.args.disable_verify
             and (self.args.verify_each or self.args.verify_each_pass_numerically or verify_each_by_default()),
-            check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
+            check=load_pass_check("numerical", timeout=self.args.run_timeout)
+            if self.args.verify_each_pass_numerically else None,
         )
         self.pass_run = PassRun()
         self.pipeline = build_pipeline(self.args.passes, self.options, self.available_passes, self.pass_run)
@@ -236,10 +287,13 @@ class HostIROptMain(xDSLOptMain):
         for name, loader in sorted(self.available_passes.items()):
             pass_class = loader()
             lines.append(f"  {name.ljust(width)}{description(name, pass_class)}")
-            options = [f"{o.name}={o.default_value} ({o.expected_type.strip(QUOTES)})" for o in get_pass_option_infos(pass_class)]
+            options = [f"{o.name.replace('_', '-')}={o.default_value} ({o.expected_type.strip(QUOTES)})"
+                       for o in get_pass_option_infos(pass_class)]
             if options:
                 lines.append(f"  {''.ljust(width)}options: {', '.join(options)}")
-        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}" for name, members in PIPELINES.items()]
+        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}"
+                  + (f"\n  {''.ljust(width)}defaults: {PIPELINE_DEFAULTS[name]}" if name in PIPELINE_DEFAULTS else "")
+                  for name, members in PIPELINES.items()]
         return "\n".join(lines)
 
 
@@ -256,15 +310,16 @@ class TextTarget(MLIRTarget):
         if self.syntax_highlight:
             super().emit(ctx, module, output)
             return
+        text = StringIO()  # written once: see hostir_dialect/printer.py
         printer = Printer(
-            stream=output,
+            stream=text,
             print_generic_format=self.print_generic_format,
             print_properties_as_attributes=self.print_properties_as_attributes,
             print_debuginfo=self.print_debuginfo,
         )
         printer.print_op(module)
         printer.print_metadata(ctx.loaded_dialects)
-        output.write("\n\n")
+        output.write(text.getvalue() + "\n\n")
 
 
 def description(name: str, pass_class: type[ModulePass]) -> str:
@@ -291,7 +346,7 @@ def main(args: Sequence[str] | None = None, tool: type[HostIROptMain] = HostIROp
     finally:
         # xDSL's --disable-verify turns off the checks of every attribute built after it
         # in the process: a caller's own attributes (a test suite's) must keep theirs.
-        Attribute.__post_init__ = verify_attributes  # type: ignore[method-assign]
+        Attribute.__post_init__ = verify_attributes  # type: ignore[method-assign]  # undoes xDSL's --disable-verify
     return 0
 
 
@@ -303,21 +358,32 @@ def _one_diagnostic(error: Exception) -> str:
     return f"error: {error}"
 
 
-def collect_garbage_rarely() -> None:
+@contextlib.contextmanager
+def garbage_collected_rarely() -> Iterator[None]:
     """Python's default collector thresholds suit programs whose objects come and go; a
     compilation keeps nearly everything it builds until it ends, so each time the heap
     grows by a quarter a full collection walks every live object: 13 full collections,
-    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). What the
-    imports built is frozen (never garbage) and the young generation is collected every
-    10,000 allocations instead of 700: then no full collection runs, for 20% more peak
-    memory. Only for a process of its own (console_main), never for a caller's."""
+    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). Inside this
+    context what the imports built is frozen (never garbage) and the young generation is
+    collected every 10,000 allocations instead of 700: then no full collection runs, for
+    20% more peak memory. The thresholds are restored when it ends, and the frozen objects
+    thawed unless some were frozen before. Only hostir-opt's own process (console_main)
+    and the compile-time benchmark enter it; `main` leaves a caller's collector alone."""
+    thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def console_main() -> None:
-    collect_garbage_rarely()
-    sys.exit(main())
+    with garbage_collected_rarely():
+        code = main()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

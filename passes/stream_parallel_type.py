@@ -14,8 +14,12 @@ how to schedule a computation, never what it computes, so this pass refuses noth
 but stream axes on program inputs (the caller's contract, as in nvFuser). Four steps:
 
 1. group: adjacent sliced ops whose stream axes map (through the axis maps, broadcast
-   axes included) share one loop; any other op in between closes the loop. Scalar ops
-   (index constants) do not close it: they move in front of the loop.
+   axes included), or that read nothing the loop computes and have its extent, share
+   one loop; any other op in between closes the loop, unless it
+   reads nothing the loop computes: index arithmetic, and loop-invariant computations
+   such as the reshape, broadcast or transpose of a weight an rFactor inserts between
+   two matmuls, move in front of the loop instead (so a layer is one loop, not one per
+   matmul).
 2. hoist allocations: each body output is allocated full-size before the loop, and uses of
    the op's result after the loop read that buffer.
 3. slice the body: every tensor an op reads or writes is sliced with one
@@ -85,6 +89,7 @@ about `numberOfStreams` chunks are alive instead of the whole stream extent
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -97,14 +102,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import cache_check, fusion, hir
 from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
-from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.sharding import communicates
+from hostir_dialect.diagnostics import located_like, location_of, op_error
 from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, ParallelKind, TensorType, tensor_type
+
+from .chunking import operand_axis, sliced_type
 
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
@@ -131,12 +138,6 @@ def is_to_lower(op: Operation) -> bool:
     if isinstance(op, fusion.ComputeOp):
         return op.out is None
     return isinstance(op, hir.PostOnStreamOp) and not op.outs
-
-
-def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
-    """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
-    (the axis maps of stream-sliceable ops are one-to-one)."""
-    return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
 
 
 def same_extent_operand(op: fusion.ComputeOp, axis: int) -> tuple[SSAValue, int] | None:
@@ -180,12 +181,6 @@ def is_scalar_op(op: Operation) -> bool:
     )
 
 
-def sliced_type(t: TensorType, axis: int) -> TensorType:
-    """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
-    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
-    return t.with_(axes=t.axes[:axis] + t.axes[axis + 1 :], alloc_order=order, stream_allocated=False)
-
-
 def can_chunk(t: TensorType, axis: int) -> bool:
     """Can a loop take chunks of a `t` along its logical axis `axis` (`hir.alias_select`)?
     Not of a reduction axis (no storage), nor of a device-parallel one (each device
@@ -201,10 +196,10 @@ def stream_axes(op: Operation) -> dict[SSAValue, int] | None:
     axes = {r: tensor_type(r).stream_axis() for r in results}
     if not results or None in axes.values():
         return None
-    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]
+    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]  # no None left: checked above
     if any(a.is_split or a.is_reduction for a in chosen) or len({a.extent for a in chosen}) > 1:
         return None
-    return axes  # type: ignore[return-value]
+    return axes  # type: ignore[return-value]  # no None left: checked above
 
 
 # --------------------------------------------------------------------------- #
@@ -396,6 +391,8 @@ class ChunkChecks:
         )
         if key not in self.known:
             self.known[key] = _chunk_verifies(op, operand_axes, axis)
+        elif cache_check.CHECKING:
+            cache_check.recheck(self.known[key], _chunk_verifies, op, operand_axes, axis)
         return self.known[key]
 
 
@@ -471,8 +468,9 @@ class StreamLoop:
     """Each result of a body op -> its stream axis."""
     mapped: set[tuple[SSAValue, int]]
     """(tensor, logical axis) pairs known to run along the loop's axis."""
-    scalars: list[Operation] = field(default_factory=list)
-    """Scalar ops met between the body ops; they move in front of the loop."""
+    hoisted: list[Operation] = field(default_factory=list)
+    """Ops met between the body ops that read nothing the loop computes (scalars, and
+    values of the inputs alone); they move in front of the loop, in order."""
     ring: tuple[int, ...] | None = None
     """The team of the ring of shifts the loop runs, if a set of it is a ring."""
 
@@ -491,17 +489,27 @@ class StreamLoop:
 
     def accepts(self, slicing: Slicing) -> bool:
         """`slicing`'s stream axes map to the loop's and each iteration only reads chunks
-        that the same iteration produces."""
+        that the same iteration produces; or it reads nothing the loop computes and has
+        the loop's extent (an independent pipeline, such as an attention block's output
+        projection beside its QKV projection: iteration i computes chunk i of both, so one
+        pipeline's communication hides behind the other's compute)."""
         if slicing.extent != self.extent or not self.keeps_one_order(slicing):
             return False
-        joined = False
+        joined, independent = False, True
         for operand, mapped, stride in slicing.inputs():
             same_chunk = mapped is not None and stride == (0, 1)
             if operand in self.stream_axes and (mapped != self.stream_axes[operand] or not same_chunk):
                 return False
+            independent = independent and operand not in self.stream_axes
             joined = joined or (same_chunk and (operand, mapped) in self.mapped)
-        return joined
+        return joined or independent
 
+
+    def can_hoist(self, op: Operation) -> bool:
+        """Is `op` a value computation (as lower-to-host builds them) that reads nothing
+        the loop computes, so that it can run before the loop instead of ending it?"""
+        body = {s.op for s in self.slicings}
+        return is_to_lower(op) and not any(operand.owner in body for operand in op.operands)
 
     def keeps_one_order(self, slicing: Slicing) -> bool:
         """In a ring each rank visits the chunks in its own order: a collective, which
@@ -518,10 +526,12 @@ def group(block: Block) -> list[StreamLoop]:
     for op in block.ops:
         if is_scalar_op(op):
             if current is not None:
-                current.scalars.append(op)
+                current.hoisted.append(op)
             continue
         slicing = slicing_of(op, checks)
-        if slicing is None:
+        if slicing is None and current is not None and current.can_hoist(op):
+            current.hoisted.append(op)
+        elif slicing is None:
             current = None
         elif current is not None and current.accepts(slicing):
             current.add(slicing)
@@ -554,9 +564,9 @@ class _LoopBuilder:
         return located_like(op, self.anchor)
 
     def build(self) -> None:
-        for scalar in self.loop.scalars:
-            scalar.detach()
-            Rewriter.insert_op(scalar, InsertPoint.before(self.anchor))
+        for hoisted in self.loop.hoisted:
+            hoisted.detach()
+            Rewriter.insert_op(hoisted, InsertPoint.before(self.anchor))
         lower, step, upper = self.bounds()
         allocations = {r: self.allocate(r) for r in self.results if r not in self.loop_local}
         buffers = {r: ops[-1] for r, ops in allocations.items()}
@@ -565,7 +575,7 @@ class _LoopBuilder:
         sync = self.for_loop(lower, upper, step, self.sync_body(user))
         main = self.for_loop(lower, upper, step, self.main_body(user, buffers))
         prologue = [lower.owner, step.owner, upper.owner, *(op for ops in allocations.values() for op in ops), user.owner, sync, main]
-        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]
+        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]  # the owners of constants: operations
         for result, buffer in buffers.items():
             result.replace_all_uses_with(buffer.results[0])
         for slicing in reversed(self.loop.slicings):
@@ -601,7 +611,7 @@ class _LoopBuilder:
         # Built by `Operation.create`, in order, as hostir's ops are (hostir_dialect/building.py):
         # there are two loops per loop nest, and xDSL's builders match every argument first.
         body.add_op(self.located(scf.YieldOp.create()))
-        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]
+        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]  # create builds an scf.ForOp
 
     def worker_stream(self, block: Block) -> SSAValue:
         """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""
@@ -830,6 +840,27 @@ def drop_stream_allocation(function: FunctionLikeOp) -> None:
     function.update_function_type()
 
 
+class UnpipelinedStreamWarning(UserWarning):
+    """A Stream annotation this pass cannot pipeline: the op runs whole (values unchanged)."""
+
+
+def warn_unpipelined_streams(program: hir.ProgramOp) -> None:
+    """Say, located, where a Stream on a split axis (nvFuser's `outer_split` then
+    `parallelize(Stream)` on the outer piece) asks for a pipeline this pass does not
+    build: a Stream annotation is never ignored silently."""
+    for inner in program.walk():
+        if not is_to_lower(inner):
+            continue
+        for result in inner.results:
+            t = result.type
+            if isinstance(t, TensorType) and any(a.is_split and ParallelKind.STREAM in a.parallel_types() for a in t.axes):
+                where = location_of(inner)
+                warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: a Stream piece of a "
+                              "split axis is not pipelined; give the chunks an axis of their own ([S, M/S, ...] with "
+                              "Stream on the S axis)", UnpipelinedStreamWarning, stacklevel=2)
+                break
+
+
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
     """Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams.
@@ -848,6 +879,7 @@ class StreamParallelType(ModulePass):
             _check_nothing_to_lower(op)
         for program in programs(op):
             check_program_inputs(program)
+            warn_unpipelined_streams(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, units, self.bounded_intermediates).build()
         for function in functions(op):

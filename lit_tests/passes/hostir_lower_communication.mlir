@@ -12,7 +12,7 @@
 // COMM-NEXT:   hir.reduce_scatter
 // COMM-NOT:    hir
 // CHECK-LABEL: hir.program @sequence_parallel_linear_add(
-// CHECK:         hir.reduce_scatter %{{.+}} -> %{{.+}} team [0, 1] op sum : !fusion.tensor<f32[2 didx, 3, 4, 5]{{.*}}> -> !fusion.tensor<f32[r2, 3, 4(2 didx, 2), 5]
+// CHECK:         hir.reduce_scatter {{.*}}team [0, 1] op sum{{.*}} : !fusion.tensor<f32[2 didx, 3, 4, 5]{{.*}}> -> !fusion.tensor<f32[r2, 3, 4(2 didx, 2), 5]
 // CHECK:         fusion.add %{{.+}}, %r : !fusion.tensor<f32[3, 4(2 didx, 2), 5], mesh=[0, 1]>
 // CHECK:       }
 fusion.func @sequence_parallel_linear_add(%x: !fusion.tensor<f32[3, 4, 8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[5, 8(2 didx, 4)], mesh=[0, 1]>, %r: !fusion.tensor<f32[3, 4(2 didx, 2), 5], mesh=[0, 1]>) -> !fusion.tensor<f32[3, 4(2 didx, 2), 5], mesh=[0, 1]> {

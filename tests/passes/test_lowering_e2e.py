@@ -20,13 +20,12 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from hostir import passes
-from hostir import runtime
+from hostir import passes, runtime
+from hostir.passes import PIPELINES, PassManagerOptions
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from hostir.passes import PIPELINES, PassManagerOptions
 
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
@@ -221,6 +220,8 @@ DISABLED_PASS_CASES = (
     "all_to_all_split", "allgather_inner_axis", "reduce_scatter_inner_axis", "gather_didx_and_didy", "p2p_matmul",
 )
 PASS_NAMES = PIPELINES["hostir-lower"]
+AS_WRITTEN = "hostir-lower{transport=nccl}"
+"""NCCL's collectives and every Stream pipeline as written: the decision table under test."""
 
 
 @dataclass
@@ -240,7 +241,7 @@ def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed
     global_inputs = [torch.rand(at.value_shape(), generator=generator) * 2 - 1 for at in arg_types]
     expected = runtime.run_fusion(fusion_module, global_inputs)
     options = PassManagerOptions(disabled=frozenset({disabled} if disabled else ()))
-    lowered = passes.lower(parse_module(fusion_text), options)
+    lowered = passes.lower(parse_module(fusion_text), options, AS_WRITTEN)
     (program,) = [op for op in lowered.ops if isinstance(op, hir.ProgramOp)]
     per_rank = [[runtime.shard_tensor(g, at, r) for g, at in zip(global_inputs, arg_types)] for r in range(world_size)]
     return Prepared(str(lowered), list(program.function_type.outputs.data), per_rank, expected)
