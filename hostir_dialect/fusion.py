@@ -1180,10 +1180,18 @@ def epilogue_of(op: Operation) -> Epilogue | None:
     return attr.data if isinstance(attr, EpilogueAttr) else None
 
 
+def epilogue_problem(epilogue: Epilogue, result: TensorType) -> str | None:
+    """Why a matmul or linear of this result type cannot apply `epilogue` (None if it can)."""
+    element = result.element_type
+    if not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        return f"an epilogue {epilogue.value} needs a floating-point result, got {element}"
+    return None
+
+
 def _verify_epilogue(op: Operation) -> None:
-    element, epilogue = tensor_type(op.results[0]).element_type, epilogue_of(op)
-    if epilogue is not None and not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
-        raise VerifyException(f"an epilogue {epilogue.value} needs a floating-point result, got {element}")
+    epilogue = epilogue_of(op)
+    if epilogue is not None and (problem := epilogue_problem(epilogue, tensor_type(op.results[0]))):
+        raise VerifyException(problem)
 
 
 @op_definition

@@ -492,7 +492,8 @@ class StreamLoop:
         that the same iteration produces; or it reads nothing the loop computes and has
         the loop's extent (an independent pipeline, such as an attention block's output
         projection beside its QKV projection: iteration i computes chunk i of both, so one
-        pipeline's communication hides behind the other's compute)."""
+        pipeline's communication hides behind the other's compute), known to be the same:
+        two dynamic extents may differ."""
         if slicing.extent != self.extent or not self.keeps_one_order(slicing):
             return False
         joined, independent = False, True
@@ -502,7 +503,7 @@ class StreamLoop:
                 return False
             independent = independent and operand not in self.stream_axes
             joined = joined or (same_chunk and (operand, mapped) in self.mapped)
-        return joined or independent
+        return joined or (independent and self.extent != DYNAMIC)
 
 
     def can_hoist(self, op: Operation) -> bool:

@@ -663,4 +663,45 @@ t5.set_device_mesh(mesh)
 t5.outer_split(1, 4)
 t5.axis(1).parallelize(ParallelType.DIDx)
 """, "correct"),
+    # Seed 3 on the branch merged with main, 4 ranks: fuse-epilogues folded the relu of an
+    # integer matmul into it, which the verifier refuses (invalid IR); it stays an op.
+    "relu_of_an_integer_matmul_is_no_epilogue": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([3, 3, 6], dtype='int32')
+    t1 = fd.define_tensor([3], dtype='int32')
+    t2 = fd.ops.matmul(t1, t0)
+    t3 = fd.define_tensor([6], dtype='int32')
+    t4 = fd.ops.matmul(t2, t3)
+    t7 = fd.ops.relu(t4)
+    fd.add_output(t7)
+mesh = DeviceMesh([0, 1, 2, 3])
+t0.set_device_mesh(mesh)
+t1.set_device_mesh(mesh)
+t3.set_device_mesh(mesh)
+""", "correct"),
+    # Seed 6 on the merged branch, 1 rank: two stream pipelines over axes of two dynamic
+    # extents (6 and 4 at run time) were taken for independent pipelines of one extent and
+    # built as one loop (an index out of range); a loop only takes another pipeline whose
+    # extent is known to be its own.
+    "independent_stream_pipelines_of_two_dynamic_extents": Regression(1, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([-1, -1, -1], dtype='int32')  # concrete: [4, 6, 4]
+    t2 = fd.ops.pow(t1, 2)
+    t3 = fd.ops.abs(t2)
+    t4 = fd.ops.add(t3, 1)
+    t6 = fd.ops.permute(t4, dims=[1, 2, 0])
+    t7 = fd.define_tensor([-1, -1, -1], dtype='int32')  # concrete: [6, 4, 4]
+    t8 = fd.ops.minimum(t6, t7)
+    t9 = fd.ops.set(t4)
+    t10 = fd.define_tensor([-1, -1], dtype='int32')  # concrete: [6, 4]
+    t11 = fd.define_tensor([-1], dtype='int32')  # concrete: [6]
+    t12 = fd.ops.linear(t8, t10, bias=t11)
+    fd.add_output(t12)
+mesh = DeviceMesh([0])
+t6.set_device_mesh(mesh)
+t6.outer_split(1, 1)
+t6.axis(1).parallelize(ParallelType.DIDx)
+t9.axis(1).parallelize(ParallelType.Stream)
+t12.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
 }
