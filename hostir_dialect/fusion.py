@@ -292,9 +292,16 @@ class ComputeOp(IRDLOperation):
 
         Axes that vanish (selected, squeezed) are absent. Reduction axes of the operand
         are not part of its value and never mapped; a broadcast axis maps to the result
-        axis it is broadcast along. This is the "pairwise map" sharding analysis uses.
+        axis it is broadcast along. This is the "pairwise map"; sharding analysis uses
+        the part of it `sharding_axis_map` keeps.
         """
         return dict(zip(tensor_type(operand).value_positions(), self.value_axis_targets(operand)))
+
+    def sharding_axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """`axis_map` restricted to the axes along which each device's part of `operand`
+        becomes that device's part of the result: what sharding analysis maps (all of
+        them but the axes a slice cuts)."""
+        return self.axis_map(operand)
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """For each value axis of `operand`, in order, the result axis it maps to."""
@@ -782,19 +789,110 @@ def _static_groups(source: list[int], target: list[int]) -> tuple[list[tuple[lis
     groups: list[tuple[list[int], list[int]]] = []
     i = j = 0
     while i < len(source) and j < len(target) and DYNAMIC not in (source[i], target[j]):
-        end_i, end_j, src_prod, dst_prod = i + 1, j + 1, source[i], target[j]
-        while src_prod != dst_prod:
-            if src_prod < dst_prod and end_i < len(source) and source[end_i] != DYNAMIC:
-                src_prod *= source[end_i]
-                end_i += 1
-            elif src_prod > dst_prod and end_j < len(target) and target[end_j] != DYNAMIC:
-                dst_prod *= target[end_j]
-                end_j += 1
-            else:
-                return groups, i, j
-        groups.append((list(range(i, end_i)), list(range(j, end_j))))
-        i, j = end_i, end_j
+        ends = _static_group_ends(source, target, i, j)
+        if ends is None:
+            break
+        groups.append((list(range(i, ends[0])), list(range(j, ends[1]))))
+        i, j = ends
     return groups, i, j
+
+
+def _static_group_ends(source: list[int], target: list[int], i: int, j: int) -> tuple[int, int] | None:
+    """Where the group of static extents from `source[i]` and `target[j]` whose products
+    match ends on each side (None where a dynamic extent or an end comes first)."""
+    end_i, end_j, src_prod, dst_prod = i + 1, j + 1, source[i], target[j]
+    while src_prod != dst_prod:
+        if src_prod < dst_prod and end_i < len(source) and source[end_i] != DYNAMIC:
+            src_prod *= source[end_i]
+            end_i += 1
+        elif src_prod > dst_prod and end_j < len(target) and target[end_j] != DYNAMIC:
+            dst_prod *= target[end_j]
+            end_j += 1
+        else:
+            return None
+    return end_i, end_j
+
+
+def _segments(t: TensorType) -> tuple[list[int], list[int]]:
+    """The extents a reshape pairs, and the value axis each belongs to: an axis's extent,
+    the pieces' extents of a dynamic axis split by static factors (`?(2 didx, ?)`: [2, ?]),
+    or for a whole device axis of dynamic extent its devices (one element each)."""
+    extents: list[int] = []
+    owners: list[int] = []
+    for index, axis in enumerate(t.value_axes()):
+        parts = [p.extent for p in axis.pieces]
+        if axis.extent == DYNAMIC and not axis.is_split and t.mesh is not None and axis.pieces[0].parallel.is_device:
+            parts = [t.mesh.axis_size(axis.pieces[0].parallel)]
+        elif axis.extent != DYNAMIC or parts.count(DYNAMIC) != 1:
+            parts = [axis.extent]
+        extents += parts
+        owners += [index] * len(parts)
+    return extents, owners
+
+
+def _paired_segments(source: list[int], target: list[int]) -> list[tuple[range, range]] | None:
+    """Groups of `source` and `target` segments, in order: static extents of equal
+    products, or one dynamic extent of each side, with static ones before the dynamic one
+    on the side whose group starts static (a split or merge by static factors: `?` and
+    `[2, ?]`). Extent-1 segments pair with each other or join the group before them (the
+    one after them at the start), so that no group starts with one it could do without.
+    None if they do not all pair so."""
+    groups: list[tuple[range, range]] = []
+    i = j = 0
+    while i < len(source) or j < len(target):
+        one_i, one_j = i < len(source) and source[i] == 1, j < len(target) and target[j] == 1
+        if one_i and one_j:
+            groups.append((range(i, i + 1), range(j, j + 1)))
+            i, j = i + 1, j + 1
+            continue
+        if (one_i or one_j) and groups:
+            sources, targets = groups[-1]
+            i, j = i + one_i, j + one_j
+            groups[-1] = (range(sources.start, i), range(targets.start, j))
+            continue
+        if i == len(source) or j == len(target):
+            return None  # extents left on one side only
+        start_i, start_j = i, j
+        while i < len(source) - 1 and source[i] == 1:
+            i += 1
+        while j < len(target) - 1 and target[j] == 1:
+            j += 1
+        end_i: int | None
+        end_j: int | None
+        if DYNAMIC in (source[i], target[j]):
+            end_i, end_j = _next_dynamic(source, i), _next_dynamic(target, j)
+        else:
+            end_i, end_j = _static_group_ends(source, target, i, j) or (None, None)
+        if end_i is None or end_j is None:
+            return None
+        i, j = end_i, end_j
+        groups.append((range(start_i, i), range(start_j, j)))
+    return groups or None
+
+
+def _next_dynamic(extents: list[int], start: int) -> int | None:
+    """The end of the run of static extents from `start` up to and with the first dynamic one."""
+    return next((k + 1 for k in range(start, len(extents)) if extents[k] == DYNAMIC), None)
+
+
+def _paired_groups(source_type: TensorType, target_type: TensorType) -> list[tuple[list[int], list[int]]] | None:
+    """`_paired_segments` of the value axes' segments, as groups of axes (groups sharing the
+    axis of a split are one)."""
+    source, source_owner = _segments(source_type)
+    target, target_owner = _segments(target_type)
+    paired = _paired_segments(source, target)
+    if paired is None:
+        return None
+    groups: list[tuple[list[int], list[int]]] = []
+    for segments_in, segments_out in paired:
+        sources = sorted({source_owner[k] for k in segments_in})
+        targets = sorted({target_owner[k] for k in segments_out})
+        if groups and (groups[-1][0][-1] == sources[0] or groups[-1][1][-1] == targets[0]):
+            previous_sources, previous_targets = groups.pop()
+            sources = sorted({*previous_sources, *sources})
+            targets = sorted({*previous_targets, *targets})
+        groups.append((sources, targets))
+    return groups
 
 
 def _from_end(positions: list[int], length: int) -> list[int]:
@@ -820,23 +918,54 @@ class ReshapeOp(UnaryComputeOp, StreamSliceable):
 
     def groups(self) -> list[tuple[list[int], list[int]]]:
         """(input value axes, result axes) of each group of axes whose products match,
-        in order; trailing axes that no product matches join the last result axis. Groups
-        are matched from both ends up to the first dynamic extent; what lies between is
-        one group, since a dynamic extent's share of it is known only at run time."""
-        source = [a.extent for a in tensor_type(self.input).value_axes()]
-        target = [a.extent for a in tensor_type(self.result).axes]
+        in order; trailing axes that no product matches join the last result axis.
+
+        With dynamic extents, each is paired with one of the other side where every
+        other group then matches statically (`_paired_segments`; a dynamic axis split
+        by static factors counts as its pieces): that is what a reshape with one dynamic
+        result extent computes (torch infers it from the rest), and it defines one with
+        more, such as a pass splitting an axis into its pieces (`?(2 didx, ?)` into
+        `[2 didx, ?]`). Otherwise groups are matched from both ends up to the first
+        dynamic extent; what lies between is one group, since a dynamic extent's share
+        of it is known only at run time."""
+        return self._grouping()[0]
+
+    def _grouping(self) -> tuple[list[tuple[list[int], list[int]]], bool]:
+        """`groups()`, and whether every group's extents are known to match (no dynamic
+        extent is left unpaired in one)."""
+        source_axes, target_axes = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
+        source, target = [a.extent for a in source_axes], [a.extent for a in target_axes]
+        if DYNAMIC in source or DYNAMIC in target:
+            paired = _paired_groups(tensor_type(self.input), tensor_type(self.result))
+            if paired is not None:
+                return paired, True
+        exact = DYNAMIC not in source + target
         head, i, j = _static_groups(source, target)
         if i == len(source) or j == len(target):
             if i < len(source):
                 head.append((list(range(i, len(source))), [len(target) - 1]))
-            return head
+            return head, exact
         tail, end_i, end_j = _static_groups(source[i:][::-1], target[j:][::-1])
         tail = [(_from_end(s, len(source)), _from_end(t, len(target))) for s, t in reversed(tail)]
         middle = (list(range(i, len(source) - end_i)), list(range(j, len(target) - end_j)))
         if not middle[0] or not middle[1]:  # only size-1 axes on one side: join a neighbour
             neighbour = head.pop() if head else tail.pop(0)
             middle = (sorted(neighbour[0] + middle[0]), sorted(neighbour[1] + middle[1]))
-        return [*head, middle, *tail]
+        return [*head, middle, *tail], exact
+
+    def sharding_axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """Without a group holding a dynamic extent that nothing pairs with (a merge or a
+        split whose factors are known only at run time): where a device's part of it lies,
+        and whether a split of it divides, is not known before the run."""
+        groups, exact = self._grouping()
+        if exact:
+            return self.axis_map(operand)
+        source_axes, target_axes = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
+        unknown = {k for sources, targets in groups
+                   if DYNAMIC in [source_axes[s].extent for s in sources] + [target_axes[t].extent for t in targets]
+                   for k in sources}
+        position = {logical: k for k, logical in enumerate(tensor_type(operand).value_positions())}
+        return {axis: target for axis, target in self.axis_map(operand).items() if position[axis] not in unknown}
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         """Each input axis maps to its group's outermost result axis (as nvFuser
@@ -1051,10 +1180,18 @@ def epilogue_of(op: Operation) -> Epilogue | None:
     return attr.data if isinstance(attr, EpilogueAttr) else None
 
 
+def epilogue_problem(epilogue: Epilogue, result: TensorType) -> str | None:
+    """Why a matmul or linear of this result type cannot apply `epilogue` (None if it can)."""
+    element = result.element_type
+    if not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        return f"an epilogue {epilogue.value} needs a floating-point result, got {element}"
+    return None
+
+
 def _verify_epilogue(op: Operation) -> None:
-    element, epilogue = tensor_type(op.results[0]).element_type, epilogue_of(op)
-    if epilogue is not None and not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
-        raise VerifyException(f"an epilogue {epilogue.value} needs a floating-point result, got {element}")
+    epilogue = epilogue_of(op)
+    if epilogue is not None and (problem := epilogue_problem(epilogue, tensor_type(op.results[0]))):
+        raise VerifyException(problem)
 
 
 @op_definition
@@ -1158,6 +1295,16 @@ class SliceOp(ComputeOp, StreamSliceable):
                 raise VerifyException(f"axis {i}: slice [{start}, {stop}) is out of bounds for extent {axis.extent}")
             result.append((-(-(stop - start) // step), IterKind.ITERATION))
         return result
+
+    def sharding_axis_map(self, operand: SSAValue) -> dict[int, int]:
+        """Without the axes the slice cuts (not [0, extent) by 1, which a dynamic extent
+        never is known to be): a device's part of such an axis in the result is not its
+        part of the input's, so a slice of a sharded axis reshards."""
+        starts, stops, steps = self.bounds()
+        extents = [a.extent for a in tensor_type(self.input).value_axes()]
+        whole = {k for k, bounds in enumerate(zip(starts, stops, steps, extents)) if bounds[:3] == (0, bounds[3], 1)}
+        position = {logical: k for k, logical in enumerate(tensor_type(operand).value_positions())}
+        return {axis: target for axis, target in self.axis_map(operand).items() if position[axis] in whole}
 
     def operand_chunk_stride(self, operand: SSAValue, axis: int) -> tuple[int, int]:
         """Result chunk `i` of a slice is input chunk `start + step * i`."""

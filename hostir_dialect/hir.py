@@ -616,6 +616,11 @@ def _member_numel(t: TensorType) -> int | None:
     return None if DYNAMIC in shape else math.prod(shape)
 
 
+def _local_value_shape(t: TensorType) -> list[int]:
+    """One member's local extent of each value axis, in logical order."""
+    return [t.local_extent(i) for i in t.value_positions()]
+
+
 def _meshes(*types: TensorType) -> str:
     meshes = [str(t.mesh) for t in types if t.mesh is not None]
     return " and ".join(dict.fromkeys(meshes)) or "(none)"
@@ -911,12 +916,64 @@ class TeamPositionOp(IndexValueOp):
             raise VerifyException(f"team {list(team)} must be non-empty and repeat no device")
 
 
+@op_definition
+class LocalShardOp(HostOp):
+    """hir.local_shard %in -> %out axis 1 team [0, 1] : T -> R   -- member j of the team
+    copies part j of its own input, cut along logical axis `axis` of the output into as
+    many equal parts as the team has members, into its output: the shards of a tensor
+    every member holds whole (replicated on a mesh holding the team), so nothing moves
+    between devices and nothing is waited. A rank outside the team skips it. The input's
+    value axes are the output's, at the member's local extents but along `axis`."""
+
+    name = "hir.local_shard"
+    input = operand_def(TensorType)
+    output = operand_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    team = prop_def(DenseArrayBase[I64])
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$input `->` $output `axis` $axis `team` $team attr-dict `:` type($input) `->` type($output)"
+
+    def __init__(self, input: SSAValue, output: SSAValue, axis: int, team: Sequence[int]):
+        init_flat(self, [input, output], [], {"axis": i64_attr(axis), "team": DenseArrayBase.from_list(i64, team)})
+
+    @property
+    def team_ids(self) -> tuple[int, ...]:
+        return self.team.get_values()
+
+    @property
+    def dim(self) -> int:
+        """`axis` as a value axis (torch dimension) of both buffers."""
+        return tensor_type(self.output).value_position(self.axis.value.data)
+
+    def verify_(self) -> None:
+        team = list(self.team_ids)
+        if not team or len(set(team)) != len(team) or min(team) < 0:
+            raise VerifyException(f"team {team} must be non-empty and name distinct devices")
+        source, dest = tensor_type(self.input), tensor_type(self.output)
+        if source.element_type != dest.element_type:
+            raise VerifyException("input and output buffers have different element types")
+        axis = self.axis.value.data
+        if not 0 <= axis < dest.rank or dest.axes[axis].is_reduction:
+            raise VerifyException(f"axis {axis} is not a value axis of the output")
+        outside = [d for d in team if not (source.is_on_rank(d) and dest.is_on_rank(d))]
+        if outside:
+            raise VerifyException(f"team {team} names devices {outside} that do not hold both buffers "
+                                  f"(meshes {_meshes(source, dest)})")
+        whole, part = _local_value_shape(source), _local_value_shape(dest)
+        expected = list(part)
+        if len(whole) == len(part) and part[self.dim] != DYNAMIC:
+            expected[self.dim] = part[self.dim] * len(team)
+        if len(whole) != len(part) or any(DYNAMIC not in (w, e) and w != e for w, e in zip(whole, expected)):
+            raise VerifyException(f"the input's local shape {list(whole)} must be the output's {list(part)} with "
+                                  f"axis {axis} {len(team)} times as long")
+
+
 HIR = Dialect(
     "hir",
     [
         ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, ExtentOp,
         GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
-        PostOnStreamOp, *COLLECTIVE_OPS, SendOp, RecvOp, WaitOp, TeamPositionOp,
+        PostOnStreamOp, *COLLECTIVE_OPS, LocalShardOp, SendOp, RecvOp, WaitOp, TeamPositionOp,
     ],
     [StreamType, WorkType, TransportAttr],
 )

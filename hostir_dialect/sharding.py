@@ -111,7 +111,7 @@ _RESHARDING: ShapeTable[bool] = ShapeTable()
 def _reads_another_sharding(op: ComputeOp) -> bool:
     result = tensor_type(op.result)
     return any(
-        have_different_shardings(tensor_type(v), result, op.axis_map(v), derived=op.derived_axes(v))
+        have_different_shardings(tensor_type(v), result, op.sharding_axis_map(v), derived=op.derived_axes(v))
         for v in op.tensor_inputs()
     )
 

@@ -47,6 +47,7 @@ from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, 
 
 from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .fusion_rewriting import retype, tensors
+from .sharding_policy import shards_locally
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
         return None
     communication = per_chunk_communication = latency = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
     for op in func.body.block.ops:
-        if isinstance(op, fusion.ComputeOp) and communicates(op):
+        if isinstance(op, fusion.ComputeOp) and communicates(op) and not shards_locally(op):  # a local copy
             collective, size = _collective(op), _input_bytes(op)
             if collective is None or size is None:
                 return None

@@ -8,7 +8,7 @@ Decision table, along the one device type P the op changes (DIDx or DIDy; DIDx w
 the mesh changes). in/out sharded = sharded along P over more than one device:
 
     op      in   out  meshes     collectives
-    set     no   yes  same       scatter, one per P-slice of the mesh, root = its first device
+    set     no   yes  same       local_shard, one per P-slice of the mesh (nothing moves)
     set     no   yes  different  scatter, root = first sender device in the receiver mesh
     set     yes  no   same       allgather, one per P-slice
     set     yes  no   different  gather, one per receiving device
@@ -68,6 +68,7 @@ from .sharding_policy import (
     is_inner_split,
     layout_problem,
     sharding_changes,
+    shards_locally,
 )
 
 
@@ -80,13 +81,26 @@ class Collective:
     root: int | None = None
 
 
+@dataclass(frozen=True)
+class LocalShard:
+    """Each member of the team keeping its part of a tensor it holds whole
+    (`hir.local_shard`): no communication, no transport, nothing to wait for."""
+
+    team: tuple[int, ...]
+
+
+Step = Collective | LocalShard
+"""What a communicating op becomes, one per team."""
+
+
 # --------------------------------------------------------------------------- #
 # The decision (plain functions; they raise the located diagnostics)
 # --------------------------------------------------------------------------- #
 
 
-def plan_communication(op: Operation) -> list[Collective]:
-    """The collectives that implement the communicating op `op`, in posting order."""
+def plan_communication(op: Operation) -> list[Step]:
+    """The collectives (or local shards) that implement the communicating op `op`, in
+    posting order."""
     if not isinstance(op, (fusion.SetOp, fusion.ReduceOp)):
         raise op_error(op, "computes as well as moves data between devices, which is not one communication; run decompose-reshardings first")
     source, target = tensor_type(op.input), tensor_type(op.result)
@@ -94,16 +108,23 @@ def plan_communication(op: Operation) -> list[Collective]:
     if sender is None or receiver is None:
         raise op_error(op, "reshards between a tensor with a device mesh and one without; run propagate-shardings first")
     _check_parallelization(op, source, target)
+    for role, t in (("input", source), ("result", target)):
+        if t.stream_allocated:  # in a stream loop, the op communicates chunks, of chunk types
+            raise op_error(op, f"its {role} is stream-allocated (one chunk at a time) outside any stream loop, "
+                               "where a collective moves whole buffers; run stream-parallel-type first")
     parallel = communicated_type(op)
     in_sharded = source.is_sharded(parallel) and sender.axis_size(parallel) > 1
     out_sharded = target.is_sharded(parallel) and receiver.axis_size(parallel) > 1
     if isinstance(op, fusion.ReduceOp) and not in_sharded and sender.size > 1:
         raise op_error(op, "the comm input must be sharded in case of reduce. Insert a `set` before the reduction to reshard")
+    plan: list[Step]
     if isinstance(op, fusion.ReduceOp):
         _check_reduces_only_device_axis(op)
-        plan = _plan_reduce(op, parallel, sender, receiver, out_sharded)
+        plan = list(_plan_reduce(op, parallel, sender, receiver, out_sharded))
     else:
         plan = _plan_set(op, parallel, sender, receiver, in_sharded, out_sharded)
+    if shards_locally(op):
+        return plan  # copies from a view of its own input: no buffer contract
     problem = layout_problem(op) or _chunk_problem(op)
     if problem is not None:
         raise op_error(op, problem)
@@ -126,10 +147,10 @@ def _chunk_problem(op: fusion.SetOp | fusion.ReduceOp) -> str | None:
 
 def _plan_set(
     op: fusion.SetOp, parallel: ParallelKind, sender: Mesh, receiver: Mesh, in_sharded: bool, out_sharded: bool
-) -> list[Collective]:
+) -> list[Step]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            return [Collective(hir.ScatterOp, team, team[0]) for team in _slices(receiver, parallel)]
+            return [LocalShard(team) for team in _slices(receiver, parallel)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
@@ -218,8 +239,9 @@ def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
 # --------------------------------------------------------------------------- #
 
 
-def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
-    if choice == TransportChoice.NCCL:
+def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, machine: Machine) -> hir.Transport:
+    plan = [step for step in steps if isinstance(step, Collective)]
+    if choice == TransportChoice.NCCL or not plan:  # local shards take no transport
         return hir.Transport.NCCL
     problem = copy_engine_problem(op, plan)
     if choice == TransportChoice.COPY_ENGINE:
@@ -407,9 +429,9 @@ def _holds_input_wherever_result(source: TensorType, result: TensorType) -> bool
 
 @dataclass(frozen=True)
 class Plan:
-    """What one communicating op becomes: its collectives, on one transport."""
+    """What one communicating op becomes: its collectives (or local shards), on one transport."""
 
-    collectives: list[Collective]
+    collectives: list[Step]
     transport: hir.Transport
 
 
@@ -438,6 +460,11 @@ class ConvertToCollectives(RewritePattern):
             buffer.name_hint = op.result.name_hint
         reduction = op.kind.data if isinstance(op, fusion.ReduceOp) else None
         for c in plan.collectives:
+            if isinstance(c, LocalShard):
+                axis = Exchange.of(op).scattered
+                assert axis is not None
+                new_ops.append(located_like(hir.LocalShardOp(op.input, buffer, axis, c.team), op))
+                continue
             via = None
             if copy_engine and c.kind is hir.AllgatherOp:
                 rewriter.insert(new_ops, InsertPoint.before(op))

@@ -111,15 +111,20 @@ class DeviceSplit:
         return Axis(self.devices, pieces=(Piece(self.devices, self.parallel),))
 
 
-def device_split(op: Operation, axis: Axis) -> DeviceSplit | None:
-    """The device split of `axis`, if it has one (an inner device piece is an error)."""
+def device_split(op: Operation, t: TensorType, index: int) -> DeviceSplit | None:
+    """The device split of value axis `index` of `t`, if it has one (an inner device piece
+    is an error). A whole device axis holds one element per device, even a dynamic one."""
+    axis = t.value_axes()[index]
     for position, piece in enumerate(axis.pieces):
         if piece.parallel.is_device:
             if position:
                 raise op_error(op, INNER_SPLIT)
-            extent = DYNAMIC if axis.extent == DYNAMIC else axis.extent // piece.extent
-            local = Axis(extent, pieces=axis.pieces[1:])  # no pieces: a whole-axis device axis
-            return DeviceSplit(piece.parallel, piece.extent, local)
+            devices = t.mesh.axis_size(piece.parallel)  # type: ignore[union-attr]  # a device piece has a mesh
+            if not axis.is_split:
+                return DeviceSplit(piece.parallel, devices, Axis(1))
+            extent = DYNAMIC if axis.extent == DYNAMIC else axis.extent // devices
+            local = Axis(extent, pieces=axis.pieces[1:])
+            return DeviceSplit(piece.parallel, devices, local)
     return None
 
 
@@ -172,13 +177,13 @@ def contracted_axis(op: MatmulOp | LinearOp, operand: SSAValue) -> int:
 
 def operand_splits(op: MatmulOp | LinearOp) -> list[DeviceSplit | None]:
     """The device split of the contracted axis K of each operand (a, b)."""
-    return [device_split(op, tensor_type(v).value_axes()[contracted_axis(op, v)]) for v in contraction_operands(op)]
+    return [device_split(op, tensor_type(v), contracted_axis(op, v)) for v in contraction_operands(op)]
 
 
 def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
     """The device split of the contracted axis K, which both operands must share
     (ShardContractionOperand makes them); a static one where one operand's K is dynamic,
-    since the rFactor reshapes both operands by it."""
+    which gives the partial product's reduction axis its extent."""
     splits = operand_splits(op)
     result_k = tensor_type(op.result).axes[-1]
     if splits == [None, None] and not (result_k.parallel_types() & set(DEVICE_KINDS)):
@@ -221,7 +226,7 @@ class ShardContractionOperand(RewritePattern):
         (sharded, split), plain = ((b, splits[1]), a) if splits[0] is None else ((a, splits[0]), b)
         assert split is not None
         target = _sharded_on_contraction(op, sharded, plain)
-        if not _shard_alike(device_split(op, target.value_axes()[contracted_axis(op, plain)]), split):
+        if not _shard_alike(device_split(op, target, contracted_axis(op, plain)), split):
             return  # no outer split of K to replay (a broadcast K, another mesh size): reported as unlike
         resharded = SetOp(plain, target)
         rewriter.insert(located_like(resharded, op), InsertPoint.before(op))
@@ -312,7 +317,7 @@ class RFactorShardedReduce(RewritePattern):
         (d,) = sharded
         source = tensor_type(op.input)
         axes = source.value_axes()
-        split = device_split(op, axes[d])
+        split = device_split(op, source, d)
         assert split is not None
         others = [i for i in op.reduced_axes() if i != d]
         if not (axes[d].is_split or others or reduces_sharded_axis(op)):
@@ -358,8 +363,12 @@ class RFactorShardedContraction(RewritePattern):
         result = tensor_type(op.result)
         a_rank, b_rank = (len(tensor_type(v).value_axes()) for v in (a, b))
         batch = len(result.value_axes()) - (a_rank >= 2) - (b_rank >= 2)
-        a_local = _device_batch_operand(a, a_rank - 1, split, batch, rewriter, op, lhs=True)
-        b_local = _device_batch_operand(b, max(b_rank - 2, 0), split, batch, rewriter, op, lhs=False)
+        # Each operand is reshaped by its own split: they are alike, but where one K is
+        # dynamic only its own pieces say how its extents pair (the reshape is exact).
+        a_split, b_split = operand_splits(op)
+        assert a_split is not None and b_split is not None, "contraction_split checked them alike"
+        a_local = _device_batch_operand(a, a_rank - 1, a_split, batch, rewriter, op, lhs=True)
+        b_local = _device_batch_operand(b, max(b_rank - 2, 0), b_split, batch, rewriter, op, lhs=False)
         # After D the partial has the batch axes, M and N; `positions` are those that are
         # axes of the result (not inserted for a 1-D operand), in the result's order.
         positions = [*range(batch), *[batch] * (a_rank >= 2), *[batch + 1] * (b_rank >= 2)]
@@ -470,7 +479,7 @@ def _sets_before_suffice(op: ComputeOp) -> bool:
     """Would sets giving each input the result's sharding leave `op` computing locally?"""
     result = tensor_type(op.result)
     return not any(
-        have_different_shardings(_input_like(op, value), result, op.axis_map(value), derived=op.derived_axes(value))
+        have_different_shardings(_input_like(op, value), result, op.sharding_axis_map(value), derived=op.derived_axes(value))
         for value in op.tensor_inputs()
     )
 
@@ -484,7 +493,7 @@ def _reshard_before(op: ComputeOp, rewriter: PatternRewriter) -> None:
     result = tensor_type(op.result)
     for value in dict.fromkeys(op.tensor_inputs()):
         source = tensor_type(value)
-        if not have_different_shardings(source, result, op.axis_map(value), derived=op.derived_axes(value)):
+        if not have_different_shardings(source, result, op.sharding_axis_map(value), derived=op.derived_axes(value)):
             continue
         target = _input_like(op, value)
         if target == _value_type(source):

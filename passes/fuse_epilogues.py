@@ -54,6 +54,8 @@ class FoldActivation(RewritePattern):
             return
         if product.out is not None or fusion.epilogue_of(product) is not None or not product.result.has_one_use():
             return
+        if fusion.epilogue_problem(epilogue, tensor_type(product.result)) is not None:
+            return  # an integer product: torch's epilogues are for floating point
         if tensor_type(product.result).value_type() != tensor_type(op.result).with_(stream_allocated=False):
             return  # the activation reshards (or retypes) the product: it stays an op of its own
         product.properties["epilogue"] = fusion.EpilogueAttr(epilogue)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect.fusion import ComputeOp, ReduceOp, SetOp, ShapeTable
-from hostir_dialect.sharding import have_different_shardings, is_resharding, placement, reduces_sharded_axis
+from hostir_dialect.sharding import communicates, have_different_shardings, is_resharding, placement, reduces_sharded_axis
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, Piece, TensorType, tensor_type
 
 
@@ -40,11 +40,11 @@ def is_annotated(t: TensorType) -> bool:
 
 
 def forward_axis_map(op: ComputeOp, operand: SSAValue) -> dict[int, int]:
-    """`op.axis_map(operand)` restricted to axes that can carry an outer split onto
-    their target: when several operand axes merge into one result axis (reshape), only
-    the outermost of them does."""
+    """`op.sharding_axis_map(operand)` restricted to axes that can carry an outer split
+    onto their target: when several operand axes merge into one result axis (reshape),
+    only the outermost of them does."""
     outermost: dict[int, int] = {}
-    for source, target in sorted(op.axis_map(operand).items()):
+    for source, target in sorted(op.sharding_axis_map(operand).items()):
         outermost.setdefault(target, source)
     return {source: target for target, source in outermost.items()}
 
@@ -64,11 +64,14 @@ def propagate_parallel_types(
     `types` it lacks, replayed as an outer split of the axis `axis_map` maps the
     reference's parallel axis to. A device type moves only to a mesh with the same
     number of devices along it; target axes already split or parallelized, and
-    broadcast axes, are left alone."""
+    broadcast axes, are left alone. A device type the target has on a reduction axis
+    only (a partial result per device) is not one it has, as in nvFuser: it moves to the
+    iteration axis, and the reduction across devices then scatters that axis (a
+    reduce-scatter instead of an all-reduce)."""
     if target.mesh is None and reference.mesh is not None:
         target = target.with_(mesh=reference.mesh)
     for parallel in types:
-        if placement(target, parallel, include_reduction=True) is not None:
+        if placement(target, parallel) is not None:
             continue
         source = placement(reference, parallel, include_reduction=True)
         if source is None or source.axis not in axis_map:
@@ -81,8 +84,11 @@ def propagate_parallel_types(
         axis = target.axes[index]
         if axis.is_broadcast or axis.is_split or axis.parallel_types():
             continue
-        pieces = _outer_split(reference.axes[source.axis], source.extent, axis, index, parallel)
-        axes = list(target.axes)
+        factor = source.extent
+        if factor == DYNAMIC and parallel.is_device:  # a whole dynamic device axis: one element per device
+            factor = reference.mesh.axis_size(parallel)  # type: ignore[union-attr]  # same_device_axis saw it
+        pieces = _outer_split(reference.axes[source.axis], factor, axis, index, parallel)
+        axes = [a.unparallelized() if a.is_reduction and parallel in a.parallel_types() else a for a in target.axes]
         axes[index] = Axis(axis.extent, axis.kind, pieces)
         target = target.with_(axes=tuple(axes))
     return target
@@ -95,7 +101,10 @@ def same_device_axis(reference: TensorType, target: TensorType, parallel: Parall
 
 
 def _outer_split(source: Axis, factor: int, axis: Axis, index: int, parallel: ParallelKind) -> tuple[Piece, ...]:
-    if not source.is_split and source.extent == axis.extent:
+    """The pieces of `axis` parallelized as the reference axis `source` (`factor` pieces
+    outermost): the whole axis where both have one static extent; two dynamic extents
+    may differ (a reshape merging axes), so a device type splits the target by it."""
+    if not source.is_split and source.extent == axis.extent and (axis.extent != DYNAMIC or not parallel.is_device):
         return (Piece(axis.extent, parallel),)
     if axis.extent != DYNAMIC and (factor == DYNAMIC or axis.extent % factor):
         shown = "?" if factor == DYNAMIC else factor
@@ -183,6 +192,20 @@ def communicated_type(op: SetOp | ReduceOp) -> ParallelKind:
     return changed[0] if changed else ParallelKind.DIDX
 
 
+def shards_locally(op: Operation) -> bool:
+    """A set from a tensor replicated along the device type it communicates to one sharded
+    along it, within one mesh: every device already holds the shard it gets, so nothing
+    moves (`hir.local_shard`, where nvFuser scatters from the first device) and neither
+    buffer needs a layout."""
+    if not isinstance(op, SetOp) or not communicates(op):
+        return False
+    source, target = tensor_type(op.input), tensor_type(op.result)
+    if source.mesh is None or source.mesh != target.mesh:
+        return False
+    parallel = communicated_type(op)
+    return source.mesh.axis_size(parallel) > 1 and not source.is_sharded(parallel) and target.is_sharded(parallel)
+
+
 @dataclass(frozen=True)
 class Exchange:
     """How a collective cuts its flat buffers into team chunks (the buffer contracts of
@@ -237,28 +260,24 @@ def buffer_order(t: TensorType, to_result: Mapping[int, int], skip: int | None =
     ]
 
 
-def _chunk_order(t: TensorType, to_result: Mapping[int, int], split: int | None, parts: int, skip: int | None) -> list[int]:
-    """The result axes of one of `parts` team chunks of `t`'s buffer, cut along the result
-    axis `split` (None: the chunk is the whole buffer), in memory order, without those of
-    extent 1 in the chunk."""
+def _chunk_order(t: TensorType, to_result: Mapping[int, int], split: int | None, split_extent: int, skip: int | None) -> list[int]:
+    """The result axes of one team chunk of `t`'s buffer, cut along the result axis
+    `split` into chunks of `split_extent` (None: the chunk is the whole buffer), in
+    memory order, without those of extent 1 in the chunk."""
     from_result = {r: a for a, r in to_result.items()}
     order = []
     for axis in buffer_order(t, to_result, skip):
-        extent = t.local_extent(from_result[axis])
-        if axis == split and extent != DYNAMIC:
-            extent //= parts
+        extent = split_extent if axis == split else t.local_extent(from_result[axis])
         if extent != 1:
             order.append(axis)
     return order
 
 
-def _team_size(t: TensorType, parallel: ParallelKind) -> int:
-    return t.mesh.axis_size(parallel) if t.mesh is not None else 1
-
-
 def layout_problem(op: SetOp | ReduceOp, loop_axis: int | None = None) -> str | None:
     """Why the flat buffers of the communicating `op` are not laid out as its collective
     needs (None if they are). `loop_axis`: a result axis a stream loop slices away."""
+    if shards_locally(op):
+        return None
     exchange = Exchange.of(op, loop_axis)
     source, target = tensor_type(op.input), tensor_type(op.result)
     to_result = op.axis_map(op.input)
@@ -271,10 +290,14 @@ def layout_problem(op: SetOp | ReduceOp, loop_axis: int | None = None) -> str | 
         if leading is not None and order[:1] != [leading]:
             return (f"Resharding on an inner axis is not lowerable: axis {leading} of the result must be the "
                     "outermost allocated axis with a local extent above 1 (reorder-sharded-axis makes it so)")
-    # A scattered axis is cut into as many chunks as it has shards in the result, a
-    # gathered one into as many as it had in the input.
-    send_chunk = _chunk_order(source, to_result, exchange.scattered, _team_size(target, exchange.parallel), loop_axis)
-    receive_chunk = _chunk_order(target, identity, exchange.gathered, _team_size(source, exchange.parallel), loop_axis)
+    # A scattered axis is cut into chunks of its extent on one member of the result, a
+    # gathered one into chunks of its extent on one member of the input (one element
+    # where a whole axis is device-parallel, even a dynamic one).
+    from_result = {r: a for a, r in to_result.items()}
+    sent_part = target.local_extent(exchange.scattered) if exchange.scattered is not None else DYNAMIC
+    received_part = source.local_extent(from_result[exchange.gathered]) if exchange.gathered is not None else DYNAMIC
+    send_chunk = _chunk_order(source, to_result, exchange.scattered, sent_part, loop_axis)
+    receive_chunk = _chunk_order(target, identity, exchange.gathered, received_part, loop_axis)
     if send_chunk == receive_chunk:
         return None
     if exchange.scattered is not None and exchange.gathered is not None:

@@ -90,13 +90,13 @@ about `numberOfStreams` chunks are alive instead of the whole stream extent
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -138,6 +138,39 @@ def is_to_lower(op: Operation) -> bool:
     if isinstance(op, fusion.ComputeOp):
         return op.out is None
     return isinstance(op, hir.PostOnStreamOp) and not op.outs
+
+
+def same_extent_operand(op: fusion.ComputeOp, axis: int) -> tuple[SSAValue, int] | None:
+    """An operand of `op` and a logical axis of it whose run-time extent is that of the
+    result's `axis`: an axis mapped onto it that is not a broadcast one (for a reshape, of
+    a group of one axis each side)."""
+    extent = tensor_type(op.result).axes[axis].extent
+    if isinstance(op, fusion.ReshapeOp) and not op.slices_along(axis):
+        return None
+    for operand in op.tensor_inputs():
+        axes = tensor_type(operand).axes
+        for source, target in op.axis_map(operand).items():
+            if target == axis and not axes[source].is_broadcast and axes[source].extent == extent:
+                return operand, source
+    return None
+
+
+def same_extent_origin(value: SSAValue, axis: int, computed: Callable[[SSAValue], bool]) -> tuple[SSAValue, int] | None:
+    """A tensor that is not `computed` and a logical axis of it whose run-time extent is
+    that of `value`'s `axis`, traced back through the ops computing `value` (a post's
+    through its unit's ops, to the unit's arguments: the post's inputs)."""
+    while computed(value):
+        owner = value.owner
+        if isinstance(owner, hir.PostOnStreamOp):
+            returned = owner.unit().body.block.last_op.operands[value.index]  # type: ignore[union-attr, attr-defined]
+            found = same_extent_origin(returned, axis, lambda v: not isinstance(v, BlockArgument))
+            found = (owner.inputs[found[0].index], found[1]) if found is not None else None  # type: ignore[attr-defined]
+        else:
+            found = same_extent_operand(owner, axis) if isinstance(owner, fusion.ComputeOp) else None
+        if found is None:
+            return None
+        value, axis = found
+    return value, axis
 
 
 def is_scalar_op(op: Operation) -> bool:
@@ -313,6 +346,8 @@ def _ring_slicing(op: fusion.SetOp, axis: int) -> Slicing | None:
         return None  # a ring stays on one mesh and needs this rank's position along one mesh axis
     if source.axes[mapped].is_split or result.axes[axis].extent != source.mesh.size:
         return None  # a ring needs the whole axis over the devices
+    if result.is_sharded():
+        return None  # it scatters another axis as well: an all-to-all, not whole shards
     return Slicing(op, {op.result: axis}, {}, ring=source.mesh.devices)
 
 
@@ -457,7 +492,8 @@ class StreamLoop:
         that the same iteration produces; or it reads nothing the loop computes and has
         the loop's extent (an independent pipeline, such as an attention block's output
         projection beside its QKV projection: iteration i computes chunk i of both, so one
-        pipeline's communication hides behind the other's compute)."""
+        pipeline's communication hides behind the other's compute), known to be the same:
+        two dynamic extents may differ."""
         if slicing.extent != self.extent or not self.keeps_one_order(slicing):
             return False
         joined, independent = False, True
@@ -467,7 +503,7 @@ class StreamLoop:
                 return False
             independent = independent and operand not in self.stream_axes
             joined = joined or (same_chunk and (operand, mapped) in self.mapped)
-        return joined or independent
+        return joined or (independent and self.extent != DYNAMIC)
 
 
     def can_hoist(self, op: Operation) -> bool:
@@ -535,25 +571,30 @@ class _LoopBuilder:
             hoisted.detach()
             Rewriter.insert_op(hoisted, InsertPoint.before(self.anchor))
         lower, step, upper = self.bounds()
-        buffers = {r: self.allocate(r) for r in self.results if r not in self.loop_local | self.views}
+        allocations = {r: self.allocate(r) for r in self.results if r not in self.loop_local | self.views}
+        buffers = {r: ops[-1] for r, ops in allocations.items()}
         user = self.located(hir.GetCurrentStreamOp()).results[0]
         user.name_hint = "user_stream"
         sync = self.for_loop(lower, upper, step, self.sync_body(user))
         main = self.for_loop(lower, upper, step, self.main_body(user, buffers))
-        prologue = [lower.owner, step.owner, upper.owner, *buffers.values(), user.owner, sync, main]
+        prologue = [lower.owner, step.owner, upper.owner, *(op for ops in allocations.values() for op in ops), user.owner, sync, main]
         Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]  # the owners of constants: operations
         for result, buffer in buffers.items():
             result.replace_all_uses_with(buffer.results[0])
         for slicing in reversed(self.loop.slicings):
             Rewriter.erase_op(slicing.op)
 
-    def allocate(self, tensor: SSAValue) -> Operation:
+    def allocate(self, tensor: SSAValue) -> list[Operation]:
         """The full-size buffer of `tensor`: every chunk, even where finalize-multidevice-
-        domains marked it stream-allocated (one chunk), since all iterations write it."""
+        domains marked it stream-allocated (one chunk), since all iterations write it;
+        after a `hir.extent` of each of its dynamic extents, read from a tensor defined
+        before the loop (without them, allocating refuses, located, on the ranks)."""
         full = tensor_type(tensor).with_(stream_allocated=False)
-        allocate = self.located(hir.AllocateOp(full))
+        sources = [same_extent_origin(tensor, axis, lambda v: v in self.results) for axis in full.dynamic_value_axes()]
+        extents = [self.located(hir.ExtentOp(*source)) for source in sources] if None not in sources else []
+        allocate = self.located(hir.AllocateOp(full, extents=[e.results[0] for e in extents]))
         allocate.results[0].name_hint = tensor.name_hint
-        return allocate
+        return [*extents, allocate]
 
     def bounds(self) -> tuple[SSAValue, SSAValue, SSAValue]:
         lower = self.located(index_constant(0)).results[0]

@@ -19,7 +19,7 @@ def written_operands(op: Operation) -> list[SSAValue]:
         return [op.out] if op.out is not None else []
     if isinstance(op, hir.PostOnStreamOp):
         return list(op.outs)
-    if isinstance(op, hir.CollectiveOp):
+    if isinstance(op, (hir.CollectiveOp, hir.LocalShardOp)):
         return [op.output]
     if isinstance(op, hir.RecvOp):
         return [op.buffer]

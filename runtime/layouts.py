@@ -59,6 +59,15 @@ def shard_factor(t: TensorType, axis: int) -> int | None:
     return factor
 
 
+def whole_dynamic_device_axes(t: TensorType) -> dict[int, int]:
+    """Logical axis -> devices, for each value axis of dynamic extent that is one device
+    piece (`? didx`): its extent must be the number of devices, one element on each."""
+    if t.mesh is None:
+        return {}
+    return {i: t.mesh.axis_size(a.pieces[0].parallel) for i, a in enumerate(t.axes)
+            if a.extent == DYNAMIC and not a.is_reduction and not a.is_split and a.pieces[0].parallel.is_device}
+
+
 def empty_buffer(t: TensorType, rank: int | None, device: torch.device, shape: Sequence[int] | None = None) -> torch.Tensor:
     """A fresh buffer for `t` on `rank`, dense in allocation order, viewed in logical order."""
     shape = tuple(logical_shape(t, rank) if shape is None else shape)
@@ -98,12 +107,14 @@ def flatten_in_allocation_order(buffer: torch.Tensor, perm: tuple[int, ...] | No
 
 
 def _piece_extents(t: TensorType, index: int, extent: int, mesh_sizes: dict[ParallelKind, int]) -> list[int]:
-    """Extents of an axis' pieces for a global extent `extent` (resolving DYNAMIC pieces)."""
+    """Extents of an axis' pieces for a global extent `extent` (resolving DYNAMIC pieces);
+    refuses an extent they do not fit (a whole device axis holds one element per device)."""
     pieces = t.axes[index].pieces
     extents = [mesh_sizes.get(p.parallel, p.extent) if p.parallel.is_device else p.extent for p in pieces]
-    if len(extents) == 1:
-        return [extent]
     known = math.prod(1 if e == DYNAMIC else e for e in extents)
+    if (DYNAMIC in extents and extent % known) or (DYNAMIC not in extents and extent != known):
+        shown = ", ".join("?" if e == DYNAMIC else str(e) for e in extents)
+        raise ValueError(f"axis {index} of {t} has extent {extent}, which does not fit its pieces ({shown})")
     return [extent // known if e == DYNAMIC else e for e in extents]
 
 

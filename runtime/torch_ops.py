@@ -14,6 +14,7 @@ and compute ops on local shards in a host program (`ctx.rank` set). A compiled b
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -169,8 +170,38 @@ def _permute(op: fusion.PermuteOp, ctx: OpContext) -> Kernel:
 def _reshape(op: fusion.ReshapeOp, ctx: OpContext) -> Kernel:
     # On a rank, the result's local shape comes from its type: a reshape of local data.
     shape = ctx.shape(op.result)
+    if list(shape).count(DYNAMIC) > 1:  # torch infers one -1: the others come from the input
+        shape_of = _result_shape(op, shape)
+        return Kernel(lambda x: _clone(x).view(shape_of(x)), lambda out, x: copy_into(out, x.reshape(out.shape)),
+                      lambda x: x.reshape(shape_of(x)))
     return Kernel(lambda x: _clone(x).view(shape), lambda out, x: copy_into(out, x.reshape(out.shape)),
                   lambda x: x.reshape(shape))
+
+
+def _result_shape(op: fusion.ReshapeOp, shape: tuple[int, ...]) -> Callable[[torch.Tensor], tuple[int, ...]]:
+    """The result shape of `op` for an input tensor: `shape` (the result's, one local
+    extent per axis) with each dynamic extent the elements of its group of input axes
+    (`ReshapeOp.groups`) over the group's static result extents."""
+    inferred = []  # (result axis, input axes of its group, static extents of the group's other axes)
+    for sources, targets in op.groups():
+        dynamic = [t for t in targets if shape[t] == DYNAMIC]
+        if len(dynamic) > 1:
+            raise UnsupportedOp(f"result axes {dynamic} are dynamic in one group of axes: their extents are not "
+                                "determined by the input's")
+        if dynamic:
+            inferred.append((dynamic[0], sources, math.prod(shape[t] for t in targets if t != dynamic[0])))
+
+    def shape_of(x: torch.Tensor) -> tuple[int, ...]:
+        extents = list(shape)
+        for target, sources, static in inferred:
+            elements = math.prod(x.shape[s] for s in sources)
+            if static and elements % static:
+                raise ValueError(f"input axes {sources} hold {elements} elements at run time, which the static "
+                                 f"extents of result axis {target}'s group ({static} elements) do not divide")
+            extents[target] = elements // static if static else 0
+        return tuple(extents)
+
+    return shape_of
 
 
 def _broadcast(op: fusion.BroadcastOp, ctx: OpContext) -> Kernel:
@@ -198,12 +229,8 @@ def _sharded_axes(value: SSAValue) -> set[int]:
 
 
 def _slice(op: fusion.SliceOp, ctx: OpContext) -> Kernel:
+    # A slice cutting a sharded axis reshards: the evaluator refuses it unless lowered.
     starts, stops, steps = (list(x.get_values()) for x in (op.starts, op.stops, op.steps))
-    shape = tensor_type(op.input).value_axes()
-    if ctx.is_local():
-        for k in _sharded_axes(op.input):
-            if (starts[k], stops[k], steps[k]) != (0, shape[k].extent, 1):
-                raise UnsupportedOp(f"slices axis {k}, which is sharded across devices; slice before sharding")
     index = tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))
     return _view_kernel(lambda x: x[index])
 

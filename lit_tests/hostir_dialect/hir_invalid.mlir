@@ -442,3 +442,25 @@ hir.program @p(%x: !fusion.tensor<f32[4]>, %k: index) {
   %w = hir.shift %x -> %x team [0, 1] offset %k transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   hir.return
 }
+// -----
+// CHECK: // {{-----}}
+// hir.local_shard: member j keeps part j of its own input.
+hir.program @p(%x: !fusion.tensor<f32[4, 6], mesh=[0, 1]>, %y: !fusion.tensor<f32[4, 6(2 didx, 3)], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.local_shard' op the input's local shape [4, 6] must be the output's [4, 3] with axis 0 2 times as long
+  hir.local_shard %x -> %y axis 0 team [0, 1] : !fusion.tensor<f32[4, 6], mesh=[0, 1]> -> !fusion.tensor<f32[4, 6(2 didx, 3)], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4, 6], mesh=[0, 1]>, %y: !fusion.tensor<f32[4, 6(2 didx, 3)], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.local_shard' op team [0, 2] names devices [2] that do not hold both buffers (meshes [0, 1])
+  hir.local_shard %x -> %y axis 1 team [0, 2] : !fusion.tensor<f32[4, 6], mesh=[0, 1]> -> !fusion.tensor<f32[4, 6(2 didx, 3)], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4, 6], mesh=[0, 1]>, %y: !fusion.tensor<f32[4, 6(2 didx, 3), r2], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.local_shard' op axis 2 is not a value axis of the output
+  hir.local_shard %x -> %y axis 2 team [0, 1] : !fusion.tensor<f32[4, 6], mesh=[0, 1]> -> !fusion.tensor<f32[4, 6(2 didx, 3), r2], mesh=[0, 1]>
+  hir.return
+}

@@ -183,6 +183,16 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   hir.return
 }
 
+// A local shard: each member of the team keeps its part of its own (replicated) input.
+// CHECK-LABEL: hir.program @local_shard(
+hir.program @local_shard(%x: !fusion.tensor<f32[4, ?], mesh=[[0, 1], [2, 3]]>, %y: !fusion.tensor<f32[4(2 didx, 2), ?], mesh=[[0, 1], [2, 3]]>) {
+  // CHECK-NEXT: hir.local_shard %x -> %y axis 0 team [0, 1] : !fusion.tensor<f32[4, ?], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4(2 didx, 2), ?], mesh=[[0, 1], [2, 3]]>
+  hir.local_shard %x -> %y axis 0 team [0, 1] : !fusion.tensor<f32[4, ?], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4(2 didx, 2), ?], mesh=[[0, 1], [2, 3]]>
+  // CHECK-NEXT: hir.local_shard %x -> %y axis 0 team [2, 3]
+  hir.local_shard %x -> %y axis 0 team [2, 3] : !fusion.tensor<f32[4, ?], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4(2 didx, 2), ?], mesh=[[0, 1], [2, 3]]>
+  hir.return
+}
+
 // The copy-engine transport: symmetric buffers, `via` buffers, waits for one member.
 !shard = !fusion.tensor<bf16[2 didx, 4, 8], mesh=[0, 1]>
 !gathered = !fusion.tensor<bf16[2, 4, 8], mesh=[0, 1]>

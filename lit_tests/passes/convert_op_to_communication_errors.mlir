@@ -236,16 +236,16 @@ fusion.func @not_lowered(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fu
 // -----
 
 // A stream loop over an inner axis: each chunk is strided in its buffer.
-hir.program @chunk_not_contiguous(%x: !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]> {
+hir.program @chunk_not_contiguous(%x: !fusion.tensor<f32[8(4 didx, 2), 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]> {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
-  %y = hir.allocate : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
+  %y = hir.allocate : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]>
   scf.for %i = %c0 to %c8 step %c1 {
-    %x_i = hir.alias_select %x[%i] axis 1 : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]>
-    %y_i = hir.alias_select %y[%i] axis 1 : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+    %x_i = hir.alias_select %x[%i] axis 1 : !fusion.tensor<f32[8(4 didx, 2), 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+    %y_i = hir.alias_select %y[%i] axis 1 : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]>
     // CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 1]]:5: error: 'fusion.set' op communicates chunks of a stream loop over axis 1 that are not contiguous in their buffer: that axis must be allocated outermost (reorder-sharded-axis makes it so)
-    %0 = fusion.set %x_i into %y_i : !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+    %0 = fusion.set %x_i into %y_i : !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]>
   }
-  hir.return %y : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
+  hir.return %y : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]>
 }

@@ -56,3 +56,20 @@ fusion.func @kept(%a: !a, %b: !b) -> (!g, !g, !g, !s) {
 // CHECK-LABEL: fusion.func @kept
 // CHECK-NOT:     epilogue
 // CHECK:         fusion.return
+
+// -----
+
+// A relu of an integer product stays an op of its own: GEMM epilogues are for floating
+// point (folded, it made the matmul invalid: the differential profile, seed 3).
+!ia = !fusion.tensor<i32[4, 8]>
+!ib = !fusion.tensor<i32[8, 16]>
+!ic = !fusion.tensor<i32[4, 16, r8]>
+!ir = !fusion.tensor<i32[4, 16]>
+fusion.func @integer_relu(%a: !ia, %b: !ib) -> !ir {
+  %c = fusion.matmul %a, %b : !ia, !ib -> !ic
+  %r = fusion.relu %c : !ic -> !ir
+  fusion.return %r : !ir
+}
+// CHECK-LABEL: fusion.func @integer_relu
+// CHECK-NEXT:    %c = fusion.matmul %a, %b : !fusion.tensor<i32[4, 8]>, !fusion.tensor<i32[8, 16]> -> !fusion.tensor<i32[4, 16, r8]>
+// CHECK-NEXT:    %r = fusion.relu %c

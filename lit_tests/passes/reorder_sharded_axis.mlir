@@ -167,12 +167,28 @@ fusion.func @allgather_didy_inner(%x: !fusion.tensor<f32[2 didx, 8, 2 didy], mes
 // A stream loop over an inner axis would cut strided chunks: both buffers put the Stream
 // axis outermost (the copies run in the loop, one contiguous chunk each).
 // CHECK-LABEL: fusion.func @stream_axis_inner(
-// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]>
-// CHECK-NEXT:    %y = fusion.set %0 : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]>
-// CHECK-NEXT:    %y_1 = fusion.set %y : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %0 = fusion.set %x : !fusion.tensor<f32[8(4 didx, 2), 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]>
+// CHECK-NEXT:    %y = fusion.set %0 : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]> -> !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]>
+// CHECK-NEXT:    %y_1 = fusion.set %y : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3], alloc=[1, 0]> -> !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]>
 // LOWER-LABEL: hir.program @stream_axis_inner(
-// LOWER:         hir.scatter %{{.+}} -> %y_i team [0, 1, 2, 3] root 0 : !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]>
-fusion.func @stream_axis_inner(%x: !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]> {
-  %y = fusion.set %x : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
-  fusion.return %y : !fusion.tensor<f32[8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3]>
+// LOWER:         hir.allgather %{{.+}} -> %y_i team [0, 1, 2, 3] : !fusion.tensor<f32[8(4 didx, 2)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8], mesh=[0, 1, 2, 3]>
+fusion.func @stream_axis_inner(%x: !fusion.tensor<f32[8(4 didx, 2), 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]> {
+  %y = fusion.set %x : !fusion.tensor<f32[8(4 didx, 2), 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]>
+  fusion.return %y : !fusion.tensor<f32[8, 8 stream], mesh=[0, 1, 2, 3]>
+}
+
+// -----
+
+// A replicated tensor sharded within its mesh: every device keeps its own part of its
+// own buffer (hir.local_shard), whatever the layouts, so no copy is placed.
+// CHECK-LABEL: fusion.func @local_shard_needs_no_layout(
+// CHECK-NEXT:    %y = fusion.set %x : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    fusion.return %y
+// LOWER-LABEL: hir.program @local_shard_needs_no_layout(
+// LOWER-NEXT:    %y = hir.allocate : !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+// LOWER-NEXT:    hir.local_shard %x -> %y axis 1 team [0, 1, 2, 3] : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+// LOWER-NEXT:    hir.return %y
+fusion.func @local_shard_needs_no_layout(%x: !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]> {
+  %y = fusion.set %x : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
+  fusion.return %y : !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
 }

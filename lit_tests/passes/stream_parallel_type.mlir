@@ -208,14 +208,20 @@ hir.program @matmul_n(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2
 
 // -----
 
-// A dynamic stream extent: the trip count is read from the operand that provides it.
+// A dynamic stream extent: the trip count, and the extents of the loop's buffers, are
+// read from the operands that provide them (traced back through the loop's ops: %c's
+// extent is %a's, through %b).
 hir.program @dynamic(%a: !fusion.tensor<f32[?, 8]>) -> !fusion.tensor<f32[? stream, 8]> {
   %b = fusion.set %a : !fusion.tensor<f32[?, 8]> -> !fusion.tensor<f32[? stream, 8]>
-  hir.return %b : !fusion.tensor<f32[? stream, 8]>
+  %c = fusion.neg %b : !fusion.tensor<f32[? stream, 8]> -> !fusion.tensor<f32[? stream, 8]>
+  hir.return %c : !fusion.tensor<f32[? stream, 8]>
 }
 // CHECK-LABEL: hir.program @dynamic
 // CHECK:         %extent = hir.extent %a axis 0 : !fusion.tensor<f32[?, 8]>
-// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[? stream, 8]>
+// CHECK-NEXT:    %[[N:.+]] = hir.extent %a axis 0 : !fusion.tensor<f32[?, 8]>
+// CHECK-NEXT:    %b = hir.allocate(%[[N]]) : !fusion.tensor<f32[? stream, 8]>
+// CHECK-NEXT:    %[[M:.+]] = hir.extent %a axis 0 : !fusion.tensor<f32[?, 8]>
+// CHECK-NEXT:    %c = hir.allocate(%[[M]]) : !fusion.tensor<f32[? stream, 8]>
 // CHECK:         scf.for %i = %c0 to %extent step %c1 {
 
 // -----

@@ -14,7 +14,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from ..buffers import BufferUses
-from ..layouts import in_allocation_order, logical_shape
+from ..layouts import in_allocation_order, logical_shape, whole_dynamic_device_axes
 from ..torch_ops import Kernel, UnsupportedOp, build_kernel, copy_into
 from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emit_call_into, on_current_stream, value_name
 from .unit_backends import CompiledUnit
@@ -49,7 +49,8 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     c.refuse_one_chunk(op, [op.result])
     perm = tensor_type(op.result).value_allocation_order()
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
-        return emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
+        emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
+        return emit_whole_device_axes_check(c, op.result)
     # torch keeps an input's strides (a permuted input gives a permuted result): a fresh
     # result is laid out as its type declares, as every buffer is.
     fresh = f"{c.bind(kernel.fresh)}({c.names_of(args)})"
@@ -57,6 +58,26 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
         c.emit(f"{c.name(op.result)} = {fresh}.contiguous()")
     else:
         c.emit(f"{c.name(op.result)} = {c.bind(in_allocation_order, 'laid_out')}({fresh}, {perm!r})")
+    emit_whole_device_axes_check(c, op.result)
+
+
+def emit_whole_device_axes_check(c: FunctionCompiler, value: SSAValue) -> None:
+    """A result with a whole device axis of dynamic extent (`? didx`) holds one element of
+    it on each device: refuse, at the op, a run whose inputs give that axis another extent
+    (a schedule the types cannot check before the extents are known)."""
+    t = tensor_type(value)
+    whole = {t.value_position(axis): devices for axis, devices in whole_dynamic_device_axes(t).items()}
+    if not c.local or not whole:
+        return
+
+    def check(result: torch.Tensor) -> None:
+        for position, devices in whole.items():
+            if result.shape[position] != 1:
+                raise ValueError(f"value axis {position} of its result has {result.shape[position] * devices} elements "
+                                 f"at run time, but it is parallelized whole over {devices} devices (one element "
+                                 "each); split it instead")
+
+    c.emit(f"{c.bind(check, 'whole_device_axes')}({c.name(value)})")
 
 
 def checked_into(kernel: Kernel, op: fusion.ComputeOp, rank: int | None) -> Callable[..., torch.Tensor]:

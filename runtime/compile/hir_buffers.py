@@ -9,7 +9,7 @@ from hostir_dialect import hir
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
-from ..layouts import empty_buffer, logical_shape, shard_factor, torch_dtype
+from ..layouts import empty_buffer, logical_shape, shard_factor, torch_dtype, whole_dynamic_device_axes
 from .context import FunctionCompiler, Handler, on_current_stream
 
 
@@ -51,14 +51,18 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> None:
         return
     positions = [t.value_position(a) for a in axes]
     factors = [t.axes[a].split_factor for a in axes]
+    whole = whole_dynamic_device_axes(t)
     rank, device, static_shape = c.rank, c.context.device, logical_shape(t, c.rank)
 
     def new(*extents: int) -> torch.Tensor:
         shape = list(static_shape)
         for position, axis, factor, extent in zip(positions, axes, factors, extents):
+            # Every rank holding the buffer reads the same logical extent, so all refuse here.
             if extent % factor:
-                # Every rank holding the buffer reads the same logical extent, so all refuse here.
                 raise ValueError(f"axis {axis} has extent {extent} at run time, which its split factor {factor} does not divide")
+            if whole.get(axis, extent) != extent:
+                raise ValueError(f"axis {axis} has extent {extent} at run time, but it is parallelized whole over "
+                                 f"{whole[axis]} devices (one element each); split it instead")
             shape[position] = t.local_extent(axis, extent=extent)
         return empty_buffer(t, rank, device, shape)
 

@@ -1,8 +1,10 @@
 """Handlers of hir communication: collectives (through runtime/communicator.py, or
-runtime/copy_engine.py for `transport copy_engine`), send/recv, waits, team positions."""
+runtime/copy_engine.py for `transport copy_engine`), local shards, send/recv, waits, team
+positions."""
 
 from __future__ import annotations
 
+import torch
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import fusion, hir
@@ -12,6 +14,7 @@ from hostir_dialect.tensor_type import tensor_type
 from ..communicator import DONE, CollectiveError
 from ..hazards import on_own_stream
 from ..layouts import flatten_in_allocation_order
+from ..torch_ops import copy_into
 from .context import ExecutionError, FunctionCompiler, Handler, on_current_stream, value_name
 
 
@@ -39,6 +42,21 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
     buffers = [f"{flat}({c.name(v)}, {tensor_type(v).value_allocation_order()!r}, {what!r})"
                for v, what in ((op.input, "input"), (op.output, "output"), (op.via, "via")) if v is not None]
     c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({', '.join(buffers)})")
+
+
+def local_shard(c: FunctionCompiler, op: hir.LocalShardOp) -> None:
+    """This member's part of its own input, copied into its output: nothing moves between
+    devices. The part is a view of the input's logical axis, whatever its layout."""
+    team = op.team_ids
+    if c.rank not in team:
+        return
+    member, parts, dim = team.index(c.rank), len(team), op.dim
+
+    def copy(source: torch.Tensor, dest: torch.Tensor) -> None:
+        part = source.shape[dim] // parts
+        copy_into(dest, source.narrow(dim, member * part, part))
+
+    c.emit(f"{c.bind(copy, 'local_shard')}({c.names_of([op.input, op.output])})")
 
 
 def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> None:
@@ -99,6 +117,7 @@ def team_position(c: FunctionCompiler, op: hir.TeamPositionOp) -> None:
 
 HANDLERS: dict[type, Handler] = {
     hir.CollectiveOp: on_current_stream(collective),
+    hir.LocalShardOp: on_current_stream(local_shard),
     hir.PointToPointOp: on_current_stream(point_to_point),
     hir.WaitOp: on_current_stream(wait),
     hir.TeamPositionOp: team_position,

@@ -67,7 +67,7 @@ class Program:
         definition = []
         for line in self.definition:
             match = _INPUT_LINE.match(line)
-            if match and "-1" in match.group(2):
+            if match and "-1" in match.group(2) and match.group(4) is None:
                 line = f"{line}  # concrete: {list(concrete[match.group(1)])}"
             definition.append(line)
         return "\n".join(["with FusionDefinition() as fd:", *("    " + line for line in definition), *self.schedule])
@@ -533,23 +533,39 @@ def _draw_definition(w: _Writer) -> list[str]:
 
 
 def _make_some_inputs_dynamic(w: _Writer, program: Program) -> Program:
-    """Declare an extent of some inputs as -1; kept only if the whole program still builds."""
-    for var, shape, dtype in program.inputs:
+    """Declare extents of inputs -1: in a share of programs every extent above 1 of every
+    input (whole shapes dynamic, as nvFuser's tests declare theirs; extent-1 axes are the
+    operands' broadcast axes), else now and then one extent of an input. A change is kept
+    only if the whole program still builds."""
+    if w.chance(0.25):
+        whole = _with_dynamic_axes(program, {var: [i for i, e in enumerate(shape) if e > 1]
+                                             for var, shape, _ in program.inputs})
+        if whole is not None:
+            return whole
+    for var, shape, _ in program.inputs:
         axes = [i for i, e in enumerate(shape) if e > 1]
-        if not axes or not w.chance(0.1):
+        if axes and w.chance(0.1):
+            program = _with_dynamic_axes(program, {var: [w.pick(axes)]}) or program
+    return program
+
+
+def _with_dynamic_axes(program: Program, axes_of: dict[str, list[int]]) -> Program | None:
+    """`program` with these axes of its inputs (by variable) declared -1, if it still builds."""
+    definition = list(program.definition)
+    for var, shape, dtype in program.inputs:
+        axes = axes_of.get(var)
+        if not axes:
             continue
-        declared = list(shape)
-        declared[w.pick(axes)] = -1
+        declared = [-1 if i in axes else e for i, e in enumerate(shape)]
         old = f"{var} = fd.define_tensor({list(shape)}, dtype={dtype!r})"
         new = f"{var} = fd.define_tensor({declared}, dtype={dtype!r})"
-        candidate = Program(**{**program.__dict__, "definition": [new if line == old else line
-                                                                  for line in program.definition]})
-        try:
-            build(candidate)[0].to_module()
-        except Exception:  # noqa: BLE001 -- the static program stays
-            continue
-        program = candidate
-    return program
+        definition = [new if line == old else line for line in definition]
+    candidate = Program(**{**program.__dict__, "definition": definition})
+    try:
+        build(candidate)[0].to_module()
+    except Exception:  # noqa: BLE001 -- the program stays as it was
+        return None
+    return candidate
 
 
 @st.composite

@@ -394,7 +394,8 @@ def uses_symmetric_memory(module: ModuleOp) -> bool:
 
 class DryRunCommunicator(Communicator):
     """A communicator that creates no process group and posts nothing: a rank's program
-    compiles and runs its local work, with collective outputs left as allocated."""
+    compiles and runs its local work, with what collectives and receives would write
+    filled with ones (left as allocated, an integer division by it could fail)."""
 
     backend = "dry-run"
 
@@ -402,10 +403,16 @@ class DryRunCommunicator(Communicator):
         pass
 
     def poster(self, op):
-        return lambda *buffers_and_indices: DONE  # a shift's offset follows its buffers
+        return lambda input, output, *rest: _received(output)  # a shift's offset follows its buffers
 
     def point_to_point(self, op):
-        return lambda buffer, peer: DONE
+        return lambda buffer, peer: _received(buffer) if isinstance(op, hir.RecvOp) else DONE
+
+
+def _received(buffer: torch.Tensor | None):
+    if buffer is not None:
+        buffer.fill_(1)
+    return DONE
 
 
 def run_here(case: Case, dry_run: bool) -> Result | list[list]:

@@ -440,4 +440,268 @@ t5.outer_split(1, 2)
 t5.axis(1).parallelize(ParallelType.DIDx)
 t5.axis(2).parallelize(ParallelType.Stream)
 """, "refused"),
+    # Issue 25, item 5 (seed 1, 2 ranks): a value sharded on the inner piece of a split
+    # moving to the outer piece; reorder-sharded-axis built an allocation order naming an
+    # axis twice (a crash) instead of leaving the inner split to convert-op-to-communication.
+    "reshard_from_an_inner_split_to_the_outer_piece_is_refused": Regression(2, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([4, 4], dtype='float32')
+    t2 = fd.ops.cast(t1, 'float32')
+    t8 = fd.define_tensor([], dtype='float32')
+    fd.add_output(t8)
+t1.set_device_mesh(DeviceMesh([0, 1]))
+t1.outer_split(1, 2)
+t1.axis(2).parallelize(ParallelType.DIDx)
+t2.set_device_mesh(DeviceMesh([0, 1]))
+t2.outer_split(1, 2)
+t2.axis(1).parallelize(ParallelType.DIDx)
+""", "refused"),
+    # Issue 25, item 2: the rFactor reshape of two dynamic extents gave torch two -1s (a
+    # crash at run time), and the reshape of [?, 6(2 didx, 3), ?] was not seen as exact
+    # (a gather, then a scatter, around it).
+    "rfactor_of_two_dynamic_extents": Regression(2, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([-1, -1], dtype='float32')  # concrete: [6, 5]
+    y = fd.ops.sum(x, dims=[0])
+    fd.add_output(y)
+x.set_device_mesh(DeviceMesh([0, 1]))
+x.outer_split(0, 2)
+x.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # A whole dynamic device axis (`? didx`) reshaped into a merged axis: propagation
+    # took the two dynamic extents for one and made the merged axis `? didx` (one element
+    # per device; a crash at run time) instead of splitting it by the mesh size.
+    "whole_dynamic_device_axis_merged_by_a_reshape": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [4, 4, 6]
+    t1 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [4, 6, 6]
+    t2 = fd.ops.matmul(t0, t1)
+    t3 = fd.ops.reshape(t2, [-1])
+    t5 = fd.ops.abs(t3)
+    fd.add_output(t5)
+mesh = DeviceMesh([0, 1, 2, 3])
+t0.set_device_mesh(mesh)
+t1.set_device_mesh(mesh)
+t1.axis(0).parallelize(ParallelType.DIDx)
+t5.set_device_mesh(mesh)
+""", "correct"),
+    # Issue 25, item 2: a dynamic extent on an unsplit device axis was refused as if its
+    # buffers were laid out in different orders (the gathered chunk's extent was taken
+    # for dynamic; it is one element per device).
+    "allgather_of_a_whole_dynamic_device_axis": Regression(2, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([-1, 4], dtype='float32')  # concrete: [2, 4]
+    y = fd.ops.set(x)
+    fd.add_output(y)
+x.set_device_mesh(DeviceMesh([0, 1]))
+x.axis(0).parallelize(ParallelType.DIDx)
+y.set_device_mesh(DeviceMesh([0, 1]))
+""", "correct"),
+    # Seed 2 of the long profile with whole shapes dynamic: a stream loop's buffers of
+    # dynamic extents were allocated without them (refused on the ranks); their extents
+    # are now read before the loop, traced back through its ops (and kernel units).
+    "stream_loop_buffer_of_a_dynamic_extent": Regression(1, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([-1], dtype='float32')  # concrete: [3]
+    t10 = fd.ops.abs(t1)
+    t11 = fd.ops.add(t10, 1.0)
+    t12 = fd.ops.sqrt(t11)
+    fd.add_output(t12)
+t12.axis(0).parallelize(ParallelType.Stream)
+""", "correct"),
+    "stream_loop_buffer_of_a_dynamic_extent_broadcast_against_a_sharded_one": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([3, 3, 4], dtype='float32')
+    t1 = fd.ops.abs(t0)
+    t2 = fd.ops.add(t1, 1.0)
+    t3 = fd.ops.div(-1.5, t2)
+    t4 = fd.define_tensor([1, -1, 4], dtype='float32')  # concrete: [1, 3, 4]
+    t5 = fd.ops.eq(t3, t4)
+    t6 = fd.ops.cast(t5, dtype='float32')
+    fd.add_output(t6)
+mesh = DeviceMesh([0, 1])
+t3.set_device_mesh(mesh)
+t3.axis(2).parallelize(ParallelType.Stream)
+t4.set_device_mesh(mesh)
+t4.outer_split(2, 2)
+t4.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # A slice of a sharded axis (54 refusals of the long profile): the slice's sharding
+    # map leaves out the axes it cuts, so the input is gathered before it, and a result
+    # sharded on such an axis keeps its local shard after it.
+    "slice_of_a_sharded_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([4, 3], dtype='float32')
+    t3 = fd.ops.slice(t0, [1, 0], [3, 3])
+    t4 = fd.ops.sin(t3)
+    fd.add_output(t4)
+    fd.add_output(t3)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.outer_split(0, 2)
+t0.axis(0).parallelize(ParallelType.DIDx)
+t3.set_device_mesh(mesh)
+t3.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Seed 3, 2 ranks: a DID -> Stream set that also scatters another axis (an all-to-all)
+    # was built as a ring of shifts, which move whole shards (invalid IR); it runs whole.
+    "ring_of_a_set_that_also_scatters_another_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([4, 2, 2], dtype='float32')
+    t1 = fd.ops.broadcast(t0, [False, False, True, False])
+    t5 = fd.ops.abs(t1)
+    t6 = fd.ops.add(t5, 1.0)
+    t7 = fd.ops.div(t1, t6)
+    fd.add_output(t7)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.axis(1).parallelize(ParallelType.DIDx)
+t7.set_device_mesh(mesh)
+t7.axis(3).parallelize(ParallelType.DIDx)
+t7.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
+    # Seed 3, 4 ranks, without stream-parallel-type: a collective into a stream-allocated
+    # buffer (one chunk) outside any loop was converted (invalid IR); it is refused.
+    "collective_on_a_stream_allocated_buffer_outside_a_loop_is_refused": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([8, 6], dtype='float64')
+    t1 = fd.define_tensor([8, 1], dtype='float64')
+    t2 = fd.ops.le(t0, t1)
+    fd.add_output(t2)
+mesh = DeviceMesh([0, 1, 2, 3])
+t1.set_device_mesh(mesh)
+t1.outer_split(0, 4)
+t1.axis(0).parallelize(ParallelType.DIDx)
+t2.outer_split(0, 2)
+t2.axis(0).parallelize(ParallelType.Stream)
+""", "refused", "stream-parallel-type"),
+    # Seed 6, 4 ranks: the harness's dry run (collectives not posted) divided integers by
+    # an all-gather's unwritten output, which may hold 0 (a crash of the harness, not of
+    # the program); what collectives would write is filled with ones in a dry run.
+    "integer_division_by_a_gathered_value": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([8], dtype='int32')
+    t3 = fd.ops.reshape(t0, [4, 2])
+    t6 = fd.define_tensor([8, 2], dtype='int32')
+    t7 = fd.define_tensor([8], dtype='int32')
+    t8 = fd.ops.linear(t3, t6, bias=t7)
+    t14 = fd.define_tensor([4, 8], dtype='int32')
+    t15 = fd.ops.abs(t14)
+    t16 = fd.ops.add(t15, 1)
+    t17 = fd.ops.div(t8, t16)
+    fd.add_output(t17)
+mesh = DeviceMesh([0, 1, 2, 3])
+t16.set_device_mesh(mesh)
+t16.axis(0).parallelize(ParallelType.DIDx)
+t17.set_device_mesh(mesh)
+""", "correct"),
+    # The CI profile with whole shapes dynamic: a contraction over a whole dynamic device
+    # axis (K `? didx`) counted its devices as dynamic, so the other operand's K split by
+    # the mesh size looked sharded unlike it (refused); a whole device axis has one element
+    # per device of the mesh.
+    "contraction_over_a_whole_dynamic_device_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([1, -1, -1], dtype='float16')  # concrete: [1, 8, 2]
+    t1 = fd.define_tensor([-1, -1], dtype='float16')  # concrete: [6, 2]
+    t2 = fd.define_tensor([-1], dtype='float16')  # concrete: [6]
+    t3 = fd.ops.linear(t0, t1, bias=t2)
+    fd.add_output(t3)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Seeds 3 and 6, 4 ranks: a reshape merging dynamic extents, its result sharded:
+    # decompose-reshardings sharded the outermost merged input axis alike (a split by 4 of
+    # an axis of 3 at run time: a crash), which only static extents show to divide. No
+    # sharding maps through a group of dynamic extents that nothing pairs: the input is
+    # gathered and the result kept in shards.
+    "reshape_merging_dynamic_extents_into_a_sharded_axis": Regression(4, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [3, 8, 4]
+    t4 = fd.ops.reshape(t1, [-1])
+    fd.add_output(t4)
+mesh = DeviceMesh([0, 1, 2, 3])
+t1.set_device_mesh(mesh)
+t1.outer_split(1, 4)
+t1.axis(1).parallelize(ParallelType.DIDx)
+t4.set_device_mesh(mesh)
+t4.outer_split(0, 4)
+t4.axis(0).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Third round (8 of 2,400 refused): extent-1 axes joined the group after them, so the
+    # all-to-all's split of [?, b1, ?(2 didx, ?)] mapped the sharded axis onto the
+    # broadcast one (a resharding reshape); ones pair with ones or join the group before.
+    "reshape_pairing_past_a_broadcast_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, 1, -1], dtype='float64')  # concrete: [2, 1, 2]
+    t1 = fd.define_tensor([-1, -1], dtype='float64')  # concrete: [4, 2]
+    t2 = fd.define_tensor([-1], dtype='float64')  # concrete: [4]
+    t3 = fd.ops.linear(t0, t1, bias=t2)
+    t5 = fd.ops.neg(t3)
+    t9 = fd.ops.maximum(t5, t3)
+    fd.add_output(t9)
+mesh = DeviceMesh([0, 1])
+t5.set_device_mesh(mesh)
+t5.outer_split(0, 2)
+t5.axis(0).parallelize(ParallelType.DIDx)
+t9.set_device_mesh(mesh)
+t9.outer_split(2, 2)
+t9.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Third round: the rFactor reshaped both operands by one split, the static one, so an
+    # operand whose K is dynamic was reshaped to a static local K its extents do not pair
+    # with (refused at run time); each operand is reshaped by its own split.
+    "rfactor_of_a_dynamic_k_against_a_static_one": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, -1], dtype='float32')  # concrete: [8, 8]
+    t3 = fd.ops.slice(t0, [0, 0], [8, 8], [1, 1])
+    t5 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [2, 8, 4]
+    t6 = fd.ops.matmul(t3, t5)
+    fd.add_output(t6)
+mesh = DeviceMesh([0, 1, 2, 3])
+t5.set_device_mesh(mesh)
+t5.outer_split(1, 4)
+t5.axis(1).parallelize(ParallelType.DIDx)
+""", "correct"),
+    # Seed 3 on the branch merged with main, 4 ranks: fuse-epilogues folded the relu of an
+    # integer matmul into it, which the verifier refuses (invalid IR); it stays an op.
+    "relu_of_an_integer_matmul_is_no_epilogue": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([3, 3, 6], dtype='int32')
+    t1 = fd.define_tensor([3], dtype='int32')
+    t2 = fd.ops.matmul(t1, t0)
+    t3 = fd.define_tensor([6], dtype='int32')
+    t4 = fd.ops.matmul(t2, t3)
+    t7 = fd.ops.relu(t4)
+    fd.add_output(t7)
+mesh = DeviceMesh([0, 1, 2, 3])
+t0.set_device_mesh(mesh)
+t1.set_device_mesh(mesh)
+t3.set_device_mesh(mesh)
+""", "correct"),
+    # Seed 6 on the merged branch, 1 rank: two stream pipelines over axes of two dynamic
+    # extents (6 and 4 at run time) were taken for independent pipelines of one extent and
+    # built as one loop (an index out of range); a loop only takes another pipeline whose
+    # extent is known to be its own.
+    "independent_stream_pipelines_of_two_dynamic_extents": Regression(1, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([-1, -1, -1], dtype='int32')  # concrete: [4, 6, 4]
+    t2 = fd.ops.pow(t1, 2)
+    t3 = fd.ops.abs(t2)
+    t4 = fd.ops.add(t3, 1)
+    t6 = fd.ops.permute(t4, dims=[1, 2, 0])
+    t7 = fd.define_tensor([-1, -1, -1], dtype='int32')  # concrete: [6, 4, 4]
+    t8 = fd.ops.minimum(t6, t7)
+    t9 = fd.ops.set(t4)
+    t10 = fd.define_tensor([-1, -1], dtype='int32')  # concrete: [6, 4]
+    t11 = fd.define_tensor([-1], dtype='int32')  # concrete: [6]
+    t12 = fd.ops.linear(t8, t10, bias=t11)
+    fd.add_output(t12)
+mesh = DeviceMesh([0])
+t6.set_device_mesh(mesh)
+t6.outer_split(1, 1)
+t6.axis(1).parallelize(ParallelType.DIDx)
+t9.axis(1).parallelize(ParallelType.Stream)
+t12.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
 }

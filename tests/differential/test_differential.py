@@ -7,6 +7,7 @@ each 30th also with each pass disabled in turn); HOSTIR_DIFFERENTIAL=long runs 3
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 
@@ -112,3 +113,12 @@ def test_the_generator_draws_mostly_valid_definitions_covering_every_op():
     for feature in ("DIDx", "DIDy", "Stream", "outer_split", "set_allocation_order", "[-1", "DeviceMesh([0, 1])",
                     "DeviceMesh([[0, 1], [2, 3]])"):
         assert feature in sources, feature
+    whole_shapes_dynamic = sum(_declares_whole_shapes_dynamic(p.source()) for p in drawn)
+    assert whole_shapes_dynamic >= 0.1 * len(drawn), f"{whole_shapes_dynamic} of {len(drawn)} draws"
+
+
+def _declares_whole_shapes_dynamic(source: str) -> bool:
+    """Every input extent -1 but broadcast ones (1), as nvFuser users declare inputs."""
+    declared = [ast.literal_eval(shape) for shape in re.findall(r"define_tensor\((\[[-\d, ]*\])", source)]
+    extents = [e for shape in declared for e in shape]
+    return -1 in extents and set(extents) <= {-1, 1}

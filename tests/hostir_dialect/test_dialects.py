@@ -142,6 +142,7 @@ def build_host_program() -> ModuleOp:
         add(hir.RecvOp(x, peer)),
         add(hir.AllreduceOp(x, x, [0, 1], reduction=ReduceKind.MAX, transport=hir.Transport.COPY_ENGINE, via=y)),
     ]
+    add(hir.LocalShardOp(y, x, 0, [0, 1]))
     add(hir.WaitOp(works[0].results[0], position))
     for work in works:
         add(hir.WaitOp(work.results[0]))
@@ -161,6 +162,7 @@ def test_every_hir_op_builds_from_python_and_round_trips() -> None:
     assert "hir.recv %1, %8 :" in text
     assert "outs(%3 : !fusion.tensor<f32[8, 4]>)" in text
     assert "hir.shift %1 -> %1 team [1, 0] offset %" in text
+    assert "hir.local_shard %2 -> %1 axis 0 team [0, 1] :" in text
 
 
 def test_constructed_types_carry_sharding() -> None:
@@ -180,6 +182,9 @@ def test_constructed_types_carry_sharding() -> None:
         (lambda x, y: hir.AllreduceOp(x, x, [0, 1]), "needs a reduction kind"),
         (lambda x, y: hir.GatherOp(x, y, [0, 1], root=3), r"root 3 is not in team \[0, 1\]"),
         (lambda x, y: hir.AllToAllOp(y, y, []), "team must not be empty"),
+        (lambda x, y: hir.LocalShardOp(x, y, 0, [0, 1]), r"the input's local shape \[4\] must be the output's \[8\] "
+                                                          "with axis 0 2 times as long"),
+        (lambda x, y: hir.LocalShardOp(y, x, 0, [0, 0]), r"team \[0, 0\] must be non-empty and name distinct devices"),
     ],
 )
 def test_constructed_collectives_are_verified(build: Callable, message: str) -> None:
@@ -205,12 +210,28 @@ def test_constructed_compute_ops_are_verified() -> None:
     ((-1, 2, 3), (-1, 6), [([0], [0]), ([1, 2], [1])]),
     ((2, -1, 5), (2, -1, 5), [([0], [0]), ([1], [1]), ([2], [2])]),
     ((-1, 1), (-1,), [([0, 1], [0])]),
+    # Dynamic extents pair with each other where everything else matches statically.
+    ((-1, 6, -1), (-1, 2, 3, -1), [([0], [0]), ([1], [1, 2]), ([2], [3])]),
+    ((-1, -1), (-1, 4), [([0, 1], [0, 1])]),  # the second -1 would have to be 4: one group
+    ((3, -1, -1), (3, 2, -1, -1), [([0], [0]), ([1], [1, 2]), ([2], [3])]),  # a split by a static factor
+    ((-1, 2, -1), (-1, -1), [([0], [0]), ([1, 2], [1])]),  # a merge
+    ((-1, 2), (2, -1), [([0, 1], [0, 1])]),  # the factor 2 left over: one group
+    ((-1, 1, 2, -1), (2, -1, 1, 2, -1), [([0], [0, 1]), ([1], [2]), ([2], [3]), ([3], [4])]),  # ones pair
+    ((-1, 1, -1), (-1, -1), [([0, 1], [0]), ([2], [1])]),  # a lone one joins the group before it
 ])
 def test_reshape_groups_axes_only_where_products_are_known_to_match(
         source: tuple[int, ...], target: tuple[int, ...], groups: list) -> None:
     func = fusion.FuncOp("f", [tensor(*source)], [])
     reshape = fusion.ReshapeOp(func.args[0], tensor(*target))
     assert reshape.groups() == groups
+
+
+def test_a_dynamic_axis_split_by_static_factors_pairs_as_its_pieces() -> None:
+    """The rFactor's [?(2 didx, ?), ?] -> [2 didx, ?, ?]: axis 0 becomes the first two."""
+    mesh, devices = Mesh.of([0, 1]), Piece(2, ParallelKind.DIDX)
+    func = fusion.FuncOp("f", [tensor(Axis(-1, pieces=(devices, Piece(-1))), -1, mesh=mesh)], [])
+    reshape = fusion.ReshapeOp(func.args[0], tensor(Axis(2, pieces=(devices,)), -1, -1, mesh=mesh))
+    assert reshape.groups() == [([0], [0, 1]), ([1], [2])]
 
 
 # --------------------------------------------------------------------------- #

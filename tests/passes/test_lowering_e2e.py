@@ -95,6 +95,16 @@ LINEAR_K_SHARDED_WEIGHT_4 = f"""fusion.func @f(%x: {t('3, 8], mesh=[0, 1, 2, 3')
   fusion.return %y : {t('3, 6, r8], mesh=[0, 1, 2, 3')}
 }}"""
 STREAM_ALLGATHER = set_fusion("4, 2 didx, 8], mesh=[0, 1", "4 stream, 2, 8], mesh=[0, 1")
+REPLICATED_PLUS_SHARDED = f"""fusion.func @f(%a: {t('4, 6], mesh=[0, 1')}, %b: {t('4, 6(2 didx, 3)], mesh=[0, 1')}) -> {t('4, 6(2 didx, 3)], mesh=[0, 1')} {{
+  %c = fusion.add %a, %b : {t('4, 6], mesh=[0, 1')}, {t('4, 6(2 didx, 3)], mesh=[0, 1')} -> {t('4, 6(2 didx, 3)], mesh=[0, 1')}
+  fusion.return %c : {t('4, 6(2 didx, 3)], mesh=[0, 1')}
+}}"""
+# A row-parallel linear feeding a sequence-sharded add: one reduce-scatter (issue 25).
+SEQUENCE_PARALLEL_LINEAR_ADD = f"""fusion.func @f(%x: {t('3, 4, 8(2 didx, 4)], mesh=[0, 1')}, %w: {t('5, 8(2 didx, 4)], mesh=[0, 1')}, %r: {t('3, 4(2 didx, 2), 5], mesh=[0, 1')}) -> {t('3, 4(2 didx, 2), 5], mesh=[0, 1')} {{
+  %y = fusion.linear %x, %w : {t('3, 4, 8(2 didx, 4)], mesh=[0, 1')}, {t('5, 8(2 didx, 4)], mesh=[0, 1')} -> {t('3, 4, 5, r8')}
+  %z = fusion.add %y, %r : {t('3, 4, 5, r8')}, {t('3, 4(2 didx, 2), 5], mesh=[0, 1')} -> {t('3, 4(2 didx, 2), 5], mesh=[0, 1')}
+  fusion.return %z : {t('3, 4(2 didx, 2), 5], mesh=[0, 1')}
+}}"""
 
 # Two consumers need %x gathered: decompose-reshardings shares one set between them.
 TWO_CONSUMERS = f"""fusion.func @f(%x: {t('2 didx, 8], mesh=[0, 1')}) -> ({t('2, 8], mesh=[0, 1')}, {t('2, 8], mesh=[0, 1')}) {{
@@ -121,6 +131,8 @@ CASES: dict[str, tuple[str, int]] = {
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
+    "replicated_plus_sharded": (REPLICATED_PLUS_SHARDED, 2),  # each rank keeps its part of %a
+    "sequence_parallel_linear_add": (SEQUENCE_PARALLEL_LINEAR_ADD, 2),
     # K sharded in one operand only: the other takes its K split (decompose-reshardings)
     "k_sharded_a_replicated_b_1": (matmul_fusion("4, 8(1 didx, 8)], mesh=[0", "8, 6], mesh=[0", "4, 6, r8], mesh=[0"), 1),
     "k_sharded_a_replicated_b": (matmul_fusion("4, 8(2 didx, 4)], mesh=[0, 1", "8, 6], mesh=[0, 1", "4, 6, r8"), 2),
@@ -161,7 +173,7 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_inner_axis": (set_fusion("8, 4], mesh=[0", "8, 4(2 didx, 2)], mesh=[0, 1"), 2),
     "reduce_scatter_inner_axis": (reduce_fusion("sum", "0", "2 didx, 4, 8], mesh=[0, 1", "r2, 4, 8(2 didx, 4)], mesh=[0, 1"), 2),
     "allgather_inner_axis_4": (set_fusion("3, 8(4 didx, 2)], mesh=[0, 1, 2, 3", "3, 8], mesh=[0, 1, 2, 3"), 4),
-    "scatter_in_a_loop_over_an_inner_axis_4": (set_fusion("8, 8], mesh=[0, 1, 2, 3", "8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3"), 4),
+    "scatter_in_a_loop_over_an_inner_axis_4": (set_fusion("8, 8], mesh=[0", "8(4 didx, 2), 8 stream], mesh=[0, 1, 2, 3"), 4),
     # DIDy on a 2-D mesh (teams are mesh columns), and both types at once
     "allgather_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2 didx, 8], {MESH_2D}"), 4),
     "allgather_didy_inner_axis": (set_fusion(f"2 didx, 8, 2 didy], {MESH_2D}", f"2 didx, 8, 2], {MESH_2D}"), 4),
@@ -184,9 +196,11 @@ EXPECTED_COLLECTIVE = {
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
-    "k_sharded_a_replicated_b": "hir.scatter %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
-    "linear_k_sharded_weight_4": "hir.scatter", "k_didx_against_k_didy_4": "hir.allgather %b",
+    "k_sharded_a_replicated_b": "hir.local_shard %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
+    "linear_k_sharded_weight_4": "hir.local_shard", "k_didx_against_k_didy_4": "hir.allgather %b",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",
+    "replicated_plus_sharded": "hir.local_shard %a -> %0 axis 1 team [0, 1]",
+    "sequence_parallel_linear_add": "hir.reduce_scatter",
     "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
     "all_to_all": "hir.all_to_all %a -> %b team [0, 1]", "all_to_all_split": "hir.all_to_all",
@@ -195,7 +209,7 @@ EXPECTED_COLLECTIVE = {
                             "!fusion.tensor<f32[4, 2], mesh=[0, 1], alloc=[1, 0]>",
     "scatter_inner_axis": "hir.scatter", "reduce_scatter_inner_axis": "hir.reduce_scatter",
     "allgather_didy": "hir.allgather %a -> %b team [0, 2]", "allreduce_didy": "hir.allreduce %a -> %b team [1, 3]",
-    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.scatter %a -> %b team [1, 3] root 1",
+    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.local_shard %a -> %b axis 0 team [1, 3]",
     "gather_didx_and_didy": "team [1, 3]", "didy_then_didx": "hir.all_to_all",
     "p2p_matmul": "hir.shift %a", "p2p_matmul_mesh_21": "hir.team_position team [2, 1]",
 }

@@ -1,6 +1,7 @@
-"""The reshardings on 2 GPUs (NCCL, real CUDA streams): all-to-alls, inner axes and the
-P2P DID -> Stream ring compute what eager torch computes, and the ring's shift of one
-member's shard overlaps the matmul of another's.
+"""The reshardings on 2 GPUs (NCCL, real CUDA streams): all-to-alls, inner axes, local
+shards, a row-parallel linear's reduce-scatter and the P2P DID -> Stream ring compute what
+eager torch computes, and the ring's shift of one member's shard overlaps the matmul of
+another's.
 
 Run on a machine with 2 CUDA devices:  pytest -m gpu tests/passes/test_reshardings_gpu.py
 """
@@ -29,7 +30,7 @@ WORLD = 2
 RESHARDINGS = [
     "all_to_all", "all_to_all_split", "all_to_all_inner_axes", "reshape_merging_a_sharded_inner_axis",
     "allgather_inner_axis", "allgather_column_major", "scatter_inner_axis", "reduce_scatter_inner_axis",
-    "p2p_matmul",
+    "p2p_matmul", "replicated_plus_sharded", "sequence_parallel_linear_add", "k_sharded_a_replicated_b",
 ]
 
 

@@ -419,7 +419,8 @@ def test_slicing_a_sharded_axis_is_refused():
     R = "!fusion.tensor<f32[2(2 didx, 1), 64], mesh=[0, 1]>"
     m = parse_module(program(f"%c = fusion.slice %a starts [0, 0] stops [2, 64] steps [1, 1] : {A} -> {R}\n"
                              f" hir.return %c : {R}", f"%a: {A}", R))
-    with pytest.raises(HostIRError, match=r"'fusion.slice' op slices axis 0, which is sharded"):
+    # A slice of a sharded axis reshards (decompose-reshardings gathers its input first).
+    with pytest.raises(HostIRError, match=r"'fusion.slice' op needs a communication .* but was not lowered to one"):
         Evaluator(m)
 
 
@@ -676,3 +677,18 @@ def test_a_stream_chunk_buffer_outside_a_stream_loop_is_refused(body):
     m = parse_module(program(f"{body}\n hir.return %c : {S}", f"%a: {T}", S))
     with pytest.raises(HostIRError, match=r"is allocated one stream chunk at a time, which only a stream loop"):
         Evaluator(m)
+
+
+def test_a_whole_device_axis_of_another_extent_at_run_time_is_refused_at_the_op():
+    """`? didx` promises one element per device; only the run's extents can break it."""
+    t = "f32[?(1 didx, ?), 3], mesh=[0]"
+    u = "f32[? didx, 3], mesh=[0]"
+    program = parse_module(f"""hir.program @p(%x: !fusion.tensor<{t}>) -> !fusion.tensor<{u}> {{
+  %y = fusion.neg %x : !fusion.tensor<{t}> -> !fusion.tensor<{u}>
+  hir.return %y : !fusion.tensor<{u}>
+}}""")
+    (y,) = execute(program, [torch.ones(1, 3)], rank=0, world_size=1)
+    assert torch.equal(y, -torch.ones(1, 3))
+    with pytest.raises(ExecutionError, match=r"'fusion.neg' op failed: value axis 0 of its result has 2 elements at run "
+                                             r"time, but it is parallelized whole over 1 devices"):
+        execute(program, [torch.ones(2, 3)], rank=0, world_size=1)

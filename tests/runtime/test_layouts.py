@@ -52,3 +52,13 @@ def test_allocation_order_is_realized_as_strides():
 def test_a_global_tensor_of_the_wrong_shape_is_refused():
     with pytest.raises(ValueError, match=r"global tensor of shape \[8, 6\] does not fit"):
         shard_tensor(G, tensor_type("f32[4, 6]"), 0)
+
+
+@pytest.mark.parametrize("text, message", [
+    # a whole dynamic device axis holds one element per device: 8 would leave 6 out
+    ("f32[? didx, 6], mesh=[0, 1]", r"axis 0 of .* has extent 8, which does not fit its pieces \(2\)"),
+    ("f32[8, ?(4 didx, ?)], mesh=[0, 1, 2, 3]", r"axis 1 of .* has extent 6, which does not fit its pieces \(4, \?\)"),
+])
+def test_a_dynamic_extent_its_pieces_do_not_fit_is_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        shard_tensor(G, tensor_type(text), 0)

@@ -120,3 +120,31 @@ def test_an_integer_contraction_is_refused_on_gpus_and_computed_on_cpus(op):
     kernel = build_kernel(contraction, OpContext(rank=None, device=torch.device("cpu")))
     x, y = torch.arange(6).reshape(2, 3), torch.arange(9).reshape(3, 3)
     assert torch.equal(kernel.fresh(x, y), x @ y if op == "matmul" else x @ y.T)
+
+
+def _reshape_fusion(source: str, target: str) -> str:
+    return f"""fusion.func @f(%x: !fusion.tensor<f32[{source}]>) -> !fusion.tensor<f32[{target}]> {{
+  %y = fusion.reshape %x : !fusion.tensor<f32[{source}]> -> !fusion.tensor<f32[{target}]>
+  fusion.return %y : !fusion.tensor<f32[{target}]>
+}}"""
+
+
+def test_a_reshape_with_several_dynamic_extents_reads_them_from_its_input():
+    # Issue 25: torch infers one -1; the other dynamic extents pair with the input's.
+    from hostir.passes import lower
+    from hostir.runtime import run_fusion
+    from hostir_dialect.context import parse_module
+
+    x = torch.randn(5, 6, 7)
+    text = _reshape_fusion("?, 6, ?", "?, 2, 3, ?")
+    for got in (run_fusion(parse_module(text), [x])[0], execute(lower(parse_module(text)), [x], rank=0, world_size=1)[0]):
+        torch.testing.assert_close(got, x.reshape(5, 2, 3, 7))
+
+
+def test_a_reshape_whose_dynamic_extents_its_input_does_not_determine_is_refused():
+    from hostir.runtime import run_fusion
+    from hostir_dialect.context import parse_module
+    from hostir_dialect.diagnostics import HostIRError
+
+    with pytest.raises(HostIRError, match=r"'fusion.reshape' op result axes \[0, 1\] are dynamic in one group of axes"):
+        run_fusion(parse_module(_reshape_fusion("?", "?, ?")), [torch.randn(6)])
