@@ -8,14 +8,16 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 `transport=auto` (`hostir-lower{transport=auto}` hands it over), this pass estimates per
 function, from the machine's constants (passes/cost_model.py):
 
-    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + min(c, g),  S * host per chunk)
-    serial    = max(C + G + reorders,                                     host per chunk)
+    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + min(c_last, g),  S * host per chunk)
+    serial    = max(C + G + reorders,                                          host per chunk)
     K         = S * (c - l) + l
 
 where C and c are the communication of the whole tensors and of one chunk (each
 collective on its fastest transport), l the fixed part of c (its latency and signal,
-which overlap the other chunks' transfers), G and g the matmuls' (a two-stage pipeline:
-after the first chunk, the slower stage sets the pace; the matmuls run `slowdown` slower
+which overlap the other chunks' transfers), c_last the last phase of c (a copy-engine
+all-reduce's second: reduce, push, signal; all of c for the others), G and g the
+matmuls' (a two-stage pipeline: after the first chunk, the slower stage sets the pace,
+and the last chunk's last phase follows the last matmul; the matmuls run `slowdown` slower
 while transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
 where it is the larger; `cuda-graph=true`: none, the program is replayed from a graph),
 and `reorders` the transposing copies that running whole adds where the stream axis lies
@@ -69,6 +71,11 @@ class Stages:
     """The transposing copies running whole adds: where the stream axis lies outside the
     axis a collective splits by member, the chunks of one member are not contiguous
     once the loop is gone, and reorder-sharded-axis copies the tensor to make them so."""
+    last_phase_per_chunk: float | None = None
+    """Of `communication_per_chunk`, the last phase (None: all of it): the part that
+    follows a chunk's compute. A copy-engine all-reduce's first phase runs beside the
+    chunk's own compute, its second (reduce, push, signal) beside the next chunk's, so
+    only the last chunk's second phase is left once the matmuls are done."""
 
     def pipelined_ms(self, host_ms_per_chunk: float) -> float:
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
@@ -76,7 +83,8 @@ class Stages:
         matmuls = self.chunks * g
         # The matmuls run slower only while transfers run beside them.
         slowed = matmuls + self.slowdown * min(communication, matmuls)
-        gpu = max(communication, slowed) + min(c, g)
+        last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
+        gpu = max(communication, slowed) + min(last, g)
         return max(gpu, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
@@ -101,7 +109,8 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
     chunks = stream_chunks(func)
     if chunks is None:
         return None
-    communication = per_chunk_communication = latency = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
+    communication = per_chunk_communication = last_phase = latency = matmuls = per_chunk_matmuls = slowdown = 0.0
+    reorders = 0.0
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op):
             collective, size = _collective(op), _input_bytes(op)
@@ -113,7 +122,9 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
             transport = machine.fastest_transport(kind, chunk, team_size, chunks)  # as convert-op-to-communication picks
-            per_chunk_communication += machine.collective_ms(kind, transport, chunk, team_size)
+            phases = machine.phases_ms(kind, transport, chunk, team_size)
+            per_chunk_communication += sum(phases)
+            last_phase += phases[-1]
             latency += machine.collective_ms(kind, transport, 0, team_size)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
         elif isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
@@ -124,7 +135,7 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             matmuls += machine.matmul_ms(flops, element)
             per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
-                  latency, reorders)
+                  latency, reorders, last_phase)
 
 
 def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | None:

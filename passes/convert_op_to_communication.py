@@ -53,6 +53,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.copy_engine_facts import copy_engine_algorithm
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
@@ -249,7 +250,8 @@ def input_bytes(op: Operation, member: int) -> int:
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     """Why the copy-engine transport cannot carry `op`'s communication (None if it can)."""
-    if len(plan) != 1 or not plan[0].kind.HAS_COPY_ENGINE_ALGORITHM:
+    algorithm = copy_engine_algorithm(plan[0].kind.name) if len(plan) == 1 else None
+    if algorithm is None:
         return "only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm"
     mesh = tensor_type(op.operands[0]).mesh
     if mesh is None or mesh.ndim != 1 or plan[0].team != mesh.devices or len(plan[0].team) < 2:
@@ -262,7 +264,7 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
-    return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
+    return algorithm.input_problem(math.prod(local_input), len(plan[0].team))
 
 
 def _enclosing_loops(op: Operation) -> list[scf.ForOp]:

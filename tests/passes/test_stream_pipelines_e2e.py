@@ -33,6 +33,7 @@ BOUNDED = (
     "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
+COPY_ENGINE_BOUNDED = "hostir-lower{transport=copy-engine bounded-intermediates=true}"
 AG_AFTER = (
     "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
@@ -291,6 +292,19 @@ def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
+def matmul_ar_blocks(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
+    """matmul+AR with each chunk's rows as D blocks, the one each member reduces (as
+    matmul+RS), so that split-by-member splits the producer of a copy-engine all-reduce."""
+    a, b, bb = t(f'{s}, {d} didx, {d}, {m}, {k}', d), t(f'{d} didx, {k}, {n}', d), t(f'b1, {d} didx, b1, {k}, {n}', d)
+    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {d}, {m}, {n}', d)
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %bb = fusion.broadcast %b dims [0, 2] : {b} -> {bb}
+  %u = fusion.matmul %a, %bb : {a}, {bb} -> {u}
+  %c = fusion.reduce sum %u dims [1] : {u} -> {c}
+  fusion.return %c : {c}
+}}"""
+
+
 def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
     """The P2P DID -> Stream pipeline (nvFuser #4515): the stream axis is A's device axis,
     so the loop is a ring of shifts, one member's shard per iteration, own shard first
@@ -322,6 +336,10 @@ MULTI_DEVICE = {
     "AG_before_Matmul-copy_engine": (ag_matmul, COPY_ENGINE, "hir.allgather"),
     "matmul_AR-copy_engine": (matmul_ar, COPY_ENGINE, "hir.allreduce"),
     "matmul_RS_through_bcast-copy_engine": (matmul_rs, COPY_ENGINE, "hir.reduce_scatter"),
+    "matmul_AR_blocks": (matmul_ar_blocks, PIPELINE, "hir.allreduce"),
+    "matmul_AR_blocks-copy_engine": (matmul_ar_blocks, COPY_ENGINE, "hir.allreduce"),
+    "matmul_AR_blocks-copy_engine-bounded": (matmul_ar_blocks, COPY_ENGINE_BOUNDED, "hir.allreduce"),
+    "AG_before_Matmul-copy_engine-bounded": (ag_matmul, COPY_ENGINE_BOUNDED, "hir.allgather"),
     # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
     "AG_before_Matmul-auto": (ag_matmul, AUTO, "hir.allgather"),
     "matmul_AR-auto": (matmul_ar, AUTO, "hir.allreduce"),
@@ -334,6 +352,21 @@ WORLD = 2
 MULTI_EXTENTS = (3, 4)
 RUNS = 3
 """Each job runs this often: copy-engine buffers and flags are reused from run to run."""
+
+
+SPLIT_BY_MEMBER = {
+    "AG_before_Matmul-copy_engine", "AG_before_Matmul-copy_engine-bounded", "matmul_RS_through_bcast-copy_engine",
+    "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded",
+}
+"""The cases whose compute split-by-member splits around the copy-engine collective
+(its member loops use `hir.team_position`): the others have no compute next to it, or no
+axis of team members (matmul_AR)."""
+
+
+def split_by_member(program) -> bool:
+    ops = list(program.walk())
+    copy_engine = any(isinstance(op, hir.CollectiveOp) and op.uses_copy_engine for op in ops)
+    return copy_engine and any(isinstance(op, hir.TeamPositionOp) for op in ops)
 
 
 def collective_in_loop(program, collective: str) -> bool:
@@ -351,9 +384,11 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             expected = runtime.run_fusion(reference, inputs)
             program = lowered(text, pipeline)
             assert collective_in_loop(program, collective) == (pipeline != AUTO), f"{name}: {collective} and the stream loop"
-            assert allocates_in_loop(program) == (pipeline == BOUNDED), name
+            if pipeline != COPY_ENGINE_BOUNDED:  # there the bounded buffers that communicate become symmetric slices
+                assert allocates_in_loop(program) == (pipeline == BOUNDED), name
             if pipeline != AUTO:
-                assert ("transport copy_engine" in str(program)) == (pipeline == COPY_ENGINE), name
+                assert ("transport copy_engine" in str(program)) == (pipeline in (COPY_ENGINE, COPY_ENGINE_BOUNDED)), name
+            assert split_by_member(program) == (name in SPLIT_BY_MEMBER), name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
