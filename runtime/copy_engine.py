@@ -28,6 +28,9 @@ from .hazards import Hazards
 from .layouts import logical_shape, torch_dtype
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
+MAX_COPY_ENGINE_STREAMS = 8
+"""Communication streams per phase (`Ordering`'s lanes) an evaluator may ask for."""
+
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
     ReduceKind.SUM: torch.add, ReduceKind.PROD: torch.mul,
     ReduceKind.MAX: torch.maximum, ReduceKind.MIN: torch.minimum,
@@ -40,14 +43,16 @@ class Ordering:
     it later (no streams on CPU, where work runs in program order; there the order is
     still followed by the stream hazard check, `hazards`, when it is on).
 
-    One stream per phase of the algorithms, not one per posting stream: the copy engines
-    run transfers one after the other whatever stream they come from, and a flag written
-    after a transfer (a stream memory operation) was measured on H200, in CUDA graphs, to
-    land only after every transfer enqueued before it on any stream; on one stream each
-    flag follows its own transfer. A stream per phase: a later phase waits for compute
-    (the all-reduce's second phase, for the chunk's own part), which on the first phase's
+    A stream per phase of the algorithms: a later phase waits for compute (the
+    all-reduce's second phase, for the chunk's own part), which on the first phase's
     stream would hold back the next posts' first phases, which wait only for their own
-    producers.
+    producers. `lanes` streams per phase, taken in turn by a collective's posts (post k
+    on lane k mod lanes), so that transfers of different posts may overlap; by default
+    one, not one per posting stream: the copy engines were seen to run transfers one
+    after the other whatever stream they came from, and a flag written after a transfer
+    (a stream memory operation) was measured on H200, in CUDA graphs, to land only after
+    every transfer enqueued before it on any stream; on one stream each flag follows its
+    own transfer.
 
     `current()` is the stream device work is enqueued on now (the evaluator's stream pool
     knows it without asking torch, which is slower; default: ask torch). Marks are CUDA
@@ -56,25 +61,31 @@ class Ordering:
     re-recorded on the same stream, by the next run, after its waiter."""
 
     def __init__(self, device: torch.device, current: Callable[[], object] | None = None,
-                 hazards: Hazards | None = None):
+                 hazards: Hazards | None = None, lanes: int = 1):
         self.cuda = device.type == "cuda"
         self.device = device
         self.hazards = hazards
+        self.lanes = lanes
         if not self.cuda:
             current = _no_stream
         self.current = current or (lambda: torch.cuda.current_stream(device))
-        phases = range(1, max(algorithm.phases for algorithm in ALGORITHMS.values()) + 1)
-        self._sides: list[object] = [None for _ in phases]
-        if self.cuda:
-            self._sides = [torch.cuda.Stream(device=device) for _ in phases]
-        elif hazards is not None:
-            self._sides = [hazards.new_stream(f"the copy engines' stream of phase {phase}") for phase in phases]
+        phases = max(algorithm.phases for algorithm in ALGORITHMS.values())
+        self._sides: dict[tuple[int, int], object] = {
+            (phase, lane): self._new_side(phase, lane) for phase in range(1, phases + 1) for lane in range(lanes)}
         self._events: dict[tuple, torch.cuda.Event] = {}
 
-    def fork(self, phase: int = 1):
-        """The communication stream of `phase`, made to wait for the current stream's work
-        so far (None on CPU, unless the hazard check follows it)."""
-        side = self._sides[phase - 1]
+    def _new_side(self, phase: int, lane: int) -> object:
+        if self.cuda:
+            return torch.cuda.Stream(device=self.device)
+        if self.hazards is not None:
+            return self.hazards.new_stream(f"the copy engines' stream of phase {phase}" +
+                                           (f", lane {lane}" if self.lanes > 1 else ""))
+        return None
+
+    def fork(self, phase: int = 1, lane: int = 0):
+        """The communication stream of `phase` and `lane`, made to wait for the current
+        stream's work so far (None on CPU, unless the hazard check follows it)."""
+        side = self._sides[phase, lane]
         if self.cuda:
             side.wait_stream(self.current())  # type: ignore[attr-defined]  # a CUDA stream here
         elif self.hazards is not None:
@@ -210,13 +221,17 @@ class CopyEngineCollective:
         self._next += 1
         return slot
 
+    def lane(self, slot: int) -> int:
+        """The lane of the post that `slot` is a flag of (the same in every run)."""
+        return (slot - self.first_slot) // self.ALGORITHM.phases % self.ordering.lanes
+
     def push_and_signal(self, pushes: Callable[[int], torch.Tensor], slot: int, phase: int = 1,
                         before: Callable[[object], None] | None = None):
         """On the communication stream of `phase`, after the current stream's work so far:
         `before` (given the stream), then `pushes(peer)` for every other member (it returns
         the tensor it read), then its flag `slot`. Returns the mark of the end of this work."""
         ordering = self.ordering
-        side = ordering.fork(phase)
+        side = ordering.fork(phase, self.lane(slot))
         with ordering.enqueue_on(side):
             if before is not None:
                 before(side)
@@ -421,12 +436,13 @@ class CopyEngineProgram:
     """
 
     def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float,
-                 current: Callable[[], object], hazards: Hazards | None = None):
-        """`current()`: the stream device work is enqueued on now (see `Ordering`);
-        `hazards`: the stream hazard check of CPU ranks, if it is on."""
+                 current: Callable[[], object], hazards: Hazards | None = None, lanes: int = 1):
+        """`current()`: the stream device work is enqueued on now; `lanes`: communication
+        streams per phase (see `Ordering`); `hazards`: the stream hazard check of CPU
+        ranks, if it is on."""
         self.rank = rank
         self.heap = SymmetricHeap(rank, device, groups, timeout)
-        self.ordering = Ordering(device, current, hazards)
+        self.ordering = Ordering(device, current, hazards, lanes)
         self.hazards = hazards
         self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags, int]] = {}
         self.collectives: list[CopyEngineCollective] = []

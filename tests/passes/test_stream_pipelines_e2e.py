@@ -363,6 +363,13 @@ SPLIT_BY_MEMBER = {
 axis of team members (matmul_AR)."""
 
 
+def stream_counts(pipeline: str) -> list[tuple[int, int]]:
+    """(numberOfStreams, copy_engine_streams) of a case's jobs: every stream count, and on
+    the copy engines also 2 communication streams per phase, the posts taking them in turn."""
+    copy_engine = pipeline in (COPY_ENGINE, COPY_ENGINE_BOUNDED)
+    return [(streams, 1) for streams in STREAM_COUNTS] + ([(STREAM_COUNTS[-1], 2)] if copy_engine else [])
+
+
 def split_by_member(program) -> bool:
     ops = list(program.walk())
     copy_engine = any(isinstance(op, hir.CollectiveOp) and op.uses_copy_engine for op in ops)
@@ -393,9 +400,10 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
             output_types = list(function.function_type.outputs.data)
-            for streams in STREAM_COUNTS:
-                jobs.append(Job(str(program), per_rank, number_of_streams=streams, repeat=RUNS))
-                expectations.append((name, extent, streams, expected, output_types))
+            for streams, lanes in stream_counts(pipeline):
+                jobs.append(Job(str(program), per_rank, number_of_streams=streams, repeat=RUNS,
+                                copy_engine_streams=lanes))
+                expectations.append((name, extent, (streams, lanes), expected, output_types))
     return jobs, expectations
 
 
@@ -412,15 +420,16 @@ def multi_device_runs():
 @pytest.mark.parametrize("world, case", [(2, name) for name in MULTI_DEVICE] + [(4, name) for name in FOUR_DEVICES])
 def test_multi_device_matches_eager(multi_device_runs, world, case):
     runs = [(e, r) for e, r in multi_device_runs[world] if e[0] == case]
-    assert len(runs) == len(MULTI_EXTENTS) * len(STREAM_COUNTS)
-    for (name, extent, streams, expected, output_types), ranks in runs:
+    assert len(runs) == len(MULTI_EXTENTS) * len(stream_counts(MULTI_DEVICE[case][1]))
+    for (name, extent, (streams, lanes), expected, output_types), ranks in runs:
         for index, (want, ty) in enumerate(zip(expected, output_types)):
             assert isinstance(ty, TensorType)
             for rank, result in enumerate(ranks):
                 local = runtime.shard_tensor(want, ty, rank)
                 torch.testing.assert_close(
                     result.outputs[index], local, **TOLERANCE,
-                    msg=lambda m: f"{name} S={extent} numberOfStreams={streams} rank {rank} output {index}: {m}",
+                    msg=lambda m: f"{name} S={extent} numberOfStreams={streams} copy_engine_streams={lanes} "
+                                  f"rank {rank} output {index}: {m}",
                 )
 
 

@@ -130,7 +130,7 @@ def _phase_two_not_after_the_own_block(rank: int, world_size: int, program: str,
         if phase == 1:
             return original(self, pushes, slot, phase, before)
         hazards = self.ordering.hazards
-        self.ordering.fork = lambda phase: hazards.new_stream("a stream that never waited for the own block")
+        self.ordering.fork = lambda phase, lane: hazards.new_stream("a stream that never waited for the own block")
         try:
             return original(self, pushes, slot, phase, before)
         finally:
