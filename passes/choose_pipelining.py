@@ -47,7 +47,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice, matmul_flops
 from .fusion_rewriting import retype, tensors
 
 
@@ -109,8 +109,16 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
     chunks = stream_chunks(func)
     if chunks is None:
         return None
-    communication = per_chunk_communication = last_phase = latency = matmuls = per_chunk_matmuls = slowdown = 0.0
-    reorders = 0.0
+    matmuls = per_chunk_matmuls = 0.0
+    for op in func.body.block.ops:
+        if isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
+            flops = matmul_flops(tensor_type(op.result))
+            if flops is None:
+                return None
+            element = str(tensor_type(op.result).element_type)
+            matmuls += machine.matmul_ms(flops, element)
+            per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
+    communication = per_chunk_communication = last_phase = latency = slowdown = reorders = 0.0
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op):
             collective, size = _collective(op), _input_bytes(op)
@@ -121,19 +129,13 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             if _member_axis_inside_stream_axis(op):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
-            transport = machine.fastest_transport(kind, chunk, team_size, chunks)  # as convert-op-to-communication picks
+            # As convert-op-to-communication picks: the loop's matmuls run beside it.
+            transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls)
             phases = machine.phases_ms(kind, transport, chunk, team_size)
             per_chunk_communication += sum(phases)
             last_phase += phases[-1]
             latency += machine.collective_ms(kind, transport, 0, team_size)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
-        elif isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
-            flops = _matmul_flops(tensor_type(op.result))
-            if flops is None:
-                return None
-            element = str(tensor_type(op.result).element_type)
-            matmuls += machine.matmul_ms(flops, element)
-            per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
                   latency, reorders, last_phase)
 
@@ -175,12 +177,6 @@ def _per_iteration(op: fusion.ComputeOp, size: int, chunks: int) -> int:
     """Of `size` bytes, what one iteration of the stream loop moves (all of them where the
     op is outside the loop)."""
     return size // chunks if tensor_type(op.result).stream_axis() is not None else size
-
-
-def _matmul_flops(result: TensorType) -> int | None:
-    """2 x one rank's multiply-adds: its output elements times its share of the reduction."""
-    extents = [result.local_extent(i, stream_sharded=False) for i in range(result.rank)]
-    return None if DYNAMIC in extents else 2 * math.prod(extents)
 
 
 def unpipeline(func: fusion.FuncOp) -> None:

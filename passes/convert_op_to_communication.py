@@ -35,8 +35,9 @@ reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one l
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
 buffer, allocated before the loop with one slice per iteration. `copy-engine` refuses,
-located, a collective that cannot; `auto` takes the copy engines wherever they can carry
-the collective (every copy measured on 2x H200 beat NCCL's, docs/copy_engine.md).
+located, a collective that cannot; `auto` takes the copy engines where they can carry the
+collective and the cost model (passes/cost_model.py) says they are faster, posted as often
+as its loop runs, beside the loop's matmuls (docs/copy_engine.md, "Choosing").
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice, matmul_flops
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -230,16 +231,30 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
     if problem is None:
         loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
         posts = _trip_count(loops[0]) if loops else 1
+        assert posts is not None
+        beside = posts * _matmuls_ms(loops[0], machine) if loops else 0.0
         kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team)
-        chosen = machine.fastest_transport(kind, size, team_size, posts)
+        chosen = machine.fastest_transport(kind, size, team_size, posts, beside)
         other = next(t for t in hir.Transport if t != chosen)
         remark(op, ConvertOpToCommunication.name,
-               f"{kind.name} on {chosen}: estimated {machine.posts_ms(kind, chosen, size, team_size, posts):.3f} ms "
-               f"vs {machine.posts_ms(kind, other, size, team_size, posts):.3f} ms on {other} ({posts} post(s))")
+               f"{kind.name} on {chosen}: estimated {machine.beside_ms(kind, chosen, size, team_size, posts, beside):.3f} ms "
+               f"vs {machine.beside_ms(kind, other, size, team_size, posts, beside):.3f} ms on {other} ({posts} post(s)"
+               + (f" beside {beside:.3f} ms of matmuls)" if beside else ")"))
         return chosen
     remark(op, ConvertOpToCommunication.name, f"{plan[0].kind.name if len(plan) == 1 else 'communication'} on "
                                               f"{hir.Transport.NCCL}: the copy engines cannot carry it: {problem}")
     return hir.Transport.NCCL
+
+
+def _matmuls_ms(loop: scf.ForOp, machine: Machine) -> float:
+    """The matmuls of one iteration of `loop`: what runs beside its collectives."""
+    total = 0.0
+    for op in loop.body.walk():
+        if isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
+            result = tensor_type(op.result)
+            flops = matmul_flops(result)
+            total += 0.0 if flops is None else machine.matmul_ms(flops, str(result.element_type))
+    return total
 
 
 def input_bytes(op: Operation, member: int) -> int:

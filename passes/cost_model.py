@@ -12,6 +12,7 @@ never measured). Times are in milliseconds.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from hostir_dialect import hir
 from hostir_dialect.copy_engine_facts import copy_engine_algorithm
+from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 
 class TransportChoice(StrEnum):
@@ -76,6 +78,13 @@ def detected_machine(root: Path | None = None) -> str:
         if machine_file(name) is not None:
             return name
     return FALLBACK_MACHINE
+
+
+def matmul_flops(result: TensorType) -> int | None:
+    """2 x one rank's multiply-adds of a matmul with this result: its output elements
+    times its share of the reduction (None: a dynamic extent)."""
+    extents = [result.local_extent(i, stream_sharded=False) for i in range(result.rank)]
+    return None if DYNAMIC in extents else 2 * math.prod(extents)
 
 
 @dataclass(frozen=True)
@@ -171,13 +180,23 @@ class Machine:
         fixed = self.collective_ms(kind, transport, 0, team_size)
         return posts * (self.collective_ms(kind, transport, input_bytes, team_size) - fixed) + fixed
 
+    def beside_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
+                  posts: int, matmuls_ms: float) -> float:
+        """`posts` posts of a loop (posts_ms) and `matmuls_ms` of matmuls running beside
+        them, which the transport slows by its `matmul_slowdown` while both run: the
+        longer of the two, slowed."""
+        communication = self.posts_ms(kind, transport, input_bytes, team_size, posts)
+        slowed = matmuls_ms + self.matmul_slowdown[transport] * min(communication, matmuls_ms)
+        return max(communication, slowed)
+
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                          posts: int = 1) -> hir.Transport:
+                          posts: int = 1, matmuls_ms: float = 0.0) -> hir.Transport:
         """NCCL, or the copy engines where `kind` has an algorithm on them and they are
-        faster, for `posts` posts of a loop (posts_ms)."""
+        faster, for `posts` posts of a loop beside `matmuls_ms` of matmuls (beside_ms:
+        NCCL's kernels slow the matmuls more than the copy engines' transfers do)."""
         if copy_engine_algorithm(kind.name) is None:
             return hir.Transport.NCCL
-        return min(hir.Transport, key=lambda t: self.posts_ms(kind, t, input_bytes, team_size, posts))
+        return min(hir.Transport, key=lambda t: self.beside_ms(kind, t, input_bytes, team_size, posts, matmuls_ms))
 
     def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> float:
         transport = self.fastest_transport(kind, input_bytes, team_size)

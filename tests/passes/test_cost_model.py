@@ -36,6 +36,20 @@ def test_copy_engine_time_follows_the_algorithm_share_phases_and_reduction():
     assert machine.phases_ms(hir.AllreduceOp, NCCL, size, 2) == [pytest.approx(machine.nccl["hir.allreduce"].ms(size))]
 
 
+def test_beside_matmuls_the_transport_that_slows_them_less_can_win():
+    # Four posts of 8 MB: alone NCCL's one round beats the copy engines' two phases; beside
+    # 1 ms of matmuls, which NCCL's kernels slow more than the copy engines' transfers do,
+    # the copy engines win.
+    machine = Machine.load()
+    size, posts = 8 * 2**20, 4
+    assert machine.fastest_transport(hir.AllreduceOp, size, 2, posts) == NCCL
+    assert machine.fastest_transport(hir.AllreduceOp, size, 2, posts, matmuls_ms=1.0) == COPY_ENGINE
+    nccl = machine.posts_ms(hir.AllreduceOp, NCCL, size, 2, posts)
+    assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 1.0) == pytest.approx(
+        1.0 + machine.matmul_slowdown["nccl"] * nccl)
+    assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 0.0) == pytest.approx(nccl)
+
+
 def test_a_collective_without_a_copy_engine_algorithm_stays_on_nccl():
     assert Machine.load().fastest_transport(hir.BroadcastOp, 2**30, 2) == NCCL
 
