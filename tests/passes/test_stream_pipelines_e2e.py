@@ -280,10 +280,13 @@ def matmul_ar(s: int, m: int = 4, k: int = 4, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
-def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
-    """K sharded, the result reduce-scattered; B reaches the matmul through a broadcast unit."""
+def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2, scatters: bool = True) -> str:
+    """K sharded, each chunk's rows as D blocks, the result reduce-scattered by block; B
+    reaches the matmul through a broadcast unit. `scatters` False: all-reduced instead
+    (matmul+AR with row blocks, so that split-by-member splits its producer too)."""
     a, b, bb = t(f'{s}, {d} didx, {d}, {m}, {k}', d), t(f'{d} didx, {k}, {n}', d), t(f'b1, {d} didx, b1, {k}, {n}', d)
-    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {d} didx, {m}, {n}', d)
+    blocks = f"{d} didx" if scatters else f"{d}"
+    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {blocks}, {m}, {n}', d)
     return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
   %bb = fusion.broadcast %b dims [0, 2] : {b} -> {bb}
   %u = fusion.matmul %a, %bb : {a}, {bb} -> {u}
@@ -292,17 +295,8 @@ def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
-def matmul_ar_blocks(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
-    """matmul+AR with each chunk's rows as D blocks, the one each member reduces (as
-    matmul+RS), so that split-by-member splits the producer of a copy-engine all-reduce."""
-    a, b, bb = t(f'{s}, {d} didx, {d}, {m}, {k}', d), t(f'{d} didx, {k}, {n}', d), t(f'b1, {d} didx, b1, {k}, {n}', d)
-    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {d}, {m}, {n}', d)
-    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
-  %bb = fusion.broadcast %b dims [0, 2] : {b} -> {bb}
-  %u = fusion.matmul %a, %bb : {a}, {bb} -> {u}
-  %c = fusion.reduce sum %u dims [1] : {u} -> {c}
-  fusion.return %c : {c}
-}}"""
+def matmul_ar_blocks(s: int, d: int = 2) -> str:
+    return matmul_rs(s, d=d, scatters=False)
 
 
 def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
