@@ -436,6 +436,7 @@ GPU_CASES = {
     "AG+matmul": ag_matmul(4, m=2048, k=4096, n=256),
     "matmul+AR": matmul_ar(4, m=2048, k=512, n=4096),
     "matmul+RS": matmul_rs(4, m=1024, k=512, n=4096),
+    "matmul+AR blocks": matmul_rs(4, m=1024, k=512, n=4096, scatters=False),
 }
 GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-3}
 GEMM_KERNEL = re.compile(r"gemm|gemv|xmma|cutlass|nvjet", re.IGNORECASE)  # nvjet: cuBLASLt on Hopper
@@ -444,13 +445,14 @@ TRANSFER = re.compile(r"nccl|memcpy ptop", re.IGNORECASE)
 
 
 def profile_job(rank: int, world_size: int, program: str, per_rank: list, streams: int,
-                cuda_graph: bool = False) -> dict:
+                cuda_graph: bool = False, copy_engine_streams: int = 1) -> dict:
     """On each rank: run once to warm up (and capture, with `cuda_graph`), then once under
     torch.profiler; the outputs and the (start, end) intervals of the collective and of the
     matmul kernels."""
     device = device_for(dist.get_backend(), rank)
     evaluator = runtime.Evaluator(parse_module(program), rank=rank, world_size=world_size,
-                                  number_of_streams=streams, device=device, cuda_graph=cuda_graph)
+                                  number_of_streams=streams, device=device, cuda_graph=cuda_graph,
+                                  copy_engine_streams=copy_engine_streams)
     inputs = [x.to(device) for x in per_rank[rank]]
     evaluator.run(inputs)
     torch.cuda.synchronize(device)
@@ -497,14 +499,17 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.parametrize("copy_engine_streams", [1, 2])
 @pytest.mark.parametrize("case", list(GPU_CASES))
-def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
-    """The copy-engine transport on GPUs: right results, and, where split-by-member splits
-    the matmul (AG+matmul, matmul+RS), peer-to-peer copies that run while a matmul does.
-    The profiled run is a CUDA-graph replay: eagerly, at these sizes, the host's launches
-    can be slower than the GPU, which then runs each copy alone, so whether they overlap
-    would measure the host, not the schedule. matmul+AR has no split: its copies overlap
-    only other iterations' matmuls, which the schedule allows but does not demand."""
+def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams):
+    """The copy-engine transport on GPUs, with one and two communication streams per
+    phase: right results, and, where split-by-member splits the matmul (AG+matmul,
+    matmul+RS, matmul+AR with row blocks), peer-to-peer copies that run while a matmul
+    does. The profiled run is a CUDA-graph replay: eagerly, at these sizes, the host's
+    launches can be slower than the GPU, which then runs each copy alone, so whether they
+    overlap would measure the host, not the schedule. matmul+AR without row blocks has no
+    split: its copies overlap only other iterations' matmuls, which the schedule allows
+    but does not demand."""
     text = GPU_CASES[case]
     reference = parse_module(text)
     inputs = random_inputs(reference, seed=0)
@@ -515,7 +520,7 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
     arg_types = [arg.type for arg in function.args]
     per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
     output_type = function.function_type.outputs.data[0]
-    ranks = launch(profile_job, WORLD, (str(program), per_rank, 4, True), backend="nccl")
+    ranks = launch(profile_job, WORLD, (str(program), per_rank, 4, True, copy_engine_streams), backend="nccl")
     for rank, result in enumerate(ranks):
         torch.testing.assert_close(result["outputs"][0], runtime.shard_tensor(expected[0].cpu(), output_type, rank),
                                    **GPU_TOLERANCE)
