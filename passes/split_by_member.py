@@ -116,7 +116,7 @@ class MemberSplit:
     def verifies(self, position: SSAValue | None = None, sources: Sources | None = None) -> bool:
         """Do one part and its views verify? (Tried on a scratch block, left behind.)"""
         scratch = Block(arg_types=[INDEX])
-        self.emit(scratch, position or scratch.args[0], sources)
+        self.emit(scratch, position if position is not None else scratch.args[0], sources)
         try:
             for op in scratch.ops:
                 op.verify()
