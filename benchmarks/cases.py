@@ -177,11 +177,21 @@ class Case:
     """A case on this rank: its layouts and the variants that compute it."""
 
     name: str
+    collective: str
+    """The hir op of its communication (its copy-engine algorithm says what it sends)."""
     torch_fused: Callable[[], Variant] | None = None
     """torch's fused op for the case, where torch has one."""
 
     def __init__(self, problem: Problem):
         self.p = problem
+
+    def communicated_bytes(self) -> int:
+        """What each rank contributes to the collective."""
+        raise NotImplementedError
+
+    def flops(self) -> int:
+        """The multiply-adds (x 2) one rank's GEMM does."""
+        raise NotImplementedError
 
     def a_shard(self, a: torch.Tensor, chunks: int = 1) -> torch.Tensor:
         """This rank's part of the global A, laid out for `chunks` stream chunks (a matrix)."""
@@ -218,6 +228,13 @@ class Case:
 
 class AgMatmul(Case):
     name = "AG+matmul"
+    collective = "hir.allgather"
+
+    def communicated_bytes(self) -> int:
+        return self.p.m // self.p.world * self.p.k * self.p.dtype.itemsize
+
+    def flops(self) -> int:
+        return 2 * self.p.m * self.p.k * self.p.n
 
     def a_shard(self, a, chunks=1):
         p = self.p
@@ -309,6 +326,12 @@ class _ShardedOnK(Case):
     scatters: bool
     """matmul+RS: the reduction scatters C's row blocks; matmul+AR: every rank gets C."""
 
+    def communicated_bytes(self) -> int:
+        return self.p.m * self.p.n * self.p.dtype.itemsize  # the partial product
+
+    def flops(self) -> int:
+        return 2 * self.p.m * (self.p.k // self.p.world) * self.p.n
+
     def fusion(self, chunks: int) -> FusionDefinition:
         p = self.p
         with FusionDefinition(self.fusion_name) as fd:
@@ -367,6 +390,7 @@ class _ShardedOnK(Case):
 
 class MatmulReduceScatter(_ShardedOnK):
     name = "matmul+RS"
+    collective = "hir.reduce_scatter"
     fusion_name = "matmul_rs"
     scatters = True
 
@@ -425,6 +449,7 @@ class MatmulReduceScatter(_ShardedOnK):
 
 class MatmulAllReduce(_ShardedOnK):
     name = "matmul+AR"
+    collective = "hir.allreduce"
     fusion_name = "matmul_ar"
     scatters = False
 
@@ -546,16 +571,17 @@ def _options_text(options: Mapping[str, object]) -> str:
 
 
 def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]] | None,
-           cuda_graph: bool | None = False) -> Variant:
+           cuda_graph: bool | None = False, copy_engine_streams: int = 1) -> Variant:
     """The case's fusion over `chunks` stream chunks, lowered, run with numberOfStreams = chunks
-    (replayed from a CUDA graph with `cuda_graph`, inputs bound once). `pass_options` and
-    `cuda_graph` None: everything as a user who sets nothing gets it (`hostir-lower`'s and
-    the Evaluator's defaults, inputs passed as tensors every run)."""
+    (replayed from a CUDA graph with `cuda_graph`, inputs bound once) and `copy_engine_streams`
+    communication streams per copy-engine phase. `pass_options` and `cuda_graph` None:
+    everything else as a user who sets nothing gets it (`hostir-lower`'s and the
+    Evaluator's defaults, inputs passed as tensors every run)."""
     p = case.p
     module = case.fusion(chunks).to_module()
     run_passes(make_context(), module, build_passes(lowering_pipeline(pass_options)))
     evaluator = Evaluator(module, rank=p.rank, world_size=p.world, number_of_streams=chunks, device=p.device,
-                          cuda_graph=cuda_graph)
+                          cuda_graph=cuda_graph, copy_engine_streams=copy_engine_streams)
     a_type, b_type = (arg.type for arg in evaluator.function.args)
     inputs: list[torch.Tensor] = []
     outputs: list[torch.Tensor] = []

@@ -4,7 +4,6 @@ For AG+matmul, matmul+RS and matmul+AR (cases.py) at each shape M×K×N, this ch
 times on every rank (method: measure.py):
 
   comm_nccl, comm_ce, matmul     the communication alone (NCCL; copy engine) and the GEMM alone
-  ideal                          max(fastest communication alone, matmul alone)
   naive                          the collective and the matmul one after the other
   handwritten_nccl_S{2,4,8}      hostir's stream schedule written in torch, S chunks on S streams
   torch_fused                    torch's fused symmetric-memory op (none for matmul+AR: —)
@@ -13,12 +12,22 @@ times on every rank (method: measure.py):
                                  numberOfStreams = S (the _graph labels: replayed from a
                                  CUDA graph; eagerly on CPU ranks)
 
-and prints one row per case and shape: ms of comm, matmul and ideal, then each variant's time
-over the ideal (`_best` columns: the best S). A variant whose check fails is reported
-`WRONG <error>` and not timed.
+and prints one row per case and shape: ms of comm, matmul and the two ideals, then each
+variant's time over the NCCL ideal (`_best` columns: the best S); then, per case and shape,
+the naive and fused variants and each family at its best S against both ideals, the share of
+the hideable time they hide and their TFLOP/s per GPU against the GEMM alone's:
+
+  ideal NCCL      max(comm_nccl, matmul): NCCL's communication wholly hidden
+  ideal CE        max(the bytes each rank sends on the copy engines at their bandwidth in the
+                  machine's cost model (hostir-calibrate, passes/machines/*.json), matmul)
+  hidden          (C + G - T) / min(C, G): C the fastest communication alone measured, G the
+                  GEMM alone, T the variant; 1 = all of the shorter one hidden, 0 = serial
+  TFLOP/s         2·M·N·K per rank (K/D for matmul+RS and matmul+AR) / T
+
+A variant whose check fails is reported `WRONG <error>` and not timed.
 
     torchrun --nproc-per-node 2 benchmarks/overlap.py [--dtype bf16|fp32] [--shapes MxKxN ...]
-        [--chunks S ...] [--json PATH] [--png PATH] [--tiny]
+        [--chunks S ...] [--hostir LABEL ...] [--copy-engine-streams N] [--json PATH] [--png PATH] [--tiny]
 
 On GPUs it writes benchmarks/results/overlap_<gpu>x<ranks>_<dtype>.json and .png unless told
 otherwise. --tiny runs toy sizes (on CPU ranks with gloo where there are no GPUs) to prove the
@@ -33,6 +42,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -40,6 +50,9 @@ import torch
 import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
 from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, parse_shape
+
+from hostir.passes.cost_model import Machine
+from hostir_dialect.copy_engine_facts import copy_engine_algorithm
 
 AUTO = {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}
 AUTO_GRAPH = {"choose-pipelining": {"transport": "auto", "cuda-graph": True},
@@ -78,6 +91,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     parser.add_argument("--hostir", nargs="+", choices=[label for label, _, _ in HOSTIR_VARIANTS],
                         help="run only these hostir variants (default: all)")
+    parser.add_argument("--copy-engine-streams", type=int, default=1,
+                        help="the hostir variants' communication streams per copy-engine phase (default 1)")
     args = parser.parse_args(argv)
     args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
     args.repeat = args.repeat or (3 if args.tiny else 30)
@@ -107,18 +122,21 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
         if problem:
             raise SystemExit(f"overlap.py: {problem}")
     dtype = DTYPES[args.dtype]
+    cost_model = Machine.load()  # this machine's constants (the copy engines' bandwidth)
     seeds = itertools.count(1)  # a fresh input per check, the same on every rank
     rows = []
     for case_class in CASES.values():
         for m, k, n in args.shapes:
             case = case_class(Problem(m, k, n, dtype, device, dist.get_rank(), world))
-            rows.append(measure_case(case, seeds, args))
+            rows.append(measure_case(case, seeds, args, cost_model))
     return {
         "benchmark": "overlap",
         "machine": machine_info(device, args.dtype),
+        "cost_model": {"machine": cost_model.name, "copy_engine_gbps": cost_model.copy_engine.gbps},
         "repeat": args.repeat,
         "warmup": args.warmup,
         "chunk_counts": args.chunks,
+        "copy_engine_streams": args.copy_engine_streams,
         "families": families(selected(args)),
         "hostir_variants": {label: lowering_pipeline(options) + (" (CUDA graph)" if graph else
                                                                  " (the Evaluator's defaults)" if graph is None else "")
@@ -132,8 +150,8 @@ def selected(args: argparse.Namespace) -> tuple:
     return tuple(v for v in HOSTIR_VARIANTS if not args.hostir or v[0] in args.hostir)
 
 
-def variant_builders(case: Case, chunk_counts: list[int],
-                     hostir_variants: tuple = HOSTIR_VARIANTS) -> list[tuple[str, Callable[[], Variant] | str]]:
+def variant_builders(case: Case, chunk_counts: list[int], hostir_variants: tuple = HOSTIR_VARIANTS,
+                     copy_engine_streams: int = 1) -> list[tuple[str, Callable[[], Variant] | str]]:
     """Every variant of the case by name, the swept ones at each of `chunk_counts`: how to
     build it, or why it does not run here."""
     cuda = case.p.device.type == "cuda"
@@ -147,7 +165,7 @@ def variant_builders(case: Case, chunk_counts: list[int],
         ("naive", case.naive),
         *((f"handwritten_nccl_S{s}", partial(case.handwritten, s)) for s in chunk_counts),
         ("torch_fused", fused),
-        *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph))
+        *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph, copy_engine_streams=copy_engine_streams))
           for label, options, graph in hostir_variants for s in chunk_counts),
     ]
 
@@ -157,21 +175,21 @@ def families(hostir_variants: tuple = HOSTIR_VARIANTS) -> list[str]:
     return ["handwritten_nccl", *(label for label, _, _ in hostir_variants)]
 
 
-def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace) -> dict:
+def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace, cost_model: Machine) -> dict:
     variants = {name: measure_variant(build, case, next(seeds), args)
-                for name, build in variant_builders(case, args.chunks, selected(args))}
-    ideal = ideal_ms(variants)
+                for name, build in variant_builders(case, args.chunks, selected(args), args.copy_engine_streams)}
+    bounds = Bounds.of(case, variants, cost_model)
     for name, result in variants.items():
-        if name not in BASELINES and "ms" in result and ideal:
-            result["ratio"] = result["ms"] / ideal
+        if name not in BASELINES and "ms" in result and bounds is not None:
+            result.update(bounds.judge(result["ms"]))
     best = {}
     for family in families(selected(args)):
-        swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in args.chunks]
-        timed = [(ratio, s) for ratio, s in swept if ratio is not None]
+        swept = [(variants[f"{family}_S{s}"].get("ms"), s) for s in args.chunks]
+        timed = [(ms, s) for ms, s in swept if ms is not None]
         if timed:
-            ratio, s = min(timed)
-            best[family] = {"S": s, "ratio": ratio}
-    return {"op": case.name, "shape": [case.p.m, case.p.k, case.p.n], "ideal_ms": ideal,
+            ms, s = min(timed)
+            best[family] = {"S": s, **variants[f"{family}_S{s}"]}
+    return {"op": case.name, "shape": [case.p.m, case.p.k, case.p.n], **(bounds.report() if bounds else {}),
             "variants": variants, "best": best}
 
 
@@ -185,11 +203,40 @@ def measure_variant(build: Callable[[], Variant] | str, case: Case, seed: int, a
     return result
 
 
-def ideal_ms(variants: dict) -> float | None:
-    communication = [variants[name]["ms"] for name in COMMUNICATION if "ms" in variants[name]]
-    if not communication or "ms" not in variants["matmul"]:
-        return None
-    return max(min(communication), variants["matmul"]["ms"])
+@dataclass(frozen=True)
+class Bounds:
+    """What a case's variants are judged against (see the module docstring)."""
+
+    matmul_ms: float
+    communication_ms: float
+    """The fastest communication alone measured."""
+    ideal_nccl_ms: float
+    ideal_ce_ms: float
+    copy_engine_ms: float
+    """The bytes each rank sends on the copy engines, at their bandwidth in the cost model."""
+    flops: int
+
+    @staticmethod
+    def of(case: Case, variants: dict, cost_model: Machine) -> Bounds | None:
+        """None where the NCCL communication or the GEMM alone has no time (it failed)."""
+        measured = {name: variants[name]["ms"] for name in BASELINES if "ms" in variants[name]}
+        if "comm_nccl" not in measured or "matmul" not in measured:
+            return None
+        algorithm = copy_engine_algorithm(case.collective)
+        assert algorithm is not None  # the three cases' collectives have one
+        copy_engine = algorithm.sent(case.communicated_bytes(), case.p.world) / (cost_model.copy_engine.gbps * 1e6)
+        matmul = measured["matmul"]
+        return Bounds(matmul, min(measured[name] for name in COMMUNICATION if name in measured),
+                      max(measured["comm_nccl"], matmul), max(copy_engine, matmul), copy_engine, case.flops())
+
+    def judge(self, ms: float) -> dict:
+        hideable = min(self.communication_ms, self.matmul_ms)
+        return {"ratio": ms / self.ideal_nccl_ms, "ratio_ce": ms / self.ideal_ce_ms,
+                "hidden": (self.communication_ms + self.matmul_ms - ms) / hideable, "tflops": self.flops / ms / 1e9}
+
+    def report(self) -> dict:
+        return {"ideal_nccl_ms": self.ideal_nccl_ms, "ideal_ce_ms": self.ideal_ce_ms,
+                "copy_engine_bytes_ms": self.copy_engine_ms, "matmul_tflops": self.flops / self.matmul_ms / 1e9}
 
 
 # --------------------------------------------------------------------------- #
@@ -202,25 +249,57 @@ def table(report: dict) -> str:
     variant_columns = [name for name in first if name not in BASELINES]
     for family in report["families"]:  # the best-S column right after its family's last S
         variant_columns.insert(variant_columns.index(f"{family}_S{report['chunk_counts'][-1]}") + 1, f"{family}_best")
-    header = ["case", *(f"{name} ms" for name in BASELINES), "ideal ms", *variant_columns]
+    header = ["case", *(f"{name} ms" for name in BASELINES), "ideal NCCL ms", "ideal CE ms", *variant_columns]
     rows, failures = [], []
     for row in report["cases"]:
-        label = f"{row['op']} {'x'.join(map(str, row['shape']))}"
+        label = _label(row)
         cells = [label, *(_ms_cell(row["variants"][name]) for name in BASELINES),
-                 "—" if row["ideal_ms"] is None else f"{row['ideal_ms']:.3f}"]
+                 *(_optional_ms(row.get(ideal)) for ideal in ("ideal_nccl_ms", "ideal_ce_ms"))]
         cells += [_variant_cell(row, name) for name in variant_columns]
         rows.append(cells)
         failures += [f"  {label} {name}: {r['message']}" for name, r in row["variants"].items() if "message" in r]
     machine = report["machine"]
     title = (f"overlap, {machine['dtype']}, {machine['world_size']} ranks on {machine['gpu'] or 'CPU'} "
-             f"(median of {report['repeat']} runs after {report['warmup']}; variants: time / ideal)")
-    return "\n".join([title, format_table(header, rows), *(["errors:", *failures] if failures else [])])
+             f"(median of {report['repeat']} runs after {report['warmup']}; variants: time / ideal NCCL; "
+             f"ideal CE at {report['cost_model']['copy_engine_gbps']:g} GB/s, cost model "
+             f"{report['cost_model']['machine']}; {report['copy_engine_streams']} copy-engine stream(s) per phase)")
+    return "\n".join([title, format_table(header, rows), "", summary(report),
+                      *(["errors:", *failures] if failures else [])])
+
+
+SUMMARY_VARIANTS = ("naive", "torch_fused")
+"""Besides each family at its best S, the variants the summary lists."""
+
+
+def summary(report: dict) -> str:
+    """Per case: the naive and fused variants and each family at its best S, against both
+    ideals, the share of the hideable time hidden, and TFLOP/s per GPU."""
+    header = ["case", "variant", "S", "ms", "/ ideal NCCL", "/ ideal CE", "hidden", "TFLOP/s", "/ GEMM alone"]
+    rows = []
+    for row in report["cases"]:
+        chosen = [(name, "", row["variants"][name]) for name in SUMMARY_VARIANTS]
+        chosen += [(family, f"S{best['S']}", best) for family, best in row["best"].items()]
+        for name, chunks, result in chosen:
+            if "ratio" not in result:
+                continue
+            rows.append([_label(row), name, chunks, f"{result['ms']:.3f}", f"{result['ratio']:.2f}×",
+                         f"{result['ratio_ce']:.2f}×", f"{result['hidden']:.0%}", f"{result['tflops']:.3g}",
+                         f"{result['tflops'] / row['matmul_tflops']:.0%}"])
+    return format_table(header, rows)
+
+
+def _label(row: dict) -> str:
+    return f"{row['op']} {'x'.join(map(str, row['shape']))}"
+
+
+def _optional_ms(ms: float | None) -> str:
+    return "—" if ms is None else f"{ms:.3f}"
 
 
 def _variant_cell(row: dict, name: str) -> str:
     if name.endswith("_best"):
         best = row["best"].get(name.removesuffix("_best"))
-        return f"{best['ratio']:.2f}× S{best['S']}" if best else "—"
+        return f"{best['ratio']:.2f}× S{best['S']}" if best and "ratio" in best else "—"
     return _ratio_cell(row["variants"][name])
 
 
@@ -247,7 +326,7 @@ def write_outputs(report: dict, args: argparse.Namespace, device: torch.device) 
 
 
 def write_chart(report: dict, path: Path) -> None:
-    """Grouped bars: each case, each variant's time over the ideal; a line at 1 (the ideal)."""
+    """Grouped bars: each case, each variant's time over the NCCL ideal; a line at 1 (the ideal)."""
     try:
         import matplotlib
 
@@ -265,7 +344,7 @@ def write_chart(report: dict, path: Path) -> None:
         axes.bar(positions, [row["variants"][name].get("ratio", 0) for row in rows], width, label=name)
     axes.axhline(1.0, color="black", linewidth=0.8)
     axes.set_xticks(range(len(rows)), [f"{row['op']}\n{'x'.join(map(str, row['shape']))}" for row in rows], fontsize=8)
-    axes.set_ylabel("time / ideal")
+    axes.set_ylabel("time / ideal NCCL")
     machine = report["machine"]
     axes.set_title(f"overlap, {machine['dtype']}, {machine['world_size']} x {machine['gpu'] or 'CPU'}")
     axes.legend(fontsize=7, ncol=2)

@@ -10,9 +10,11 @@ to DIR/<case>_<shape>_<variant>_rank<r>.json.
 
     torchrun --nproc-per-node 2 benchmarks/overlap_timeline.py --cases AG+matmul \
         --shapes 16384x8192x1024 --variants naive hostir_ce_graph --chunks 4 [--trace DIR]
+        [--copy-engine-streams N]
 
 Variants: the names overlap.py prints without their _S suffix (naive, torch_fused,
-handwritten_nccl, hostir_nccl, hostir_ce, hostir_auto, hostir_ce_graph, hostir_auto_graph);
+handwritten_nccl, hostir_default, hostir_nccl, hostir_ce, hostir_auto, hostir_ce_graph,
+hostir_auto_graph);
 the swept ones run at each --chunks.
 """
 
@@ -44,16 +46,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--trace", type=Path, help="write each rank's Chrome trace here")
     parser.add_argument("--events", type=int, default=80, help="rank 0's device events printed per run")
+    parser.add_argument("--copy-engine-streams", type=int, default=1,
+                        help="the hostir variants' communication streams per copy-engine phase (default 1)")
     return parser.parse_args(argv)
 
 
-def builders(case, names: list[str], chunk_counts: list[int]):
+def builders(case, names: list[str], chunk_counts: list[int], copy_engine_streams: int = 1):
     hostir_options = {label: (options, graph) for label, options, graph in HOSTIR_VARIANTS}
     for name in names:
         if name in hostir_options:
             options, graph = hostir_options[name]
             for s in chunk_counts:
-                yield f"{name}_S{s}", partial(hostir, case, s, options, cuda_graph=graph)
+                yield f"{name}_S{s}", partial(hostir, case, s, options, cuda_graph=graph,
+                                              copy_engine_streams=copy_engine_streams)
         elif name == "handwritten_nccl":
             for s in chunk_counts:
                 yield f"{name}_S{s}", partial(case.handwritten, s)
@@ -129,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         for case_name in args.cases:
             for m, k, n in args.shapes:
                 case = CASES[case_name](Problem(m, k, n, DTYPES[args.dtype], device, rank, world))
-                for name, build in builders(case, args.variants, args.chunks):
+                for name, build in builders(case, args.variants, args.chunks, args.copy_engine_streams):
                     variant = build()
                     error = check(variant, Operands(case.p, 1), device)
                     label = f"{case_name} {m}x{k}x{n} {name} (relative error {error:.1e})"

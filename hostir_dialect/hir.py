@@ -51,6 +51,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from .attributes import INDEX, i64_attr
 from .building import init_flat, init_segmented
+from .copy_engine_facts import CopyEngineAlgorithm, copy_engine_algorithm
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
@@ -249,7 +250,9 @@ class TensorAxisOp(HostOp):
 class AliasSelectOp(TensorAxisOp):
     """%v = hir.alias_select %t[%i] axis 0 : T -> R   -- a view of one slice, never a copy.
 
-    `axis` is a logical axis of T; on a broadcast axis the index is taken as 0.
+    `axis` is a logical axis of T; on a broadcast axis the index is taken as 0. On an
+    axis sharded across the devices of a 1-D mesh, each rank holds one slice, its own:
+    the index must be `hir.team_position` of that mesh (the view of the rank's shard).
     """
 
     name = "hir.alias_select"
@@ -267,11 +270,28 @@ class AliasSelectOp(TensorAxisOp):
         source, result = tensor_type(self.input), tensor_type(self.result)
         if source.axes[self.axis_index].is_reduction:
             raise VerifyException(f"axis {self.axis_index} is a reduction axis, which has no storage to select from")
+        if problem := self.sharded_axis_problem(source):
+            raise VerifyException(f"selects on axis {self.axis_index}, which is sharded across devices: {problem}")
         expected = [a.extent for i, a in enumerate(source.axes) if i != self.axis_index]
         if [a.extent for a in result.axes] != expected:
             raise VerifyException(f"result extents {[a.extent for a in result.axes]} must be the input's without axis {self.axis_index}: {expected}")
         if result.element_type != source.element_type:
             raise VerifyException("a view keeps the element type of its input")
+
+    def selects_own_shard(self) -> bool:
+        """Does it select this rank's own slice of an axis sharded across devices?"""
+        return any(p.parallel.is_device for p in tensor_type(self.input).axes[self.axis_index].pieces)
+
+    def sharded_axis_problem(self, source: TensorType) -> str | None:
+        """Why a selection on a device-sharded axis is not of the rank's own shard."""
+        if not self.selects_own_shard():
+            return None
+        axis, position = source.axes[self.axis_index], self.index.owner
+        if axis.is_split or source.mesh is None or source.mesh.ndim != 1:
+            return "only an unsplit axis of a 1-D mesh has one slice per device"
+        if not isinstance(position, TeamPositionOp) or position.team_ids != source.mesh.devices:
+            return f"only this rank's own slice, at `hir.team_position team {list(source.mesh.devices)}`"
+        return None
 
 
 class IndexValueOp(HostOp):
@@ -416,13 +436,16 @@ class PostOnStreamOp(HostOp):
 
 class WaitedOp(HostOp):
     """An op that posts work (a collective, a send or a receive): its `work` token must
-    be waited, or its buffers could be read or reused before the data has moved."""
+    be waited whole, or its buffers could be read or reused before the data has moved
+    (waiting `from` a member waits for that member's part only, not for the transfers
+    this rank posted, which read its input)."""
 
     def verify_work_is_waited(self) -> None:
         work = self.results[0]
-        if not any(isinstance(use.operation, WaitOp) for use in work.uses):
+        if not any(isinstance(use.operation, WaitOp) and use.operation.member is None for use in work.uses):
             name = f"%{work.name_hint}" if work.name_hint else "its work token"
-            raise VerifyException(f"work token {name} is never waited (hir.wait)")
+            waited = "waited whole" if any(isinstance(use.operation, WaitOp) for use in work.uses) else "waited"
+            raise VerifyException(f"work token {name} is never {waited} (hir.wait {name})")
 
 
 class CollectiveOp(WaitedOp):
@@ -455,7 +478,6 @@ class CollectiveOp(WaitedOp):
     )
     HAS_ROOT: ClassVar[bool] = False
     REDUCES: ClassVar[bool] = False
-    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = False
     EVERY_MEMBER_HOLDS_BOTH: ClassVar[bool] = True
     """Every member sends its input and receives into its output."""
     ROOT_SENDS: ClassVar[bool] = False
@@ -476,25 +498,6 @@ class CollectiveOp(WaitedOp):
     @property
     def uses_copy_engine(self) -> bool:
         return self.transport.data == Transport.COPY_ENGINE
-
-    def copy_engine_via_elements(self, input_elements: int) -> int:
-        """Elements of the `via` buffer the copy-engine algorithm needs per member (0: none)."""
-        return 0
-
-    @classmethod
-    def copy_engine_input_problem(cls, input_elements: int, team_size: int) -> str | None:
-        """Why the copy-engine algorithm cannot take an input of this many elements per
-        member (None if it can)."""
-        return None
-
-    COPY_ENGINE_PHASES: ClassVar[int] = 1
-    """Rounds of copies and signals of the copy-engine algorithm, one after the other."""
-
-    @classmethod
-    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
-        """What the copy-engine algorithm copies to each peer per phase, of an input of
-        `input_size` (elements or bytes) per member: the whole input by default."""
-        return input_size
 
     @property
     def team_ids(self) -> tuple[int, ...]:
@@ -578,19 +581,20 @@ class CollectiveOp(WaitedOp):
             if self.via is not None:
                 raise VerifyException("only the copy-engine transport receives through a `via` buffer")
             return
-        if not self.HAS_COPY_ENGINE_ALGORITHM:
+        algorithm = copy_engine_algorithm(self.name)
+        if algorithm is None:
             raise VerifyException(
                 f"{self.name} has no copy-engine algorithm (allgather, reduce_scatter and allreduce have)"
             )
-        needs_via = self.copy_engine_via_elements(1) > 0
+        needs_via = algorithm.via_inputs > 0
         if (self.via is not None) != needs_via:
             raise VerifyException(
                 f"{self.name} with the copy-engine transport {'needs a' if needs_via else 'takes no'} `via` buffer"
             )
         if self.via is not None:
-            self.verify_via()
+            self.verify_via(algorithm)
 
-    def verify_via(self) -> None:
+    def verify_via(self, algorithm: CopyEngineAlgorithm) -> None:
         input_type, via_type = tensor_type(self.input), tensor_type(self.via)
         if via_type.element_type != input_type.element_type:
             raise VerifyException("the via buffer and the input have different element types")
@@ -598,10 +602,10 @@ class CollectiveOp(WaitedOp):
         local_in, local_via = input_type.local_shape(member), via_type.local_shape(member)
         if local_in is None or local_via is None or DYNAMIC in local_in + local_via:
             return  # a member outside the mesh, or dynamic: checked when the program runs
-        problem = self.copy_engine_input_problem(math.prod(local_in), len(self.team_ids))
+        problem = algorithm.input_problem(math.prod(local_in), len(self.team_ids))
         if problem is not None:
             raise VerifyException(f"{self.name} cannot use the copy-engine transport: {problem}")
-        expected = self.copy_engine_via_elements(math.prod(local_in))
+        expected = algorithm.via_elements(math.prod(local_in))
         if math.prod(local_via) != expected:
             raise VerifyException(
                 f"the via buffer holds {math.prod(local_via)} elements per member but {self.name} needs "
@@ -645,10 +649,27 @@ class AllgatherOp(CollectiveOp):
 
     Copy engine: posting copies the input into slot `me` of every member's output (a view
     of a symmetric buffer); `hir.wait %w from %p` waits for member %p's slot only.
+    `peers_only`: the post writes the other members' slots only and leaves slot `me` as
+    it is, for a program that reads its own part from the input in place (split-by-member
+    makes it so); waiting `from` this rank's own position is then an error.
     """
 
     name = "hir.allgather"
-    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
+    peers_only = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$input `->` $output (`via` $via^)? `team` $team (`root` $root^)? (`op` $reduction^)? "
+        "(`transport` $transport^)? (`peers_only` $peers_only^)? attr-dict `:` type($input) `->` type($output) "
+        "(`,` type($via)^)?"
+    )
+
+    @property
+    def fills_own_slot(self) -> bool:
+        return self.peers_only is None
+
+    def verify_transport(self) -> None:
+        super().verify_transport()
+        if not self.fills_own_slot and not self.uses_copy_engine:
+            raise VerifyException("`peers_only` needs the copy-engine transport (NCCL fills every slot)")
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
         return self.gathered_problem(output_numel, input_numel, "output")
@@ -661,27 +682,13 @@ class AllreduceOp(ReducingCollectiveOp):
     Copy engine: a reduce-scatter then an all-gather of the reduced chunks, through `via`
     (twice the input: the other members' input chunks, then their reduced chunks). Posting
     copies input chunk p into member p's `via`, for every other member p, and does not read
-    input chunk `me`; waiting reduces chunk `me` into the output, sends it to every other
-    member and copies theirs into the output.
+    input chunk `me`. Waiting hands the rest to the communication stream, after the
+    current stream's work so far (which computed chunk `me`): it reduces chunk `me` with
+    the received ones into the output and sends it to every other member; the current
+    stream then waits for theirs and copies them into the output.
     """
 
     name = "hir.allreduce"
-    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
-
-    def copy_engine_via_elements(self, input_elements: int) -> int:
-        return 2 * input_elements  # every member's input chunk, then every member's reduced chunk
-
-    COPY_ENGINE_PHASES: ClassVar[int] = 2
-
-    @classmethod
-    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
-        return input_size / team_size  # one chunk per phase
-
-    @classmethod
-    def copy_engine_input_problem(cls, input_elements: int, team_size: int) -> str | None:
-        if input_elements % team_size:
-            return f"its input of {input_elements} elements per member does not split into {team_size} equal chunks"
-        return None
 
 
 @op_definition
@@ -695,14 +702,6 @@ class ReduceScatterOp(ReducingCollectiveOp):
     """
 
     name = "hir.reduce_scatter"
-    HAS_COPY_ENGINE_ALGORITHM: ClassVar[bool] = True
-
-    def copy_engine_via_elements(self, input_elements: int) -> int:
-        return input_elements  # one chunk from every member
-
-    @classmethod
-    def copy_engine_share_per_peer(cls, input_size: float, team_size: int) -> float:
-        return input_size / team_size  # the peer's chunk
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
         return self.gathered_problem(input_numel, output_numel, "input")

@@ -8,14 +8,16 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 `transport=auto` (`hostir-lower{transport=auto}` hands it over), this pass estimates per
 function, from the machine's constants (passes/cost_model.py):
 
-    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + min(c, g),  S * host per chunk)
-    serial    = max(C + G + reorders,                                     host per chunk)
+    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + min(c_last, g),  S * host per chunk)
+    serial    = max(C + G + reorders,                                          host per chunk)
     K         = S * (c - l) + l
 
 where C and c are the communication of the whole tensors and of one chunk (each
 collective on its fastest transport), l the fixed part of c (its latency and signal,
-which overlap the other chunks' transfers), G and g the matmuls' (a two-stage pipeline:
-after the first chunk, the slower stage sets the pace; the matmuls run `slowdown` slower
+which overlap the other chunks' transfers), c_last the last phase of c (a copy-engine
+all-reduce's second: reduce, push, signal; all of c for the others), G and g the
+matmuls' (a two-stage pipeline: after the first chunk, the slower stage sets the pace,
+and the last chunk's last phase follows the last matmul; the matmuls run `slowdown` slower
 while transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
 where it is the larger; `cuda-graph=true`: none, the program is replayed from a graph),
 and `reorders` the transposing copies that running whole adds where the stream axis lies
@@ -45,7 +47,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice, matmul_flops
 from .fusion_rewriting import retype, tensors
 from .sharding_policy import shards_locally
 
@@ -70,6 +72,11 @@ class Stages:
     """The transposing copies running whole adds: where the stream axis lies outside the
     axis a collective splits by member, the chunks of one member are not contiguous
     once the loop is gone, and reorder-sharded-axis copies the tensor to make them so."""
+    last_phase_per_chunk: float | None = None
+    """Of `communication_per_chunk`, the last phase (None: all of it): the part that
+    follows a chunk's compute. A copy-engine all-reduce's first phase runs beside the
+    chunk's own compute, its second (reduce, push, signal) beside the next chunk's, so
+    only the last chunk's second phase is left once the matmuls are done."""
 
     def pipelined_ms(self, host_ms_per_chunk: float) -> float:
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
@@ -77,7 +84,8 @@ class Stages:
         matmuls = self.chunks * g
         # The matmuls run slower only while transfers run beside them.
         slowed = matmuls + self.slowdown * min(communication, matmuls)
-        gpu = max(communication, slowed) + min(c, g)
+        last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
+        gpu = max(communication, slowed) + min(last, g)
         return max(gpu, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
@@ -102,7 +110,16 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
     chunks = stream_chunks(func)
     if chunks is None:
         return None
-    communication = per_chunk_communication = latency = matmuls = per_chunk_matmuls = slowdown = reorders = 0.0
+    matmuls = per_chunk_matmuls = 0.0
+    for op in func.body.block.ops:
+        if isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
+            flops = matmul_flops(tensor_type(op.result))
+            if flops is None:
+                return None
+            element = str(tensor_type(op.result).element_type)
+            matmuls += machine.matmul_ms(flops, element)
+            per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
+    communication = per_chunk_communication = last_phase = latency = slowdown = reorders = 0.0
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op) and not shards_locally(op):  # a local copy
             collective, size = _collective(op), _input_bytes(op)
@@ -113,19 +130,15 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             if _member_axis_inside_stream_axis(op):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
-            transport = machine.fastest_transport(kind, chunk, team_size, chunks)  # as convert-op-to-communication picks
-            per_chunk_communication += machine.collective_ms(kind, transport, chunk, team_size)
+            # As convert-op-to-communication picks: the loop's matmuls run beside it.
+            transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls)
+            phases = machine.phases_ms(kind, transport, chunk, team_size)
+            per_chunk_communication += sum(phases)
+            last_phase += phases[-1]
             latency += machine.collective_ms(kind, transport, 0, team_size)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
-        elif isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
-            flops = _matmul_flops(tensor_type(op.result))
-            if flops is None:
-                return None
-            element = str(tensor_type(op.result).element_type)
-            matmuls += machine.matmul_ms(flops, element)
-            per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
-                  latency, reorders)
+                  latency, reorders, last_phase)
 
 
 def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | None:
@@ -165,12 +178,6 @@ def _per_iteration(op: fusion.ComputeOp, size: int, chunks: int) -> int:
     """Of `size` bytes, what one iteration of the stream loop moves (all of them where the
     op is outside the loop)."""
     return size // chunks if tensor_type(op.result).stream_axis() is not None else size
-
-
-def _matmul_flops(result: TensorType) -> int | None:
-    """2 x one rank's multiply-adds: its output elements times its share of the reduction."""
-    extents = [result.local_extent(i, stream_sharded=False) for i in range(result.rank)]
-    return None if DYNAMIC in extents else 2 * math.prod(extents)
 
 
 def unpipeline(func: fusion.FuncOp) -> None:

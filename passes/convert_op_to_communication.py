@@ -35,8 +35,9 @@ reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one l
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
 buffer, allocated before the loop with one slice per iteration. `copy-engine` refuses,
-located, a collective that cannot; `auto` takes the copy engines wherever they can carry
-the collective (every copy measured on 2x H200 beat NCCL's, docs/copy_engine.md).
+located, a collective that cannot; `auto` takes the copy engines where they can carry the
+collective and the cost model (passes/cost_model.py) says they are faster, posted as often
+as its loop runs, beside the loop's matmuls (docs/copy_engine.md, "Choosing").
 """
 
 from __future__ import annotations
@@ -53,13 +54,14 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.copy_engine_facts import copy_engine_algorithm
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice, matmul_flops
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -251,16 +253,30 @@ def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, 
     if problem is None:
         loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
         posts = _trip_count(loops[0]) if loops else 1
+        assert posts is not None
+        beside = posts * _matmuls_ms(loops[0], machine) if loops else 0.0
         kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team)
-        chosen = machine.fastest_transport(kind, size, team_size, posts)
+        chosen = machine.fastest_transport(kind, size, team_size, posts, beside)
         other = next(t for t in hir.Transport if t != chosen)
         remark(op, ConvertOpToCommunication.name,
-               f"{kind.name} on {chosen}: estimated {machine.posts_ms(kind, chosen, size, team_size, posts):.3f} ms "
-               f"vs {machine.posts_ms(kind, other, size, team_size, posts):.3f} ms on {other} ({posts} post(s))")
+               f"{kind.name} on {chosen}: estimated {machine.beside_ms(kind, chosen, size, team_size, posts, beside):.3f} ms "
+               f"vs {machine.beside_ms(kind, other, size, team_size, posts, beside):.3f} ms on {other} ({posts} post(s)"
+               + (f" beside {beside:.3f} ms of matmuls)" if beside else ")"))
         return chosen
     remark(op, ConvertOpToCommunication.name, f"{plan[0].kind.name if len(plan) == 1 else 'communication'} on "
                                               f"{hir.Transport.NCCL}: the copy engines cannot carry it: {problem}")
     return hir.Transport.NCCL
+
+
+def _matmuls_ms(loop: scf.ForOp, machine: Machine) -> float:
+    """The matmuls of one iteration of `loop`: what runs beside its collectives."""
+    total = 0.0
+    for op in loop.body.walk():
+        if isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
+            result = tensor_type(op.result)
+            flops = matmul_flops(result)
+            total += 0.0 if flops is None else machine.matmul_ms(flops, str(result.element_type))
+    return total
 
 
 def input_bytes(op: Operation, member: int) -> int:
@@ -271,7 +287,8 @@ def input_bytes(op: Operation, member: int) -> int:
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     """Why the copy-engine transport cannot carry `op`'s communication (None if it can)."""
-    if len(plan) != 1 or not plan[0].kind.HAS_COPY_ENGINE_ALGORITHM:
+    algorithm = copy_engine_algorithm(plan[0].kind.name) if len(plan) == 1 else None
+    if algorithm is None:
         return "only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm"
     mesh = tensor_type(op.operands[0]).mesh
     if mesh is None or mesh.ndim != 1 or plan[0].team != mesh.devices or len(plan[0].team) < 2:
@@ -284,7 +301,7 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
-    return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
+    return algorithm.input_problem(math.prod(local_input), len(plan[0].team))
 
 
 def _enclosing_loops(op: Operation) -> list[scf.ForOp]:

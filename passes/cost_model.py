@@ -12,6 +12,7 @@ never measured). Times are in milliseconds.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from pathlib import Path
 from xdsl.utils.str_enum import StrEnum
 
 from hostir_dialect import hir
+from hostir_dialect.copy_engine_facts import copy_engine_algorithm
+from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 
 class TransportChoice(StrEnum):
@@ -75,6 +78,13 @@ def detected_machine(root: Path | None = None) -> str:
         if machine_file(name) is not None:
             return name
     return FALLBACK_MACHINE
+
+
+def matmul_flops(result: TensorType) -> int | None:
+    """2 x one rank's multiply-adds of a matmul with this result: its output elements
+    times its share of the reduction (None: a dynamic extent)."""
+    extents = [result.local_extent(i, stream_sharded=False) for i in range(result.rank)]
+    return None if DYNAMIC in extents else 2 * math.prod(extents)
 
 
 @dataclass(frozen=True)
@@ -136,16 +146,31 @@ class Machine:
 
     def copy_ms(self, nbytes: float) -> float:
         """A copy within one GPU's memory (it reads and writes every byte)."""
-        return 2 * nbytes / (self.memory_gbps * 1e6)
+        return self.memory_ms(2 * nbytes)
+
+    def memory_ms(self, nbytes: float) -> float:
+        """A kernel bound by memory that reads and writes `nbytes` in all."""
+        return nbytes / (self.memory_gbps * 1e6)
+
+    def phases_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float,
+                  team_size: int) -> list[float]:
+        """One collective of `kind` whose members each contribute `input_bytes`, phase by
+        phase (each waits for the one before): NCCL's one (fitted on that measure), or the
+        copy engines' (hostir_dialect/copy_engine_facts.py): per phase, every peer's share
+        copied at once, then one signal; the local reduction (D chunks read, one written)
+        belongs to the last phase (the all-reduce's second reduces, then pushes)."""
+        if transport == hir.Transport.COPY_ENGINE:
+            algorithm = copy_engine_algorithm(kind.name)
+            assert algorithm is not None  # asked only where the copy engines can carry it
+            phase = self.copy_engine.ms(algorithm.share_per_peer(input_bytes, team_size)) + self.signal_us / 1e3
+            phases = [phase] * algorithm.phases
+            phases[-1] += self.memory_ms(algorithm.reduced(input_bytes, team_size))
+            return phases
+        return [self.nccl[kind.name].ms(input_bytes)]
 
     def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int) -> float:
-        """One collective of `kind` whose members each contribute `input_bytes`, on NCCL
-        (fitted on that measure) or on the copy engines (per phase: every peer's share
-        copied at once, then one signal)."""
-        if transport == hir.Transport.COPY_ENGINE:
-            share = kind.copy_engine_share_per_peer(input_bytes, team_size)
-            return kind.COPY_ENGINE_PHASES * (self.copy_engine.ms(share) + self.signal_us / 1e3)
-        return self.nccl[kind.name].ms(input_bytes)
+        """One collective of `kind` whose members each contribute `input_bytes`, all its phases."""
+        return sum(self.phases_ms(kind, transport, input_bytes, team_size))
 
     def posts_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
                  posts: int) -> float:
@@ -155,13 +180,23 @@ class Machine:
         fixed = self.collective_ms(kind, transport, 0, team_size)
         return posts * (self.collective_ms(kind, transport, input_bytes, team_size) - fixed) + fixed
 
+    def beside_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
+                  posts: int, matmuls_ms: float) -> float:
+        """`posts` posts of a loop (posts_ms) and `matmuls_ms` of matmuls running beside
+        them, which the transport slows by its `matmul_slowdown` while both run: the
+        longer of the two, slowed."""
+        communication = self.posts_ms(kind, transport, input_bytes, team_size, posts)
+        slowed = matmuls_ms + self.matmul_slowdown[transport] * min(communication, matmuls_ms)
+        return max(communication, slowed)
+
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                          posts: int = 1) -> hir.Transport:
+                          posts: int = 1, matmuls_ms: float = 0.0) -> hir.Transport:
         """NCCL, or the copy engines where `kind` has an algorithm on them and they are
-        faster, for `posts` posts of a loop (posts_ms)."""
-        if not kind.HAS_COPY_ENGINE_ALGORITHM:
+        faster, for `posts` posts of a loop beside `matmuls_ms` of matmuls (beside_ms:
+        NCCL's kernels slow the matmuls more than the copy engines' transfers do)."""
+        if copy_engine_algorithm(kind.name) is None:
             return hir.Transport.NCCL
-        return min(hir.Transport, key=lambda t: self.posts_ms(kind, t, input_bytes, team_size, posts))
+        return min(hir.Transport, key=lambda t: self.beside_ms(kind, t, input_bytes, team_size, posts, matmuls_ms))
 
     def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> float:
         transport = self.fastest_transport(kind, input_bytes, team_size)

@@ -6,15 +6,23 @@ Computed whole, the op that consumes an all-gather waits for every member's part
 op that produces a reduce-scatter's input must finish before any transfer starts: the
 transfers and the compute serialize. Split by member:
 
-- all-gather, then an op reading its output (own part first, then each other member's
-  part as soon as it has arrived; positions rotate from this rank's own):
+- all-gather, then an op reading its output (own part first, read from the input in
+  place, so the post need not copy it into the output: `peers_only`; then each other
+  member's part as soon as it has arrived, positions rotating from this rank's own; then
+  the whole wait, for this rank's own pushes, which read the input):
 
-      %w = hir.allgather %x -> %g ... transport copy_engine       %w = hir.allgather %x -> %g ...
-      hir.wait %w                                          ->      scf.for %s = 0 to D {
-      %r = fusion.matmul %g, %b into %c                              %p = (me + s) mod D
+      %w = hir.allgather %x -> %g ... transport copy_engine       %w = hir.allgather %x -> %g ... peers_only
+      hir.wait %w                                          ->      fusion.matmul %x[%me], %b into %c[%me]
+      %r = fusion.matmul %g, %b into %c                            scf.for %s = 1 to D {
+                                                                     %p = (me + s) mod D
                                                                      hir.wait %w from %p
                                                                      fusion.matmul %g[%p], %b into %c[%p]
                                                                    }
+                                                                   hir.wait %w
+
+  Where the input's part cannot be read in place (its member axis is not the axis
+  sharded across the team), the loop starts at the own part (`%s = 0`), which the post
+  copies into the output.
 
 - an op writing a reduce-scatter's or all-reduce's input (the other members' chunks first,
   then the post, which reads only those, then this rank's own chunk while the copies run):
@@ -29,7 +37,8 @@ transfers and the compute serialize. Split by member:
 
 `%g[%p]` is `hir.alias_select` on the axis that holds the members' parts: the outermost
 allocated axis with a local extent above 1 (the collectives' buffer contract), when its
-extent is the team size. The op must be computable part by part along it (the
+extent is the team size; `%x[%me]` selects this rank's own shard of the input's
+device-sharded axis. The op must be computable part by part along it (the
 `StreamSliceable` interface, as for stream chunks). Anything else is left as it is: the
 split is an optimization, never needed for a correct result.
 """
@@ -41,7 +50,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -94,20 +103,23 @@ class MemberSplit:
         split = MemberSplit(op, result_axis, removed)
         return split if removed and split.verifies() else None
 
-    def emit(self, block: Block, position: SSAValue) -> None:
-        """The op on member `position`'s part, at the end of `block`."""
-        views = {v: _view(block, v, axis, position, self.op) for v, axis in self.removed.items()}
+    def emit(self, block: Block, position: SSAValue, sources: Sources | None = None) -> None:
+        """The op on member `position`'s part, at the end of `block`. `sources`: operands
+        whose part is read from another tensor instead, by operand: (that tensor, its axis)."""
+        sources = sources or {}
+        views = {v: _view(block, *sources.get(v, (v, axis)), position, self.op) for v, axis in self.removed.items()}
         out = _view(block, self.op.out, self.axis, position, self.op)
         part = self.op.stream_chunk(views, {**self.removed, self.op.result: self.axis}, tensor_type(out), out)
         part.attributes.update(self.op.attributes)
         block.add_op(located_like(part, self.op))
 
-    def verifies(self) -> bool:
-        """Does one part verify? (Tried on a scratch block, left behind.)"""
+    def verifies(self, position: SSAValue | None = None, sources: Sources | None = None) -> bool:
+        """Do one part and its views verify? (Tried on a scratch block, left behind.)"""
         scratch = Block(arg_types=[INDEX])
-        self.emit(scratch, scratch.args[0])
+        self.emit(scratch, position if position is not None else scratch.args[0], sources)
         try:
-            scratch.last_op.verify()
+            for op in scratch.ops:
+                op.verify()
         except VerifyException:
             return False
         finally:
@@ -115,6 +127,9 @@ class MemberSplit:
                 op.detach()
                 op.erase(safe_erase=False)
         return True
+
+
+Sources = dict[SSAValue, tuple[SSAValue, int]]
 
 
 def _view(block: Block, tensor: SSAValue, axis: int, position: SSAValue, like: Operation) -> SSAValue:
@@ -193,7 +208,8 @@ def _sole_wait(collective: hir.CollectiveOp) -> hir.WaitOp | None:
 
 
 def split_allgather_consumer(collective: hir.AllgatherOp) -> bool:
-    """Own part first, each other part once it has arrived (see the module docstring)."""
+    """Own part first, from the input in place where it can be, each other part once it
+    has arrived, then the whole wait (see the module docstring)."""
     wait, gathered = _sole_wait(collective), collective.output
     axis = member_axis(tensor_type(gathered), len(collective.team_ids))
     readers = [u.operation for u in gathered.uses
@@ -211,10 +227,31 @@ def split_allgather_consumer(collective: hir.AllgatherOp) -> bool:
         block.add_op(located_like(hir.WaitOp(collective.work, position), wait))
         split.emit(block, position)
 
-    member_loop(collective, consumer, 0, part)
+    me = team_position(collective)
+    in_place = {gathered: (collective.input, axis)}
+    if _holds_own_part(collective.input, axis) and split.verifies(me, in_place):
+        _insert_part(split, me, consumer, in_place)
+        collective.properties["peers_only"] = UnitAttr()
+    member_loop(collective, consumer, 1 if collective.peers_only else 0, part)
+    wait.detach()
+    Rewriter.insert_op(wait, InsertPoint.before(consumer))
     _retire(consumer)
-    Rewriter.erase_op(wait)
     return True
+
+
+def _holds_own_part(shard: SSAValue, axis: int) -> bool:
+    """Is `axis` of the all-gather's input `shard` sharded across devices, each holding
+    its own part (which the part's view selects, at this rank's position)?"""
+    return any(p.parallel.is_device for p in tensor_type(shard).axes[axis].pieces)
+
+
+def _insert_part(split: MemberSplit, position: SSAValue, anchor: Operation, sources: Sources | None = None) -> None:
+    """Member `position`'s part of `split`, before `anchor`."""
+    part = Block()
+    split.emit(part, position, sources)
+    for op in list(part.ops):
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.before(anchor))
 
 
 def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) -> bool:
@@ -230,11 +267,7 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) ->
     if split is None or not _only_views_between(producer, collective, partial):
         return False
     member_loop(collective, producer, 1, split.emit)
-    own = Block()
-    split.emit(own, team_position(collective))
-    for op in list(own.ops):
-        op.detach()
-        Rewriter.insert_op(op, InsertPoint.before(wait))
+    _insert_part(split, team_position(collective), wait)
     _retire(producer)
     return True
 

@@ -1,11 +1,11 @@
 """The copy-engine transport of `hir.allgather`, `hir.reduce_scatter` and `hir.allreduce`
 (docs/copy_engine.md): pushes into the other members' symmetric buffers, one flag per
-member and post, reductions done locally when waited for.
+member and phase of a post, reductions done locally (hostir_dialect/copy_engine_facts.py
+says what each algorithm sends).
 
 A post runs on a communication stream that first waits for the current stream (one such
-stream per posting stream, so the posts of different loop iterations overlap), as an NCCL
-collective runs on NCCL's stream. On CPU ranks streams are bookkeeping and the same code
-runs in program order.
+stream per device and phase, `Ordering`), as an NCCL collective runs on NCCL's stream. On
+CPU ranks streams are bookkeeping and the same code runs in program order.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import hir
+from hostir_dialect.copy_engine_facts import ALGORITHMS, CopyEngineAlgorithm, copy_engine_algorithm
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
@@ -27,6 +28,9 @@ from .hazards import Hazards
 from .layouts import logical_shape, torch_dtype
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
+MAX_COPY_ENGINE_STREAMS = 8
+"""Communication streams per phase (`Ordering`'s lanes) an evaluator may ask for."""
+
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
     ReduceKind.SUM: torch.add, ReduceKind.PROD: torch.mul,
     ReduceKind.MAX: torch.maximum, ReduceKind.MIN: torch.minimum,
@@ -34,16 +38,21 @@ _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
 
 
 class Ordering:
-    """Runs communication on one side stream per device (as NCCL runs its collectives on
-    its own stream), after the posting stream's prior work, and makes the posting stream
-    wait for it later (no streams on CPU, where work runs in program order; there the
-    order is still followed by the stream hazard check, `hazards`, when it is on).
+    """Runs communication on side streams (as NCCL runs its collectives on its own
+    stream), after the posting stream's prior work, and makes the posting stream wait for
+    it later (no streams on CPU, where work runs in program order; there the order is
+    still followed by the stream hazard check, `hazards`, when it is on).
 
-    One stream, not one per posting stream: the copy engines run transfers one after the
-    other whatever stream they come from, and a flag written after a transfer (a stream
-    memory operation) was measured on H200, in CUDA graphs, to land only after every
-    transfer enqueued before it on any stream; on one stream each flag follows its own
-    transfer.
+    A stream per phase of the algorithms: a later phase waits for compute (the
+    all-reduce's second phase, for the chunk's own part), which on the first phase's
+    stream would hold back the next posts' first phases, which wait only for their own
+    producers. `lanes` streams per phase, taken in turn by a collective's posts (post k
+    on lane k mod lanes), so that transfers of different posts may overlap; by default
+    one, not one per posting stream: the copy engines were seen to run transfers one
+    after the other whatever stream they came from, and a flag written after a transfer
+    (a stream memory operation) was measured on H200, in CUDA graphs, to land only after
+    every transfer enqueued before it on any stream; on one stream each flag follows its
+    own transfer.
 
     `current()` is the stream device work is enqueued on now (the evaluator's stream pool
     knows it without asking torch, which is slower; default: ask torch). Marks are CUDA
@@ -52,26 +61,36 @@ class Ordering:
     re-recorded on the same stream, by the next run, after its waiter."""
 
     def __init__(self, device: torch.device, current: Callable[[], object] | None = None,
-                 hazards: Hazards | None = None):
+                 hazards: Hazards | None = None, lanes: int = 1):
         self.cuda = device.type == "cuda"
         self.device = device
         self.hazards = hazards
+        self.lanes = lanes
         if not self.cuda:
             current = _no_stream
         self.current = current or (lambda: torch.cuda.current_stream(device))
-        self._side: object = torch.cuda.Stream(device=device) if self.cuda else None
-        if hazards is not None:
-            self._side = hazards.new_stream("the copy engines' stream")
+        phases = max(algorithm.phases for algorithm in ALGORITHMS.values())
+        self._sides: dict[tuple[int, int], object] = {
+            (phase, lane): self._new_side(phase, lane) for phase in range(1, phases + 1) for lane in range(lanes)}
         self._events: dict[tuple, torch.cuda.Event] = {}
 
-    def fork(self):
-        """The communication stream, made to wait for the current stream's work so far
-        (None on CPU, unless the hazard check follows it)."""
+    def _new_side(self, phase: int, lane: int) -> object:
         if self.cuda:
-            self._side.wait_stream(self.current())  # type: ignore[union-attr]  # a CUDA stream here
+            return torch.cuda.Stream(device=self.device)
+        if self.hazards is not None:
+            return self.hazards.new_stream(f"the copy engines' stream of phase {phase}" +
+                                           (f", lane {lane}" if self.lanes > 1 else ""))
+        return None
+
+    def fork(self, phase: int = 1, lane: int = 0):
+        """The communication stream of `phase` and `lane`, made to wait for the current
+        stream's work so far (None on CPU, unless the hazard check follows it)."""
+        side = self._sides[phase, lane]
+        if self.cuda:
+            side.wait_stream(self.current())  # type: ignore[attr-defined]  # a CUDA stream here
         elif self.hazards is not None:
-            self.hazards.join(self._side, self.hazards.mark(self.hazards.current_stream()))
-        return self._side
+            self.hazards.join(side, self.hazards.mark(self.hazards.current_stream()))
+        return side
 
     @contextmanager
     def enqueue_on(self, stream):
@@ -113,11 +132,11 @@ class Ordering:
         if self.hazards is not None:
             self.hazards.access(stream if stream is not None else self.hazards.current_stream(), op, reads, writes)
 
-    def arrived(self, op: Operation | None, region: torch.Tensor, peer: int) -> None:
-        """For the hazard check: the current stream waited for the peer at `peer` (its
-        position), whose push wrote `region` of this rank's symmetric instance."""
+    def arrived(self, op: Operation | None, region: torch.Tensor, peer: int, stream=None) -> None:
+        """For the hazard check: `stream` (default: the current one) waited for the peer at
+        `peer` (its position), whose push wrote `region` of this rank's symmetric instance."""
         if self.hazards is not None:
-            self.hazards.remote_write(self.hazards.current_stream(), op, region, peer)
+            self.hazards.remote_write(stream if stream is not None else self.hazards.current_stream(), op, region, peer)
 
 
 def _no_stream() -> None:
@@ -125,51 +144,61 @@ def _no_stream() -> None:
 
 
 class CopyEngineWork:
-    """The `!hir.work` of a copy-engine post: wait for one member's part, or for all.
-    `arrivals[p]`: the part of this rank's symmetric buffers the member at position p
-    writes (for the hazard check)."""
+    """The `!hir.work` of a copy-engine post: `wait()` runs the rest of the collective
+    (`complete`) once; a later wait does nothing. A position (`hir.wait %w from %p`) is
+    waited for as the whole, except by an all-gather (`AllgatherWork`)."""
 
-    __slots__ = ("_collective", "_slot", "_local_done", "_all_done", "_pending", "_finish", "_arrivals")
+    __slots__ = ("_complete",)
 
-    def __init__(self, collective: CopyEngineCollective, slot: int, local_done, all_done,
-                 finish: Callable[[], None] | None, arrivals: list[torch.Tensor]):
-        self._collective = collective
-        self._slot = slot
-        self._local_done = local_done
-        self._all_done = all_done
-        self._pending = set(collective.peers)
-        self._finish = finish
-        self._arrivals = arrivals
+    def __init__(self, complete: Callable[[], None]):
+        self._complete: Callable[[], None] | None = complete
 
     def wait(self, position: int | None = None) -> None:
-        """All members' parts (None), or the part of the member at `position` in the team."""
-        collective = self._collective
-        if position == collective.position:
-            collective.ordering.join(self._local_done)
+        complete, self._complete = self._complete, None
+        if complete is not None:
+            complete()
+
+
+class AllgatherWork:
+    """The `!hir.work` of a copy-engine all-gather: `wait(p)` waits for the part of the
+    member at position p only; `wait()` for every part and for this rank's own pushes
+    (which read its input). `slots[p]`: where member p's part lands (for the hazard check)."""
+
+    __slots__ = ("_gather", "_slot", "_own", "_sent", "_pending", "_slots")
+
+    def __init__(self, gather: CopyEngineAllgather, slot: int, own, sent, slots: list[torch.Tensor]):
+        self._gather = gather
+        self._slot = slot
+        self._own = own
+        """The mark after which this rank's own slot holds its input (None: the post does not fill it)."""
+        self._sent = sent
+        self._pending = set(gather.peers)
+        self._slots = slots
+
+    def wait(self, position: int | None = None) -> None:
+        gather = self._gather
+        if position == gather.position:
+            if self._own is None:
+                raise RuntimeError("waits for this rank's own slot, which a `peers_only` all-gather does not fill")
+            gather.ordering.join(self._own)
             return
         for peer in sorted(self._pending) if position is None else [position] if position in self._pending else []:
-            collective.flags.wait(peer, self._slot, collective.ordering.current())
-            collective.ordering.arrived(collective.op, self._arrivals[peer], peer)
+            gather.receive(peer, self._slot, self._slots[peer])
             self._pending.discard(peer)
-        if not self._pending:
-            # Every part has arrived; this rank's own pushes (which read the input) are done
-            # too once the current stream waits for them.
-            collective.ordering.join(self._all_done)
-            if self._finish is not None:
-                self._finish()
-                self._finish = None
+        if position is None and self._sent is not None:
+            gather.ordering.join(self._sent)
+            self._sent = None
 
 
 class CopyEngineCollective:
     """One copy-engine collective op of a program, compiled for this rank.
 
-    `posts * PHASES` flags of `flags`, from `first_slot` on, are this op's: `PHASES` per
-    post in a run (a post inside loops posts once per iteration). `begin_run` rewinds to
-    the first.
+    `posts * ALGORITHM.phases` flags of `flags`, from `first_slot` on, are this op's: one
+    per phase of each post in a run (a post inside loops posts once per iteration).
+    `begin_run` rewinds to the first.
     """
 
-    PHASES = 1
-    """Signal rounds per post (the op's `COPY_ENGINE_PHASES`)."""
+    ALGORITHM: CopyEngineAlgorithm
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
                  op: hir.CollectiveOp | None = None):
@@ -187,48 +216,70 @@ class CopyEngineCollective:
         self._next = 0
 
     def next_slot(self) -> int:
-        """The first of this post's `PHASES` flag slots."""
-        slot = self.first_slot + (self._next % self.posts) * self.PHASES
+        """The first of this post's flag slots, one per phase."""
+        slot = self.first_slot + (self._next % self.posts) * self.ALGORITHM.phases
         self._next += 1
         return slot
 
-    def push_and_signal(self, pushes: Callable[[int], None], slot: int):
-        """On the communication stream, after the current stream's work so far:
-        `pushes(peer)` for every other member (it returns the tensor it read), then its
-        flag `slot`. Returns the mark of the end of this work."""
+    def lane(self, slot: int) -> int:
+        """The lane of the post that `slot` is a flag of (the same in every run)."""
+        return (slot - self.first_slot) // self.ALGORITHM.phases % self.ordering.lanes
+
+    def push_and_signal(self, pushes: Callable[[int], torch.Tensor], slot: int, phase: int = 1,
+                        before: Callable[[object], None] | None = None):
+        """On the communication stream of `phase`, after the current stream's work so far:
+        `before` (given the stream), then `pushes(peer)` for every other member (it returns
+        the tensor it read), then its flag `slot`. Returns the mark of the end of this work."""
         ordering = self.ordering
-        side = ordering.fork()
+        side = ordering.fork(phase, self.lane(slot))
         with ordering.enqueue_on(side):
+            if before is not None:
+                before(side)
             for peer in self.peers:
                 ordering.touch(self.op, reads=[pushes(peer)], stream=side)
                 self.flags.signal(peer, slot, side)
         return ordering.mark((self.flags.team, slot, "pushed"), side)
 
+    def receive(self, peer: int, slot: int, region: torch.Tensor, stream=None) -> None:
+        """`stream` (default: the current one) waits for flag `slot` of the member at
+        position `peer`, whose push wrote `region` of this rank's symmetric instance."""
+        self.flags.wait(peer, slot, stream if stream is not None else self.ordering.current())
+        self.ordering.arrived(self.op, region, peer, stream)
+
 
 class CopyEngineAllgather(CopyEngineCollective):
-    """out (a view of `symmetric_out`) = concat over the team of every member's input."""
+    """out (a view of `symmetric_out`) = concat over the team of every member's input;
+    with `fills_own_slot` False (`peers_only`), this rank's own slot is left as it is."""
+
+    ALGORITHM = ALGORITHMS["hir.allgather"]
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering, symmetric_out: SymmetricTensor,
-                 op: hir.CollectiveOp | None = None):
+                 op: hir.CollectiveOp | None = None, fills_own_slot: bool = True):
         super().__init__(flags, first_slot, posts, ordering, op)
         self.symmetric_out = symmetric_out
+        self.fills_own_slot = fills_own_slot
 
-    def post(self, inp: torch.Tensor, out: torch.Tensor) -> CopyEngineWork:
+    def post(self, inp: torch.Tensor, out: torch.Tensor) -> AllgatherWork:
         """`inp`, `out`: the flat buffers (views of dense memory)."""
         slot = self.next_slot()
         slots = _chunks(out, self.flags.size)
         mine = slots[self.position]
-        all_done = self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_out, mine, peer), inp), slot)
-        # The own slot is filled on the posting stream, after the pushes were forked from
-        # it, so it does not queue behind other posts' transfers on the communication stream.
-        mine.copy_(inp)
-        self.ordering.touch(self.op, reads=[inp], writes=[mine])
-        return CopyEngineWork(self, slot, self.ordering.mark((self.flags.team, slot, "local")), all_done, None, slots)
+        sent = self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_out, mine, peer), inp), slot)
+        own = None
+        if self.fills_own_slot:
+            # On the posting stream, after the pushes were forked from it, so it does not
+            # queue behind other posts' transfers on the communication stream.
+            mine.copy_(inp)
+            self.ordering.touch(self.op, reads=[inp], writes=[mine])
+            own = self.ordering.mark((self.flags.team, slot, "local"))
+        return AllgatherWork(self, slot, own, sent, slots)
 
 
 class CopyEngineReduceScatter(CopyEngineCollective):
     """out = the reduction over the team of every member's input chunk `me`; the other
     members' chunks arrive in `via` (a view of `symmetric_via`, the input's shape)."""
+
+    ALGORITHM = ALGORITHMS["hir.reduce_scatter"]
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
                  symmetric_via: SymmetricTensor, kind: ReduceKind, op: hir.CollectiveOp | None = None):
@@ -239,15 +290,25 @@ class CopyEngineReduceScatter(CopyEngineCollective):
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
         """`inp`, `out`, `via`: the flat buffers (views of dense memory)."""
         slot = self.next_slot()
-        size, me = self.flags.size, self.position
-        chunks, received = _chunks(inp, size), _chunks(via, size)
-        all_done = self.scatter(chunks, received, slot)
-        parts = [chunks[me] if p == me else received[p] for p in range(size)]
-        return CopyEngineWork(self, slot, None, all_done, lambda: self.reduce_into(out, parts), received)
+        chunks, received = _chunks(inp, self.flags.size), _chunks(via, self.flags.size)
+        sent = self.scatter(chunks, received, slot)
 
-    def reduce_into(self, out: torch.Tensor, parts: list[torch.Tensor]) -> None:
+        def complete() -> None:
+            for peer in self.peers:
+                self.receive(peer, slot, received[peer])
+            self.ordering.join(sent)
+            self.reduce_into(out, self.own_and_received(chunks, received))
+
+        return CopyEngineWork(complete)
+
+    def own_and_received(self, chunks: list[torch.Tensor], received: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Every member's chunk `me` in team order: this rank's in `chunks`, the others' in `received`."""
+        return [chunks[p] if p == self.position else received[p] for p in range(self.flags.size)]
+
+    def reduce_into(self, out: torch.Tensor, parts: list[torch.Tensor], stream=None) -> None:
+        """On `stream` (default: the current one, where the work is enqueued)."""
         _reduce_into(out, parts, self.combine)
-        self.ordering.touch(self.op, reads=parts, writes=[out])
+        self.ordering.touch(self.op, reads=parts, writes=[out], stream=stream)
 
     def scatter(self, chunks: list[torch.Tensor], received: list[torch.Tensor], slot: int):
         """Copy input chunk p into slot `me` of member p's `received`, for every other member
@@ -262,32 +323,48 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     in a ring). `via` (a view of `symmetric_via`, twice the input) receives the other
     members' input chunks in its first half and their reduced chunks in its second.
 
-    Posting sends the other members' chunks of the input and does not read this rank's
-    own chunk, as a reduce-scatter's post; waiting reduces the own chunk into the output,
-    sends it to every other member and copies theirs into the output."""
+    Posting sends the other members' chunks of the input (phase 1) and does not read this
+    rank's own chunk, as a reduce-scatter's post. Waiting enqueues phase 2 on the
+    communication stream, after the current stream's work so far (which computed the own
+    chunk): wait for the other members' chunks, reduce the own chunk with them into the
+    output (a small kernel there, not on the waiting stream), and push it into every other
+    member's `via`; the waiting stream then waits for the other members' reduced chunks
+    and copies them into the output."""
 
-    PHASES = hir.AllreduceOp.COPY_ENGINE_PHASES
+    ALGORITHM = ALGORITHMS["hir.allreduce"]
 
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
         scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
+        scattered_sent = self.scatter(chunks, scattered, slot)
 
-        def gather() -> None:
-            self.reduce_into(outs[me], [chunks[me] if p == me else scattered[p] for p in range(size)])
-            sent = self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_via, gathered[me], peer), outs[me]),
-                                        slot + 1)
-            stream = self.ordering.current()
+        def complete() -> None:
+            gathered_sent = self.reduce_and_gather(self.own_and_received(chunks, scattered), outs[me], gathered, slot)
             for peer in self.peers:
-                self.flags.wait(peer, slot + 1, stream)
-                self.ordering.arrived(self.op, gathered[peer], peer)
+                self.receive(peer, slot + 1, gathered[peer])
                 outs[peer].copy_(gathered[peer])
                 self.ordering.touch(self.op, reads=[gathered[peer]], writes=[outs[peer]])
-            self.ordering.join(sent)
+            self.ordering.join(scattered_sent)
+            self.ordering.join(gathered_sent)
 
-        all_done = self.scatter(chunks, scattered, slot)
-        return CopyEngineWork(self, slot, None, all_done, gather, scattered)
+        return CopyEngineWork(complete)
+
+    def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, gathered: list[torch.Tensor],
+                          slot: int):
+        """Phase 2, on its communication stream: once the other members' chunks (phase 1's
+        flags, `slot`) are in `parts`, reduce `parts` into `reduced`, push it into slot `me`
+        of every other member's `gathered` and signal `slot + 1`."""
+        me = self.position
+
+        def reduce(stream) -> None:
+            for peer in self.peers:
+                self.receive(peer, slot, parts[peer], stream)
+            self.reduce_into(reduced, parts, stream)
+
+        return self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_via, gathered[me], peer), reduced),
+                                    slot + 1, phase=2, before=reduce)
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
@@ -336,7 +413,9 @@ def posts_per_run(op: Operation) -> int:
 
 def _flags_of(op: hir.CollectiveOp) -> int:
     """Flag slots a copy-engine collective needs in a run."""
-    return posts_per_run(op) * op.COPY_ENGINE_PHASES
+    algorithm = copy_engine_algorithm(op.name)
+    assert algorithm is not None  # verified: a copy-engine collective has one
+    return posts_per_run(op) * algorithm.phases
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -357,12 +436,13 @@ class CopyEngineProgram:
     """
 
     def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float,
-                 current: Callable[[], object], hazards: Hazards | None = None):
-        """`current()`: the stream device work is enqueued on now (see `Ordering`);
-        `hazards`: the stream hazard check of CPU ranks, if it is on."""
+                 current: Callable[[], object], hazards: Hazards | None = None, lanes: int = 1):
+        """`current()`: the stream device work is enqueued on now; `lanes`: communication
+        streams per phase (see `Ordering`); `hazards`: the stream hazard check of CPU
+        ranks, if it is on."""
         self.rank = rank
         self.heap = SymmetricHeap(rank, device, groups, timeout)
-        self.ordering = Ordering(device, current, hazards)
+        self.ordering = Ordering(device, current, hazards, lanes)
         self.hazards = hazards
         self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags, int]] = {}
         self.collectives: list[CopyEngineCollective] = []
@@ -457,7 +537,8 @@ class CopyEngineProgram:
         flags, first, slots = self.flags[team], self._slots[op], posts_per_run(op)
         if isinstance(op, hir.AllgatherOp):
             collective: CopyEngineCollective = CopyEngineAllgather(flags, first, slots, self.ordering,
-                                                                   self._symmetric(op, op.output), op)
+                                                                   self._symmetric(op, op.output), op,
+                                                                   fills_own_slot=op.fills_own_slot)
         elif isinstance(op, hir.ReduceScatterOp):
             collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via),
                                                  op.reduction.data, op)

@@ -50,7 +50,7 @@ from .buffers import BufferUses
 from .communicator import Communicator
 from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
 from .compile.unit_backends import check_unit_backend, default_unit_backend
-from .copy_engine import CopyEngineProgram
+from .copy_engine import MAX_COPY_ENGINE_STREAMS, CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, graph_mode
 from .hazards import Hazards, enabled_by_environment
 from .layouts import in_allocation_order, logical_shape, shard_factor, torch_dtype
@@ -82,14 +82,19 @@ class Evaluator:
     `check_hazards` (CPU ranks; default: the environment variable HOSTIR_CHECK_HAZARDS):
     fail, naming both ops, where two pieces of device work touch the same memory and
     nothing in the program orders them (runtime/hazards.py).
+    `copy_engine_streams`: communication streams per phase of the copy-engine
+    collectives, taken in turn by their posts (runtime/copy_engine.py `Ordering`; 1, the
+    default, runs every transfer of a phase in one stream).
     """
 
     def __init__(self, module: ModuleOp, *, name: str | None = None, rank: int | None = None,
                  world_size: int | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS,
                  device: torch.device | str | None = None, communicator: Communicator | None = None,
                  record_streams: bool = False, cuda_graph: bool | None = None, trace: bool = False,
-                 check_hazards: bool | None = None, unit_backend: str | None = None):
+                 check_hazards: bool | None = None, unit_backend: str | None = None, copy_engine_streams: int = 1):
         check_module(module)
+        if not 1 <= copy_engine_streams <= MAX_COPY_ENGINE_STREAMS:
+            raise ValueError(f"copy_engine_streams must be from 1 to {MAX_COPY_ENGINE_STREAMS}, got {copy_engine_streams}")
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
         if not self.is_program and (rank, world_size, communicator) != (None, None, None):
@@ -107,7 +112,7 @@ class Evaluator:
             self.hazards = _hazards(check_hazards, self.device)
             self.streams = make_streams(self.device, self.hazards)
             self.comm.create_groups(program_teams(self.function, self.comm))
-            self.copy_engine = self._copy_engine(self.function)
+            self.copy_engine = self._copy_engine(self.function, copy_engine_streams)
         else:
             self.comm = None
             self.rank = None
@@ -138,14 +143,14 @@ class Evaluator:
         self.graphs = (CudaGraphs(self.run_eagerly, self.streams, for_callers=cuda_graph is None)  # type: ignore[arg-type]  # graph mode runs on CUDA streams
                        if self.graph_mode == CUDA_GRAPH else None)
 
-    def _copy_engine(self, program: hir.ProgramOp) -> CopyEngineProgram | None:
+    def _copy_engine(self, program: hir.ProgramOp, lanes: int) -> CopyEngineProgram | None:
         """The program's symmetric buffers and flags, if it has any (created collectively)."""
         if not any(isinstance(op, hir.AllocateOp) and op.is_symmetric for op in program.walk()):
             return None
         timeout = self.comm.timeout.total_seconds() if self.comm.timeout else 60.0
         streams = self.streams
         return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout,
-                                 lambda: streams.active, self.hazards)
+                                 lambda: streams.active, self.hazards, lanes)
 
     @property
     def name(self) -> str:

@@ -89,6 +89,8 @@ class Job:
     """Trace one more run after the timed ones (`RankResult.trace`)."""
     unit_backend: str | None = None
     """How kernel units run (`Evaluator`'s option; None: the device's default)."""
+    copy_engine_streams: int = 1
+    """`Evaluator`'s option: communication streams per phase of copy-engine collectives."""
     reference: Reference | None = None
     """Computed by rank 0 after the runs (`RankResult.reference`)."""
 
@@ -157,7 +159,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
                               record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace,
-                              unit_backend=job.unit_backend)
+                              unit_backend=job.unit_backend, copy_engine_streams=job.copy_engine_streams)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):

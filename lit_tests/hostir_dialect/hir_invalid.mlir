@@ -45,6 +45,22 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: i64) {
   hir.return
 }
 // -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>) {
+  %i = arith.constant 0 : index
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op selects on axis 0, which is sharded across devices: only this rank's own slice, at `hir.team_position team [0, 1]`
+  %v = hir.alias_select %t[%i] axis 0 : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1]>) {
+  %me = hir.team_position team [0, 1]
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op selects on axis 0, which is sharded across devices: only an unsplit axis of a 1-D mesh has one slice per device
+  %v = hir.alias_select %t[%me] axis 0 : !fusion.tensor<f32[4(2 didx, 2), 4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
+  hir.return
+}
+// -----
 
 // hir.extent
 // CHECK: // {{-----}}
@@ -412,6 +428,27 @@ hir.program @p(%x: !fusion.tensor<f32[3]>, %y: !fusion.tensor<f32[6]>) {
 hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f64[8]>) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op the via buffer and the input have different element types
   %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>, !fusion.tensor<f64[8]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op `peers_only` needs the copy-engine transport (NCCL fills every slot)
+  %w = hir.allgather %x -> %y team [0, 1] peers_only : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  hir.wait %w
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>) {
+  %g = hir.allocate symmetric : !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op work token %w is never waited whole (hir.wait %w)
+  %w = hir.allgather %x -> %g team [0, 1] transport copy_engine : !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2, 4], mesh=[0, 1]>
+  hir.wait %w from %c0
+  hir.wait %w from %c1
+  hir.deallocate %g : !fusion.tensor<f32[2, 4], mesh=[0, 1]>
   hir.return
 }
 // -----

@@ -193,7 +193,8 @@ hir.program @local_shard(%x: !fusion.tensor<f32[4, ?], mesh=[[0, 1], [2, 3]]>, %
   hir.return
 }
 
-// The copy-engine transport: symmetric buffers, `via` buffers, waits for one member.
+// The copy-engine transport: symmetric buffers, `via` buffers, waits for one member, an
+// all-gather that leaves the own slot alone and a view of this rank's own shard.
 !shard = !fusion.tensor<bf16[2 didx, 4, 8], mesh=[0, 1]>
 !gathered = !fusion.tensor<bf16[2, 4, 8], mesh=[0, 1]>
 !partial = !fusion.tensor<f32[2, 4], mesh=[0, 1]>
@@ -215,6 +216,12 @@ hir.program @copy_engine(%a: !shard, %u: !partial) -> (!gathered, !scattered, !p
   hir.wait %w from %me
   // CHECK-NEXT: hir.wait %w
   hir.wait %w
+  // CHECK-NEXT: %w1 = hir.allgather %a -> %g team [0, 1] transport copy_engine peers_only : !fusion.tensor<bf16[2 didx, 4, 8], mesh=[0, 1]> -> !fusion.tensor<bf16[2, 4, 8], mesh=[0, 1]>
+  %w1 = hir.allgather %a -> %g team [0, 1] transport copy_engine peers_only : !shard -> !gathered
+  // CHECK-NEXT: %own = hir.alias_select %a[%me] axis 0 : !fusion.tensor<bf16[2 didx, 4, 8], mesh=[0, 1]> -> !fusion.tensor<bf16[4, 8], mesh=[0, 1]>
+  %own = hir.alias_select %a[%me] axis 0 : !shard -> !fusion.tensor<bf16[4, 8], mesh=[0, 1]>
+  // CHECK-NEXT: hir.wait %w1
+  hir.wait %w1
   // CHECK-NEXT: %w2 = hir.reduce_scatter %u -> %c via %r team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[2, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>, !fusion.tensor<f32[2, 4], mesh=[0, 1]>
   %w2 = hir.reduce_scatter %u -> %c via %r team [0, 1] op sum transport copy_engine : !partial -> !scattered, !partial
   hir.wait %w2

@@ -43,3 +43,33 @@ fusion.func @toy(%a: !a, %b: !b) -> !c {
 // CHECK:         fusion.matmul
 // NCCL-LABEL: hir.program @toy
 // NCCL:         scf.for
+
+// -----
+
+// matmul+AR at a tensor-parallel size (bf16, 16384 x 8192 x 4096 on 2 devices, 4 chunks,
+// each chunk's rows as 2 blocks): the pipeline pays, its all-reduces run on the copy
+// engines (beside the loop's matmuls, which NCCL's kernels would slow more), and
+// split-by-member computes the peer's block before the post, the own block after it.
+!a = !fusion.tensor<bf16[4, 2 didx, 2, 2048, 4096], mesh=[0, 1]>
+!b = !fusion.tensor<bf16[2 didx, 4096, 4096], mesh=[0, 1]>
+!bb = !fusion.tensor<bf16[b1, 2 didx, b1, 4096, 4096], mesh=[0, 1]>
+!u = !fusion.tensor<bf16[4 stream, 2 didx, 2, 2048, 4096, r4096], mesh=[0, 1]>
+!c = !fusion.tensor<bf16[4 stream, r2, 2, 2048, 4096], mesh=[0, 1]>
+fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
+  %bb = fusion.broadcast %b dims [0, 2] : !b -> !bb
+  %u = fusion.matmul %a, %bb : !a, !bb -> !u
+  %c = fusion.reduce sum %u dims [1] : !u -> !c
+  fusion.return %c : !c
+}
+// CHECK-LABEL: hir.program @matmul_ar
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           scf.for %s
+// CHECK:             fusion.matmul
+// CHECK:           }
+// CHECK:           hir.allreduce {{.*}} transport copy_engine
+// CHECK:           fusion.matmul
+// CHECK-NEXT:      hir.wait %w
+// NCCL-LABEL: hir.program @matmul_ar
+// NCCL:         hir.allreduce
+// NCCL-NOT:       transport copy_engine

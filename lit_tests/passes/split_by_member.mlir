@@ -1,7 +1,9 @@
 // RUN: hostir-opt %s --split-input-file -p split-by-member | filecheck %s
 
-// An all-gather's consumer, split by member: own part first (rotating from this rank's
-// position), each part after its own wait.
+// An all-gather's consumer, split by member: own part first, read from the input in
+// place (so the post leaves the own slot alone: peers_only), then each other part after
+// its own wait (rotating from this rank's position), then the whole wait (this rank's
+// own pushes, which read %a).
 !a = !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>
 !g = !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]>
 !b = !fusion.tensor<f32[8, 3], mesh=[0, 1]>
@@ -19,8 +21,11 @@ hir.program @allgather_consumer(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:    %me = hir.team_position team [0, 1]
 // CHECK-NEXT:    %g = hir.allocate symmetric
 // CHECK-NEXT:    %c = hir.allocate
-// CHECK-NEXT:    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine
-// CHECK-NEXT:    %s0 = arith.constant 0 : index
+// CHECK-NEXT:    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine peers_only
+// CHECK-NEXT:    %[[A:.*]] = hir.alias_select %a[%me] axis 0 : !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %[[C:.*]] = hir.alias_select %c[%me] axis 0 : !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3, r8], mesh=[0, 1]>
+// CHECK-NEXT:    %{{.*}} = fusion.matmul %[[A]], %b into %[[C]]
+// CHECK-NEXT:    %s0 = arith.constant 1 : index
 // CHECK-NEXT:    %team = arith.constant 2 : index
 // CHECK-NEXT:    %c1 = arith.constant 1 : index
 // CHECK-NEXT:    scf.for %s = %s0 to %team step %c1 {
@@ -28,11 +33,13 @@ hir.program @allgather_consumer(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:      %p = arith.remui %[[T]], %team : index
 // CHECK-NEXT:      hir.wait %w from %p
 // CHECK-NEXT:      %g_p = hir.alias_select %g[%p] axis 0 : !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
-// CHECK-NEXT:      %c_p = hir.alias_select %c[%p] axis 0 : !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3, r8], mesh=[0, 1]>
-// CHECK-NEXT:      %{{.*}} = fusion.matmul %g_p, %b into %c_p
+// CHECK-NEXT:      %[[CP:.*]] = hir.alias_select %c[%p] axis 0 : !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3, r8], mesh=[0, 1]>
+// CHECK-NEXT:      %{{.*}} = fusion.matmul %g_p, %b into %[[CP]]
 // CHECK-NEXT:    }
+// CHECK-NEXT:    hir.wait %w
 // CHECK-NEXT:    hir.deallocate %g
 // CHECK-NEXT:    hir.return %c
+
 
 // -----
 
@@ -74,6 +81,34 @@ hir.program @reduce_scatter_producer(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:    fusion.matmul %[[A]], %[[B]] into %[[U]]
 // CHECK-NEXT:    hir.wait %w
 // CHECK-NEXT:    hir.deallocate %via
+
+// -----
+
+// The input holds this rank's part but its type does not say it is sharded (a program
+// written by hand): the own part cannot be selected from it, so the post copies it into
+// the output and the loop starts at the own part.
+!a = !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+!g = !fusion.tensor<f32[2, 4, 8], mesh=[0, 1]>
+!b = !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2, 4, 3, r8], mesh=[0, 1]>
+hir.program @input_not_sharded(%a: !a, %b: !b) -> !c {
+  %g = hir.allocate symmetric : !g
+  %c = hir.allocate : !c
+  %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !a -> !g
+  hir.wait %w
+  %r = fusion.matmul %g, %b into %c : !g, !b -> !c
+  hir.deallocate %g : !g
+  hir.return %r : !c
+}
+// CHECK-LABEL: hir.program @input_not_sharded
+// CHECK:         %w = hir.allgather %a -> %g team [0, 1] transport copy_engine :
+// CHECK-NEXT:    %s0 = arith.constant 0 : index
+// CHECK:         scf.for %s = %s0 to %team step %c1 {
+// CHECK:           hir.wait %w from %p
+// CHECK:           fusion.matmul %g_p, %b into
+// CHECK:         }
+// CHECK-NEXT:    hir.wait %w
+// CHECK-NEXT:    hir.deallocate %g
 
 // -----
 
@@ -157,8 +192,11 @@ hir.program @team_of_four(%a: !a, %b: !b) -> !c {
 }
 // CHECK-LABEL: hir.program @team_of_four
 // CHECK-NEXT:    %me = hir.team_position team [0, 1, 2, 3]
+// CHECK:         hir.allgather {{.*}} peers_only
 // CHECK:         %team = arith.constant 4 : index
 // CHECK:         hir.wait %w from %p
+// CHECK:         }
+// CHECK-NEXT:    hir.wait %w
 
 // -----
 

@@ -96,11 +96,10 @@ def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> None:
         return
     axis = op.axis_index
     chosen = t.axes[axis]
-    if c.local and any(p.parallel.is_device for p in chosen.pieces):
-        raise op_error(op, f"selects on axis {axis}, which is sharded across devices")
     one_chunk = c.local and t.stream_allocated and axis == t.stream_axis()
-    # A broadcast axis has one element; a stream-allocated buffer holds one chunk.
-    index = "0" if chosen.is_broadcast or one_chunk else c.name(op.index)
+    # A broadcast axis has one element; a stream-allocated buffer holds one chunk; a
+    # rank holds one slice of a device-sharded axis, its own (the verifier checked the index).
+    index = "0" if chosen.is_broadcast or one_chunk or (c.local and op.selects_own_shard()) else c.name(op.index)
     c.emit(f"{c.name(op.result)} = {c.name(op.input)}.select({t.value_position(axis)}, {index})")
 
 

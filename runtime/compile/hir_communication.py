@@ -12,7 +12,7 @@ from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.tensor_type import tensor_type
 
 from ..communicator import DONE, CollectiveError
-from ..hazards import on_own_stream
+from ..hazards import StreamHazard, on_own_stream
 from ..layouts import flatten_in_allocation_order
 from ..torch_ops import copy_into
 from .context import ExecutionError, FunctionCompiler, Handler, on_current_stream, value_name
@@ -107,6 +107,8 @@ def wait(c: FunctionCompiler, op: hir.WaitOp) -> None:
     c.emit(f"if {work} is None: raise _Unbound('waits for a collective that was never posted')",
            "try:",
            f"    {work}.wait({member})",
+           f"except {c.bind(StreamHazard, 'StreamHazard')}:",
+           "    raise  # the wait's own work races (a copy-engine collective's): reported at the wait",
            "except RuntimeError as error:",
            f"    raise {c.bind(incomplete, 'incomplete')}(error) from error")
 

@@ -33,7 +33,7 @@ def test_overlap_checks_and_times_every_variant(reports):
     report, _, _ = reports
     assert [case["op"] for case in report["cases"]] == list(overlap.CASES)
     for case in report["cases"]:
-        assert case["ideal_ms"] > 0
+        assert case["ideal_nccl_ms"] > 0 and case["ideal_ce_ms"] > 0
         for name, result in case["variants"].items():
             where = f"{case['op']} {name}"
             if result["status"] in NOT_RUN_HERE:
@@ -41,6 +41,42 @@ def test_overlap_checks_and_times_every_variant(reports):
             assert result["status"] == "ok", f"{where}: {result}"
             assert result["ms"] > 0, where
         assert set(case["best"]) == set(overlap.families())
+
+
+def test_overlap_judges_every_variant_against_both_ideals_the_hideable_time_and_the_gemm_alone(reports):
+    report, _, _ = reports
+    gbps = report["cost_model"]["copy_engine_gbps"]
+    for case in report["cases"]:
+        m, k, n = case["shape"]
+        variants = case["variants"]
+        matmul, nccl = variants["matmul"]["ms"], variants["comm_nccl"]["ms"]
+        communication = min(variants[name]["ms"] for name in overlap.COMMUNICATION if "ms" in variants[name])
+        assert case["ideal_nccl_ms"] == max(nccl, matmul)
+        # Each rank sends its share on the copy engines: the A shard (all-gather), half the
+        # partial product (reduce-scatter on 2 ranks), or half of it twice (all-reduce).
+        sent = {"AG+matmul": m // 2 * k, "matmul+RS": m * n // 2, "matmul+AR": m * n}[case["op"]] * 2  # bf16
+        assert case["copy_engine_bytes_ms"] == pytest.approx(sent / (gbps * 1e6))
+        assert case["ideal_ce_ms"] == max(case["copy_engine_bytes_ms"], matmul)
+        flops = 2 * m * n * (k if case["op"] == "AG+matmul" else k // 2)
+        assert case["matmul_tflops"] == pytest.approx(flops / matmul / 1e9)
+        for name in ("naive", *(f"{label}_S{s}" for label, _, _ in overlap.HOSTIR_VARIANTS for s in overlap.CHUNK_COUNTS)):
+            result = variants[name]
+            assert result["ratio"] == pytest.approx(result["ms"] / case["ideal_nccl_ms"]), name
+            assert result["ratio_ce"] == pytest.approx(result["ms"] / case["ideal_ce_ms"]), name
+            hidden = (communication + matmul - result["ms"]) / min(communication, matmul)
+            assert result["hidden"] == pytest.approx(hidden), name
+            assert result["tflops"] == pytest.approx(flops / result["ms"] / 1e9), name
+        for family, best in case["best"].items():
+            assert best["ms"] == min(variants[f"{family}_S{s}"]["ms"] for s in overlap.CHUNK_COUNTS)
+
+
+def test_overlap_summarizes_each_family_at_its_best_chunk_count(reports):
+    report, _, _ = reports
+    lines = overlap.summary(report).splitlines()
+    for case in report["cases"]:
+        label = f"{case['op']} {'x'.join(map(str, case['shape']))}"
+        listed = {line.split()[2] for line in lines if line.startswith(label)}
+        assert listed == {"naive", *overlap.families()}, label
 
 
 def test_overlap_runs_every_hostir_variant_at_every_chunk_count(reports):

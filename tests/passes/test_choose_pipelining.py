@@ -43,6 +43,14 @@ def test_running_whole_pays_the_reorder_copies():
     assert replace(BALANCED, reorders=0.5).serial_ms(0.0) == pytest.approx(2.5)
 
 
+def test_only_the_last_phase_of_the_last_chunk_follows_the_matmuls():
+    # A copy-engine all-reduce: the first of its two phases runs beside the chunk's own
+    # matmul, the second beside the next chunk's.
+    two_phases = replace(BALANCED, communication_per_chunk=0.2, last_phase_per_chunk=0.1)
+    assert two_phases.pipelined_ms(0.0) == pytest.approx(4 * 0.25 + 0.1)
+    assert replace(two_phases, last_phase_per_chunk=None).pipelined_ms(0.0) == pytest.approx(4 * 0.25 + 0.2)
+
+
 def test_a_pipeline_pays_the_fixed_part_of_its_transfers_once():
     # Each chunk's transfer takes 0.25 ms, 0.2 of it a fixed start: the link is busy
     # 4 x 0.05 ms, and the starts overlap the other chunks' transfers.

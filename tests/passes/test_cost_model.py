@@ -21,15 +21,33 @@ def test_nccl_carries_small_all_reductions():
     assert Machine.load().fastest_transport(hir.AllreduceOp, 1024, 2) == NCCL
 
 
-def test_copy_engine_time_follows_the_algorithm_share_and_phases():
+def test_copy_engine_time_follows_the_algorithm_share_phases_and_reduction():
     machine = Machine.load()
     size = 64 * 2**20
-    gather = machine.collective_ms(hir.AllgatherOp, COPY_ENGINE, size, 2)
-    scatter = machine.collective_ms(hir.ReduceScatterOp, COPY_ENGINE, size, 2)
-    reduce = machine.collective_ms(hir.AllreduceOp, COPY_ENGINE, size, 2)
-    assert gather == pytest.approx(machine.copy_engine.ms(size) + machine.signal_us / 1e3)
-    assert scatter == pytest.approx(machine.copy_engine.ms(size / 2) + machine.signal_us / 1e3)
-    assert reduce == pytest.approx(2 * scatter)
+    push = machine.copy_engine.ms(size / 2) + machine.signal_us / 1e3  # one chunk to the peer, one flag
+    reduction = machine.memory_ms(3 * size / 2)  # two chunks read, one written
+    assert machine.phases_ms(hir.AllgatherOp, COPY_ENGINE, size, 2) == [
+        pytest.approx(machine.copy_engine.ms(size) + machine.signal_us / 1e3)]
+    assert machine.phases_ms(hir.ReduceScatterOp, COPY_ENGINE, size, 2) == [pytest.approx(push + reduction)]
+    # The all-reduce's second phase reduces, then pushes the reduced chunk.
+    assert machine.phases_ms(hir.AllreduceOp, COPY_ENGINE, size, 2) == [pytest.approx(push),
+                                                                       pytest.approx(reduction + push)]
+    assert machine.collective_ms(hir.AllreduceOp, COPY_ENGINE, size, 2) == pytest.approx(2 * push + reduction)
+    assert machine.phases_ms(hir.AllreduceOp, NCCL, size, 2) == [pytest.approx(machine.nccl["hir.allreduce"].ms(size))]
+
+
+def test_beside_matmuls_the_transport_that_slows_them_less_can_win():
+    # Four posts of 8 MB: alone NCCL's one round beats the copy engines' two phases; beside
+    # 1 ms of matmuls, which NCCL's kernels slow more than the copy engines' transfers do,
+    # the copy engines win.
+    machine = Machine.load()
+    size, posts = 8 * 2**20, 4
+    assert machine.fastest_transport(hir.AllreduceOp, size, 2, posts) == NCCL
+    assert machine.fastest_transport(hir.AllreduceOp, size, 2, posts, matmuls_ms=1.0) == COPY_ENGINE
+    nccl = machine.posts_ms(hir.AllreduceOp, NCCL, size, 2, posts)
+    assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 1.0) == pytest.approx(
+        1.0 + machine.matmul_slowdown["nccl"] * nccl)
+    assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 0.0) == pytest.approx(nccl)
 
 
 def test_a_collective_without_a_copy_engine_algorithm_stays_on_nccl():

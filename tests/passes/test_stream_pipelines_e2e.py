@@ -33,6 +33,7 @@ BOUNDED = (
     "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
+COPY_ENGINE_BOUNDED = "hostir-lower{transport=copy-engine bounded-intermediates=true}"
 AG_AFTER = (
     "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
@@ -279,16 +280,23 @@ def matmul_ar(s: int, m: int = 4, k: int = 4, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
-def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2) -> str:
-    """K sharded, the result reduce-scattered; B reaches the matmul through a broadcast unit."""
+def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2, scatters: bool = True) -> str:
+    """K sharded, each chunk's rows as D blocks, the result reduce-scattered by block; B
+    reaches the matmul through a broadcast unit. `scatters` False: all-reduced instead
+    (matmul+AR with row blocks, so that split-by-member splits its producer too)."""
     a, b, bb = t(f'{s}, {d} didx, {d}, {m}, {k}', d), t(f'{d} didx, {k}, {n}', d), t(f'b1, {d} didx, b1, {k}, {n}', d)
-    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {d} didx, {m}, {n}', d)
+    blocks = f"{d} didx" if scatters else f"{d}"
+    u, c = t(f'{s} stream, {d} didx, {d}, {m}, {n}, r{k}', d), t(f'{s} stream, r{d}, {blocks}, {m}, {n}', d)
     return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
   %bb = fusion.broadcast %b dims [0, 2] : {b} -> {bb}
   %u = fusion.matmul %a, %bb : {a}, {bb} -> {u}
   %c = fusion.reduce sum %u dims [1] : {u} -> {c}
   fusion.return %c : {c}
 }}"""
+
+
+def matmul_ar_blocks(s: int, d: int = 2) -> str:
+    return matmul_rs(s, d=d, scatters=False)
 
 
 def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
@@ -322,6 +330,10 @@ MULTI_DEVICE = {
     "AG_before_Matmul-copy_engine": (ag_matmul, COPY_ENGINE, "hir.allgather"),
     "matmul_AR-copy_engine": (matmul_ar, COPY_ENGINE, "hir.allreduce"),
     "matmul_RS_through_bcast-copy_engine": (matmul_rs, COPY_ENGINE, "hir.reduce_scatter"),
+    "matmul_AR_blocks": (matmul_ar_blocks, PIPELINE, "hir.allreduce"),
+    "matmul_AR_blocks-copy_engine": (matmul_ar_blocks, COPY_ENGINE, "hir.allreduce"),
+    "matmul_AR_blocks-copy_engine-bounded": (matmul_ar_blocks, COPY_ENGINE_BOUNDED, "hir.allreduce"),
+    "AG_before_Matmul-copy_engine-bounded": (ag_matmul, COPY_ENGINE_BOUNDED, "hir.allgather"),
     # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
     "AG_before_Matmul-auto": (ag_matmul, AUTO, "hir.allgather"),
     "matmul_AR-auto": (matmul_ar, AUTO, "hir.allreduce"),
@@ -334,6 +346,28 @@ WORLD = 2
 MULTI_EXTENTS = (3, 4)
 RUNS = 3
 """Each job runs this often: copy-engine buffers and flags are reused from run to run."""
+
+
+SPLIT_BY_MEMBER = {
+    "AG_before_Matmul-copy_engine", "AG_before_Matmul-copy_engine-bounded", "matmul_RS_through_bcast-copy_engine",
+    "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded",
+}
+"""The cases whose compute split-by-member splits around the copy-engine collective
+(its member loops use `hir.team_position`): the others have no compute next to it, or no
+axis of team members (matmul_AR)."""
+
+
+def stream_counts(pipeline: str) -> list[tuple[int, int]]:
+    """(numberOfStreams, copy_engine_streams) of a case's jobs: every stream count, and on
+    the copy engines also 2 communication streams per phase, the posts taking them in turn."""
+    copy_engine = pipeline in (COPY_ENGINE, COPY_ENGINE_BOUNDED)
+    return [(streams, 1) for streams in STREAM_COUNTS] + ([(STREAM_COUNTS[-1], 2)] if copy_engine else [])
+
+
+def split_by_member(program) -> bool:
+    ops = list(program.walk())
+    copy_engine = any(isinstance(op, hir.CollectiveOp) and op.uses_copy_engine for op in ops)
+    return copy_engine and any(isinstance(op, hir.TeamPositionOp) for op in ops)
 
 
 def collective_in_loop(program, collective: str) -> bool:
@@ -351,16 +385,19 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             expected = runtime.run_fusion(reference, inputs)
             program = lowered(text, pipeline)
             assert collective_in_loop(program, collective) == (pipeline != AUTO), f"{name}: {collective} and the stream loop"
-            assert allocates_in_loop(program) == (pipeline == BOUNDED), name
+            if pipeline != COPY_ENGINE_BOUNDED:  # there the bounded buffers that communicate become symmetric slices
+                assert allocates_in_loop(program) == (pipeline == BOUNDED), name
             if pipeline != AUTO:
-                assert ("transport copy_engine" in str(program)) == (pipeline == COPY_ENGINE), name
+                assert ("transport copy_engine" in str(program)) == (pipeline in (COPY_ENGINE, COPY_ENGINE_BOUNDED)), name
+            assert split_by_member(program) == (name in SPLIT_BY_MEMBER), name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
             output_types = list(function.function_type.outputs.data)
-            for streams in STREAM_COUNTS:
-                jobs.append(Job(str(program), per_rank, number_of_streams=streams, repeat=RUNS))
-                expectations.append((name, extent, streams, expected, output_types))
+            for streams, lanes in stream_counts(pipeline):
+                jobs.append(Job(str(program), per_rank, number_of_streams=streams, repeat=RUNS,
+                                copy_engine_streams=lanes))
+                expectations.append((name, extent, (streams, lanes), expected, output_types))
     return jobs, expectations
 
 
@@ -377,15 +414,16 @@ def multi_device_runs():
 @pytest.mark.parametrize("world, case", [(2, name) for name in MULTI_DEVICE] + [(4, name) for name in FOUR_DEVICES])
 def test_multi_device_matches_eager(multi_device_runs, world, case):
     runs = [(e, r) for e, r in multi_device_runs[world] if e[0] == case]
-    assert len(runs) == len(MULTI_EXTENTS) * len(STREAM_COUNTS)
-    for (name, extent, streams, expected, output_types), ranks in runs:
+    assert len(runs) == len(MULTI_EXTENTS) * len(stream_counts(MULTI_DEVICE[case][1]))
+    for (name, extent, (streams, lanes), expected, output_types), ranks in runs:
         for index, (want, ty) in enumerate(zip(expected, output_types)):
             assert isinstance(ty, TensorType)
             for rank, result in enumerate(ranks):
                 local = runtime.shard_tensor(want, ty, rank)
                 torch.testing.assert_close(
                     result.outputs[index], local, **TOLERANCE,
-                    msg=lambda m: f"{name} S={extent} numberOfStreams={streams} rank {rank} output {index}: {m}",
+                    msg=lambda m: f"{name} S={extent} numberOfStreams={streams} copy_engine_streams={lanes} "
+                                  f"rank {rank} output {index}: {m}",
                 )
 
 
@@ -398,6 +436,7 @@ GPU_CASES = {
     "AG+matmul": ag_matmul(4, m=2048, k=4096, n=256),
     "matmul+AR": matmul_ar(4, m=2048, k=512, n=4096),
     "matmul+RS": matmul_rs(4, m=1024, k=512, n=4096),
+    "matmul+AR blocks": matmul_rs(4, m=1024, k=512, n=4096, scatters=False),
 }
 GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-3}
 GEMM_KERNEL = re.compile(r"gemm|gemv|xmma|cutlass|nvjet", re.IGNORECASE)  # nvjet: cuBLASLt on Hopper
@@ -406,13 +445,14 @@ TRANSFER = re.compile(r"nccl|memcpy ptop", re.IGNORECASE)
 
 
 def profile_job(rank: int, world_size: int, program: str, per_rank: list, streams: int,
-                cuda_graph: bool = False) -> dict:
+                cuda_graph: bool = False, copy_engine_streams: int = 1) -> dict:
     """On each rank: run once to warm up (and capture, with `cuda_graph`), then once under
     torch.profiler; the outputs and the (start, end) intervals of the collective and of the
     matmul kernels."""
     device = device_for(dist.get_backend(), rank)
     evaluator = runtime.Evaluator(parse_module(program), rank=rank, world_size=world_size,
-                                  number_of_streams=streams, device=device, cuda_graph=cuda_graph)
+                                  number_of_streams=streams, device=device, cuda_graph=cuda_graph,
+                                  copy_engine_streams=copy_engine_streams)
     inputs = [x.to(device) for x in per_rank[rank]]
     evaluator.run(inputs)
     torch.cuda.synchronize(device)
@@ -459,14 +499,17 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.parametrize("copy_engine_streams", [1, 2])
 @pytest.mark.parametrize("case", list(GPU_CASES))
-def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
-    """The copy-engine transport on GPUs: right results, and, where split-by-member splits
-    the matmul (AG+matmul, matmul+RS), peer-to-peer copies that run while a matmul does.
-    The profiled run is a CUDA-graph replay: eagerly, at these sizes, the host's launches
-    can be slower than the GPU, which then runs each copy alone, so whether they overlap
-    would measure the host, not the schedule. matmul+AR has no split: its copies overlap
-    only other iterations' matmuls, which the schedule allows but does not demand."""
+def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams):
+    """The copy-engine transport on GPUs, with one and two communication streams per
+    phase: right results, and, where split-by-member splits the matmul (AG+matmul,
+    matmul+RS, matmul+AR with row blocks), peer-to-peer copies that run while a matmul
+    does. The profiled run is a CUDA-graph replay: eagerly, at these sizes, the host's
+    launches can be slower than the GPU, which then runs each copy alone, so whether they
+    overlap would measure the host, not the schedule. matmul+AR without row blocks has no
+    split: its copies overlap only other iterations' matmuls, which the schedule allows
+    but does not demand."""
     text = GPU_CASES[case]
     reference = parse_module(text)
     inputs = random_inputs(reference, seed=0)
@@ -477,7 +520,7 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case):
     arg_types = [arg.type for arg in function.args]
     per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
     output_type = function.function_type.outputs.data[0]
-    ranks = launch(profile_job, WORLD, (str(program), per_rank, 4, True), backend="nccl")
+    ranks = launch(profile_job, WORLD, (str(program), per_rank, 4, True, copy_engine_streams), backend="nccl")
     for rank, result in enumerate(ranks):
         torch.testing.assert_close(result["outputs"][0], runtime.shard_tensor(expected[0].cpu(), output_type, rank),
                                    **GPU_TOLERANCE)

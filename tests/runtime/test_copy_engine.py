@@ -3,18 +3,27 @@ collective gives what its NCCL counterpart gives, run after run."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 import torch.distributed as dist
 
+from hostir.passes import lower
+from hostir.runtime import Evaluator, shard_tensor
+from hostir.runtime.compile.context import ExecutionError
 from hostir.runtime.copy_engine import (
     CopyEngineAllgather,
     CopyEngineAllreduce,
+    CopyEngineCollective,
     CopyEngineReduceScatter,
     Ordering,
 )
 from hostir.runtime.launcher import launch
 from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
+from hostir_dialect import hir
+from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import located_text
 from hostir_dialect.fusion import ReduceKind
 
 RUNS = 3  # the same slots, buffers and flags serve every run
@@ -69,3 +78,80 @@ def test_copy_engine_collectives_match_their_definitions(world_size):
             torch.testing.assert_close(result["allgather"][run], torch.cat(halves))
             torch.testing.assert_close(result["reduce_scatter"][run], total.view(world_size, -1)[rank])
             torch.testing.assert_close(result["allreduce"][run], torch.stack(xs).amax(0))
+
+
+def _own_slot_after_peers_only_posts(rank: int, world_size: int) -> tuple[torch.Tensor, str]:
+    team = tuple(range(world_size))
+    heap = SymmetricHeap(rank, torch.device("cpu"), lambda t: dist.group.WORLD, timeout=30)
+    flags = Flags(heap, team, slots=1)
+    gathered = heap.allocate(team, (world_size * 4,), torch.float32)
+    gathered.local.fill_(-1.0)
+    dist.barrier()  # before any peer pushes into it
+    allgather = CopyEngineAllgather(flags, 0, 1, Ordering(torch.device("cpu")), gathered, fills_own_slot=False)
+    work = allgather.post(torch.full((4,), float(rank)), gathered.local)
+    with pytest.raises(RuntimeError) as own:
+        work.wait(rank)
+    work.wait()
+    dist.barrier()
+    return gathered.local.clone(), str(own.value)
+
+
+def test_a_peers_only_all_gather_fills_the_other_members_slots_and_leaves_its_own():
+    for rank, (gathered, own) in enumerate(launch(_own_slot_after_peers_only_posts, 2, backend="gloo", timeout=60)):
+        expected = torch.tensor([0.0] * 4 + [1.0] * 4)
+        expected[4 * rank:4 * rank + 4] = -1.0  # as it was
+        torch.testing.assert_close(gathered, expected)
+        assert own == "waits for this rank's own slot, which a `peers_only` all-gather does not fill"
+
+
+# matmul+AR with each chunk's rows as 2 blocks, one reduced by each member: split-by-member
+# computes the peer's block, posts, computes the own block, then waits.
+MATMUL_AR = """
+!a = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
+!bb = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
+!u = !fusion.tensor<f32[2 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2 stream, r2, 2, 2, 3], mesh=[0, 1]>
+fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
+  %bb = fusion.broadcast %b dims [0, 2] : !b -> !bb
+  %u = fusion.matmul %a, %bb : !a, !bb -> !u
+  %c = fusion.reduce sum %u dims [1] : !u -> !c
+  fusion.return %c : !c
+}
+"""
+
+
+def _phase_two_not_after_the_own_block(rank: int, world_size: int, program: str, inputs: list) -> str:
+    """The all-reduce with its second phase on a stream that never waited for the waiting
+    stream's work: it reads the own block while the matmul may still write it."""
+    original = CopyEngineCollective.push_and_signal
+
+    def unordered(self, pushes, slot, phase=1, before=None):
+        if phase == 1:
+            return original(self, pushes, slot, phase, before)
+        hazards = self.ordering.hazards
+        self.ordering.fork = lambda phase, lane: hazards.new_stream("a stream that never waited for the own block")
+        try:
+            return original(self, pushes, slot, phase, before)
+        finally:
+            del self.ordering.fork
+
+    CopyEngineCollective.push_and_signal = unordered
+    evaluator = Evaluator(parse_module(program), rank=rank, world_size=world_size,
+                          check_hazards=True)
+    with pytest.raises(ExecutionError) as error:
+        evaluator.run([x[rank] for x in inputs])
+    return str(error.value)
+
+
+def test_the_hazard_check_catches_an_all_reduce_second_phase_not_ordered_after_the_own_block():
+    module = parse_module(MATMUL_AR, "matmul_ar.mlir")
+    lower(module, pipeline="hostir-lower{transport=copy-engine}")
+    program = located_text(module)
+    (function,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
+    whole = [torch.randn(2, 2, 2, 2, 4), torch.randn(2, 4, 3)]
+    inputs = [[shard_tensor(x, arg.type, r) for r in range(2)] for x, arg in zip(whole, function.args)]
+    for message in launch(_phase_two_not_after_the_own_block, 2, (program, inputs), backend="gloo", timeout=60):
+        assert re.search(r"error: 'hir.wait' op failed: stream hazard: 'hir.allreduce' at matmul_ar.mlir:\d+:\d+ reads "
+                         r"memory on a stream that never waited for the own block that 'fusion.matmul' at "
+                         r"matmul_ar.mlir:\d+:\d+ writes on stream \d, and nothing orders the two", message), message

@@ -308,6 +308,12 @@ def test_a_number_of_streams_out_of_bounds_is_refused(count, bound):
         Evaluator(parse_module(program("    hir.return", "", "")), number_of_streams=count)
 
 
+@pytest.mark.parametrize("count", [0, 9])
+def test_a_number_of_copy_engine_streams_out_of_bounds_is_refused(count):
+    with pytest.raises(ValueError, match=f"copy_engine_streams must be from 1 to 8, got {count}"):
+        Evaluator(parse_module(program("    hir.return", "", "")), copy_engine_streams=count)
+
+
 LOOP = f"""
     %user = hir.get_current_stream
     %n = hir.number_of_streams
