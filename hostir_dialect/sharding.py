@@ -52,7 +52,10 @@ def have_different_shardings(
     if any(t.is_device for t in types) and producer.mesh != consumer.mesh:
         if producer.mesh is not None and consumer.mesh is not None:
             return True
+    mesh = producer.mesh or consumer.mesh
     for parallel in types:
+        if parallel.is_device and mesh is not None and mesh.axis_size(parallel) == 1:
+            continue  # one device along it holds the whole axis either way: a team of one moves nothing
         p = placement(producer, parallel)
         c = placement(consumer, parallel, include_reduction=True)
         if p is None and c is None:
@@ -94,7 +97,11 @@ def reduces_sharded_axis(op: Operation) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _keeps_device_parallel_reduction(t: TensorType) -> bool:
-    return any(a.is_reduction and a.parallel_types() & set(DEVICE_KINDS) for a in t.axes)
+    """A reduction axis parallelized over several devices (over one, its sum is whole)."""
+    mesh = t.mesh
+    return mesh is not None and any(
+        a.is_reduction and any(p.is_device and mesh.axis_size(p) > 1 for p in a.parallel_types()) for a in t.axes
+    )
 
 
 def is_resharding(op: Operation) -> bool:
