@@ -15,6 +15,7 @@ from xdsl.ir import Operation
 
 from .fusion import ComputeOp, ShapeTable
 from .hir import CollectiveOp
+from .symbols import ops_in
 from .tensor_type import DEVICE_KINDS, ParallelKind, TensorType, tensor_type
 
 
@@ -143,12 +144,12 @@ def largest_device(root: Operation) -> int | None:
     """The largest device id named in `root` and the ops inside it: by the meshes of
     their tensors and the teams of their collectives (None when there is none). A program
     needs a world of at least this many ranks plus one."""
-    devices = set()
-    for op in root.walk():
+    meshes = set()
+    for op in ops_in(root):
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
         for value in values:
             if isinstance(value.type, TensorType) and value.type.mesh is not None:
-                devices.update(value.type.mesh.devices)
+                meshes.add(value.type.mesh)
         if isinstance(op, CollectiveOp):
-            devices.update(op.team_ids)
-    return max(devices, default=None)
+            meshes.add(op.teams.mesh)
+    return max((d for mesh in meshes for d in mesh.devices), default=None)

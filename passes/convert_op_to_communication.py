@@ -8,23 +8,26 @@ Decision table, along the one device type P the op changes (DIDx or DIDy; DIDx w
 the mesh changes). in/out sharded = sharded along P over more than one device:
 
     op      in   out  meshes     collectives
-    set     no   yes  same       scatter, one per P-slice of the mesh, root = its first device
+    set     no   yes  same       scatter on each P-slice of the mesh, root = its first device
     set     no   yes  different  scatter, root = first sender device in the receiver mesh
-    set     yes  no   same       allgather, one per P-slice
+    set     yes  no   same       allgather on each P-slice
     set     yes  no   different  gather, one per receiving device
     set     yes  yes  same axis  send_recv, sender_mesh[i] -> receiver_mesh[i]
-    set     yes  yes  same mesh  all_to_all, one per P-slice (the sharded axis moves)
+    set     yes  yes  same mesh  all_to_all on each P-slice (the sharded axis moves)
     set     no   no   different  broadcast from sender_mesh[0]
-    reduce  yes  yes  same       reduce_scatter, one per P-slice
-    reduce  yes  no   same       allreduce, one per P-slice
+    reduce  yes  yes  same       reduce_scatter on each P-slice
+    reduce  yes  no   same       allreduce on each P-slice
     reduce  yes  no   different  reduce, one per receiving device (root)
 
 Teams on 2-D meshes. nvFuser gives a collective the team `mesh.getSlice(my_rank, P)`,
-which depends on the rank; our program text is the same on every rank, so we emit one
-collective per P-slice: along DIDx one per mesh row, along DIDy one per mesh column. A
-rank is in exactly one of them and the others are no-ops for it (ranks outside a team
-skip the op). Rows marked "different" need 1-D meshes. An op that changes both DIDx and
-DIDy is two communications (decompose-reshardings splits it).
+which depends on the rank. Our program text is the same on every rank, and so is the
+collective's team: the mesh sliced along P (`team [[0, 1], [2, 3]] along didx`, MLIR
+shard's grid axes), which each rank resolves to its own slice, its mesh row along DIDx,
+its column along DIDy; a rooted one's root is a position in the slice. So the program has
+one collective whatever the number of slices. Rows marked "different" need 1-D meshes. An
+op that changes both DIDx and DIDy is two communications (decompose-reshardings splits
+it). A device type along a mesh axis of one device moves nothing (sharding.py): no
+collective on a team of one is planned.
 
 Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py):
 `sharding_policy.layout_problem` says when they are not laid out as the collective needs
@@ -73,10 +76,10 @@ from .sharding_policy import (
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective to post: the op class, its team (world ranks) and root."""
+    """One collective to post: the op class, its team and root (as the op says them)."""
 
     kind: type[hir.CollectiveOp]
-    team: tuple[int, ...]
+    team: hir.Team
     root: int | None = None
 
 
@@ -129,15 +132,16 @@ def _plan_set(
 ) -> list[Collective]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            return [Collective(hir.ScatterOp, team, team[0]) for team in _slices(receiver, parallel)]
+            team = _team_along(receiver, parallel)
+            return [Collective(hir.ScatterOp, team, team.devices[0] if team.along is None else 0)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
             raise op_error(op, f"No common device found between the sender mesh {sender} and the receiver mesh {receiver}: scatter needs its root in both")
-        return [Collective(hir.ScatterOp, receiver.devices, root)]
+        return [Collective(hir.ScatterOp, hir.Team.of(receiver.devices), root)]
     if in_sharded and not out_sharded:
         if sender == receiver:
-            return [Collective(hir.AllgatherOp, team) for team in _slices(sender, parallel)]
+            return [Collective(hir.AllgatherOp, _team_along(sender, parallel))]
         _check_1d(op, sender, "Gather only supported on a 1D mesh")
         return [Collective(hir.GatherOp, _with(sender.devices, root), root) for root in receiver.devices]
     if in_sharded and out_sharded:
@@ -145,13 +149,13 @@ def _plan_set(
         if exchange.scattered is not None:
             if sender != receiver:
                 raise op_error(op, f"reshards from axis {exchange.gathered} to axis {exchange.scattered} (an all-to-all) between different meshes ({sender} and {receiver}), which is not lowerable")
-            return [Collective(hir.AllToAllOp, team) for team in _slices(sender, parallel)]
+            return [Collective(hir.AllToAllOp, _team_along(sender, parallel))]
         _check_1d(op, sender, "SendRecv only supported on 1D meshes")
         _check_1d(op, receiver, "SendRecv only supported on 1D meshes")
         if sender.size != receiver.size:
             raise op_error(op, f"the receiver and sender meshes have different sizes ({receiver} and {sender}); send_recv pairs them device by device")
         return [
-            Collective(hir.SendRecvOp, (s,) if s == r else (s, r), s)
+            Collective(hir.SendRecvOp, hir.Team.of((s,) if s == r else (s, r)), s)
             for s, r in zip(sender.devices, receiver.devices)
         ]
     _check_1d(op, sender, "Broadcast only supported a 1D mesh")
@@ -166,20 +170,20 @@ def _plan_reduce(
     if out_sharded:
         if sender != receiver:
             raise op_error(op, f"ReduceScatter operation must have the same sender and receiver device mesh, got {sender} and {receiver}")
-        return [Collective(hir.ReduceScatterOp, team) for team in _slices(sender, parallel)]
+        return [Collective(hir.ReduceScatterOp, _team_along(sender, parallel))]
     if sender == receiver:
-        return [Collective(hir.AllreduceOp, team) for team in _slices(sender, parallel)]
+        return [Collective(hir.AllreduceOp, _team_along(sender, parallel))]
     _check_1d(op, sender, "Reduce only supported a 1D mesh")
     return [Collective(hir.ReduceOp, _with(sender.devices, root), root) for root in receiver.devices]
 
 
-def _slices(mesh: Mesh, parallel: ParallelKind) -> list[tuple[int, ...]]:
-    """Every team `mesh.slice(rank, parallel)` can be, each once, in mesh order."""
-    return list(dict.fromkeys(mesh.slice(d, parallel) for d in mesh.devices))
+def _team_along(mesh: Mesh, parallel: ParallelKind) -> hir.Team:
+    """The team of each rank: the whole of a 1-D mesh, its P-slice of a 2-D one."""
+    return hir.Team(mesh) if mesh.ndim == 1 else hir.Team(mesh, parallel)
 
 
-def _with(team: tuple[int, ...], device: int) -> tuple[int, ...]:
-    return team if device in team else (*team, device)
+def _with(team: tuple[int, ...], device: int) -> hir.Team:
+    return hir.Team.of(team if device in team else (*team, device))
 
 
 def _check_1d(op: Operation, mesh: Mesh, message: str) -> None:
@@ -237,7 +241,8 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
     if problem is None:
         loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
         posts = _trip_count(loops[0]) if loops else 1
-        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team), posts)
+        team = plan[0].team
+        return machine.fastest_transport(plan[0].kind, input_bytes(op, team.devices[0]), team.size, posts)
     return hir.Transport.NCCL
 
 
@@ -251,18 +256,18 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     """Why the copy-engine transport cannot carry `op`'s communication (None if it can)."""
     if len(plan) != 1 or not plan[0].kind.HAS_COPY_ENGINE_ALGORITHM:
         return "only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm"
-    mesh = tensor_type(op.operands[0]).mesh
-    if mesh is None or mesh.ndim != 1 or plan[0].team != mesh.devices or len(plan[0].team) < 2:
+    mesh, team = tensor_type(op.operands[0]).mesh, plan[0].team
+    if mesh is None or mesh.ndim != 1 or team.devices != mesh.devices or team.size < 2:
         return "its team must be a whole 1-D mesh of several devices (symmetric buffers span a mesh)"
     loops = _enclosing_loops(op)
     if len(loops) > 1 or (loops and _trip_count(loops[0]) is None):
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
-    local_input = tensor_type(op.operands[0]).local_shape(plan[0].team[0])
+    local_input = tensor_type(op.operands[0]).local_shape(team.devices[0])
     if local_input is None or DYNAMIC in local_input:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
-    return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
+    return plan[0].kind.copy_engine_input_problem(math.prod(local_input), team.size)
 
 
 def _enclosing_loops(op: Operation) -> list[scf.ForOp]:
@@ -319,7 +324,7 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
     return None
 
 
-def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int, ...], rewriter: PatternRewriter) -> SSAValue:
+def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: hir.Team, rewriter: PatternRewriter) -> SSAValue:
     """The symmetric `via` buffer of a copy-engine reduce-scatter or all-reduce: allocated
     before the op's loop with one slice per iteration (before the op at the top level)."""
     source = tensor_type(op.operands[0])

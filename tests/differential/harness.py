@@ -307,7 +307,7 @@ def _caller_view(t, placed_by_propagation: bool = False) -> tuple:
 
 def needs_processes(module: ModuleOp) -> bool:
     """Whether the program communicates between ranks (else each rank runs on its own)."""
-    return any((isinstance(op, hir.CollectiveOp) and len(op.team_ids) > 1) or isinstance(op, hir.PointToPointOp)
+    return any((isinstance(op, hir.CollectiveOp) and op.team_size > 1) or isinstance(op, hir.PointToPointOp)
                for op in module.walk())
 
 

@@ -74,6 +74,23 @@ def p2p_matmul(devices: str, m: int = 3) -> str:
 
 
 MESH_2D = "mesh=[[0, 1], [2, 3]"
+
+
+def grid(rows: int, columns: int) -> str:
+    """A mesh of `rows` x `columns` devices, row-major from 0 (unclosed, as MESH_2D)."""
+    return "mesh=[" + ", ".join(str(list(range(r * columns, (r + 1) * columns))) for r in range(rows))
+
+
+def matmul_allreduce_2d(rows: int, columns: int) -> str:
+    """Data parallel along DIDy, K split along DIDx: each row all-reduces its partial products."""
+    mesh = grid(rows, columns)
+    a, b = t(f"{rows} didy, {columns} didx, 3, 4], {mesh}"), t(f"{columns} didx, 4, 5], {mesh}")
+    u, c = t(f"{rows} didy, {columns} didx, 3, 5, r4], {mesh}"), t(f"{rows} didy, r{columns}, 3, 5], {mesh}")
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %u = fusion.matmul %a, %b : {a}, {b} -> {u}
+  %c = fusion.reduce sum %u dims [1] : {u} -> {c}
+  fusion.return %c : {c}
+}}"""
 ALLGATHER_ADD = f"""fusion.func @f(%x: {t('4(2 didx, 2), 8], mesh=[0, 1')}) -> {t('4, 8], mesh=[0, 1')} {{
   %r = fusion.relu %x : {t('4(2 didx, 2), 8], mesh=[0, 1')} -> {t('4, 8')}
   %e = fusion.exp %r : {t('4, 8')} -> {t('4, 8')}
@@ -174,6 +191,14 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_didy_same_mesh": (set_fusion(f"2, 2 didx, 8], {MESH_2D}", f"2 didy, 2 didx, 8], {MESH_2D}"), 4),
     "gather_didx_and_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2, 8], {MESH_2D}"), 4),
     "didy_then_didx": (set_fusion(f"2 didy, 2, 4], {MESH_2D}", f"2 didx, 2 didy, 4], {MESH_2D}"), 4),
+    # 2x4 and 4x2 meshes: one collective on each row (or column), every rank resolving its own
+    "matmul_allreduce_2x4": (matmul_allreduce_2d(2, 4), 8),
+    "matmul_allreduce_4x2": (matmul_allreduce_2d(4, 2), 8),
+    "allgather_didy_4x2": (set_fusion(f"4 didy, 2 didx, 8], {grid(4, 2)}", f"4, 2 didx, 8], {grid(4, 2)}"), 8),
+    "reduce_scatter_didx_2x4": (
+        reduce_fusion("sum", "1", f"2 didy, 4 didx, 8], {grid(2, 4)}", f"2 didy, r4, 8(4 didx, 2)], {grid(2, 4)}"), 8
+    ),
+    "scatter_didy_4x2": (set_fusion(f"4, 2 didx, 8], {grid(4, 2)}", f"4 didy, 2 didx, 8], {grid(4, 2)}"), 8),
     # P2P DID -> Stream pipeline: a ring of shifts
     "p2p_matmul": (p2p_matmul("0, 1"), 2),
     "p2p_matmul_4": (p2p_matmul("0, 1, 2, 3"), 4),
@@ -191,14 +216,21 @@ EXPECTED_COLLECTIVE = {
     "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
     "all_to_all": "hir.all_to_all %a -> %b team [0, 1]", "all_to_all_split": "hir.all_to_all",
-    "reshape_merging_a_sharded_inner_axis": "hir.all_to_all", "all_to_all_didy": "hir.all_to_all %a -> %b team [1, 3]",
+    "reshape_merging_a_sharded_inner_axis": "hir.all_to_all", "all_to_all_didy": "hir.all_to_all %a -> %b team [[0, 1], [2, 3]] along didy",
     "allgather_inner_axis": "hir.allgather %a -> %b team [0, 1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> "
                             "!fusion.tensor<f32[4, 2], mesh=[0, 1], alloc=[1, 0]>",
     "scatter_inner_axis": "hir.scatter", "reduce_scatter_inner_axis": "hir.reduce_scatter",
-    "allgather_didy": "hir.allgather %a -> %b team [0, 2]", "allreduce_didy": "hir.allreduce %a -> %b team [1, 3]",
-    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.scatter %a -> %b team [1, 3] root 1",
-    "gather_didx_and_didy": "team [1, 3]", "didy_then_didx": "hir.all_to_all",
+    "allgather_didy": "hir.allgather %a -> %b team [[0, 1], [2, 3]] along didy",
+    "allreduce_didy": "hir.allreduce %a -> %b team [[0, 1], [2, 3]] along didy",
+    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [[0, 1], [2, 3]] along didy",
+    "scatter_didy_same_mesh": "hir.scatter %a -> %b team [[0, 1], [2, 3]] along didy root 0",
+    "gather_didx_and_didy": "team [[0, 1], [2, 3]] along didy", "didy_then_didx": "hir.all_to_all",
     "p2p_matmul": "hir.shift %a", "p2p_matmul_mesh_21": "hir.team_position team [2, 1]",
+    "matmul_allreduce_2x4": "hir.allreduce %u -> %c team [[0, 1, 2, 3], [4, 5, 6, 7]] along didx op sum",
+    "matmul_allreduce_4x2": "hir.allreduce %u -> %c team [[0, 1], [2, 3], [4, 5], [6, 7]] along didx op sum",
+    "allgather_didy_4x2": "hir.allgather %a -> %b team [[0, 1], [2, 3], [4, 5], [6, 7]] along didy",
+    "reduce_scatter_didx_2x4": "team [[0, 1, 2, 3], [4, 5, 6, 7]] along didx",
+    "scatter_didy_4x2": "hir.scatter %a -> %b team [[0, 1], [2, 3], [4, 5], [6, 7]] along didy root 0",
 }
 
 # Fusions run with each pass of the pipeline disabled in turn.
@@ -340,6 +372,18 @@ def test_lowered_program_matches_eager_reference(lowered, outputs, name):
 @pytest.mark.parametrize("name", ["k_sharded_in_the_result_only", "reduced_axis_sharded_in_the_result_only"])
 def test_a_reduction_of_axes_every_device_holds_communicates_nothing(lowered, name):
     assert "team" not in lowered[name].program
+
+
+def test_a_2d_program_is_the_same_ops_on_any_mesh():
+    """A collective on each row is one op whose team each rank resolves: 2x2 and 32x32
+    lower to the same ops (72 ops on 32x16 when each row had its own)."""
+
+    def ops(rows: int, columns: int) -> list[str]:
+        program = passes.lower(parse_module(matmul_allreduce_2d(rows, columns)))
+        return [op.name for op in program.walk()]
+
+    assert ops(2, 2) == ops(32, 32)
+    assert ops(2, 2).count("hir.allreduce") == 1
 
 
 def test_a_value_resharded_for_two_consumers_is_gathered_once(lowered, ran):
