@@ -51,6 +51,7 @@ from .communicator import Communicator
 from .compile import DEFAULT_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
 from .copy_engine import CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
+from .hazards import Hazards, enabled_by_environment
 from .layouts import in_allocation_order, logical_shape, shard_factor, torch_dtype
 from .streams import make_streams
 
@@ -72,12 +73,16 @@ class Evaluator:
     graph cannot replay are refused here. `graph_mode` says how runs execute.
     `trace`: run every hir and fusion op inside a profiler range named after it and its
     source location, and each run inside `hir.program @name`, for `runtime.trace`.
+    `check_hazards` (CPU ranks; default: the environment variable HOSTIR_CHECK_HAZARDS):
+    fail, naming both ops, where two pieces of device work touch the same memory and
+    nothing in the program orders them (runtime/hazards.py).
     """
 
     def __init__(self, module: ModuleOp, *, name: str | None = None, rank: int | None = None,
                  world_size: int | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS,
                  device: torch.device | str | None = None, communicator: Communicator | None = None,
-                 record_streams: bool = False, cuda_graph: bool = False, trace: bool = False):
+                 record_streams: bool = False, cuda_graph: bool = False, trace: bool = False,
+                 check_hazards: bool | None = None):
         check_module(module)
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
@@ -95,13 +100,15 @@ class Evaluator:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
             self.rank: int | None = self.comm.rank
             self.device = self.comm.device
-            self.streams = make_streams(self.device)
+            self.hazards = _hazards(check_hazards, self.device)
+            self.streams = make_streams(self.device, self.hazards)
             self.comm.create_groups(program_teams(self.function, self.comm))
             self.copy_engine = self._copy_engine(self.function)
         else:
             self.comm = None
             self.rank = None
             self.device = device or torch.device("cpu")
+            self.hazards = None
             self.streams = make_streams(self.device)
             self.copy_engine = None
         if number_of_streams < 1:
@@ -112,7 +119,7 @@ class Evaluator:
         self.context = CompileContext(
             local=self.is_program, rank=self.rank, device=self.device, streams=self.streams,
             number_of_streams=number_of_streams, comm=self.comm, copy_engine=self.copy_engine,
-            stream_log=self.stream_log, trace=trace,
+            stream_log=self.stream_log, trace=trace, hazards=self.hazards,
         )
         self.trace_kinds = self.context.trace_kinds
         self.compiled = compile_function(self.context, self.function, BufferUses(self.function).immutable)
@@ -128,7 +135,7 @@ class Evaluator:
         timeout = self.comm.timeout.total_seconds() if self.comm.timeout else 60.0
         streams = self.streams
         return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout,
-                                 lambda: streams.active)
+                                 lambda: streams.active, self.hazards)
 
     @property
     def name(self) -> str:
@@ -179,6 +186,14 @@ class Evaluator:
             problem = split.problem(self._arg_specs[split.argument], inputs[split.argument])
             if problem:
                 raise InputError(f"@{self.name} argument {split.argument} ({self._arg_specs[split.argument].label}): {problem}")
+
+
+def _hazards(check: bool | None, device: torch.device) -> Hazards | None:
+    """The stream hazard check of a program on this device, if asked for (CPU ranks only;
+    the environment's switch applies where it can)."""
+    if check is None:
+        check = enabled_by_environment() and device.type == "cpu"
+    return Hazards() if check else None
 
 
 def check_module(module: Any) -> None:

@@ -235,7 +235,17 @@ def _contraction_into(function: Callable[..., torch.Tensor], out_variant: Callab
     return into
 
 
+def _refuse_integer_contraction_on_gpus(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext) -> None:
+    """torch multiplies integer matrices on CPUs only ("addmm_cuda" not implemented):
+    refused when the program is compiled, on every rank, from the types."""
+    dtype = ctx.dtype(op.result)
+    if ctx.device.type == "cuda" and not (dtype.is_floating_point or dtype.is_complex):
+        raise UnsupportedOp(f"multiplies {dtype} matrices, for which torch has no CUDA kernel; cast the operands "
+                            "to a floating type")
+
+
 def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
+    _refuse_integer_contraction_on_gpus(op, ctx)
     if 1 in (len(tensor_type(op.a).value_axes()), len(tensor_type(op.b).value_axes())):
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
@@ -262,6 +272,7 @@ def _matrix_times_broadcast_matrix(kn: tuple[int, ...], result_shape: tuple[int,
 
 
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
+    _refuse_integer_contraction_on_gpus(op, ctx)
     linear = torch.nn.functional.linear
     if len(tensor_type(op.input).value_axes()) == 1:
         # aten.linear.out re-strides the destination of a 1-D input: compute, then copy.

@@ -31,6 +31,7 @@ from hostir_dialect.tensor_type import TensorType
 
 from ..communicator import CollectiveError, Communicator
 from ..copy_engine import CopyEngineProgram
+from ..hazards import Hazards, StreamHazard
 from ..streams import CpuStreams, CudaStreams
 from ..torch_ops import OpContext, copy_into
 from ..trace import COMMUNICATION, COMPUTE, HOST, op_label
@@ -76,7 +77,7 @@ class CompiledFunction:
             op = failing_op(error.__traceback__)
             if op is None:  # not raised by an op (a wrong number of arguments)
                 raise
-            detail = str(error) if isinstance(error, (ValueError, CollectiveError)) else f"{type(error).__name__}: {error}"
+            detail = str(error) if isinstance(error, (ValueError, CollectiveError, StreamHazard)) else f"{type(error).__name__}: {error}"
             raise ExecutionError(describe(op, f"failed: {detail}")) from error
 
 
@@ -113,6 +114,8 @@ class CompileContext:
     """In trace mode: each op's range name -> trace.COMMUNICATION, COMPUTE or HOST."""
     units: dict = field(default_factory=dict)
     """The `fusion.func` units of `hir.post_on_stream`, compiled once per way of being called."""
+    hazards: Hazards | None = None
+    """When set: every op's device work reports what it reads and writes (runtime/hazards.py)."""
 
     @property
     def op_context(self) -> OpContext:
@@ -153,7 +156,7 @@ class FunctionCompiler:
         """The variables the lines emitted since the enclosing outlined op began use, in order."""
         self.namespace: dict[str, Any] = {
             "_Unbound": Unbound, "_activate": context.streams.activate, "_streams": context.streams,
-            "_log": context.stream_log, "_record": torch.profiler.record_function,
+            "_log": context.stream_log, "_record": torch.profiler.record_function, "_hazards": context.hazards,
         }
         self.lines: list[_Line] = []
         self.depth = 0
@@ -217,6 +220,19 @@ class FunctionCompiler:
         """`targets = sources` at once (a swap of loop-carried values stays a swap)."""
         if targets:
             self.emit(f"{', '.join(targets)}, = {', '.join(sources)},")
+
+    def record_accesses(self, op: Operation, reads: Sequence[SSAValue], writes: Sequence[SSAValue]) -> None:
+        """With the hazard check on: the op's work reads `reads` and writes `writes` on the
+        current stream (after the op's lines, which bind the values written)."""
+        if self.context.hazards is None:
+            return
+        self.emit(f"_hazards.touch({self.bind(op, 'op')}, ({''.join(self.name(v) + ', ' for v in reads)}), "
+                  f"({''.join(self.name(v) + ', ' for v in writes)}))")
+
+    def record_free(self, op: Operation, buffer: SSAValue) -> None:
+        """With the hazard check on: the op hands `buffer`'s memory back on the current stream."""
+        if self.context.hazards is not None:
+            self.emit(f"_hazards.free(_hazards.current_stream(), {self.bind(op, 'op')}, {self.name(buffer)})")
 
     # -- refusals (every rank alike, from the types, before deciding whether it takes part) --
     def refuse_unlowered(self, op: Operation, values: Sequence[SSAValue]) -> None:

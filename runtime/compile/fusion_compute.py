@@ -20,6 +20,13 @@ from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emi
 
 
 def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
+    start = len(c.lines)
+    compute_lines(c, op)
+    if len(c.lines) > start:
+        c.record_accesses(op, op.tensor_inputs(), [op.result])
+
+
+def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     # Refusals come before the rank's own business: a rank outside the op's mesh that
     # skipped them would wait forever in a collective for the ranks that refused.
     if c.local:
@@ -70,7 +77,8 @@ def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
         return
     if not op.outs:
         compiled = unit(c, op, outs=0, direct=False, views=all(map(c.may_view, [*op.inputs, *op.outputs])))
-        return emit_unit_call(c, compiled, op.outputs, op.inputs)
+        emit_unit_call(c, compiled, op.outputs, op.inputs)
+        return c.record_accesses(op, op.inputs, op.outputs)
     # Writing straight into an out buffer that is also an input could clobber the
     # input before the unit has read it: such posts copy their results at the end.
     direct = not set(op.outs) & set(op.inputs)
@@ -78,6 +86,7 @@ def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
     outs = list(map(c.name, op.outs))
     c.emit(f"if {' or '.join(f'{o} is None' for o in outs)}: raise _Unbound('an outs buffer is not bound (allocate it first)')")
     emit_unit_call(c, compiled, op.outputs, [*op.inputs, *op.outs])
+    c.record_accesses(op, op.inputs, op.outputs)
 
 
 def emit_unit_call(c: FunctionCompiler, compiled: CompiledFunction, outputs: Sequence[SSAValue],

@@ -80,7 +80,9 @@ def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> None:
     if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
         if not tensor_type(op.buffer).is_on_rank(c.rank):
             return
-        c.emit(f"{c.bind(c.context.copy_engine.release(owner), 'release')}()")
+        c.emit(f"{c.bind(c.context.copy_engine.release(owner, op), 'release')}()")
+    else:
+        c.record_free(op, op.buffer)
     c.emit(f"{' = '.join(map(c.name, op.freed_values()))} = None")
 
 
