@@ -45,7 +45,7 @@ from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
 from .convert_op_to_communication import TransportChoice
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, Topology
 from .fusion_rewriting import retype, tensors
 
 
@@ -94,10 +94,11 @@ def stream_chunks(func: fusion.FuncOp) -> int | None:
     return extents.pop() if len(extents) == 1 and DYNAMIC not in extents else None
 
 
-def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
+def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stages | None:
     """The function's stages, or None where the model cannot tell (no single static
     stream extent, a dynamic shape, a communication other than an all-gather,
-    reduce-scatter or all-reduce over a whole 1-D mesh)."""
+    reduce-scatter or all-reduce over a whole 1-D mesh, or across nodes without the
+    machine's inter-node constants)."""
     chunks = stream_chunks(func)
     if chunks is None:
         return None
@@ -107,14 +108,18 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             collective, size = _collective(op), _input_bytes(op)
             if collective is None or size is None:
                 return None
-            kind, team_size = collective
-            communication += machine.fastest_collective_ms(kind, size, team_size)
+            kind, team = collective
+            team_size, spans = len(team), topology.spans_nodes(team)
+            if not machine.prices(kind, spans):
+                return None
+            communication += machine.fastest_collective_ms(kind, size, team_size, spans)
             if _member_axis_inside_stream_axis(op):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
-            transport = machine.fastest_transport(kind, chunk, team_size, chunks)  # as convert-op-to-communication picks
-            per_chunk_communication += machine.collective_ms(kind, transport, chunk, team_size)
-            latency += machine.collective_ms(kind, transport, 0, team_size)
+            # as convert-op-to-communication picks
+            transport = machine.fastest_transport(kind, chunk, team_size, chunks, spans)
+            per_chunk_communication += machine.collective_ms(kind, transport, chunk, team_size, spans)
+            latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
         elif isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
             flops = _matmul_flops(tensor_type(op.result))
@@ -127,18 +132,18 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
                   latency, reorders)
 
 
-def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | None:
+def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], tuple[int, ...]] | None:
     """The collective a communicating op becomes, where the model knows it (an all-gather,
-    reduce-scatter or all-reduce over one mesh), and the team size."""
+    reduce-scatter or all-reduce over one mesh), and its team."""
     source, target = tensor_type(op.operands[0]), tensor_type(op.result)
     mesh = source.mesh
     if mesh is None or mesh != target.mesh or mesh.ndim != 1:
         return None
     in_sharded, out_sharded = source.is_sharded(ParallelKind.DIDX), target.is_sharded(ParallelKind.DIDX)
     if isinstance(op, fusion.ReduceOp) and in_sharded:
-        return (hir.ReduceScatterOp if out_sharded else hir.AllreduceOp), mesh.size
+        return (hir.ReduceScatterOp if out_sharded else hir.AllreduceOp), mesh.devices
     if isinstance(op, fusion.SetOp) and in_sharded and not out_sharded:
-        return hir.AllgatherOp, mesh.size
+        return hir.AllgatherOp, mesh.devices
     return None
 
 
@@ -204,12 +209,16 @@ class ChoosePipelining(ModulePass):
     cuda_graph: bool = False
     """The program will be replayed from a CUDA graph: no host time per chunk."""
 
+    ranks_per_node: int = 0
+    """As convert-op-to-communication's: a team that spans nodes communicates on NCCL
+    across them (the machine's `inter_node` constants; without them it is not priced)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport != TransportChoice.AUTO:
             return
-        machine = Machine.load(self.machine)
+        machine, topology = Machine.load(self.machine), Topology.of(self.ranks_per_node)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
         for func in fusions_to_lower(op):
-            stages = estimate(func, machine)
+            stages = estimate(func, machine, topology)
             if stages is not None and stages.serial_ms(host) < stages.pipelined_ms(host):
                 unpipeline(func)

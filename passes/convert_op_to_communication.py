@@ -37,9 +37,11 @@ Transport (option `transport=nccl|copy-engine|auto`, docs/copy_engine.md): an al
 reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one loop with
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
-buffer, allocated before the loop with one slice per iteration. `copy-engine` refuses,
-located, a collective that cannot; `auto` takes the copy engines wherever they can carry
-the collective (every copy measured on 2x H200 beat NCCL's, docs/copy_engine.md).
+buffer, allocated before the loop with one slice per iteration. A team that spans nodes
+(option `ranks-per-node`, by default torchrun's LOCAL_WORLD_SIZE; docs/multi_node.md)
+stays on NCCL: copy engines reach one node. `copy-engine` refuses, located, a collective
+that cannot; `auto` takes the copy engines wherever they can carry the collective and the
+cost model says they are faster.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, Topology
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -230,10 +232,11 @@ class TransportChoice(StrEnum):
     AUTO = "auto"
 
 
-def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
+def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine,
+                     topology: Topology) -> hir.Transport:
     if choice == TransportChoice.NCCL:
         return hir.Transport.NCCL
-    problem = copy_engine_problem(op, plan)
+    problem = copy_engine_problem(op, plan) or topology.copy_engine_problem(plan[0].team.devices)
     if choice == TransportChoice.COPY_ENGINE:
         if problem is not None:
             raise op_error(op, f"cannot communicate on the copy engines: {problem}")
@@ -470,11 +473,15 @@ class ConvertOpToCommunication(ModulePass):
     machine: str = DEFAULT_MACHINE
     """The cost model `auto` decides with (passes/machines/<machine>.json)."""
 
+    ranks_per_node: int = 0
+    """Ranks per node, where copy engines end (docs/multi_node.md); 0: torchrun's
+    LOCAL_WORLD_SIZE, or one node when it is not set."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):
             raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
         choice = TransportChoice(self.transport)
-        machine = Machine.load(self.machine)
+        machine, topology = Machine.load(self.machine), Topology.of(self.ranks_per_node)
         host_programs = programs(op)
         if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
@@ -483,7 +490,7 @@ class ConvertOpToCommunication(ModulePass):
             for inner in program.walk():
                 if isinstance(inner, fusion.ComputeOp) and communicates(inner):
                     collectives = plan_communication(inner)
-                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine))
+                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine, topology))
         convert = ConvertToCollectives(plans)
         for planned in plans:  # the ops to rewrite are known: no walk of the whole module for them
             convert.match_and_rewrite(planned, PatternRewriter(planned))

@@ -2,12 +2,15 @@
 
 Constants are measured on the machine by `benchmarks/machine_constants.py` and kept in
 `passes/machines/<name>.json`; `Machine.load(name)` reads them. Times are in milliseconds.
+Where the ranks sit, node by node, is a `Topology` (docs/multi_node.md).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hostir_dialect import hir
@@ -25,6 +28,41 @@ class Link:
 
     def ms(self, nbytes: float) -> float:
         return self.latency_us / 1e3 + nbytes / (self.gbps * 1e6)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """How the ranks sit on nodes: node n holds ranks n*R to n*R + R - 1 for R ranks per
+    node (torchrun's numbering); None: every rank on one node. Copy engines and symmetric
+    memory reach only the GPUs of one node."""
+
+    ranks_per_node: int | None = None
+
+    @staticmethod
+    def of(ranks_per_node: int) -> Topology:
+        """A lowering option: R ranks per node, or 0 for torchrun's LOCAL_WORLD_SIZE, which
+        every rank of a launch sees alike (one node when it is not set)."""
+        if ranks_per_node < 0:
+            raise ValueError(f"ranks-per-node must be positive (0: LOCAL_WORLD_SIZE), got {ranks_per_node}")
+        if ranks_per_node == 0:
+            local = os.environ.get("LOCAL_WORLD_SIZE", "")
+            if not local.isdigit() or int(local) < 1:
+                return Topology()
+            ranks_per_node = int(local)
+        return Topology(ranks_per_node)
+
+    def spans_nodes(self, team: Sequence[int]) -> bool:
+        """Are the team's members on more than one node?"""
+        if self.ranks_per_node is None:
+            return False
+        return len({member // self.ranks_per_node for member in team}) > 1
+
+    def copy_engine_problem(self, team: Sequence[int]) -> str | None:
+        """Why the copy engines cannot carry a collective of `team` (None if they can)."""
+        if not self.spans_nodes(team):
+            return None
+        return (f"its team spans nodes of {self.ranks_per_node} ranks each: copy engines and symmetric memory "
+                "reach only the GPUs of one node")
 
 
 @dataclass(frozen=True)
@@ -47,6 +85,10 @@ class Machine:
     host_us_per_chunk: float
     """The evaluator's host time for one iteration of a stream loop (a collective, a
     matmul, the stream switches and events), run eagerly."""
+    inter_node: dict[str, Link] = field(default_factory=dict)
+    """An NCCL collective whose team spans nodes, by op name (bytes: what each rank
+    contributes), where measured (docs/multi_node.md); a machine without them cannot
+    price such a collective."""
 
     @staticmethod
     def load(name: str = DEFAULT_MACHINE) -> Machine:
@@ -65,6 +107,7 @@ class Machine:
             signal_us=data["signal_us"],
             matmul_slowdown=data["matmul_slowdown"],
             host_us_per_chunk=data["host_us_per_chunk"],
+            inter_node={kind: Link(**link) for kind, link in data.get("inter_node", {}).items()},
         )
 
     def matmul_ms(self, flops: float, element_type: str) -> float:
@@ -76,31 +119,38 @@ class Machine:
         """A copy within one GPU's memory (it reads and writes every byte)."""
         return 2 * nbytes / (self.memory_gbps * 1e6)
 
-    def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int) -> float:
+    def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
+                      spans_nodes: bool = False) -> float:
         """One collective of `kind` whose members each contribute `input_bytes`, on NCCL
-        (fitted on that measure) or on the copy engines (per phase: every peer's share
-        copied at once, then one signal)."""
+        (fitted on that measure; `inter_node` for a team that spans nodes) or on the copy
+        engines (per phase: every peer's share copied at once, then one signal)."""
         if transport == hir.Transport.COPY_ENGINE:
+            assert not spans_nodes, "the copy engines reach only one node"
             share = kind.copy_engine_share_per_peer(input_bytes, team_size)
             return kind.COPY_ENGINE_PHASES * (self.copy_engine.ms(share) + self.signal_us / 1e3)
-        return self.nccl[kind.name].ms(input_bytes)
+        return (self.inter_node if spans_nodes else self.nccl)[kind.name].ms(input_bytes)
+
+    def prices(self, kind: type[hir.CollectiveOp], spans_nodes: bool) -> bool:
+        """Does the model know what a collective of `kind` costs (measured constants)?"""
+        return kind.name in (self.inter_node if spans_nodes else self.nccl)
 
     def posts_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
-                 posts: int) -> float:
+                 posts: int, spans_nodes: bool = False) -> float:
         """`posts` collectives of a stream loop, back to back: each occupies the link for
         its bytes, while the fixed part (start, signal) of all but the first overlaps the
         transfers before it."""
-        fixed = self.collective_ms(kind, transport, 0, team_size)
-        return posts * (self.collective_ms(kind, transport, input_bytes, team_size) - fixed) + fixed
+        fixed = self.collective_ms(kind, transport, 0, team_size, spans_nodes)
+        return posts * (self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes) - fixed) + fixed
 
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                          posts: int = 1) -> hir.Transport:
-        """NCCL, or the copy engines where `kind` has an algorithm on them and they are
-        faster, for `posts` posts of a loop (posts_ms)."""
-        if not kind.HAS_COPY_ENGINE_ALGORITHM:
+                          posts: int = 1, spans_nodes: bool = False) -> hir.Transport:
+        """NCCL, or the copy engines where `kind` has an algorithm on them, the team is on
+        one node and they are faster, for `posts` posts of a loop (posts_ms)."""
+        if not kind.HAS_COPY_ENGINE_ALGORITHM or spans_nodes:
             return hir.Transport.NCCL
         return min(hir.Transport, key=lambda t: self.posts_ms(kind, t, input_bytes, team_size, posts))
 
-    def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> float:
-        transport = self.fastest_transport(kind, input_bytes, team_size)
-        return self.collective_ms(kind, transport, input_bytes, team_size)
+    def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
+                              spans_nodes: bool = False) -> float:
+        transport = self.fastest_transport(kind, input_bytes, team_size, spans_nodes=spans_nodes)
+        return self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes)

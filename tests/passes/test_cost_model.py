@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from dataclasses import replace
+
 from hostir_dialect import hir
-from hostir.passes.cost_model import Machine
+from hostir_dialect.context import parse_module
+from hostir.passes.choose_pipelining import estimate
+from hostir.passes.cost_model import Link, Machine, Topology
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 
@@ -46,3 +50,56 @@ def test_matmul_rate_approaches_the_sustained_rate_with_size():
 def test_an_unknown_machine_names_the_known_ones():
     with pytest.raises(ValueError, match=r"no cost model for machine 'tpu'; known: h200x2"):
         Machine.load("tpu")
+
+
+# --------------------------------------------------------------------------- #
+# Nodes (docs/multi_node.md)
+# --------------------------------------------------------------------------- #
+
+
+def test_ranks_sit_on_nodes_in_order_of_rank(monkeypatch):
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert Topology.of(0) == Topology()  # no torchrun: one node
+    assert not Topology().spans_nodes(range(1024))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    eight = Topology.of(0)
+    assert eight == Topology.of(8) == Topology(8)
+    assert not eight.spans_nodes([8, 9, 15]) and eight.spans_nodes([7, 8])
+    assert eight.copy_engine_problem([0, 7]) is None
+    assert "spans nodes of 8 ranks each" in eight.copy_engine_problem([0, 8])
+    with pytest.raises(ValueError, match="ranks-per-node must be positive"):
+        Topology.of(-1)
+
+
+INFINIBAND = {"hir.allgather": Link(latency_us=100.0, gbps=45.0)}
+"""A made-up inter-node link (NDR InfiniBand, 400 Gb/s per GPU, at NCCL's efficiency)."""
+
+
+def test_a_team_across_nodes_is_priced_on_the_inter_node_link_and_never_on_copy_engines():
+    machine = replace(Machine.load(), inter_node=INFINIBAND)
+    size = 128 * 2**20
+    assert machine.fastest_transport(hir.AllgatherOp, size, 16, spans_nodes=True) == NCCL
+    assert machine.collective_ms(hir.AllgatherOp, NCCL, size, 16, spans_nodes=True) == pytest.approx(
+        INFINIBAND["hir.allgather"].ms(size))
+    assert machine.prices(hir.AllgatherOp, spans_nodes=True)
+    assert not machine.prices(hir.AllreduceOp, spans_nodes=True)
+    assert not Machine.load().prices(hir.AllgatherOp, spans_nodes=True)  # h200x2 is one node
+
+
+AG_MATMUL = """fusion.func @f(%a: !fusion.tensor<bf16[4, 4 didx, 256, 1024], mesh=[0, 1, 2, 3]>, %b: !fusion.tensor<bf16[1024, 512], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]> {
+  %g = fusion.set %a : !fusion.tensor<bf16[4, 4 didx, 256, 1024], mesh=[0, 1, 2, 3]> -> !fusion.tensor<bf16[4 stream, 4, 256, 1024], mesh=[0, 1, 2, 3]>
+  %c = fusion.matmul %g, %b : !fusion.tensor<bf16[4 stream, 4, 256, 1024], mesh=[0, 1, 2, 3]>, !fusion.tensor<bf16[1024, 512], mesh=[0, 1, 2, 3]> -> !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]>
+  fusion.return %c : !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]>
+}"""
+
+
+def test_a_pipeline_across_nodes_is_priced_only_with_inter_node_constants():
+    """choose-pipelining keeps a pipeline it cannot price (docs/copy_engine.md)."""
+    (func,) = parse_module(AG_MATMUL).ops
+    one_node, two_nodes = Topology(), Topology(2)
+    assert estimate(func, Machine.load(), one_node) is not None
+    assert estimate(func, Machine.load(), two_nodes) is None
+    across = estimate(func, replace(Machine.load(), inter_node=INFINIBAND), two_nodes)
+    within = estimate(func, Machine.load(), one_node)
+    assert across is not None and within is not None
+    assert across.communication > within.communication  # 45 GB/s between nodes, 383 within

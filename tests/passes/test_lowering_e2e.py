@@ -251,14 +251,15 @@ class Prepared:
     expected: list[torch.Tensor]
 
 
-def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed: int = 0) -> Prepared:
+def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed: int = 0,
+            pipeline: str = "hostir-lower") -> Prepared:
     fusion_module = parse_module(fusion_text)
     generator = torch.Generator().manual_seed(seed)
     arg_types = [a.type for a in fusion_module.ops.first.args]  # type: ignore[union-attr]
     global_inputs = [torch.rand(at.value_shape(), generator=generator) * 2 - 1 for at in arg_types]
     expected = runtime.run_fusion(fusion_module, global_inputs)
     options = PassManagerOptions(disabled=frozenset({disabled} if disabled else ()))
-    lowered = passes.lower(parse_module(fusion_text), options)
+    lowered = passes.lower(parse_module(fusion_text), options, pipeline)
     (program,) = [op for op in lowered.ops if isinstance(op, hir.ProgramOp)]
     per_rank = [[runtime.shard_tensor(g, at, r) for g, at in zip(global_inputs, arg_types)] for r in range(world_size)]
     return Prepared(str(lowered), list(program.function_type.outputs.data), per_rank, expected)
@@ -432,3 +433,45 @@ def test_disabling_reorder_sharded_axis_runs_a_stream_loop_over_an_inner_axis_wh
     ran = run_batch({"whole": outcome.prepared}, CASES["scatter_in_a_loop_over_an_inner_axis_4"][1])["whole"]
     assert_matches("scatter_in_a_loop_over_an_inner_axis_4 without reorder-sharded-axis", ran.outputs,
                    outcome.prepared.expected)
+
+
+# --------------------------------------------------------------------------- #
+# Two nodes of two ranks (docs/multi_node.md)
+# --------------------------------------------------------------------------- #
+
+ACROSS, WITHIN = "4 didx, 8], mesh=[0, 1, 2, 3", "2 didx, 8], mesh=[2, 3"
+TWO_ALLGATHERS = f"""fusion.func @f(%a: {t(ACROSS)}, %b: {t(WITHIN)}) -> ({t('4, 8], mesh=[0, 1, 2, 3')}, {t('2, 8], mesh=[2, 3')}) {{
+  %g = fusion.set %a : {t(ACROSS)} -> {t('4, 8], mesh=[0, 1, 2, 3')}
+  %s = fusion.add %g, %g : {t('4, 8], mesh=[0, 1, 2, 3')}, {t('4, 8], mesh=[0, 1, 2, 3')} -> {t('4, 8], mesh=[0, 1, 2, 3')}
+  %h = fusion.set %b : {t(WITHIN)} -> {t('2, 8], mesh=[2, 3')}
+  %u = fusion.add %h, %h : {t('2, 8], mesh=[2, 3')}, {t('2, 8], mesh=[2, 3')} -> {t('2, 8], mesh=[2, 3')}
+  fusion.return %s, %u : {t('4, 8], mesh=[0, 1, 2, 3')}, {t('2, 8], mesh=[2, 3')}
+}}"""
+
+
+def transports(program: str) -> dict[str, str]:
+    """Each all-gather's team -> its transport."""
+    return {line.split(" team ")[1].split(" :")[0].removesuffix(" transport copy_engine"):
+            "copy_engine" if "transport copy_engine" in line else "nccl"
+            for line in program.splitlines() if "hir.allgather" in line}
+
+
+def test_two_nodes_of_two_ranks_take_nccl_across_nodes_and_copy_engines_within(monkeypatch):
+    """4 CPU ranks as 2 nodes x 2: an all-gather over all four spans the nodes and stays on
+    NCCL; one over ranks 2 and 3 takes the copy engines (auto: they are faster for an
+    all-gather of any size on h200x2). On one node both take the copy engines. The
+    program computes what eager torch does."""
+    one_node = prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=auto}")
+    assert transports(one_node.program) == {"[0, 1, 2, 3]": "copy_engine", "[2, 3]": "copy_engine"}
+    two_nodes = prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=auto ranks-per-node=2}")
+    assert transports(two_nodes.program) == {"[0, 1, 2, 3]": "nccl", "[2, 3]": "copy_engine"}
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # torchrun's, on every rank of the launch
+    assert prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=auto}").program == two_nodes.program
+    ran = run_batch({"two nodes": two_nodes}, 4)["two nodes"]
+    assert_matches("two nodes", ran.outputs, two_nodes.expected)
+
+
+def test_copy_engines_refuse_a_team_that_spans_nodes():
+    with pytest.raises(HostIRError, match=r"'fusion.set' op cannot communicate on the copy engines: its team spans "
+                                          r"nodes of 2 ranks each"):
+        prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=copy-engine ranks-per-node=2}")
