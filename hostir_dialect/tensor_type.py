@@ -235,6 +235,11 @@ class Mesh:
         return flat
 
     def __str__(self) -> str:
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:
+        """The text, worked out once: every type and team of the mesh prints it."""
         if self.ndim == 1:
             return _elided(self.devices, _follows, str)
         return _elided([tuple(r) for r in self.rows()], _continues, lambda row: _elided(row, _follows, str))
