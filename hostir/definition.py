@@ -25,31 +25,38 @@ class FusionDefinition(FusionDefinitionIR):
     def __init__(self, name: str = "fusion"):
         super().__init__(name)
         self._executors = runtime.ExecutorCache()
-        self._lowered: tuple[tuple[int, str], ModuleOp] | None = None
+        self._lowered: dict[str, tuple[tuple[int, str], ModuleOp]] = {}
 
-    def lower(self, options: passes.PassManagerOptions | None = None) -> ModuleOp:
-        """The host program: this fusion through the `hostir-lower` pipeline
-        (`options` disable passes, dump IR after passes, time them)."""
-        return passes.lower(self.to_module(), options)
+    def lower(self, options: passes.PassManagerOptions | None = None, *, pipeline: str = "hostir-lower") -> ModuleOp:
+        """The host program: this fusion through `pipeline` (default `hostir-lower`, which
+        lets the cost model choose transports and pipelining; e.g.
+        `"hostir-lower{transport=nccl}"` keeps NCCL and every Stream pipeline as written).
+        `options` disable passes, dump IR after passes, time them."""
+        return passes.lower(self.to_module(), options, pipeline)
 
-    def execute(self, inputs: Sequence[object], *, trace: str | os.PathLike | None = None, **options) -> list:
-        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`,
-        `cuda_graph=`, `trace=PATH`, ... as `runtime.execute`): local shards in, local shards
-        out. For several ranks at once use `runtime.run_spmd(fd, per_rank_inputs,
-        world_size=N, lower=True)`.
+    def execute(self, inputs: Sequence[object], *, pipeline: str = "hostir-lower",
+                trace: str | os.PathLike | None = None, **options) -> list:
+        """Lower with `pipeline`, then run on this rank (`rank=`, `world_size=`,
+        `number_of_streams=`, `cuda_graph=`, `unit_backend=`, `trace=PATH`, ... as
+        `runtime.execute`): local shards in, local shards out. On GPUs it replays from a
+        CUDA graph and runs kernel units as fused kernels unless told otherwise. For
+        several ranks at once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N,
+        lower=True)`.
 
         As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
         are kept, by the definition's revision (any definition or scheduling call makes a
-        new one) and the options: calling again with the same ones only runs it."""
-        evaluator = self._executors.evaluator(self._version(), self._lowered_program, trace=trace is not None, **options)
+        new one), the pipeline and the options: calling again with the same ones only
+        runs it."""
+        evaluator = self._executors.evaluator((self._version(), pipeline), lambda: self._lowered_program(pipeline),
+                                              trace=trace is not None, **options)
         return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
 
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name
 
-    def _lowered_program(self) -> ModuleOp:
-        """The lowered program of this version, lowered once for all option sets."""
-        if self._lowered is None or self._lowered[0] != self._version():
-            self._lowered = (self._version(), self.lower())
-        return self._lowered[1]
-
+    def _lowered_program(self, pipeline: str) -> ModuleOp:
+        """The program of this version lowered by `pipeline`, once for all option sets."""
+        lowered = self._lowered.get(pipeline)
+        if lowered is None or lowered[0] != self._version():
+            lowered = self._lowered[pipeline] = (self._version(), self.lower(pipeline=pipeline))
+        return lowered[1]

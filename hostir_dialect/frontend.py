@@ -617,6 +617,17 @@ class Ops:
     def cast(self, t: Tensor, dtype: object) -> Tensor:
         return self._unary(fusion.CastOp, "fd.ops.cast", t, data_type(dtype).element_type)
 
+    def gelu(self, t: Tensor, approximate: str = "none") -> Tensor:
+        """Elementwise gelu (fusion.gelu): `approximate="none"` (erf) or `"tanh"`, as torch's."""
+        if approximate not in set(fusion.GeluApproximation):
+            raise FusionDefinitionError(
+                f"fd.ops.gelu: approximate must be one of {', '.join(repr(m.value) for m in fusion.GeluApproximation)}, "
+                f"got {approximate!r}")
+        mode = fusion.GeluApproximation(approximate)
+        t = self._tensor(t, "fd.ops.gelu")
+        return self._fd._define("fd.ops.gelu", [t], lambda v, r: fusion.GeluOp(v[0], r, approximate=mode),
+                                t.element_type)
+
     def _binary(self, function: str, lhs: object, rhs: object) -> Tensor:
         what = f"fd.ops.{function}"
         op = fusion.BINARY_OPS[function]

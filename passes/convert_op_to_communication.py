@@ -471,7 +471,7 @@ class ConvertOpToCommunication(ModulePass):
     """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
     machine: str = DEFAULT_MACHINE
-    """The cost model `auto` decides with (passes/machines/<machine>.json)."""
+    """The cost model `auto` decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     ranks_per_node: int = 0
     """Ranks per node, where copy engines end (docs/multi_node.md); 0: torchrun's

@@ -42,7 +42,7 @@ from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
 from hostir_dialect.printer import Printer
 
-from . import PIPELINES, get_all_passes
+from . import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 from .pipeline import (
     ALL,
     VERIFY_EACH_VARIABLE,
@@ -239,7 +239,9 @@ class HostIROptMain(xDSLOptMain):
             options = [f"{o.name}={o.default_value} ({o.expected_type.strip(QUOTES)})" for o in get_pass_option_infos(pass_class)]
             if options:
                 lines.append(f"  {''.ljust(width)}options: {', '.join(options)}")
-        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}" for name, members in PIPELINES.items()]
+        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}"
+                  + (f"\n  {''.ljust(width)}defaults: {PIPELINE_DEFAULTS[name]}" if name in PIPELINE_DEFAULTS else "")
+                  for name, members in PIPELINES.items()]
         return "\n".join(lines)
 
 

@@ -40,6 +40,7 @@ from .evaluator import ExecutionError, find_function
 from .graphs import EAGER
 from .timeline import draw, require_matplotlib
 from .trace import HOST_CLOCK_NOTE, merge, overlap, write_trace
+from .compile.unit_backends import UNIT_BACKENDS
 from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
 from .layouts import random_tensor, shard_tensor, unshard
 from .reference import run_fusion
@@ -64,8 +65,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300, help="seconds before every rank is stopped")
     parser.add_argument("--collective-timeout", type=float, default=30,
                         help="seconds a rank waits for its peers in one communication before it fails (default 30)")
-    parser.add_argument("--cuda-graph", action="store_true",
-                        help="capture the program in a CUDA graph on its first run and replay it (eager on CPU ranks)")
+    parser.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
+                        help="capture the program in a CUDA graph on its first run and replay it (default: on GPUs "
+                             "wherever the program is capturable; eager on CPU ranks)")
+    parser.add_argument("--unit-backend", choices=UNIT_BACKENDS,
+                        help="run kernel units as fused kernels (compiled, the default on GPUs) or op by op (eager, the "
+                             "default on CPU ranks)")
     parser.add_argument("--trace", metavar="JSON", help="write a Chrome/Perfetto trace of one more run, every rank's")
     parser.add_argument("--report", action="store_true",
                         help="print each rank's communication, compute and wall time of that run and their overlap")
@@ -240,6 +245,7 @@ def run(args: argparse.Namespace) -> Report | None:
     reference = run_fusion(module, inputs, reference_func.sym_name.data) if reference_func is not None else None
     job = Job(located_text(host), shards_per_rank(program, inputs, world_size), name=program.sym_name.data,
               number_of_streams=args.number_of_streams, repeat=args.repeat, cuda_graph=args.cuda_graph,
+              unit_backend=args.unit_backend,
               trace=bool(args.trace or args.report or args.timeline))
     if not joined:
         results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout,

@@ -66,9 +66,12 @@ class Job:
     number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS
     repeat: int = 1
     record_streams: bool = False
-    cuda_graph: bool = False
+    cuda_graph: bool | None = None
+    """`Evaluator`'s option (None: a graph on GPUs wherever the program is capturable)."""
     trace: bool = False
     """Trace one more run after the timed ones (`RankResult.trace`)."""
+    unit_backend: str | None = None
+    """How kernel units run (`Evaluator`'s option; None: the device's default)."""
 
 
 @dataclass
@@ -116,7 +119,8 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     for job in jobs:
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace)
+                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace,
+                              unit_backend=job.unit_backend)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):

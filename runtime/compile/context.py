@@ -12,6 +12,7 @@ nothing between them: no dispatch on ops, no closure per op, no environment list
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -116,6 +117,18 @@ class CompileContext:
     """The `fusion.func` units of `hir.post_on_stream`, compiled once per way of being called."""
     hazards: Hazards | None = None
     """When set: every op's device work reports what it reads and writes (runtime/hazards.py)."""
+    unit_backend: str = "eager"
+    """How a `hir.post_on_stream` runs its unit: "eager" (op by op, one torch call each)
+    or "compiled" (fused kernels, runtime/compile/unit_backends.py)."""
+    manages_streams: bool = True
+    """Whether the lines make the program's current stream torch's before device work (a
+    unit compiled into fused kernels runs inside its post, which already did)."""
+
+    def for_traced_units(self) -> CompileContext:
+        """The context of a unit traced by torch.compile: plain torch calls only (no
+        stream switches, stream log, hazard reports or profiler ranges, which its post
+        makes)."""
+        return dataclasses.replace(self, hazards=None, stream_log=None, trace=False, manages_streams=False, units={})
 
     @property
     def op_context(self) -> OpContext:
@@ -333,7 +346,7 @@ class FunctionCompiler:
         """Before the op's lines from `start` on (device work, or an allocation, which
         binds memory to a stream): make the program's current stream torch's. In
         stream-recording mode, log that stream."""
-        if len(self.lines) == start:
+        if len(self.lines) == start or not self.context.manages_streams:
             return
         depth = self.lines[start].depth
         activate = [_Line(depth, "_activate()", op)]

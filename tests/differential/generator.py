@@ -31,7 +31,7 @@ API = {"FusionDefinition": FusionDefinition, "DeviceMesh": DeviceMesh, "Parallel
 
 FLOATS = ("float32", "float64", "bfloat16", "float16")
 INTEGERS = ("int64", "int32")
-SAFE_UNARY = ("neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid")
+SAFE_UNARY = ("neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid", "silu")
 GUARDED_UNARY = ("log", "sqrt", "rsqrt", "reciprocal")  # read abs(x) + 1
 INTEGER_UNARY = ("neg", "abs", "relu")  # the dialect keeps an integer type for exp & co.
 ARITHMETIC = ("add", "sub", "mul", "maximum", "minimum", "div", "pow")
@@ -204,7 +204,9 @@ def _plus_abs(w: _Writer, var: str, offset: str) -> str | None:
 def op_unary(w: _Writer, x: str) -> str | None:
     if not _is_float(w, x):
         return w.op(f"fd.ops.{w.pick(INTEGER_UNARY)}({x})", w.exact[x])
-    function = w.pick(SAFE_UNARY + GUARDED_UNARY)
+    function = w.pick(SAFE_UNARY + GUARDED_UNARY + ("gelu",))
+    if function == "gelu":
+        return w.op(f"fd.ops.gelu({x}, approximate={w.pick(('tanh', 'none'))!r})", w.exact[x])
     if function in GUARDED_UNARY:
         x = _plus_abs(w, x, "1.0")
         if x is None:
@@ -583,14 +585,16 @@ PIPELINE_DTYPES = ("float32", "bfloat16")
 
 
 def _unit_chain(w: _Writer, x: str) -> str:
-    """0 to 3 elementwise ops after a matmul (a kernel unit), or tanh-gelu written out
-    as users write it without a gelu op."""
+    """1 to 3 elementwise ops after a matmul (a kernel unit), gelu, or tanh-gelu written
+    out as users write it without a gelu op."""
+    if w.chance(0.25):
+        return w.op(f"fd.ops.gelu({x}, approximate='tanh')", False) or x
     if w.chance(0.25):
         cube = w.op(f"fd.ops.mul(fd.ops.mul({x}, {x}), {x})", False)
         inner = w.op(f"fd.ops.mul(fd.ops.add({x}, fd.ops.mul({cube}, 0.044715)), 0.7978845608)", False)
         return w.op(f"fd.ops.mul(fd.ops.mul({x}, 0.5), fd.ops.add(fd.ops.tanh({inner}), 1.0))", False) or x
-    for _ in range(w.draw(st.integers(0, 3))):
-        function = w.pick(("relu", "tanh", "sigmoid", "neg", "scale", "shift"))
+    for _ in range(w.draw(st.integers(1, 3))):
+        function = w.pick(("relu", "tanh", "sigmoid", "silu", "neg", "scale", "shift"))
         expression = {"scale": f"fd.ops.mul({x}, 0.5)", "shift": f"fd.ops.add({x}, -0.25)"}.get(
             function, f"fd.ops.{function}({x})")
         x = w.op(expression, False) or x

@@ -114,26 +114,35 @@ class Lowering:
     """`bounded-intermediates`: loop-local intermediates allocated per iteration."""
     cuda_graph: bool = False
     """Replay the program from a CUDA graph (GPUs; CPU ranks run it eagerly)."""
+    unit_backend: str | None = None
+    """How kernel units run: "eager" or "compiled" (None: the device's default)."""
 
     @property
     def pipeline(self) -> str:
         return f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}}}"
 
     def __str__(self) -> str:
-        return "+".join([self.transport, *(["bounded"] if self.bounded else []), *(["graph"] if self.cuda_graph else [])])
+        flags = [*(["bounded"] if self.bounded else []), *(["graph"] if self.cuda_graph else []),
+                 *([self.unit_backend] if self.unit_backend else [])]
+        return "+".join([self.transport, *flags])
 
     @staticmethod
     def parse(text: str) -> Lowering:
         """The lowering `str(lowering)` printed."""
         transport, *flags = text.split("+")
-        return Lowering(transport, "bounded" in flags, "graph" in flags)
+        backend = next((f for f in flags if f in ("eager", "compiled")), None)
+        return Lowering(transport, "bounded" in flags, "graph" in flags, backend)
 
 
 DEFAULT_LOWERING = Lowering()
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
-                      for g in (False, True))
-"""Every option a differential profile covers, on CPU ranks and on GPUs."""
+                      for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
+                                                 Lowering("copy-engine", True, True, "eager"))
+"""Every option a differential profile covers, on CPU ranks (units run eagerly there by
+default) and on GPUs (units compiled into fused kernels by default; eagerly too)."""
+COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
+"""Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
 
 
 def lower_fusion(module: ModuleOp, disabled: frozenset[str] = frozenset(),
@@ -407,7 +416,8 @@ def run_here(case: Case, dry_run: bool) -> Result | list[list]:
         try:
             evaluator = runtime.compile_program(
                 case.module, rank=rank, world_size=case.world_size, number_of_streams=case.program.number_of_streams,
-                communicator=DryRunCommunicator(rank, case.world_size, torch.device("cpu")) if dry_run else None)
+                communicator=DryRunCommunicator(rank, case.world_size, torch.device("cpu")) if dry_run else None,
+                unit_backend=None if dry_run else case.lowering.unit_backend)
             phase = "run"
             outputs.append(evaluator.run(case.per_rank_inputs[rank]))
         except Exception as error:  # noqa: BLE001
@@ -441,7 +451,7 @@ def _job(case: Case, shift: int, device: str) -> runtime.Job:
     repeat = 1 if device == "cpu" else 3 if case.lowering.cuda_graph else 2
     return runtime.Job("\n" * shift + case.text, case.per_rank_inputs, name=None,
                        number_of_streams=case.program.number_of_streams, repeat=repeat,
-                       cuda_graph=case.lowering.cuda_graph)
+                       cuda_graph=case.lowering.cuda_graph, unit_backend=case.lowering.unit_backend)
 
 
 def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-
 from dataclasses import replace
+
+import pytest
 
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
+from hostir.passes import cost_model
 from hostir.passes.choose_pipelining import estimate
-from hostir.passes.cost_model import Link, Machine, Topology
+from hostir.passes.cost_model import FALLBACK_MACHINE, Link, Machine, Topology, detected_gpus, detected_machine
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 
@@ -48,8 +49,39 @@ def test_matmul_rate_approaches_the_sustained_rate_with_size():
 
 
 def test_an_unknown_machine_names_the_known_ones():
-    with pytest.raises(ValueError, match=r"no cost model for machine 'tpu'; known: h200x2"):
+    with pytest.raises(ValueError, match=r"no cost model for machine 'tpu'; known: detect, .*h200x2"):
         Machine.load("tpu")
+
+
+def _driver(tmp_path, *models: str):
+    """A /proc/driver/nvidia/gpus of GPUs with these models."""
+    for index, model in enumerate(models):
+        gpu = tmp_path / f"0000:{index:02x}:00.0"
+        gpu.mkdir(parents=True)
+        (gpu / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 42\n")
+    return tmp_path
+
+
+def test_the_gpus_are_read_from_the_driver(tmp_path):
+    assert detected_gpus(_driver(tmp_path / "a", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")) == ("h100", 2)
+    assert detected_gpus(_driver(tmp_path / "b", "NVIDIA H200")) == ("h200", 1)
+    assert detected_gpus(_driver(tmp_path / "c", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB")) is None
+    assert detected_gpus(tmp_path / "none") is None
+
+
+def test_detect_picks_this_machines_constants_measured_or_shipped_else_the_fallback(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    eight_b200 = _driver(tmp_path / "b200", *["NVIDIA B200"] * 8)
+    assert detected_machine(tmp_path / "no-gpu") == FALLBACK_MACHINE
+    assert detected_machine(eight_b200) == FALLBACK_MACHINE  # never measured
+    measured = cost_model.user_machines() / "b200x2.json"
+    measured.parent.mkdir(parents=True)
+    shipped = (cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text()
+    measured.write_text(shipped.replace(f'"name": "{FALLBACK_MACHINE}"', '"name": "b200x2"'))
+    assert detected_machine(eight_b200) == "b200x2"  # hostir-calibrate measured it here
+    assert Machine.load("b200x2").name == "b200x2"
+    monkeypatch.setattr(cost_model, "NVIDIA_GPUS", tmp_path / "no-gpu")
+    assert Machine.load("detect").name == FALLBACK_MACHINE
 
 
 # --------------------------------------------------------------------------- #
@@ -76,14 +108,14 @@ INFINIBAND = {"hir.allgather": Link(latency_us=100.0, gbps=45.0)}
 
 
 def test_a_team_across_nodes_is_priced_on_the_inter_node_link_and_never_on_copy_engines():
-    machine = replace(Machine.load(), inter_node=INFINIBAND)
+    machine = replace(Machine.load(FALLBACK_MACHINE), inter_node=INFINIBAND)
     size = 128 * 2**20
     assert machine.fastest_transport(hir.AllgatherOp, size, 16, spans_nodes=True) == NCCL
     assert machine.collective_ms(hir.AllgatherOp, NCCL, size, 16, spans_nodes=True) == pytest.approx(
         INFINIBAND["hir.allgather"].ms(size))
     assert machine.prices(hir.AllgatherOp, spans_nodes=True)
     assert not machine.prices(hir.AllreduceOp, spans_nodes=True)
-    assert not Machine.load().prices(hir.AllgatherOp, spans_nodes=True)  # h200x2 is one node
+    assert not Machine.load(FALLBACK_MACHINE).prices(hir.AllgatherOp, spans_nodes=True)  # one node
 
 
 AG_MATMUL = """fusion.func @f(%a: !fusion.tensor<bf16[4, 4 didx, 256, 1024], mesh=[0, 1, 2, 3]>, %b: !fusion.tensor<bf16[1024, 512], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]> {
@@ -96,10 +128,10 @@ AG_MATMUL = """fusion.func @f(%a: !fusion.tensor<bf16[4, 4 didx, 256, 1024], mes
 def test_a_pipeline_across_nodes_is_priced_only_with_inter_node_constants():
     """choose-pipelining keeps a pipeline it cannot price (docs/copy_engine.md)."""
     (func,) = parse_module(AG_MATMUL).ops
-    one_node, two_nodes = Topology(), Topology(2)
-    assert estimate(func, Machine.load(), one_node) is not None
-    assert estimate(func, Machine.load(), two_nodes) is None
-    across = estimate(func, replace(Machine.load(), inter_node=INFINIBAND), two_nodes)
-    within = estimate(func, Machine.load(), one_node)
+    one_node, two_nodes, machine = Topology(), Topology(2), Machine.load(FALLBACK_MACHINE)
+    assert estimate(func, machine, one_node) is not None
+    assert estimate(func, machine, two_nodes) is None
+    across = estimate(func, replace(machine, inter_node=INFINIBAND), two_nodes)
+    within = estimate(func, machine, one_node)
     assert across is not None and within is not None
     assert across.communication > within.communication  # 45 GB/s between nodes, 383 within

@@ -239,6 +239,8 @@ DISABLED_PASS_CASES = (
     "all_to_all_split", "allgather_inner_axis", "reduce_scatter_inner_axis", "gather_didx_and_didy", "p2p_matmul",
 )
 PASS_NAMES = PIPELINES["hostir-lower"]
+AS_WRITTEN = "hostir-lower{transport=nccl}"
+"""NCCL's collectives and every Stream pipeline as written: the decision table under test."""
 
 
 @dataclass
@@ -252,7 +254,7 @@ class Prepared:
 
 
 def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed: int = 0,
-            pipeline: str = "hostir-lower") -> Prepared:
+            pipeline: str = AS_WRITTEN) -> Prepared:
     fusion_module = parse_module(fusion_text)
     generator = torch.Generator().manual_seed(seed)
     arg_types = [a.type for a in fusion_module.ops.first.args]  # type: ignore[union-attr]
@@ -461,12 +463,13 @@ def test_two_nodes_of_two_ranks_take_nccl_across_nodes_and_copy_engines_within(m
     NCCL; one over ranks 2 and 3 takes the copy engines (auto: they are faster for an
     all-gather of any size on h200x2). On one node both take the copy engines. The
     program computes what eager torch does."""
-    one_node = prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=auto}")
+    auto = "hostir-lower{transport=auto machine=h200x2"
+    one_node = prepare(TWO_ALLGATHERS, 4, pipeline=auto + "}")
     assert transports(one_node.program) == {"[0, 1, 2, 3]": "copy_engine", "[2, 3]": "copy_engine"}
-    two_nodes = prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=auto ranks-per-node=2}")
+    two_nodes = prepare(TWO_ALLGATHERS, 4, pipeline=auto + " ranks-per-node=2}")
     assert transports(two_nodes.program) == {"[0, 1, 2, 3]": "nccl", "[2, 3]": "copy_engine"}
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # torchrun's, on every rank of the launch
-    assert prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=auto}").program == two_nodes.program
+    assert prepare(TWO_ALLGATHERS, 4, pipeline=auto + "}").program == two_nodes.program
     ran = run_batch({"two nodes": two_nodes}, 4)["two nodes"]
     assert_matches("two nodes", ran.outputs, two_nodes.expected)
 
