@@ -70,6 +70,21 @@ class PassCheck(Protocol):
         """After the last pass: a check may defer its work to here."""
 
 
+DEFAULT_RUN_TIMEOUT = 300.0
+"""Seconds a `PassCheck` that runs the module lets one launch of its runs take
+(`--run-timeout`)."""
+
+MAX_SECONDS = 7 * 24 * 3600
+"""The longest time limit the tools take, a week: torch keeps timeouts as timedeltas and
+milliseconds, which `inf` or 1e300 seconds overflow inside a rank."""
+
+
+def check_seconds(name: str, seconds: float) -> None:
+    """Refuse a time limit that is not a positive number of seconds up to MAX_SECONDS."""
+    if not 0 < seconds <= MAX_SECONDS:
+        raise ValueError(f"{name} must be positive and at most {MAX_SECONDS} seconds (a week), got {seconds:g}")
+
+
 @dataclass(frozen=True)
 class PassManagerOptions:
     disabled: frozenset[str] = frozenset()

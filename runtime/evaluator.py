@@ -48,7 +48,7 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .buffers import BufferUses
 from .communicator import Communicator
-from .compile import DEFAULT_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
+from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
 from .compile.unit_backends import check_unit_backend, default_unit_backend
 from .copy_engine import CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, graph_mode
@@ -117,6 +117,8 @@ class Evaluator:
             self.copy_engine = None
         if number_of_streams < 1:
             raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
+        if number_of_streams > MAX_NUMBER_OF_STREAMS:
+            raise ValueError(f"number_of_streams must be at most {MAX_NUMBER_OF_STREAMS}, got {number_of_streams}")
         self.number_of_streams = number_of_streams
         self.unit_backend = check_unit_backend(unit_backend or default_unit_backend(self.device))
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None

@@ -13,7 +13,6 @@ nothing between them: no dispatch on ops, no closure per op, no environment list
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +38,11 @@ from ..trace import COMMUNICATION, COMPUTE, HOST, op_label
 
 DEFAULT_NUMBER_OF_STREAMS = 4
 """`hir.number_of_streams` unless a run asks for another number (nvFuser's default too)."""
+
+MAX_NUMBER_OF_STREAMS = 64
+"""The most streams a run may ask for: `hir.stream %key` creates a stream for each key,
+which is refused outside [0, number of streams), so a loop over 10**8 keys cannot create
+10**8 streams."""
 
 Handler = Callable[["FunctionCompiler", Any], None]
 
@@ -136,8 +140,15 @@ class CompileContext:
 
 
 _TERMINATORS = (hir.ReturnOp, fusion.ReturnOp, scf.YieldOp)
-_NOT_AN_IDENTIFIER = re.compile(r"\W")
 _FILE_NUMBERS = count()
+
+
+def identifier(text: str) -> str:
+    """`text` as the tail of a Python identifier, injectively: ASCII letters and digits
+    are kept, `_` is doubled and any other character becomes `_x<hex>_`, so different
+    symbol names never give the same function name. ASCII only: Python normalizes
+    Unicode identifiers (NFKC: `ﬁ` is `fi`) and refuses some letters of `\\w` (`²`)."""
+    return "".join(c if c.isascii() and c.isalnum() else "__" if c == "_" else f"_x{ord(c):x}_" for c in text)
 
 
 @dataclass
@@ -184,7 +195,7 @@ class FunctionCompiler:
         """The variable (or, for a constant, the global) holding `value`."""
         name = self.names.get(value)
         if name is None:
-            hint = _NOT_AN_IDENTIFIER.sub("_", value.name_hint) if value.name_hint else ""
+            hint = identifier(value.name_hint) if value.name_hint else ""
             name = self.names[value] = f"v{len(self.names)}_{hint}"
             self.variables.append(name)
         if name[0] == "v":  # a variable, not a constant's global (`bind`'s names start with "_")
@@ -291,14 +302,14 @@ class FunctionCompiler:
     def generated(self, name: str, arguments: list[str], unbound: list[str], namespace: dict) -> CompiledFunction:
         """The Python function of the emitted lines, in `namespace`; `unbound` variables
         start as None."""
-        function_name = "hostir_" + _NOT_AN_IDENTIFIER.sub("_", name)
+        function_name = "hostir_" + identifier(name)
         header = [f"def {function_name}({', '.join(arguments)}):"]
         if unbound:
             header.append(f"    {' = '.join(unbound)} = None")
         body = ["    " * line.depth + line.text for line in self.lines]
         source = "\n".join([*header, *body]) + "\n"
         namespace[_OPS_BY_LINE] = [None] * (len(header) + 1) + [line.op for line in self.lines]
-        exec(compile(source, f"<hostir @{name} {next(_FILE_NUMBERS)}>", "exec"), namespace)
+        exec(compile(source, f"<hostir @{ascii(name)[1:-1]} {next(_FILE_NUMBERS)}>", "exec"), namespace)
         return CompiledFunction(name, source, namespace[function_name])
 
     def outlined(self, op: Operation, handler: Handler) -> None:

@@ -121,7 +121,13 @@ def get_current_stream(c: FunctionCompiler, op: hir.GetCurrentStreamOp) -> None:
 
 
 def stream(c: FunctionCompiler, op: hir.StreamOp) -> None:
-    c.emit(f"{c.name(op.result)} = _streams.get({c.name(op.key)})")
+    key, count = c.name(op.key), c.context.number_of_streams
+    c.emit(f"if not 0 <= {key} < {count}: {c.bind(refuse_stream_key, 'refuse')}({key}, {count})",
+           f"{c.name(op.result)} = _streams.get({key})")
+
+
+def refuse_stream_key(key: int, count: int) -> None:
+    raise ValueError(f"stream key {key} is outside the run's {count} streams (keys 0 to {count - 1})")
 
 
 def set_current_stream(c: FunctionCompiler, op: hir.SetCurrentStreamOp) -> None:

@@ -58,7 +58,7 @@ def test_pipelines_are_right_with_every_lowering_option_on_cpu_ranks():
 def test_pipelines_with_compiled_units_are_right_on_cpu_ranks():
     """The compiled-unit backend (torch.compile, Inductor's C++ kernels on CPUs) computes
     what eager torch computes, hoisted weight layouts and loop-local buffers included."""
-    results = harness.run_profile(0, 5, (1, 2), 0, lowerings=harness.COMPILED_UNIT_LOWERINGS, pipeline_count=2)
+    results = harness.run_profile(0, 4, (1, 2), 0, lowerings=harness.COMPILED_UNIT_LOWERINGS, pipeline_count=5)
     assert not _failures(results), harness.summary(results)
     assert all(r.outcome == "correct" for r in results), harness.summary(results)
     assert sum("hir.post_on_stream" in r.host_ops for r in results) >= 3, "the slice must run kernel units"

@@ -155,9 +155,9 @@ def test_cpu_ranks_accept_graph_mode_and_run_eagerly():
 def test_hostir_run_names_the_graph_mode_only_when_asked_for_graphs():
     program = the_program(program_text(f"%a: {T}", f"  hir.return %a : {T}", T))
     eager = RankResult([torch.zeros(4, 8)], [1e-3], None)
-    assert "graph mode" not in report(program, [eager], None, 1).text
+    assert "graph mode" not in report(program, [eager], 1).text
     on_cpu = RankResult([torch.zeros(4, 8)], [1e-3], None, EAGER_ON_CPU)
-    assert report(program, [on_cpu], None, 1).text.endswith(f"graph mode: {EAGER_ON_CPU}")
+    assert report(program, [on_cpu], 1).text.endswith(f"graph mode: {EAGER_ON_CPU}")
 
 
 def test_execute_passes_the_option_on():
