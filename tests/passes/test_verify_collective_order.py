@@ -128,7 +128,8 @@ def ring(devices: int) -> ModuleOp:
   %c = fusion.matmul %a, %b : {a}, {b} -> {c}
   fusion.return %c : {c}
 }}""")
-    lower(module, pipeline="hostir-lower", options=PassManagerOptions(disabled=frozenset({VerifyCollectiveOrder.name})))
+    lower(module, pipeline="hostir-lower{transport=nccl}",  # the loop as written
+          options=PassManagerOptions(disabled=frozenset({VerifyCollectiveOrder.name})))
     assert sum(isinstance(op, hir.ShiftOp) for op in module.walk()) == 1
     return module
 
