@@ -44,9 +44,10 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .convert_op_to_communication import TransportChoice
+from .convert_op_to_communication import TransportChoice, team_along
 from .cost_model import DEFAULT_MACHINE, Machine, Topology
 from .fusion_rewriting import retype, tensors
+from .sharding_policy import communicated_type
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,8 @@ def stream_chunks(func: fusion.FuncOp) -> int | None:
 def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stages | None:
     """The function's stages, or None where the model cannot tell (no single static
     stream extent, a dynamic shape, a communication other than an all-gather,
-    reduce-scatter or all-reduce over a whole 1-D mesh, or across nodes without the
-    machine's inter-node constants)."""
+    reduce-scatter or all-reduce within one mesh, or across nodes without the machine's
+    inter-node constants)."""
     chunks = stream_chunks(func)
     if chunks is None:
         return None
@@ -108,16 +109,17 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             collective, size = _collective(op), _input_bytes(op)
             if collective is None or size is None:
                 return None
-            kind, team = collective
-            team_size, spans = len(team), topology.spans_nodes(team)
+            kind, teams, parallel = collective
+            team_size, spans = teams.size, any(topology.spans_nodes(team) for team in teams.teams())
+            listed = teams.along is None  # the copy engines carry a listed team only
             if not machine.prices(kind, spans):
                 return None
-            communication += machine.fastest_collective_ms(kind, size, team_size, spans)
-            if _member_axis_inside_stream_axis(op):
+            communication += machine.fastest_collective_ms(kind, size, team_size, spans, listed)
+            if _member_axis_inside_stream_axis(op, parallel):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
             # as convert-op-to-communication picks
-            transport = machine.fastest_transport(kind, chunk, team_size, chunks, spans)
+            transport = machine.fastest_transport(kind, chunk, team_size, chunks, listed and not spans)
             per_chunk_communication += machine.collective_ms(kind, transport, chunk, team_size, spans)
             latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
@@ -132,28 +134,31 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
                   latency, reorders)
 
 
-def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], tuple[int, ...]] | None:
+def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], hir.Team, ParallelKind] | None:
     """The collective a communicating op becomes, where the model knows it (an all-gather,
-    reduce-scatter or all-reduce over one mesh), and its team."""
+    reduce-scatter or all-reduce on one mesh: on all of a 1-D one, on each slice of a 2-D
+    one), its teams, and the device type it works along."""
     source, target = tensor_type(op.operands[0]), tensor_type(op.result)
     mesh = source.mesh
-    if mesh is None or mesh != target.mesh or mesh.ndim != 1:
+    if mesh is None or mesh != target.mesh or not isinstance(op, (fusion.SetOp, fusion.ReduceOp)):
         return None
-    in_sharded, out_sharded = source.is_sharded(ParallelKind.DIDX), target.is_sharded(ParallelKind.DIDX)
+    parallel = communicated_type(op)
+    teams = team_along(mesh, parallel)
+    in_sharded, out_sharded = source.is_sharded(parallel), target.is_sharded(parallel)
     if isinstance(op, fusion.ReduceOp) and in_sharded:
-        return (hir.ReduceScatterOp if out_sharded else hir.AllreduceOp), mesh.devices
+        return (hir.ReduceScatterOp if out_sharded else hir.AllreduceOp), teams, parallel
     if isinstance(op, fusion.SetOp) and in_sharded and not out_sharded:
-        return hir.AllgatherOp, mesh.devices
+        return hir.AllgatherOp, teams, parallel
     return None
 
 
-def _member_axis_inside_stream_axis(op: fusion.ComputeOp) -> bool:
+def _member_axis_inside_stream_axis(op: fusion.ComputeOp, parallel: ParallelKind) -> bool:
     """Does the axis the collective splits by member (the gathered input's, the scattered
     result's) come after the stream axis?"""
     source, result = tensor_type(op.operands[0]), tensor_type(op.result)
     split = source if isinstance(op, fusion.SetOp) else result
     stream = result.stream_axis() if result.stream_axis() is not None else source.stream_axis()
-    member = split.axis_with(ParallelKind.DIDX, include_reduction=False)
+    member = split.axis_with(parallel, include_reduction=False)
     return stream is not None and member is not None and stream < member
 
 

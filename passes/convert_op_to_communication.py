@@ -134,7 +134,7 @@ def _plan_set(
 ) -> list[Collective]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            team = _team_along(receiver, parallel)
+            team = team_along(receiver, parallel)
             return [Collective(hir.ScatterOp, team, team.devices[0] if team.along is None else 0)]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
@@ -143,7 +143,7 @@ def _plan_set(
         return [Collective(hir.ScatterOp, hir.Team.of(receiver.devices), root)]
     if in_sharded and not out_sharded:
         if sender == receiver:
-            return [Collective(hir.AllgatherOp, _team_along(sender, parallel))]
+            return [Collective(hir.AllgatherOp, team_along(sender, parallel))]
         _check_1d(op, sender, "Gather only supported on a 1D mesh")
         return [Collective(hir.GatherOp, _with(sender.devices, root), root) for root in receiver.devices]
     if in_sharded and out_sharded:
@@ -151,7 +151,7 @@ def _plan_set(
         if exchange.scattered is not None:
             if sender != receiver:
                 raise op_error(op, f"reshards from axis {exchange.gathered} to axis {exchange.scattered} (an all-to-all) between different meshes ({sender} and {receiver}), which is not lowerable")
-            return [Collective(hir.AllToAllOp, _team_along(sender, parallel))]
+            return [Collective(hir.AllToAllOp, team_along(sender, parallel))]
         _check_1d(op, sender, "SendRecv only supported on 1D meshes")
         _check_1d(op, receiver, "SendRecv only supported on 1D meshes")
         if sender.size != receiver.size:
@@ -172,14 +172,14 @@ def _plan_reduce(
     if out_sharded:
         if sender != receiver:
             raise op_error(op, f"ReduceScatter operation must have the same sender and receiver device mesh, got {sender} and {receiver}")
-        return [Collective(hir.ReduceScatterOp, _team_along(sender, parallel))]
+        return [Collective(hir.ReduceScatterOp, team_along(sender, parallel))]
     if sender == receiver:
-        return [Collective(hir.AllreduceOp, _team_along(sender, parallel))]
+        return [Collective(hir.AllreduceOp, team_along(sender, parallel))]
     _check_1d(op, sender, "Reduce only supported a 1D mesh")
     return [Collective(hir.ReduceOp, _with(sender.devices, root), root) for root in receiver.devices]
 
 
-def _team_along(mesh: Mesh, parallel: ParallelKind) -> hir.Team:
+def team_along(mesh: Mesh, parallel: ParallelKind) -> hir.Team:
     """The team of each rank: the whole of a 1-D mesh, its P-slice of a 2-D one."""
     return hir.Team(mesh) if mesh.ndim == 1 else hir.Team(mesh, parallel)
 

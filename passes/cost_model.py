@@ -192,14 +192,15 @@ class Machine:
         return posts * (self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes) - fixed) + fixed
 
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                          posts: int = 1, spans_nodes: bool = False) -> hir.Transport:
-        """NCCL, or the copy engines where `kind` has an algorithm on them, the team is on
-        one node and they are faster, for `posts` posts of a loop (posts_ms)."""
-        if not kind.HAS_COPY_ENGINE_ALGORITHM or spans_nodes:
+                          posts: int = 1, copy_engines: bool = True) -> hir.Transport:
+        """NCCL, or the copy engines where they can carry the team (`copy_engines`: listed,
+        on one node), `kind` has an algorithm on them and they are faster, for `posts` posts
+        of a loop (posts_ms)."""
+        if not kind.HAS_COPY_ENGINE_ALGORITHM or not copy_engines:
             return hir.Transport.NCCL
         return min(hir.Transport, key=lambda t: self.posts_ms(kind, t, input_bytes, team_size, posts))
 
     def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                              spans_nodes: bool = False) -> float:
-        transport = self.fastest_transport(kind, input_bytes, team_size, spans_nodes=spans_nodes)
+                              spans_nodes: bool = False, copy_engines: bool = True) -> float:
+        transport = self.fastest_transport(kind, input_bytes, team_size, copy_engines=copy_engines and not spans_nodes)
         return self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes)

@@ -110,8 +110,11 @@ INFINIBAND = {"hir.allgather": Link(latency_us=100.0, gbps=45.0)}
 def test_a_team_across_nodes_is_priced_on_the_inter_node_link_and_never_on_copy_engines():
     machine = replace(Machine.load(FALLBACK_MACHINE), inter_node=INFINIBAND)
     size = 128 * 2**20
-    assert machine.fastest_transport(hir.AllgatherOp, size, 16, spans_nodes=True) == NCCL
+    assert machine.fastest_transport(hir.AllgatherOp, size, 16) == COPY_ENGINE
+    assert machine.fastest_transport(hir.AllgatherOp, size, 16, copy_engines=False) == NCCL
     assert machine.collective_ms(hir.AllgatherOp, NCCL, size, 16, spans_nodes=True) == pytest.approx(
+        INFINIBAND["hir.allgather"].ms(size))
+    assert machine.fastest_collective_ms(hir.AllgatherOp, size, 16, spans_nodes=True) == pytest.approx(
         INFINIBAND["hir.allgather"].ms(size))
     assert machine.prices(hir.AllgatherOp, spans_nodes=True)
     assert not machine.prices(hir.AllreduceOp, spans_nodes=True)
@@ -135,3 +138,23 @@ def test_a_pipeline_across_nodes_is_priced_only_with_inter_node_constants():
     within = estimate(func, machine, one_node)
     assert across is not None and within is not None
     assert across.communication > within.communication  # 45 GB/s between nodes, 383 within
+
+
+AR_2D = """fusion.func @f(%a: !fusion.tensor<bf16[4, 2 didy, 2 didx, 256, 512], mesh=[[0, 1], [2, 3]]>, %b: !fusion.tensor<bf16[2 didx, 512, 1024], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<bf16[4 stream, 2 didy, r2, 256, 1024], mesh=[[0, 1], [2, 3]]> {
+  %u = fusion.matmul %a, %b : !fusion.tensor<bf16[4, 2 didy, 2 didx, 256, 512], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<bf16[2 didx, 512, 1024], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<bf16[4 stream, 2 didy, 2 didx, 256, 1024, r512], mesh=[[0, 1], [2, 3]]>
+  %c = fusion.reduce sum %u dims [2] : !fusion.tensor<bf16[4 stream, 2 didy, 2 didx, 256, 1024, r512], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<bf16[4 stream, 2 didy, r2, 256, 1024], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<bf16[4 stream, 2 didy, r2, 256, 1024], mesh=[[0, 1], [2, 3]]>
+}"""
+
+
+def test_a_collective_on_each_row_is_priced_on_nccl_for_its_row():
+    """An all-reduce along DIDx of a 2x2 mesh: teams of 2, on NCCL (the copy engines carry
+    listed teams only); across nodes when the rows span them."""
+    machine = Machine.load(FALLBACK_MACHINE)
+    (func,) = parse_module(AR_2D).ops
+    stages = estimate(func, machine, Topology())
+    partial_sum_bytes = 4 * 256 * 1024 * 2  # the whole of one rank's partial product, bf16
+    assert stages is not None
+    assert stages.communication == pytest.approx(machine.collective_ms(hir.AllreduceOp, NCCL, partial_sum_bytes, 2))
+    assert estimate(func, machine, Topology(2)) is not None  # rows [0, 1] and [2, 3] are nodes
+    assert estimate(func, machine, Topology(1)) is None  # every row spans two nodes: not priced
