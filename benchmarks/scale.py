@@ -35,13 +35,13 @@ from pathlib import Path
 
 from compile_time import timed
 
+from hostir.passes import build_passes
+from hostir.passes.opt import garbage_collected_rarely
+from hostir.passes.verify_collective_order import VerifyCollectiveOrder
 from hostir_dialect.context import make_context
 from hostir_dialect.diagnostics import LocatingParser, verify_located
 from hostir_dialect.printer import Printer
 from hostir_dialect.tensor_type import Mesh
-from hostir.passes import build_passes
-from hostir.passes.opt import collect_garbage_rarely
-from hostir.passes.verify_collective_order import VerifyCollectiveOrder
 
 
 def tensor(shape: str, mesh: Mesh) -> str:
@@ -203,5 +203,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    collect_garbage_rarely()  # measured collecting garbage as hostir-opt does
-    main()
+    with garbage_collected_rarely():  # measured collecting garbage as hostir-opt does
+        main()

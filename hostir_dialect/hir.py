@@ -17,12 +17,10 @@ from typing import ClassVar
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I64,
-    DenseArrayBase,
     FlatSymbolRefAttr,
     IndexType,
     IntegerAttr,
     UnitAttr,
-    i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import (
@@ -35,8 +33,6 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
-from xdsl.parser import AttrParser
-from xdsl.printer import Printer
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -50,6 +46,8 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
     IsTerminator,
@@ -66,8 +64,8 @@ from .attributes import INDEX, i64_attr
 from .building import init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
-from .parsing import peek_token
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
+from .parsing import next_token
 from .tensor_type import DEVICE_KINDS, DYNAMIC, Mesh, ParallelKind, TensorType, parse_mesh, tensor_type
 
 # --------------------------------------------------------------------------- #
@@ -190,7 +188,7 @@ class TeamAttr(Data[Team], SpacedOpaqueSyntaxAttribute):
         mesh = parse_mesh(parser)
         if parser.parse_optional_keyword("along") is None:
             return Team(mesh)
-        span = peek_token(parser).span
+        span = next_token(parser).span
         along = parser.parse_str_enum(ParallelKind)
         if along not in DEVICE_KINDS:
             parser.raise_error(f"a team is a slice along didx or didy, not {along}", span)
@@ -746,6 +744,7 @@ class CollectiveOp(WaitedOp):
 def _member_numel(t: TensorType) -> int | None:
     """Element count of one mesh member's buffer of `t` (None when dynamic)."""
     shape = t.local_shape()
+    assert shape is not None  # without a rank: the shape of any member
     return None if DYNAMIC in shape else math.prod(shape)
 
 

@@ -23,8 +23,8 @@ from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
-from .layouts import logical_shape, torch_dtype
 from .hazards import Hazards
+from .layouts import logical_shape, torch_dtype
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from hostir_dialect import hir
-from hostir_dialect.context import parse_module
 from hostir.passes import cost_model
 from hostir.passes.choose_pipelining import estimate
 from hostir.passes.cost_model import FALLBACK_MACHINE, Link, Machine, Topology, detected_gpus, detected_machine
+from hostir_dialect import hir
+from hostir_dialect.context import parse_module
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 
