@@ -45,10 +45,9 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .convert_op_to_communication import team_along
 from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice
 from .fusion_rewriting import retype, tensors
-from .sharding_policy import communicated_type
+from .sharding_policy import communicated_type, team_along
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ from .sharding_policy import (
     is_inner_split,
     layout_problem,
     sharding_changes,
+    team_along,
 )
 
 
@@ -177,11 +178,6 @@ def _plan_reduce(
         return [Collective(hir.AllreduceOp, team_along(sender, parallel))]
     _check_1d(op, sender, "Reduce only supported a 1D mesh")
     return [Collective(hir.ReduceOp, _with(sender.devices, root), root) for root in receiver.devices]
-
-
-def team_along(mesh: Mesh, parallel: ParallelKind) -> hir.Team:
-    """The team of each rank: the whole of a 1-D mesh, its P-slice of a 2-D one."""
-    return hir.Team(mesh) if mesh.ndim == 1 else hir.Team(mesh, parallel)
 
 
 def _with(team: tuple[int, ...], device: int) -> hir.Team:
