@@ -8,22 +8,31 @@ xDSL's dead-code elimination never removes it; only the value-producing queries
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I64,
-    DenseArrayBase,
     FlatSymbolRefAttr,
     IndexType,
     IntegerAttr,
     UnitAttr,
-    i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SpacedOpaqueSyntaxAttribute, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Data,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -37,6 +46,8 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
     IsTerminator,
@@ -55,7 +66,8 @@ from .copy_engine_facts import CopyEngineAlgorithm, copy_engine_algorithm
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
-from .tensor_type import DYNAMIC, TensorType, tensor_type
+from .parsing import next_token
+from .tensor_type import DEVICE_KINDS, DYNAMIC, Mesh, ParallelKind, TensorType, parse_mesh, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Types and enums
@@ -91,6 +103,104 @@ class TransportAttr(EnumAttribute[Transport], SpacedOpaqueSyntaxAttribute):
     """`transport nccl|copy_engine` on a communication; nccl, the default, is not printed."""
 
     name = "hir.transport"
+
+
+@dataclass(frozen=True)
+class Team:
+    """The devices a collective runs among: the devices of a list (`[0, 1, 2]`, in team
+    order), or, `along` a device type of a 2-D mesh, each device's slice of the mesh
+    (`[[0, 1], [2, 3]] along didx`: its mesh row; `along didy`: its column), as MLIR
+    shard's grid axes: one op, the same text on every rank, whose team each rank resolves
+    to its own, so a program does not grow with the number of rows or columns."""
+
+    mesh: Mesh
+    along: ParallelKind | None = None
+
+    @staticmethod
+    def of(members: Sequence[int]) -> Team:
+        """The team of these devices, in this order."""
+        return Team(Mesh.of(list(members)))
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """Every device that takes part, in one team or another."""
+        return self.mesh.devices
+
+    @property
+    def size(self) -> int:
+        """The members of each team."""
+        return self.mesh.size if self.along is None else self.mesh.axis_size(self.along)
+
+    def members(self, device: int) -> tuple[int, ...] | None:
+        """The team `device` is in, in team order (None: it takes no part)."""
+        return self._teams.get(device)
+
+    def teams(self) -> list[tuple[int, ...]]:
+        """Every team once, in mesh order."""
+        return list(dict.fromkeys(self._teams.values()))
+
+    def position_of(self, device: int) -> int:
+        """`device`'s position in its team; -1 outside."""
+        if device not in self.mesh:
+            return -1
+        return self.mesh.index_along(device, self.along or ParallelKind.DIDX)
+
+    @functools.cached_property
+    def _teams(self) -> dict[int, tuple[int, ...]]:
+        """Each device's team (one tuple per team, shared by its members)."""
+        if self.along is None:
+            return dict.fromkeys(self.mesh.devices, self.mesh.devices)
+        rows = [tuple(row) for row in self.mesh.rows()]
+        slices = rows if self.mesh.axis_of(self.along) == 1 else list(zip(*rows))
+        return {device: team for team in slices for device in team}
+
+    def problem(self) -> str | None:
+        """Why this is no team (None if it is one)."""
+        devices = self.mesh.devices
+        if not devices:
+            return "team must not be empty"
+        if any(d < 0 for d in devices):
+            return f"team {self} names a negative device id"
+        if self.mesh.has_duplicates:
+            return f"team {self} repeats a device"
+        if self.mesh.ndim == 2 and self.along is None:
+            return f"team {self} is a 2-D mesh: say which of its slices a team is (`along didx` or `along didy`)"
+        if self.mesh.ndim != 2 and self.along is not None:
+            return f"team {self} slices a mesh that is not 2-D"
+        return None
+
+    def __str__(self) -> str:
+        return str(self.mesh) + (f" along {self.along}" if self.along is not None else "")
+
+    def __getstate__(self) -> dict:
+        """Pickled without the table it worked out."""
+        return {"mesh": self.mesh, "along": self.along}
+
+
+@irdl_attr_definition
+class TeamAttr(Data[Team], SpacedOpaqueSyntaxAttribute):
+    """`team [0, 1]`, `team [[0, 1], [2, 3]] along didx` on an op (see `Team`); a mesh's
+    text, so a team of any size prints short (`team [0, ..., 511]`)."""
+
+    name = "hir.team"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Team:
+        mesh = parse_mesh(parser)
+        if parser.parse_optional_keyword("along") is None:
+            return Team(mesh)
+        span = next_token(parser).span
+        along = parser.parse_str_enum(ParallelKind)
+        if along not in DEVICE_KINDS:
+            parser.raise_error(f"a team is a slice along didx or didy, not {along}", span)
+        return Team(mesh, along)
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(str(self.data))
+
+    @staticmethod
+    def of(team: Team | Sequence[int]) -> TeamAttr:
+        return TeamAttr(team if isinstance(team, Team) else Team.of(team))
 
 
 class InHostProgram(OpTrait):
@@ -289,7 +399,7 @@ class AliasSelectOp(TensorAxisOp):
         axis, position = source.axes[self.axis_index], self.index.owner
         if axis.is_split or source.mesh is None or source.mesh.ndim != 1:
             return "only an unsplit axis of a 1-D mesh has one slice per device"
-        if not isinstance(position, TeamPositionOp) or position.team_ids != source.mesh.devices:
+        if not isinstance(position, TeamPositionOp) or position.teams != Team(source.mesh):
             return f"only this rank's own slice, at `hir.team_position team {list(source.mesh.devices)}`"
         return None
 
@@ -452,6 +562,10 @@ class CollectiveOp(WaitedOp):
     """%w = hir.<collective> %in -> %out (via %r)? team [0, 1] (root 0)? (op sum)?
               (transport copy_engine)? : T -> R (, V)?
 
+    The team is a list of devices, or each rank's slice of a 2-D mesh (`team [[0, 1],
+    [2, 3]] along didx`: the rank's row; see `Team`). `root` is a device of a listed team,
+    and on a sliced one a position, the same in every team (`root 0`: each row's first).
+
     With `transport copy_engine` (all-gather, reduce-scatter and all-reduce only;
     docs/copy_engine.md), the output of an all-gather is a view of a symmetric buffer, and
     reduce-scatter and all-reduce receive the other members' contributions in `via`, a
@@ -465,7 +579,7 @@ class CollectiveOp(WaitedOp):
     input = operand_def(TensorType)
     output = operand_def(TensorType)
     via = opt_operand_def(TensorType)
-    team = prop_def(DenseArrayBase[I64])
+    team = prop_def(TeamAttr)
     root = opt_prop_def(IntegerAttr[I64])
     reduction = opt_prop_def(ReduceKindAttr)
     transport = prop_def(TransportAttr, default_value=TransportAttr(Transport.NCCL))
@@ -484,12 +598,12 @@ class CollectiveOp(WaitedOp):
     """The root's input is what the others receive."""
 
     def __init__(
-        self, input: SSAValue, output: SSAValue, team: Sequence[int], *,
+        self, input: SSAValue, output: SSAValue, team: Team | Sequence[int], *,
         root: int | None = None, reduction: ReduceKind | None = None,
         transport: Transport = Transport.NCCL, via: SSAValue | None = None,
     ):
         init_segmented(self, [input, output, via], [WorkType()], {
-            "team": DenseArrayBase.from_list(i64, team),
+            "team": TeamAttr.of(team),
             "root": i64_attr(root) if root is not None else None,
             "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
             "transport": TransportAttr(transport),
@@ -500,16 +614,33 @@ class CollectiveOp(WaitedOp):
         return self.transport.data == Transport.COPY_ENGINE
 
     @property
-    def team_ids(self) -> tuple[int, ...]:
-        return self.team.get_values()
+    def teams(self) -> Team:
+        """Who takes part: one team, or one per slice of a mesh."""
+        return self.team.data
+
+    def team_of(self, rank: int) -> tuple[int, ...] | None:
+        """The members of `rank`'s team, in team order (None: it takes no part)."""
+        return self.teams.members(rank)
+
+    @property
+    def team_size(self) -> int:
+        return self.teams.size
 
     @property
     def root_id(self) -> int | None:
+        """The root as written: a device, or on a sliced team a position (`root_of`)."""
         return self.root.value.data if self.root is not None else None
+
+    def root_of(self, rank: int) -> int | None:
+        """The device that is the root of `rank`'s team."""
+        if self.root_id is None or self.teams.along is None:
+            return self.root_id
+        team = self.team_of(rank)
+        return team[self.root_id] if team is not None else None
 
     def takes_part(self, rank: int) -> bool:
         """Does `rank` post this collective? A rank outside the team skips it."""
-        return rank in self.team_ids
+        return rank in self.teams.mesh
 
     def needs_input(self, member: int) -> bool:
         """Must team member `member` hold an input buffer? One that must and does not
@@ -521,17 +652,15 @@ class CollectiveOp(WaitedOp):
         return True
 
     def verify_(self) -> None:
-        team = self.team_ids
-        if not team:
-            raise VerifyException("team must not be empty")
-        if any(d < 0 for d in team):
-            raise VerifyException(f"team {list(team)} names a negative device id")
-        if len(set(team)) != len(team):
-            raise VerifyException(f"team {list(team)} repeats a device")
+        teams = self.teams
+        if problem := teams.problem():
+            raise VerifyException(problem)
         if self.HAS_ROOT != (self.root is not None):
             raise VerifyException(f"{self.name} {'needs' if self.HAS_ROOT else 'takes no'} root")
-        if self.root_id is not None and self.root_id not in team:
-            raise VerifyException(f"root {self.root_id} is not in team {list(team)}")
+        if self.root_id is not None and teams.along is None and self.root_id not in teams.mesh:
+            raise VerifyException(f"root {self.root_id} is not in team {teams}")
+        if self.root_id is not None and teams.along is not None and not 0 <= self.root_id < teams.size:
+            raise VerifyException(f"root {self.root_id} is not a position in the teams of {teams.size} of team {teams}")
         if self.REDUCES != (self.reduction is not None):
             raise VerifyException(f"{self.name} {'needs a reduction kind (op ...)' if self.REDUCES else 'takes no reduction kind'}")
         self.verify_buffers()
@@ -550,16 +679,17 @@ class CollectiveOp(WaitedOp):
 
     def members_problem(self, source: TensorType, dest: TensorType) -> str | None:
         """Why a team member cannot take part, judged by the meshes of the buffers."""
-        team = list(self.team_ids)
-        for device in team:
+        team = self.teams
+        for device in team.devices:
             holds = source.is_on_rank(device), dest.is_on_rank(device)
             if not any(holds):
                 return f"team {team} names device {device} outside the buffers' meshes {_meshes(source, dest)}"
             if self.EVERY_MEMBER_HOLDS_BOTH and not all(holds):
                 missing, t = ("input", source) if not holds[0] else ("output", dest)
                 return f"team {team} names device {device}, which holds no {missing} buffer (mesh {t.mesh})"
-        if self.ROOT_SENDS and not source.is_on_rank(self.root_id):
-            return f"root {self.root_id} holds no input buffer (mesh {source.mesh})"
+            root = self.root_of(device)
+            if self.ROOT_SENDS and root == device and not source.is_on_rank(root):
+                return f"root {root} holds no input buffer (mesh {source.mesh})"
         return None
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
@@ -571,7 +701,7 @@ class CollectiveOp(WaitedOp):
 
     def gathered_problem(self, whole: int, part: int, what: str) -> str | None:
         """`what` ("input" or "output") must hold `team size` parts."""
-        size = len(self.team_ids)
+        size = self.team_size
         if whole != size * part:
             return f"{what} has {whole} elements, expected {size * part} (team of {size} x {part})"
         return None
@@ -586,6 +716,8 @@ class CollectiveOp(WaitedOp):
             raise VerifyException(
                 f"{self.name} has no copy-engine algorithm (allgather, reduce_scatter and allreduce have)"
             )
+        if self.teams.along is not None:
+            raise VerifyException("the copy-engine transport needs its team listed (its symmetric buffers span one team)")
         needs_via = algorithm.via_inputs > 0
         if (self.via is not None) != needs_via:
             raise VerifyException(
@@ -598,18 +730,18 @@ class CollectiveOp(WaitedOp):
         input_type, via_type = tensor_type(self.input), tensor_type(self.via)
         if via_type.element_type != input_type.element_type:
             raise VerifyException("the via buffer and the input have different element types")
-        member = self.team_ids[0]
+        member = self.teams.devices[0]
         local_in, local_via = input_type.local_shape(member), via_type.local_shape(member)
         if local_in is None or local_via is None or DYNAMIC in local_in + local_via:
             return  # a member outside the mesh, or dynamic: checked when the program runs
-        problem = algorithm.input_problem(math.prod(local_in), len(self.team_ids))
+        problem = algorithm.input_problem(math.prod(local_in), self.team_size)
         if problem is not None:
             raise VerifyException(f"{self.name} cannot use the copy-engine transport: {problem}")
         expected = algorithm.via_elements(math.prod(local_in))
         if math.prod(local_via) != expected:
             raise VerifyException(
                 f"the via buffer holds {math.prod(local_via)} elements per member but {self.name} needs "
-                f"{expected} for an input of {math.prod(local_in)} on a team of {len(self.team_ids)}"
+                f"{expected} for an input of {math.prod(local_in)} on a team of {self.team_size}"
             )
 
 
@@ -718,10 +850,10 @@ class ScatterOp(RootedCollectiveOp):
         return self.gathered_problem(input_numel, output_numel, "input")
 
     def needs_input(self, member: int) -> bool:
-        return member == self.root_id
+        return member == self.root_of(member)
 
     def needs_output(self, member: int) -> bool:
-        return member != self.root_id
+        return member != self.root_of(member)
 
 
 @op_definition
@@ -733,8 +865,8 @@ class GatherOp(RootedCollectiveOp):
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
         problem = self.gathered_problem(output_numel, input_numel, "output")
-        root_sends = tensor_type(self.input).is_on_rank(self.root_id)
-        if problem and not root_sends and output_numel == (len(self.team_ids) - 1) * input_numel:
+        root_sends = tensor_type(self.input).is_on_rank(self.root_of(self.teams.devices[0]))
+        if problem and not root_sends and output_numel == (self.team_size - 1) * input_numel:
             return None
         return problem
 
@@ -753,10 +885,10 @@ class BroadcastOp(RootedCollectiveOp):
     ROOT_SENDS: ClassVar[bool] = True
 
     def needs_input(self, member: int) -> bool:
-        return member == self.root_id
+        return member == self.root_of(member)
 
     def needs_output(self, member: int) -> bool:
-        return member != self.root_id
+        return member != self.root_of(member)
 
 
 @op_definition
@@ -780,18 +912,19 @@ class SendRecvOp(RootedCollectiveOp):
     ROOT_SENDS: ClassVar[bool] = True
 
     def members_problem(self, source: TensorType, dest: TensorType) -> str | None:
-        team = list(self.team_ids)
-        if len(team) > 2 or self.root_id != team[0]:
-            return f"send_recv needs a team [sender, receiver] with root = team[0] (the sender), got team {team} root {self.root_id}"
-        if not dest.is_on_rank(team[-1]):
-            return f"receiver {team[-1]} holds no output buffer (mesh {dest.mesh})"
+        team = self.teams
+        if team.along is not None or team.size > 2 or self.root_id != team.devices[0]:
+            return (f"send_recv needs a team [sender, receiver] with root = team[0] (the sender), got team {team} "
+                    f"root {self.root_id}")
+        if not dest.is_on_rank(team.devices[-1]):
+            return f"receiver {team.devices[-1]} holds no output buffer (mesh {dest.mesh})"
         return super().members_problem(source, dest)
 
     def needs_input(self, member: int) -> bool:
-        return member == self.team_ids[0]
+        return member == self.teams.devices[0]
 
     def needs_output(self, member: int) -> bool:
-        return member == self.team_ids[-1]
+        return member == self.teams.devices[-1]
 
 
 @op_definition
@@ -801,7 +934,7 @@ class AllToAllOp(CollectiveOp):
     name = "hir.all_to_all"
 
     def size_problem(self, input_numel: int, output_numel: int) -> str | None:
-        size = len(self.team_ids)
+        size = self.team_size
         if input_numel != output_numel or input_numel % size:
             return (f"all_to_all needs equal input and output sizes divisible by the team size {size}, "
                     f"got {input_numel} and {output_numel}")
@@ -829,10 +962,10 @@ class ShiftOp(CollectiveOp):
         "(`transport` $transport^)? attr-dict `:` type($input) `->` type($output) (`,` type($via)^)?"
     )
 
-    def __init__(self, input: SSAValue, output: SSAValue, team: Sequence[int], offset: SSAValue):
+    def __init__(self, input: SSAValue, output: SSAValue, team: Team | Sequence[int], offset: SSAValue):
         IRDLOperation.__init__(
             self, operands=[input, output, None, offset], result_types=[WorkType()],
-            properties={"team": DenseArrayBase.from_list(i64, team)},
+            properties={"team": TeamAttr.of(team)},
         )
 
 
@@ -894,50 +1027,50 @@ class TeamPositionOp(IndexValueOp):
     dependent; -1 on a rank outside the team, whose ops on the team's buffers are skipped)."""
 
     name = "hir.team_position"
-    team = prop_def(DenseArrayBase[I64])
+    team = prop_def(TeamAttr)
     assembly_format = "`team` $team attr-dict"
 
-    def __init__(self, team: Sequence[int]):
-        super().__init__(properties={"team": DenseArrayBase.from_list(i64, team)})
+    def __init__(self, team: Team | Sequence[int]):
+        super().__init__(properties={"team": TeamAttr.of(team)})
 
     @property
-    def team_ids(self) -> tuple[int, ...]:
-        return self.team.get_values()
+    def teams(self) -> Team:
+        return self.team.data
 
     def position_of(self, rank: int) -> int:
         """The value this op has on `rank`."""
-        team = self.team_ids
-        return team.index(rank) if rank in team else -1
+        return self.teams.position_of(rank)
 
     def verify_(self) -> None:
-        team = self.team_ids
-        if not team or len(set(team)) != len(team):
-            raise VerifyException(f"team {list(team)} must be non-empty and repeat no device")
+        if problem := self.teams.problem():
+            raise VerifyException(problem)
 
 
 @op_definition
 class LocalShardOp(HostOp):
-    """hir.local_shard %in -> %out axis 1 team [0, 1] : T -> R   -- member j of the team
+    """hir.local_shard %in -> %out axis 1 team [0, 1] : T -> R   -- member j of its team
     copies part j of its own input, cut along logical axis `axis` of the output into as
     many equal parts as the team has members, into its output: the shards of a tensor
     every member holds whole (replicated on a mesh holding the team), so nothing moves
-    between devices and nothing is waited. A rank outside the team skips it. The input's
-    value axes are the output's, at the member's local extents but along `axis`."""
+    between devices and nothing is waited. The team may be each rank's slice of a 2-D mesh
+    (`team [[0, 1], [2, 3]] along didy`, one op for every slice). A rank outside the team
+    skips it. The input's value axes are the output's, at the member's local extents but
+    along `axis`."""
 
     name = "hir.local_shard"
     input = operand_def(TensorType)
     output = operand_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
-    team = prop_def(DenseArrayBase[I64])
+    team = prop_def(TeamAttr)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = "$input `->` $output `axis` $axis `team` $team attr-dict `:` type($input) `->` type($output)"
 
-    def __init__(self, input: SSAValue, output: SSAValue, axis: int, team: Sequence[int]):
-        init_flat(self, [input, output], [], {"axis": i64_attr(axis), "team": DenseArrayBase.from_list(i64, team)})
+    def __init__(self, input: SSAValue, output: SSAValue, axis: int, team: Team | Sequence[int]):
+        init_flat(self, [input, output], [], {"axis": i64_attr(axis), "team": TeamAttr.of(team)})
 
     @property
-    def team_ids(self) -> tuple[int, ...]:
-        return self.team.get_values()
+    def teams(self) -> Team:
+        return self.team.data
 
     @property
     def dim(self) -> int:
@@ -945,26 +1078,26 @@ class LocalShardOp(HostOp):
         return tensor_type(self.output).value_position(self.axis.value.data)
 
     def verify_(self) -> None:
-        team = list(self.team_ids)
-        if not team or len(set(team)) != len(team) or min(team) < 0:
-            raise VerifyException(f"team {team} must be non-empty and name distinct devices")
+        if problem := self.teams.problem():
+            raise VerifyException(problem)
         source, dest = tensor_type(self.input), tensor_type(self.output)
         if source.element_type != dest.element_type:
             raise VerifyException("input and output buffers have different element types")
         axis = self.axis.value.data
         if not 0 <= axis < dest.rank or dest.axes[axis].is_reduction:
             raise VerifyException(f"axis {axis} is not a value axis of the output")
-        outside = [d for d in team if not (source.is_on_rank(d) and dest.is_on_rank(d))]
+        devices = self.teams.devices
+        outside = [d for d in devices if not (source.is_on_rank(d) and dest.is_on_rank(d))]
         if outside:
-            raise VerifyException(f"team {team} names devices {outside} that do not hold both buffers "
+            raise VerifyException(f"team {self.teams} names devices {outside} that do not hold both buffers "
                                   f"(meshes {_meshes(source, dest)})")
         whole, part = _local_value_shape(source), _local_value_shape(dest)
         expected = list(part)
         if len(whole) == len(part) and part[self.dim] != DYNAMIC:
-            expected[self.dim] = part[self.dim] * len(team)
+            expected[self.dim] = part[self.dim] * self.teams.size
         if len(whole) != len(part) or any(DYNAMIC not in (w, e) and w != e for w, e in zip(whole, expected)):
             raise VerifyException(f"the input's local shape {list(whole)} must be the output's {list(part)} with "
-                                  f"axis {axis} {len(team)} times as long")
+                                  f"axis {axis} {self.teams.size} times as long")
 
 
 HIR = Dialect(
@@ -974,5 +1107,5 @@ HIR = Dialect(
         GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
         PostOnStreamOp, *COLLECTIVE_OPS, LocalShardOp, SendOp, RecvOp, WaitOp, TeamPositionOp,
     ],
-    [StreamType, WorkType, TransportAttr],
+    [StreamType, WorkType, TransportAttr, TeamAttr],
 )

@@ -15,7 +15,8 @@ from xdsl.ir import Operation
 
 from .fusion import ComputeOp, ShapeTable
 from .hir import CollectiveOp
-from .tensor_type import DEVICE_KINDS, ParallelKind, TensorType, tensor_type
+from .symbols import ops_in
+from .tensor_type import DEVICE_KINDS, Mesh, ParallelKind, TensorType, tensor_type
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,10 @@ def have_different_shardings(
     if any(t.is_device for t in types) and producer.mesh != consumer.mesh:
         if producer.mesh is not None and consumer.mesh is not None:
             return True
+    mesh = producer.mesh or consumer.mesh
     for parallel in types:
+        if parallel.is_device and mesh is not None and mesh.axis_size(parallel) == 1:
+            continue  # one device along it holds the whole axis either way: a team of one moves nothing
         p = placement(producer, parallel)
         c = placement(consumer, parallel, include_reduction=True)
         if p is None and c is None:
@@ -94,7 +98,11 @@ def reduces_sharded_axis(op: Operation) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _keeps_device_parallel_reduction(t: TensorType) -> bool:
-    return any(a.is_reduction and a.parallel_types() & set(DEVICE_KINDS) for a in t.axes)
+    """A reduction axis parallelized over several devices (over one, its sum is whole)."""
+    mesh = t.mesh
+    return mesh is not None and any(
+        a.is_reduction and any(p.is_device and mesh.axis_size(p) > 1 for p in a.parallel_types()) for a in t.axes
+    )
 
 
 def is_resharding(op: Operation) -> bool:
@@ -136,12 +144,12 @@ def largest_device(root: Operation) -> int | None:
     """The largest device id named in `root` and the ops inside it: by the meshes of
     their tensors and the teams of their collectives (None when there is none). A program
     needs a world of at least this many ranks plus one."""
-    devices: set[int] = set()
-    for op in root.walk():
+    meshes: set[Mesh] = set()
+    for op in ops_in(root):
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
         for value in values:
             if isinstance(value.type, TensorType) and value.type.mesh is not None:
-                devices.update(value.type.mesh.devices)
+                meshes.add(value.type.mesh)
         if isinstance(op, CollectiveOp):
-            devices.update(op.team_ids)
-    return max(devices, default=None)
+            meshes.add(op.teams.mesh)
+    return max((d for mesh in meshes for d in mesh.devices), default=None)

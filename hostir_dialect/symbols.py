@@ -21,6 +21,19 @@ from .hir import CollectiveOp, PostOnStreamOp, ProgramOp
 from .tensor_type import TensorType
 
 
+def ops_in(root: Operation) -> Iterator[Operation]:
+    """`root` and every op nested in it, in the order of `root.walk()`. xDSL's walk nests a
+    generator per region level, so each op passes up through one frame per op around it:
+    quadratic in the nesting depth (9 s for 1,400 nested loops), where this is linear."""
+    pending = [root]
+    while pending:
+        op = pending.pop()
+        yield op
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                pending.extend(reversed(list(block.ops)))
+
+
 def functions(module: ModuleOp) -> list[FunctionLikeOp]:
     """The module's `fusion.func`s and `hir.program`s, in order."""
     return [op for op in module.ops if isinstance(op, FunctionLikeOp)]
@@ -75,5 +88,5 @@ def _named_devices(module: ModuleOp) -> Iterator[tuple[int, str, Operation]]:
             mesh = value.type.mesh if isinstance(value.type, TensorType) else None
             if mesh is not None and mesh.devices:
                 yield max(mesh.devices), f"mesh {mesh}", op
-        if isinstance(op, CollectiveOp) and op.team_ids:
-            yield max(op.team_ids), f"team {list(op.team_ids)}", op
+        if isinstance(op, CollectiveOp) and op.teams.devices:
+            yield max(op.teams.devices), f"team {op.teams}", op

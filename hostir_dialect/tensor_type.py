@@ -10,6 +10,8 @@ Textual form (element type first, as nvFuser prints `T0_float[...]`):
     !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
                                                      axis 0 outer-split by 2, outer part sharded
     !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+    !fusion.tensor<f32[512 didx, 8], mesh=[0, ..., 511]>
+                                                     devices 0 to 511 (see `Mesh`)
     !fusion.tensor<f32[8 stream, 64], alloc=[0 stream, 1]>
                                                      allocated one stream chunk at a time
 
@@ -49,6 +51,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.str_enum import StrEnum
 
@@ -129,9 +132,25 @@ class Axis:
         return Axis(self.extent, self.kind)
 
 
+MAX_MESH_SIZE = 1 << 16
+"""The most devices a mesh may have: its text stays short at any size (`[0, ..., 65535]`),
+but the passes and every rank keep tables of its devices."""
+
+ELIDED_RUN = 5
+"""A mesh prints a run of at least this many consecutive ids, or rows, as `first, ..., last`."""
+
+
 @dataclass(frozen=True)
 class Mesh:
-    """Device ids laid out in a 1-D or 2-D grid (row-major)."""
+    """Device ids laid out in a 1-D or 2-D grid (row-major).
+
+    Text: the ids, row by row (`[0, 1]`, `[[0, 1], [2, 3]]`), where `...` stands for the
+    run between its neighbours: the ids between two ids (`[0, ..., 511]`: 0 to 511), or the
+    rows that continue two rows of consecutive ids row-major (`[[0, ..., 63], ..., [448, ...,
+    511]]`: an 8x64 grid of 0 to 511). Printed with every run of `ELIDED_RUN` ids or rows or
+    more elided, so the text of a regular mesh does not grow with its size; an irregular
+    one is listed.
+    """
 
     devices: tuple[int, ...]
     shape: tuple[int, ...]
@@ -145,6 +164,18 @@ class Mesh:
             return Mesh(tuple(d for r in rows for d in r), (len(rows), len(rows[0])))
         return Mesh(tuple(devices), (len(devices),))  # type: ignore[arg-type]  # ints: the first element is one
 
+    def __getstate__(self) -> dict:
+        """Pickled without the tables it worked out."""
+        return {"devices": self.devices, "shape": self.shape}
+
+    @functools.cached_property
+    def _positions(self) -> dict[int, int]:
+        """Each device's index in `devices`: every pass and rank asks where a device is."""
+        return {d: i for i, d in enumerate(self.devices)}
+
+    def __contains__(self, device: object) -> bool:
+        return device in self._positions
+
     @property
     def size(self) -> int:
         return len(self.devices)
@@ -152,6 +183,10 @@ class Mesh:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def has_duplicates(self) -> bool:
+        return len(self._positions) != self.size
 
     def axis_of(self, parallel: ParallelKind) -> int | None:
         """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one before."""
@@ -163,7 +198,7 @@ class Mesh:
         return 1 if axis is None else self.shape[axis]
 
     def coordinate(self, device: int) -> tuple[int, ...]:
-        flat = self.devices.index(device)
+        flat = self._positions[device]
         coordinate = []
         for extent in reversed(self.shape):
             coordinate.append(flat % extent)
@@ -200,9 +235,40 @@ class Mesh:
         return flat
 
     def __str__(self) -> str:
+        return self._text
+
+    @functools.cached_property
+    def _text(self) -> str:
+        """The text, worked out once: every type and team of the mesh prints it."""
         if self.ndim == 1:
-            return "[" + ", ".join(map(str, self.devices)) + "]"
-        return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in self.rows()) + "]"
+            return _elided(self.devices, _follows, str)
+        return _elided([tuple(r) for r in self.rows()], _continues, lambda row: _elided(row, _follows, str))
+
+
+def _follows(previous: int, device: int) -> bool:
+    return device == previous + 1
+
+
+def _is_run(row: Sequence[int]) -> bool:
+    return all(_follows(a, b) for a, b in zip(row, row[1:]))
+
+
+def _continues(previous: tuple[int, ...], row: tuple[int, ...]) -> bool:
+    """Does `row` continue `previous` row-major (both runs of consecutive ids)?"""
+    return len(row) == len(previous) and bool(row) and row[0] == previous[-1] + 1 and _is_run(row) and _is_run(previous)
+
+
+def _elided(items: Sequence, follows, show) -> str:
+    """`[a, b, ...]`, each run of `ELIDED_RUN` or more items that follow one another
+    shown as `first, ..., last`."""
+    parts: list[str] = []
+    start = 0
+    for end in range(1, len(items) + 1):
+        if end == len(items) or not follows(items[end - 1], items[end]):
+            run = items[start:end]
+            parts += [show(run[0]), "...", show(run[-1])] if len(run) >= ELIDED_RUN else [show(i) for i in run]
+            start = end
+    return "[" + ", ".join(parts) + "]"
 
 
 INT64_MAX = 2**63 - 1
@@ -274,7 +340,9 @@ class TensorDesc:
             return
         if not self.mesh.devices:
             yield "device mesh is empty"
-        if len(set(self.mesh.devices)) != len(self.mesh.devices):
+        if self.mesh.size > MAX_MESH_SIZE:
+            yield f"a mesh of {self.mesh.size} devices; at most {MAX_MESH_SIZE} are supported"
+        if self.mesh.has_duplicates:
             yield f"duplicate device ids in mesh {self.mesh}"
         if any(d < 0 for d in self.mesh.devices):
             yield f"negative device id in mesh {self.mesh}"
@@ -486,7 +554,7 @@ class TensorType(Data[TensorDesc], TypeAttribute):
     def is_on_rank(self, rank: int | None) -> bool:
         """Does `rank` hold a buffer of this tensor? Every rank does without a mesh; no
         rank (None) means the global reference semantics, where every tensor exists."""
-        return rank is None or self.mesh is None or rank in self.mesh.devices
+        return rank is None or self.mesh is None or rank in self.mesh
 
     def dynamic_value_axes(self) -> list[int]:
         """Logical indices of the value axes whose extent is dynamic."""
@@ -648,7 +716,7 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
             seen.add(key)
             parser.parse_punctuation("=")
             if key == "mesh":
-                mesh = _parse_mesh(parser)
+                mesh = parse_mesh(parser)
             else:
                 alloc = _parse_alloc(parser)
     order, stream_marked = alloc if alloc else (None, None)
@@ -776,32 +844,80 @@ def _parse_axis(parser: AttrParser) -> Axis:
     return Axis(extent, kind, tuple(pieces))
 
 
-def _parse_mesh(parser: AttrParser) -> Mesh:
+def parse_mesh(parser: AttrParser) -> Mesh:
+    """A mesh's text (see `Mesh`): `[0, 1]`, `[[0, 1], [2, 3]]`, `[0, ..., 511]`. Its
+    problems (an empty mesh, a duplicate id) are the verifier's, except rows of different
+    lengths and a `...` that stands for no run."""
     start = parser.pos
-    if next_token(parser).kind == MLIRTokenKind.L_SQUARE:
-        parser.parse_punctuation("[")
-        if next_token(parser).kind == MLIRTokenKind.L_SQUARE:
-            rows = [_parse_int_list(parser)]
-            while parser.parse_optional_punctuation(","):
-                rows.append(_parse_int_list(parser))
-            parser.parse_punctuation("]")
-            if len({len(r) for r in rows}) > 1:
-                parser.raise_error("2-D device mesh rows must have equal lengths", start, parser.pos)
-            return Mesh.of(rows)
-        devices = [_parse_device(parser)]
-        while parser.parse_optional_punctuation(","):
-            devices.append(_parse_device(parser))
-        parser.parse_punctuation("]")
-        return Mesh.of(devices)
-    parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
+    if next_token(parser).kind != MLIRTokenKind.L_SQUARE:
+        parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
+    entries = _parse_entries(parser, lambda: _parse_row(parser) if _at_row(parser) else _parse_device(parser))
+    rows = [e for e in entries if isinstance(e, tuple)]
+    if not rows:
+        return Mesh.of(_expanded(parser, entries, _ids_between))
+    if len(rows) != sum(not isinstance(e, Span) for e in entries):
+        parser.raise_error("a device mesh lists device ids or rows of them, not both", start, parser.pos)
+    grid = _expanded(parser, entries, _rows_between)
+    if len({len(r) for r in grid}) > 1:
+        parser.raise_error("2-D device mesh rows must have equal lengths", start, parser.pos)
+    return Mesh.of(grid)
+
+
+def _at_row(parser: AttrParser) -> bool:
+    return next_token(parser).kind == MLIRTokenKind.L_SQUARE
+
+
+def _parse_row(parser: AttrParser) -> tuple[int, ...]:
+    return tuple(_expanded(parser, _parse_entries(parser, lambda: _parse_device(parser)), _ids_between))
+
+
+def _parse_entries(parser: AttrParser, parse_item) -> list:
+    """`[item, ..., item]`: the items, and the span of each `...` in its place."""
+
+    def entry():
+        span = next_token(parser).span
+        return span if parser.parse_optional_punctuation("...") else parse_item()
+
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, entry)
+
+
+def _expanded(parser: AttrParser, entries: list, between) -> list:
+    """The entries with each `...` replaced by `between(before, after)`, the run it
+    stands for (checked to fit in a mesh before it is built)."""
+    items: list = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Span):
+            items.append(entry)
+            continue
+        after = entries[index + 1] if index + 1 < len(entries) else None
+        if not items or isinstance(entries[index - 1], Span) or after is None or isinstance(after, Span):
+            parser.raise_error("`...` stands for the run between two entries of a mesh", entry)
+        run = between(items[-1], after)
+        if isinstance(run, str):
+            parser.raise_error(run, entry)
+        if len(items) + len(run) > MAX_MESH_SIZE:
+            parser.raise_error(f"`...` makes a mesh of more than {MAX_MESH_SIZE} devices", entry)
+        items.extend(run)
+    return items
+
+
+def _ids_between(first: int, last: int) -> range | str:
+    if last <= first:
+        return f"`...` stands for the ids between a device id and a larger one, not {first} and {last}"
+    return range(first + 1, last)
+
+
+def _rows_between(first: tuple[int, ...], last: tuple[int, ...]) -> list[tuple[int, ...]] | str:
+    width = len(first)
+    step = last[0] - first[0] if first and last else 0
+    if not (_is_run(first) and _is_run(last) and len(last) == width > 0 and step > 0 and step % width == 0):
+        return ("`...` stands for the rows that continue two rows row-major: rows of consecutive ids, "
+                "of one width, the second starting a multiple of it after the first")
+    return [tuple(range(start, start + width)) for start in range(first[0] + width, last[0], width)]
 
 
 def _parse_device(parser: AttrParser) -> int:
     return _parse_int64(parser, "a device id")
-
-
-def _parse_int_list(parser: AttrParser) -> list[int]:
-    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _parse_device(parser))
 
 
 def _parse_alloc(parser: AttrParser) -> tuple[tuple[int, ...], int | None]:

@@ -47,9 +47,9 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice, matmul_flops
+from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops
 from .fusion_rewriting import retype, tensors
-from .sharding_policy import shards_locally
+from .sharding_policy import communicated_type, shards_locally, team_along
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,11 @@ def stream_chunks(func: fusion.FuncOp) -> int | None:
     return extents.pop() if len(extents) == 1 and DYNAMIC not in extents else None
 
 
-def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
+def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stages | None:
     """The function's stages, or None where the model cannot tell (no single static
     stream extent, a dynamic shape, a communication other than an all-gather,
-    reduce-scatter or all-reduce over a whole 1-D mesh)."""
+    reduce-scatter or all-reduce within one mesh, or across nodes without the machine's
+    inter-node constants)."""
     chunks = stream_chunks(func)
     if chunks is None:
         return None
@@ -125,44 +126,52 @@ def estimate(func: fusion.FuncOp, machine: Machine) -> Stages | None:
             collective, size = _collective(op), _input_bytes(op)
             if collective is None or size is None:
                 return None
-            kind, team_size = collective
-            communication += machine.fastest_collective_ms(kind, size, team_size)
-            if _member_axis_inside_stream_axis(op):
+            kind, teams, parallel = collective
+            team_size, spans = teams.size, any(topology.spans_nodes(team) for team in teams.teams())
+            listed = teams.along is None  # the copy engines carry a listed team only
+            if not machine.prices(kind, spans):
+                return None
+            communication += machine.fastest_collective_ms(kind, size, team_size, spans, listed)
+            if _member_axis_inside_stream_axis(op, parallel):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             chunk = _per_iteration(op, size, chunks)
             # As convert-op-to-communication picks: the loop's matmuls run beside it.
-            transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls)
-            phases = machine.phases_ms(kind, transport, chunk, team_size)
+            transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls,
+                                                  copy_engines=listed and not spans)
+            phases = machine.phases_ms(kind, transport, chunk, team_size, spans)
             per_chunk_communication += sum(phases)
             last_phase += phases[-1]
-            latency += machine.collective_ms(kind, transport, 0, team_size)
+            latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
                   latency, reorders, last_phase)
 
 
-def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], int] | None:
+def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], hir.Team, ParallelKind] | None:
     """The collective a communicating op becomes, where the model knows it (an all-gather,
-    reduce-scatter or all-reduce over one mesh), and the team size."""
+    reduce-scatter or all-reduce on one mesh: on all of a 1-D one, on each slice of a 2-D
+    one), its teams, and the device type it works along."""
     source, target = tensor_type(op.operands[0]), tensor_type(op.result)
     mesh = source.mesh
-    if mesh is None or mesh != target.mesh or mesh.ndim != 1:
+    if mesh is None or mesh != target.mesh or not isinstance(op, (fusion.SetOp, fusion.ReduceOp)):
         return None
-    in_sharded, out_sharded = source.is_sharded(ParallelKind.DIDX), target.is_sharded(ParallelKind.DIDX)
+    parallel = communicated_type(op)
+    teams = team_along(mesh, parallel)
+    in_sharded, out_sharded = source.is_sharded(parallel), target.is_sharded(parallel)
     if isinstance(op, fusion.ReduceOp) and in_sharded:
-        return (hir.ReduceScatterOp if out_sharded else hir.AllreduceOp), mesh.size
+        return (hir.ReduceScatterOp if out_sharded else hir.AllreduceOp), teams, parallel
     if isinstance(op, fusion.SetOp) and in_sharded and not out_sharded:
-        return hir.AllgatherOp, mesh.size
+        return hir.AllgatherOp, teams, parallel
     return None
 
 
-def _member_axis_inside_stream_axis(op: fusion.ComputeOp) -> bool:
+def _member_axis_inside_stream_axis(op: fusion.ComputeOp, parallel: ParallelKind) -> bool:
     """Does the axis the collective splits by member (the gathered input's, the scattered
     result's) come after the stream axis?"""
     source, result = tensor_type(op.operands[0]), tensor_type(op.result)
     split = source if isinstance(op, fusion.SetOp) else result
     stream = result.stream_axis() if result.stream_axis() is not None else source.stream_axis()
-    member = split.axis_with(ParallelKind.DIDX, include_reduction=False)
+    member = split.axis_with(parallel, include_reduction=False)
     return stream is not None and member is not None and stream < member
 
 
@@ -213,17 +222,21 @@ class ChoosePipelining(ModulePass):
     cuda_graph: bool = False
     """The program will be replayed from a CUDA graph: no host time per chunk."""
 
+    ranks_per_node: int = 0
+    """As convert-op-to-communication's: a team that spans nodes communicates on NCCL
+    across them (the machine's `inter_node` constants; without them it is not priced)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport != TransportChoice.AUTO:
             return
-        machine = Machine.load(self.machine)
+        machine, topology = Machine.load(self.machine), Topology.of(self.ranks_per_node)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
         for func in fusions_to_lower(op):
-            self.choose(func, machine, host)
+            self.choose(func, machine, topology, host)
 
-    def choose(self, func: fusion.FuncOp, machine: Machine, host_ms_per_chunk: float) -> None:
+    def choose(self, func: fusion.FuncOp, machine: Machine, topology: Topology, host_ms_per_chunk: float) -> None:
         chunks = stream_chunks(func)
-        stages = estimate(func, machine)
+        stages = estimate(func, machine, topology)
         if stages is None:
             if chunks is not None:
                 remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: the cost model cannot "

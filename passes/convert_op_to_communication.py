@@ -10,21 +10,24 @@ the mesh changes). in/out sharded = sharded along P over more than one device:
     op      in   out  meshes     collectives
     set     no   yes  same       local_shard, one per P-slice of the mesh (nothing moves)
     set     no   yes  different  scatter, root = first sender device in the receiver mesh
-    set     yes  no   same       allgather, one per P-slice
+    set     yes  no   same       allgather on each P-slice
     set     yes  no   different  gather, one per receiving device
     set     yes  yes  same axis  send_recv, sender_mesh[i] -> receiver_mesh[i]
-    set     yes  yes  same mesh  all_to_all, one per P-slice (the sharded axis moves)
+    set     yes  yes  same mesh  all_to_all on each P-slice (the sharded axis moves)
     set     no   no   different  broadcast from sender_mesh[0]
-    reduce  yes  yes  same       reduce_scatter, one per P-slice
-    reduce  yes  no   same       allreduce, one per P-slice
+    reduce  yes  yes  same       reduce_scatter on each P-slice
+    reduce  yes  no   same       allreduce on each P-slice
     reduce  yes  no   different  reduce, one per receiving device (root)
 
 Teams on 2-D meshes. nvFuser gives a collective the team `mesh.getSlice(my_rank, P)`,
-which depends on the rank; our program text is the same on every rank, so we emit one
-collective per P-slice: along DIDx one per mesh row, along DIDy one per mesh column. A
-rank is in exactly one of them and the others are no-ops for it (ranks outside a team
-skip the op). Rows marked "different" need 1-D meshes. An op that changes both DIDx and
-DIDy is two communications (decompose-reshardings splits it).
+which depends on the rank. Our program text is the same on every rank, and so is the
+collective's team: the mesh sliced along P (`team [[0, 1], [2, 3]] along didx`, MLIR
+shard's grid axes), which each rank resolves to its own slice, its mesh row along DIDx,
+its column along DIDy; a rooted one's root is a position in the slice. So the program has
+one collective whatever the number of slices. Rows marked "different" need 1-D meshes. An
+op that changes both DIDx and DIDy is two communications (decompose-reshardings splits
+it). A device type along a mesh axis of one device moves nothing (sharding.py): no
+collective on a team of one is planned.
 
 Buffers are the flattened local tensors (the buffer contracts of runtime/communicator.py):
 `sharding_policy.layout_problem` says when they are not laid out as the collective needs
@@ -34,10 +37,12 @@ Transport (option `transport=nccl|copy-engine|auto`, docs/copy_engine.md): an al
 reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one loop with
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
-buffer, allocated before the loop with one slice per iteration. `copy-engine` refuses,
-located, a collective that cannot; `auto` takes the copy engines where they can carry the
-collective and the cost model (passes/cost_model.py) says they are faster, posted as often
-as its loop runs, beside the loop's matmuls (docs/copy_engine.md, "Choosing").
+buffer, allocated before the loop with one slice per iteration. A team that spans nodes
+(option `ranks-per-node`, by default torchrun's LOCAL_WORLD_SIZE; docs/multi_node.md)
+stays on NCCL: copy engines reach one node. `copy-engine` refuses, located, a collective
+that cannot; `auto` takes the copy engines where they can carry the collective and the
+cost model (passes/cost_model.py) says they are faster, posted as often as its loop runs,
+beside the loop's matmuls (docs/copy_engine.md, "Choosing").
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice, matmul_flops
+from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -71,15 +76,16 @@ from .sharding_policy import (
     layout_problem,
     sharding_changes,
     shards_locally,
+    team_along,
 )
 
 
 @dataclass(frozen=True)
 class Collective:
-    """One collective to post: the op class, its team (world ranks) and root."""
+    """One collective to post: the op class, its team and root (as the op says them)."""
 
     kind: type[hir.CollectiveOp]
-    team: tuple[int, ...]
+    team: hir.Team
     root: int | None = None
 
 
@@ -88,7 +94,7 @@ class LocalShard:
     """Each member of the team keeping its part of a tensor it holds whole
     (`hir.local_shard`): no communication, no transport, nothing to wait for."""
 
-    team: tuple[int, ...]
+    team: hir.Team
 
 
 Step = Collective | LocalShard
@@ -152,15 +158,15 @@ def _plan_set(
 ) -> list[Step]:
     if not in_sharded and out_sharded:
         if sender == receiver:
-            return [LocalShard(team) for team in _slices(receiver, parallel)]
+            return [LocalShard(team_along(receiver, parallel))]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
         root = next((d for d in sender.devices if d in receiver.devices), None)
         if root is None:
             raise op_error(op, f"No common device found between the sender mesh {sender} and the receiver mesh {receiver}: scatter needs its root in both")
-        return [Collective(hir.ScatterOp, receiver.devices, root)]
+        return [Collective(hir.ScatterOp, hir.Team.of(receiver.devices), root)]
     if in_sharded and not out_sharded:
         if sender == receiver:
-            return [Collective(hir.AllgatherOp, team) for team in _slices(sender, parallel)]
+            return [Collective(hir.AllgatherOp, team_along(sender, parallel))]
         _check_1d(op, sender, "Gather only supported on a 1D mesh")
         return [Collective(hir.GatherOp, _with(sender.devices, root), root) for root in receiver.devices]
     if in_sharded and out_sharded:
@@ -168,13 +174,13 @@ def _plan_set(
         if exchange.scattered is not None:
             if sender != receiver:
                 raise op_error(op, f"reshards from axis {exchange.gathered} to axis {exchange.scattered} (an all-to-all) between different meshes ({sender} and {receiver}), which is not lowerable")
-            return [Collective(hir.AllToAllOp, team) for team in _slices(sender, parallel)]
+            return [Collective(hir.AllToAllOp, team_along(sender, parallel))]
         _check_1d(op, sender, "SendRecv only supported on 1D meshes")
         _check_1d(op, receiver, "SendRecv only supported on 1D meshes")
         if sender.size != receiver.size:
             raise op_error(op, f"the receiver and sender meshes have different sizes ({receiver} and {sender}); send_recv pairs them device by device")
         return [
-            Collective(hir.SendRecvOp, (s,) if s == r else (s, r), s)
+            Collective(hir.SendRecvOp, hir.Team.of((s,) if s == r else (s, r)), s)
             for s, r in zip(sender.devices, receiver.devices)
         ]
     _check_1d(op, sender, "Broadcast only supported a 1D mesh")
@@ -189,20 +195,15 @@ def _plan_reduce(
     if out_sharded:
         if sender != receiver:
             raise op_error(op, f"ReduceScatter operation must have the same sender and receiver device mesh, got {sender} and {receiver}")
-        return [Collective(hir.ReduceScatterOp, team) for team in _slices(sender, parallel)]
+        return [Collective(hir.ReduceScatterOp, team_along(sender, parallel))]
     if sender == receiver:
-        return [Collective(hir.AllreduceOp, team) for team in _slices(sender, parallel)]
+        return [Collective(hir.AllreduceOp, team_along(sender, parallel))]
     _check_1d(op, sender, "Reduce only supported a 1D mesh")
     return [Collective(hir.ReduceOp, _with(sender.devices, root), root) for root in receiver.devices]
 
 
-def _slices(mesh: Mesh, parallel: ParallelKind) -> list[tuple[int, ...]]:
-    """Every team `mesh.slice(rank, parallel)` can be, each once, in mesh order."""
-    return list(dict.fromkeys(mesh.slice(d, parallel) for d in mesh.devices))
-
-
-def _with(team: tuple[int, ...], device: int) -> tuple[int, ...]:
-    return team if device in team else (*team, device)
+def _with(team: tuple[int, ...], device: int) -> hir.Team:
+    return hir.Team.of(team if device in team else (*team, device))
 
 
 def _check_1d(op: Operation, mesh: Mesh, message: str) -> None:
@@ -241,11 +242,12 @@ def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
 # --------------------------------------------------------------------------- #
 
 
-def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, machine: Machine) -> hir.Transport:
+def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, machine: Machine,
+                     topology: Topology) -> hir.Transport:
     plan = [step for step in steps if isinstance(step, Collective)]
     if choice == TransportChoice.NCCL or not plan:  # local shards take no transport
         return hir.Transport.NCCL
-    problem = copy_engine_problem(op, plan)
+    problem = copy_engine_problem(op, plan) or topology.copy_engine_problem(plan[0].team.devices)
     if choice == TransportChoice.COPY_ENGINE:
         if problem is not None:
             raise op_error(op, f"cannot communicate on the copy engines: {problem}")
@@ -255,7 +257,7 @@ def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, 
         posts = _trip_count(loops[0]) if loops else 1
         assert posts is not None
         beside = posts * _matmuls_ms(loops[0], machine) if loops else 0.0
-        kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team)
+        kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team.devices[0]), plan[0].team.size
         chosen = machine.fastest_transport(kind, size, team_size, posts, beside)
         other = next(t for t in hir.Transport if t != chosen)
         remark(op, ConvertOpToCommunication.name,
@@ -290,18 +292,18 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     algorithm = copy_engine_algorithm(plan[0].kind.name) if len(plan) == 1 else None
     if algorithm is None:
         return "only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm"
-    mesh = tensor_type(op.operands[0]).mesh
-    if mesh is None or mesh.ndim != 1 or plan[0].team != mesh.devices or len(plan[0].team) < 2:
+    mesh, team = tensor_type(op.operands[0]).mesh, plan[0].team
+    if mesh is None or mesh.ndim != 1 or team.devices != mesh.devices or team.size < 2:
         return "its team must be a whole 1-D mesh of several devices (symmetric buffers span a mesh)"
     loops = _enclosing_loops(op)
     if len(loops) > 1 or (loops and _trip_count(loops[0]) is None):
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
-    local_input = tensor_type(op.operands[0]).local_shape(plan[0].team[0])
+    local_input = tensor_type(op.operands[0]).local_shape(team.devices[0])
     if local_input is None or DYNAMIC in local_input:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
-    return algorithm.input_problem(math.prod(local_input), len(plan[0].team))
+    return algorithm.input_problem(math.prod(local_input), team.size)
 
 
 def _enclosing_loops(op: Operation) -> list[scf.ForOp]:
@@ -360,7 +362,7 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
     return None
 
 
-def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int, ...], rewriter: PatternRewriter) -> SSAValue:
+def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: hir.Team, rewriter: PatternRewriter) -> SSAValue:
     """The symmetric `via` buffer of a copy-engine reduce-scatter or all-reduce: allocated
     before the op's loop with one slice per iteration (before the op at the top level)."""
     source = tensor_type(op.operands[0])
@@ -509,11 +511,15 @@ class ConvertOpToCommunication(ModulePass):
     machine: str = DEFAULT_MACHINE
     """The cost model `auto` decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
+    ranks_per_node: int = 0
+    """Ranks per node, where copy engines end (docs/multi_node.md); 0: torchrun's
+    LOCAL_WORLD_SIZE, or one node when it is not set."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):
             raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
         choice = TransportChoice(self.transport)
-        machine = Machine.load(self.machine)
+        machine, topology = Machine.load(self.machine), Topology.of(self.ranks_per_node)
         host_programs = programs(op)
         if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")
@@ -522,7 +528,7 @@ class ConvertOpToCommunication(ModulePass):
             for inner in program.walk():
                 if isinstance(inner, fusion.ComputeOp) and communicates(inner):
                     collectives = plan_communication(inner)
-                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine))
+                    plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine, topology))
         convert = ConvertToCollectives(plans)
         for planned in plans:  # the ops to rewrite are known: no walk of the whole module for them
             convert.match_and_rewrite(planned, PatternRewriter(planned))

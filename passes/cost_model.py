@@ -6,7 +6,8 @@ with hostir in `passes/machines/<name>.json`; `Machine.load(name)` reads the cac
 A machine is named by its GPU kind and count, `h100x2`; `detect` (the passes' default)
 names the GPUs of the machine lowering the program, read from the NVIDIA driver without
 importing torch, and falls back to FALLBACK_MACHINE where none is known (no GPU, or a kind
-never measured). Times are in milliseconds.
+never measured). Times are in milliseconds. Where the ranks sit, node by node, is a
+`Topology` (docs/multi_node.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xdsl.utils.str_enum import StrEnum
@@ -99,6 +101,41 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Topology:
+    """How the ranks sit on nodes: node n holds ranks n*R to n*R + R - 1 for R ranks per
+    node (torchrun's numbering); None: every rank on one node. Copy engines and symmetric
+    memory reach only the GPUs of one node."""
+
+    ranks_per_node: int | None = None
+
+    @staticmethod
+    def of(ranks_per_node: int) -> Topology:
+        """A lowering option: R ranks per node, or 0 for torchrun's LOCAL_WORLD_SIZE, which
+        every rank of a launch sees alike (one node when it is not set)."""
+        if ranks_per_node < 0:
+            raise ValueError(f"ranks-per-node must be positive (0: LOCAL_WORLD_SIZE), got {ranks_per_node}")
+        if ranks_per_node == 0:
+            local = os.environ.get("LOCAL_WORLD_SIZE", "")
+            if not local.isdigit() or int(local) < 1:
+                return Topology()
+            ranks_per_node = int(local)
+        return Topology(ranks_per_node)
+
+    def spans_nodes(self, team: Sequence[int]) -> bool:
+        """Are the team's members on more than one node?"""
+        if self.ranks_per_node is None:
+            return False
+        return len({member // self.ranks_per_node for member in team}) > 1
+
+    def copy_engine_problem(self, team: Sequence[int]) -> str | None:
+        """Why the copy engines cannot carry a collective of `team` (None if they can)."""
+        if not self.spans_nodes(team):
+            return None
+        return (f"its team spans nodes of {self.ranks_per_node} ranks each: copy engines and symmetric memory "
+                "reach only the GPUs of one node")
+
+
+@dataclass(frozen=True)
 class Machine:
     name: str
     matmul_tflops: dict[str, float]
@@ -118,6 +155,10 @@ class Machine:
     host_us_per_chunk: float
     """The evaluator's host time for one iteration of a stream loop (a collective, a
     matmul, the stream switches and events), run eagerly."""
+    inter_node: dict[str, Link] = field(default_factory=dict)
+    """An NCCL collective whose team spans nodes, by op name (bytes: what each rank
+    contributes), where measured (docs/multi_node.md); a machine without them cannot
+    price such a collective."""
 
     @staticmethod
     def load(name: str = DEFAULT_MACHINE) -> Machine:
@@ -137,6 +178,7 @@ class Machine:
             signal_us=data["signal_us"],
             matmul_slowdown=data["matmul_slowdown"],
             host_us_per_chunk=data["host_us_per_chunk"],
+            inter_node={kind: Link(**link) for kind, link in data.get("inter_node", {}).items()},
         )
 
     def matmul_ms(self, flops: float, element_type: str) -> float:
@@ -153,51 +195,60 @@ class Machine:
         return nbytes / (self.memory_gbps * 1e6)
 
     def phases_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float,
-                  team_size: int) -> list[float]:
+                  team_size: int, spans_nodes: bool = False) -> list[float]:
         """One collective of `kind` whose members each contribute `input_bytes`, phase by
-        phase (each waits for the one before): NCCL's one (fitted on that measure), or the
+        phase (each waits for the one before): NCCL's one (fitted on that measure;
+        `inter_node` for a team that spans nodes), or the
         copy engines' (hostir_dialect/copy_engine_facts.py): per phase, every peer's share
         copied at once, then one signal; the local reduction (D chunks read, one written)
         belongs to the last phase (the all-reduce's second reduces, then pushes)."""
         if transport == hir.Transport.COPY_ENGINE:
+            assert not spans_nodes, "the copy engines reach only one node"
             algorithm = copy_engine_algorithm(kind.name)
             assert algorithm is not None  # asked only where the copy engines can carry it
             phase = self.copy_engine.ms(algorithm.share_per_peer(input_bytes, team_size)) + self.signal_us / 1e3
             phases = [phase] * algorithm.phases
             phases[-1] += self.memory_ms(algorithm.reduced(input_bytes, team_size))
             return phases
-        return [self.nccl[kind.name].ms(input_bytes)]
+        return [(self.inter_node if spans_nodes else self.nccl)[kind.name].ms(input_bytes)]
 
-    def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int) -> float:
+    def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
+                      spans_nodes: bool = False) -> float:
         """One collective of `kind` whose members each contribute `input_bytes`, all its phases."""
-        return sum(self.phases_ms(kind, transport, input_bytes, team_size))
+        return sum(self.phases_ms(kind, transport, input_bytes, team_size, spans_nodes))
+
+    def prices(self, kind: type[hir.CollectiveOp], spans_nodes: bool) -> bool:
+        """Does the model know what a collective of `kind` costs (measured constants)?"""
+        return kind.name in (self.inter_node if spans_nodes else self.nccl)
 
     def posts_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
-                 posts: int) -> float:
+                 posts: int, spans_nodes: bool = False) -> float:
         """`posts` collectives of a stream loop, back to back: each occupies the link for
         its bytes, while the fixed part (start, signal) of all but the first overlaps the
         transfers before it."""
-        fixed = self.collective_ms(kind, transport, 0, team_size)
-        return posts * (self.collective_ms(kind, transport, input_bytes, team_size) - fixed) + fixed
+        fixed = self.collective_ms(kind, transport, 0, team_size, spans_nodes)
+        return posts * (self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes) - fixed) + fixed
 
     def beside_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
-                  posts: int, matmuls_ms: float) -> float:
+                  posts: int, matmuls_ms: float, spans_nodes: bool = False) -> float:
         """`posts` posts of a loop (posts_ms) and `matmuls_ms` of matmuls running beside
         them, which the transport slows by its `matmul_slowdown` while both run: the
         longer of the two, slowed."""
-        communication = self.posts_ms(kind, transport, input_bytes, team_size, posts)
+        communication = self.posts_ms(kind, transport, input_bytes, team_size, posts, spans_nodes)
         slowed = matmuls_ms + self.matmul_slowdown[transport] * min(communication, matmuls_ms)
         return max(communication, slowed)
 
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                          posts: int = 1, matmuls_ms: float = 0.0) -> hir.Transport:
-        """NCCL, or the copy engines where `kind` has an algorithm on them and they are
-        faster, for `posts` posts of a loop beside `matmuls_ms` of matmuls (beside_ms:
-        NCCL's kernels slow the matmuls more than the copy engines' transfers do)."""
-        if copy_engine_algorithm(kind.name) is None:
+                          posts: int = 1, matmuls_ms: float = 0.0, copy_engines: bool = True) -> hir.Transport:
+        """NCCL, or the copy engines where they can carry the team (`copy_engines`: listed,
+        on one node), `kind` has an algorithm on them and they are faster, for `posts` posts
+        of a loop beside `matmuls_ms` of matmuls (beside_ms: NCCL's kernels slow the
+        matmuls more than the copy engines' transfers do)."""
+        if copy_engine_algorithm(kind.name) is None or not copy_engines:
             return hir.Transport.NCCL
         return min(hir.Transport, key=lambda t: self.beside_ms(kind, t, input_bytes, team_size, posts, matmuls_ms))
 
-    def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int) -> float:
-        transport = self.fastest_transport(kind, input_bytes, team_size)
-        return self.collective_ms(kind, transport, input_bytes, team_size)
+    def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
+                              spans_nodes: bool = False, copy_engines: bool = True) -> float:
+        transport = self.fastest_transport(kind, input_bytes, team_size, copy_engines=copy_engines and not spans_nodes)
+        return self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
+from hostir_dialect import hir
 from hostir_dialect.fusion import ComputeOp, ReduceOp, SetOp, ShapeTable
 from hostir_dialect.sharding import communicates, have_different_shardings, is_resharding, placement, reduces_sharded_axis
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, Piece, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, Piece, TensorType, tensor_type
 
 
 def is_inner_split(axis: Axis, parallel: ParallelKind) -> bool:
@@ -178,6 +179,12 @@ _PROBLEMS: ShapeTable[str | None] = ShapeTable()
 # --------------------------------------------------------------------------- #
 # The buffers of one communication (reorder-sharded-axis, convert-op-to-communication)
 # --------------------------------------------------------------------------- #
+
+
+def team_along(mesh: Mesh, parallel: ParallelKind) -> hir.Team:
+    """The team a collective along device type `parallel` runs on: the whole of a 1-D
+    mesh, each rank's slice of a 2-D one (its row along DIDx, its column along DIDy)."""
+    return hir.Team(mesh) if mesh.ndim == 1 else hir.Team(mesh, parallel)
 
 
 def communicated_type(op: SetOp | ReduceOp) -> ParallelKind:

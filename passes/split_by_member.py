@@ -155,9 +155,9 @@ def team_position(collective: hir.CollectiveOp) -> SSAValue:
         program = program.parent_op()
     block = program.body.block
     for op in block.ops:
-        if isinstance(op, hir.TeamPositionOp) and op.team_ids == collective.team_ids:
+        if isinstance(op, hir.TeamPositionOp) and op.team == collective.team:
             return op.result
-    position = located_like(hir.TeamPositionOp(collective.team_ids), collective)
+    position = located_like(hir.TeamPositionOp(collective.teams), collective)
     position.result.name_hint = "me"
     block.insert_op_before(position, block.first_op)
     return position.result
@@ -166,11 +166,10 @@ def team_position(collective: hir.CollectiveOp) -> SSAValue:
 def member_loop(collective: hir.CollectiveOp, anchor: Operation, first: int,
                 body: Callable[[Block, SSAValue], None]) -> None:
     """Before `anchor`: `scf.for %s = first to D { %p = (me + s) mod D; body }`."""
-    team = collective.team_ids
     me = team_position(collective)
     lower, upper, step = (
         _insert_before(anchor, index_constant(value), collective, name).results[0]
-        for value, name in ((first, "s0"), (len(team), "team"), (1, "c1"))
+        for value, name in ((first, "s0"), (collective.team_size, "team"), (1, "c1"))
     )
     block = Block(arg_types=[INDEX])
     block.args[0].name_hint = "s"
@@ -211,7 +210,7 @@ def split_allgather_consumer(collective: hir.AllgatherOp) -> bool:
     """Own part first, from the input in place where it can be, each other part once it
     has arrived, then the whole wait (see the module docstring)."""
     wait, gathered = _sole_wait(collective), collective.output
-    axis = member_axis(tensor_type(gathered), len(collective.team_ids))
+    axis = member_axis(tensor_type(gathered), collective.team_size)
     readers = [u.operation for u in gathered.uses
                if u.operation is not collective and not isinstance(u.operation, hir.DeallocateOp)]
     if wait is None or axis is None or len(readers) != 1:
@@ -259,7 +258,7 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) ->
     the copy-engine post of a reduce-scatter or all-reduce reads only the other members'
     chunks of its input."""
     wait, partial = _sole_wait(collective), collective.input
-    axis = member_axis(tensor_type(partial), len(collective.team_ids))
+    axis = member_axis(tensor_type(partial), collective.team_size)
     producer = _writer_before(collective, partial)
     if wait is None or axis is None or producer is None:
         return False

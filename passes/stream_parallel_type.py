@@ -274,7 +274,7 @@ def _slicing(op: Operation, checks: ChunkChecks) -> Slicing | None:
         return None
     if isinstance(op, hir.PostOnStreamOp):
         slicing = _post_slicing(op, axes, checks)
-    elif isinstance(op, fusion.SetOp) and op.out is None and _reads_device_axis(op, axes[op.result]):
+    elif isinstance(op, fusion.SetOp) and op.out is None and communicates(op) and _reads_device_axis(op, axes[op.result]):
         slicing = _ring_slicing(op, axes[op.result])
     elif isinstance(op, fusion.ComputeOp) and op.out is None:
         slicing = _compute_slicing(op, axes[op.result], checks)

@@ -16,11 +16,17 @@ very same op: each has flags of its own); a send completes with its peer's recei
 this rank, of the same size. The first post that can never complete, or whose ends
 disagree, is reported at its op, with the rank that does not answer.
 
-Loops with constant bounds are unrolled (up to `UNROLL_BUDGET` ops per rank). Any other
-loop, and a branch on a value that is unknown but the same on every rank (a dynamic
+A loop, and a branch on a value that is unknown but the same on every rank (a dynamic
 extent of a tensor, the number of streams), is checked once for a generic iteration or
 for each branch: the ranks that communicate in it must all reach it, with the same
-bounds or condition. A loop bound, branch condition or peer that may differ between
+bounds or condition. That is the whole check for most programs, and it does not grow with
+the trip count: a ring of D shifts over D ranks is one generic shift per rank (rank r
+sends to the member k places before it and receives from the one k after, whatever k is),
+not D^2 posts replayed. Where that check refuses a program, it is checked again with the
+loops of constant bounds unrolled (up to `UNROLL_BUDGET` ops per rank): a loop whose
+iterations differ (a peer computed from its index, a trip count that depends on the
+rank) may still be right, and if it is not, the first post that cannot complete is
+reported at its iteration. A loop bound, branch condition or peer that may differ between
 ranks in a way the pass cannot read (a program argument, an op it does not model) is
 refused when the loop or branch communicates, or the peer is needed.
 
@@ -45,12 +51,12 @@ from xdsl.passes import ModulePass
 from hostir_dialect import arith_semantics, hir
 from hostir_dialect.diagnostics import HostIRError, location_of, op_error
 from hostir_dialect.sharding import largest_device
-from hostir_dialect.symbols import programs
+from hostir_dialect.symbols import ops_in, programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 UNROLL_BUDGET = 100_000
-"""Ops one rank's projection may visit while unrolling loops; a loop that would exceed it
-is checked for a generic iteration instead."""
+"""Ops one rank's projection may visit while unrolling loops (in the second check); a loop
+that would exceed it is checked for a generic iteration instead."""
 
 
 @dataclass(frozen=True)
@@ -73,10 +79,19 @@ def verify_program(program: hir.ProgramOp, world_size: int | None = None) -> Non
         world_size = (largest_device(program) or 0) + 1
     if world_size < 1:
         raise op_error(program, f"world-size must be at least 1, got {world_size}")
-    facts = OpFacts()
-    posts = {rank: Projection(rank, world_size, facts).block(program.body.block) for rank in range(world_size)}
-    order = {op: position for position, op in enumerate(program.walk())}
-    Replay(order, _participants(posts)).run(posts)
+    facts = OpFacts(program, world_size)
+    try:
+        _replay(program, facts, unroll=False)
+    except HostIRError:
+        _replay(program, facts, unroll=True)  # decides, and says where (the module docstring)
+
+
+def _replay(program: hir.ProgramOp, facts: OpFacts, unroll: bool) -> None:
+    """Project the program onto every rank and replay the ranks together; `unroll`:
+    loops of constant bounds iteration by iteration, within the budget."""
+    ranks = range(facts.world_size)
+    posts = {rank: Projection(rank, facts, unroll).block(program.body.block) for rank in ranks}
+    Replay(facts.order, _participants(posts)).run(posts)
 
 
 # --------------------------------------------------------------------------- #
@@ -146,8 +161,9 @@ class Post:
     channel: tuple
     """Posts that complete together have the same channel: ("team", team) for a
     collective, ("transfer", sender, receiver) for both ends of a transfer."""
-    partners: tuple[int, ...]
-    """The other ranks that must post on the channel next."""
+    members: tuple[int, ...]
+    """The ranks that post on the channel, this one and the others that must post it
+    next (a team's tuple, shared by its members' posts)."""
     signature: tuple
     """What every end must agree on."""
     iteration: tuple[int | None, ...]
@@ -196,61 +212,54 @@ Rule = Callable[["Projection", Any], Iterable[Event]]
 
 class OpFacts:
     """What projecting an op finds that is the same on every rank and in every iteration,
-    worked out once per program: the projections meet each op of an unrolled loop once per
-    rank and trip."""
+    worked out once per program: every rank's projection meets each op, and each op of an
+    unrolled loop once per trip."""
 
-    def __init__(self) -> None:
-        self.quiet: set[Operation] = set()
-        """Ops checked not to communicate unless PROJECTIONS models them."""
-        self.collectives: dict[Operation, tuple[tuple[int, ...], tuple]] = {}
-        """Each collective -> its team, and what every member must post with it."""
+    def __init__(self, program: hir.ProgramOp, world_size: int) -> None:
+        self.world_size = world_size
+        self.order = {op: position for position, op in enumerate(ops_in(program))}
+        """Each op's place in the program, for the first post that cannot complete."""
+        _refuse_unmodelled_communication(program)
+        self.collectives: dict[Operation, tuple[hir.Team, tuple]] = {}
+        """Each collective -> its teams, and what every member must post with it."""
         self.posters: dict[tuple[Operation, int], bool] = {}
         """(collective, rank) -> does the rank post it (its buffers checked)?"""
-
-        self.loops: dict[scf.ForOp, tuple[int, bool]] = {}
-        """Each loop -> the ops in its body, and whether it is silent (`silent`)."""
         self.blocks: dict[Block, tuple[int, list[tuple[int, Operation, Rule]]]] = {}
-        """`modelled_ops` of each block projected before: a projection meets the body of
-        an unrolled loop once per rank and trip."""
-
-    def refuse_unmodelled_communication(self, op: Operation) -> None:
-        if op not in self.quiet:
-            _refuse_unmodelled_communication(op)
-            self.quiet.add(op)
+        """`modelled_ops` of each block projected before."""
+        self.sizes: dict[Block, int] = {}
+        """The ops in each block, nested ones included (`body_size`)."""
+        self.silent_loops: dict[scf.ForOp, bool] = {}
 
     def modelled_ops(self, block: Block) -> tuple[int, list[tuple[int, Operation, Rule]]]:
         """The block's number of ops, and the ops PROJECTIONS models with their positions
-        (from 1) and rules; the others are checked not to communicate."""
+        (from 1) and rules (the others do not communicate: checked for the program)."""
         if block not in self.blocks:
             modelled: list[tuple[int, Operation, Rule]] = []
             size = 0
             for size, op in enumerate(block.ops, start=1):
                 rule = PROJECTIONS.get(type(op))
-                if rule is None:
-                    self.refuse_unmodelled_communication(op)
-                else:
+                if rule is not None:
                     modelled.append((size, op, rule))
             self.blocks[block] = (size, modelled)
         return self.blocks[block]
 
     def body_size(self, loop: scf.ForOp) -> int:
-        return self._loop_facts(loop)[0]
+        """The ops in the loop's body, nested ones included (each block counted once)."""
+        return self._size(loop.body.block)
+
+    def _size(self, block: Block) -> int:
+        if block not in self.sizes:
+            self.sizes[block] = sum(1 + sum(self._size(b) for r in op.regions for b in r.blocks) for op in block.ops)
+        return self.sizes[block]
 
     def silent(self, loop: scf.ForOp) -> bool:
         """A loop without results whose body holds no post, loop or branch: projecting it
         adds no post and defines only values of its body, on every rank and trip (so a
         pipeline's synchronizing loops are not unrolled)."""
-        return self._loop_facts(loop)[1]
-
-    def _loop_facts(self, loop: scf.ForOp) -> tuple[int, bool]:
-        if loop not in self.loops:
-            body = list(loop.body.block.walk())
-            for op in body:
-                if type(op) not in PROJECTIONS:
-                    self.refuse_unmodelled_communication(op)
-            silent = not loop.results and all(PROJECTIONS.get(type(op), _nothing) in _SILENT_RULES for op in body)
-            self.loops[loop] = (len(body), silent)
-        return self.loops[loop]
+        if loop not in self.silent_loops:
+            _, modelled = self.modelled_ops(loop.body.block)
+            self.silent_loops[loop] = not loop.results and all(rule in _SILENT_RULES for _, _, rule in modelled)
+        return self.silent_loops[loop]
 
     def posts(self, op: hir.CollectiveOp, rank: int) -> bool:
         key = (op, rank)
@@ -261,25 +270,33 @@ class OpFacts:
             self.posters[key] = takes_part
         return self.posters[key]
 
-    def collective(self, op: hir.CollectiveOp) -> tuple[tuple[int, ...], tuple]:
+    def collective(self, op: hir.CollectiveOp) -> tuple[hir.Team, tuple]:
+        """The op's teams and what every member must post with it; its team checked to fit
+        in the world."""
         if op not in self.collectives:
+            teams = op.teams
+            outside = [d for d in teams.devices if not 0 <= d < self.world_size]
+            if outside:
+                raise op_error(op, f"team {teams} names devices {outside} outside the world of {self.world_size} ranks")
             in_type, out_type = tensor_type(op.input), tensor_type(op.output)
             reduction = op.reduction.data if op.reduction is not None else None
             # Copy-engine posts pair by op: each op has flags of its own (runtime/copy_engine.py).
             instance = op if op.uses_copy_engine else None
             signature = (op.name, op.root_id, reduction, in_type.element_type, _size(in_type), _size(out_type),
                          op.transport.data, instance)
-            self.collectives[op] = (tuple(op.team_ids), signature)
+            self.collectives[op] = (teams, signature)
         return self.collectives[op]
 
 
 class Projection:
     """A program as one rank of the world runs it: its index values and its posts."""
 
-    def __init__(self, rank: int, world_size: int, facts: OpFacts):
+    def __init__(self, rank: int, facts: OpFacts, unroll: bool):
         self.rank = rank
-        self.world_size = world_size
+        self.world_size = facts.world_size
         self.facts = facts
+        self.unroll = unroll
+        """Unroll loops of constant bounds (within the budget), or check each once."""
         self.values: dict[SSAValue, Value] = {}
         self.iteration: tuple[int | None, ...] = ()
         self.budget = UNROLL_BUDGET
@@ -321,7 +338,7 @@ class Projection:
 
 def _refuse_unmodelled_communication(op: Operation) -> None:
     """An op the projection does not know must not communicate, directly or inside."""
-    for inner in op.walk():
+    for inner in ops_in(op):
         if any(isinstance(r.type, hir.WorkType) for r in inner.results) and type(inner) not in PROJECTIONS:
             raise op_error(inner, "communicates, but verify-collective-order cannot tell which ranks post it; "
                                   "give it an entry in PROJECTIONS")
@@ -401,13 +418,12 @@ def _extent(p: Projection, op: hir.ExtentOp) -> Iterable[Event]:
 
 
 def _collective(p: Projection, op: hir.CollectiveOp) -> Iterable[Event]:
-    team, signature = p.facts.collective(op)
-    outside = [d for d in team if not 0 <= d < p.world_size]
-    if outside:
-        raise op_error(op, f"team {list(team)} names devices {outside} outside the world of {p.world_size} ranks")
+    teams, signature = p.facts.collective(op)
     if not p.facts.posts(op, p.rank):
         return ()
-    return (Post(op, ("team", team), tuple(d for d in team if d != p.rank), signature, p.iteration),)
+    team = teams.members(p.rank)
+    assert team is not None  # it posts
+    return (Post(op, ("team", team), team, signature, p.iteration),)
 
 
 def _refuse_missing_buffers(op: hir.CollectiveOp, rank: int) -> None:
@@ -418,9 +434,9 @@ def _refuse_missing_buffers(op: hir.CollectiveOp, rank: int) -> None:
     for buffer, needed, what in buffers:
         t = tensor_type(buffer)
         if needed and not t.is_on_rank(rank):
-            team = op.team_ids
+            team = op.team_of(rank) or ()
             others = ", ".join(str(d) for d in team if d != rank)
-            raise op_error(op, f"rank {rank} of team {list(team)} holds no {what} buffer (its mesh is {t.mesh}), "
+            raise op_error(op, f"rank {rank} of team {hir.Team.of(team)} holds no {what} buffer (its mesh is {t.mesh}), "
                                f"so it cannot post it and rank(s) {others} would wait for it forever")
 
 
@@ -435,7 +451,7 @@ def _transfer(p: Projection, op: hir.PointToPointOp) -> Iterable[Event]:
         raise op_error(op, f"on rank {p.rank}, peer {peer} is not another rank of the world of {p.world_size}")
     t = tensor_type(op.buffer)
     ends = (p.rank, peer) if isinstance(op, hir.SendOp) else (peer, p.rank)
-    return (Post(op, ("transfer", *ends), (peer,), (t.element_type, _size(t, p.rank)), p.iteration),)
+    return (Post(op, ("transfer", *ends), ends, (t.element_type, _size(t, p.rank)), p.iteration),)
 
 
 # -- control flow -------------------------------------------------------------
@@ -451,7 +467,7 @@ def _loop(p: Projection, op: scf.ForOp) -> Iterable[Event]:
         trips = range(lower, upper, step)
         if p.facts.silent(op):
             return ()
-        if len(trips) * p.facts.body_size(op) <= p.budget:
+        if p.unroll and len(trips) * p.facts.body_size(op) <= p.budget:
             return _unrolled(p, op, trips)
     carried = Varying(f"a value carried across the iterations of {_show(op)}")
     p.values[body.args[0]] = Symbolic(("index", op, p.iteration))
@@ -531,7 +547,7 @@ PROJECTIONS: dict[type[Operation], Rule] = {
 posts it makes. Ops not listed are skipped (after checking they do not communicate)."""
 
 _SILENT_RULES = {_constant, _compare, _select, _binary, _cast, _number_of_streams, _team_position, _extent, _nothing}
-"""The rules that define index values and post nothing (`_nothing`: an op not listed)."""
+"""The rules that define index values and post nothing (`_nothing`: a wait)."""
 
 
 # --------------------------------------------------------------------------- #
@@ -539,8 +555,8 @@ _SILENT_RULES = {_constant, _compare, _select, _binary, _cast, _number_of_stream
 # --------------------------------------------------------------------------- #
 
 
-def _participants(posts: Mapping[int, Sequence[Event]]) -> dict[tuple, set[int]]:
-    """Summary channel -> the ranks that communicate in it."""
+def _participants(posts: Mapping[int, Sequence[Event]]) -> dict[tuple, tuple[int, ...]]:
+    """Summary channel -> the ranks that communicate in it, in order."""
     found: dict[tuple, set[int]] = {}
 
     def visit(rank: int, events: Iterable[Event]) -> None:
@@ -552,20 +568,20 @@ def _participants(posts: Mapping[int, Sequence[Event]]) -> dict[tuple, set[int]]
 
     for rank, events in posts.items():
         visit(rank, events)
-    return found
+    return {channel: tuple(sorted(ranks)) for channel, ranks in found.items()}
 
 
 class Replay:
     """Runs every rank's posts in order, completing those whose partners post them next."""
 
-    def __init__(self, order: Mapping[Operation, int], participants: Mapping[tuple, set[int]]):
+    def __init__(self, order: Mapping[Operation, int], participants: Mapping[tuple, tuple[int, ...]]):
         self.order = order
         self.participants = participants
 
-    def partners(self, event: Event, rank: int) -> tuple[int, ...]:
-        if isinstance(event, Post):
-            return event.partners
-        return tuple(sorted(self.participants[event.channel] - {rank}))
+    def partners(self, event: Event, rank: int) -> list[int]:
+        """The other ranks that must post `event` next."""
+        members = event.members if isinstance(event, Post) else self.participants[event.channel]
+        return [member for member in members if member != rank]
 
     def run(self, posts: Mapping[int, Sequence[Event]]) -> None:
         position = dict.fromkeys(posts, 0)

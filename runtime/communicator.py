@@ -248,10 +248,12 @@ class Plan:
     def of(comm: Communicator, op: hir.CollectiveOp) -> Plan:
         in_type, out_type = tensor_type(op.input), tensor_type(op.output)
         kind = op.reduction.data if op.reduction is not None else None
+        team = op.team_of(comm.rank)
+        assert team is not None, "only a member posts"
         return Plan(
-            team=tuple(op.team_ids), rank=comm.rank, root=op.root_id,
+            team=team, rank=comm.rank, root=op.root_of(comm.rank),
             reduce_op=REDUCE_OPS[kind] if kind else None, reduce_kind=kind,
-            group=comm.group(tuple(op.team_ids)), order=comm.order(tuple(op.team_ids)),
+            group=comm.group(team), order=comm.order(team),
             in_perm=in_type.value_allocation_order(), out_perm=out_type.value_allocation_order(),
             in_numel=_static_numel(in_type, comm.rank), out_numel=_static_numel(out_type, comm.rank),
             dtype=torch_dtype(in_type), device=comm.device,

@@ -456,7 +456,7 @@ class CopyEngineProgram:
     def _team_of(self, op: Operation) -> tuple[int, ...]:
         if isinstance(op, hir.AllocateOp):
             return tensor_type(op.result).mesh.devices  # type: ignore[union-attr]  # verified: symmetric has a mesh
-        return op.team_ids  # type: ignore[attr-defined]  # the other ops here are collectives
+        return op.teams.devices  # type: ignore[attr-defined]  # verified: a copy-engine team is listed
 
     def _create_flags(self, symmetric: list[hir.AllocateOp], posting: list[hir.CollectiveOp]) -> dict[tuple[int, ...], Flags]:
         """The flags of every team this rank is in, slots assigned in program order."""
@@ -533,7 +533,7 @@ class CopyEngineProgram:
 
     def collective(self, op: hir.CollectiveOp) -> CopyEngineCollective:
         """The copy-engine algorithm of `op` on this rank (a member of its team)."""
-        team = tuple(op.team_ids)
+        team = op.teams.devices
         flags, first, slots = self.flags[team], self._slots[op], posts_per_run(op)
         if isinstance(op, hir.AllgatherOp):
             collective: CopyEngineCollective = CopyEngineAllgather(flags, first, slots, self.ordering,

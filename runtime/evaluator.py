@@ -257,15 +257,16 @@ def program_teams(program: Operation, comm: Communicator) -> list[tuple[int, ...
     teams = []
     for op in program.walk():
         if isinstance(op, hir.CollectiveOp):
-            team = tuple(op.team_ids)
+            found = op.teams.teams()  # a sliced team: every slice, which every rank creates
         elif isinstance(op, hir.AllocateOp) and op.is_symmetric:
-            team = tensor_type(op.result).mesh.devices  # type: ignore[union-attr]  # verified: it has a mesh
+            found = [tensor_type(op.result).mesh.devices]  # type: ignore[union-attr]  # verified: it has a mesh
         else:
             continue
-        problem = comm.team_problem(team)
-        if problem:
-            raise op_error(op, problem)
-        teams.append(team)
+        for team in found:
+            problem = comm.team_problem(team)
+            if problem:
+                raise op_error(op, problem)
+        teams += found
     return teams
 
 

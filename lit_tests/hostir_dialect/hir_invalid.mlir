@@ -454,8 +454,48 @@ hir.program @p(%x: !fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>) {
 // -----
 // CHECK: // {{-----}}
 hir.program @p() {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [0, 0] must be non-empty and repeat no device
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [0, 0] repeats a device
   %p = hir.team_position team [0, 0]
+  hir.return
+}
+// -----
+// A team of a 2-D mesh is one of its slices, and only a 2-D mesh is sliced.
+// CHECK: // {{-----}}
+hir.program @p() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [[0, 1], [2, 3]] is a 2-D mesh: say which of its slices a team is (`along didx` or `along didy`)
+  %p = hir.team_position team [[0, 1], [2, 3]]
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op team [0, 1] along didx slices a mesh that is not 2-D
+  %w = hir.allreduce %x -> %x team [0, 1] along didx op sum : !fusion.tensor<f32[4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
+  hir.wait %w
+  hir.return
+}
+// -----
+// A root of a sliced team is a position in each slice.
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4], mesh=[[0, 1], [2, 3]]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.broadcast' op root 2 is not a position in the teams of 2 of team [[0, 1], [2, 3]] along didy
+  %w = hir.broadcast %x -> %x team [[0, 1], [2, 3]] along didy root 2 : !fusion.tensor<f32[4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[4], mesh=[[0, 1], [2, 3]]>
+  hir.wait %w
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[2 didx, 4], mesh=[[0, 1], [2, 3]]>, %g: !fusion.tensor<f32[2, 4], mesh=[[0, 1], [2, 3]]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op the copy-engine transport needs its team listed (its symmetric buffers span one team)
+  %w = hir.allgather %x -> %g team [[0, 1], [2, 3]] along didx transport copy_engine : !fusion.tensor<f32[2 didx, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 4], mesh=[[0, 1], [2, 3]]>
+  hir.wait %w
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p() {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:54: error: a team is a slice along didx or didy, not stream
+  %p = hir.team_position team [[0, 1], [2, 3]] along stream
   hir.return
 }
 // -----

@@ -136,6 +136,13 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   %sr_self = hir.send_recv %x -> %x team [1] root 1 : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
   %a2a = hir.all_to_all %y -> %y team [0, 1] : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[8]>
+  // Each rank's row (along didx) or column (along didy) of a 2-D mesh; a root is a position in it.
+  // CHECK-NEXT: %rows = hir.allreduce %x -> %x team [[0, ..., 7], ..., [56, ..., 63]] along didx op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %rows = hir.allreduce %x -> %x team [[0, 1, 2, 3, 4, 5, 6, 7], ..., [56, ..., 63]] along didx op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %columns = hir.scatter %y -> %x team [[0, 1], [2, 3]] along didy root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  %columns = hir.scatter %y -> %x team [[0, 1], [2, 3]] along didy root 0 : !fusion.tensor<f32[8]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %wide = hir.allreduce %x -> %x team [0, ..., 1023] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %wide = hir.allreduce %x -> %x team [0, ..., 1023] op sum : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // A rotation by a run-time offset.
   // CHECK-NEXT: %sh = hir.shift %x -> %x team [2, 0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %sh = hir.shift %x -> %x team [2, 0, 1] offset %peer : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
@@ -171,6 +178,12 @@ hir.program @communication(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]
   hir.wait %sr_self
   // CHECK-NEXT: hir.wait %a2a
   hir.wait %a2a
+  // CHECK-NEXT: hir.wait %rows
+  hir.wait %rows
+  // CHECK-NEXT: hir.wait %columns
+  hir.wait %columns
+  // CHECK-NEXT: hir.wait %wide
+  hir.wait %wide
   // CHECK-NEXT: hir.wait %sh
   hir.wait %sh
   // CHECK-NEXT: hir.wait %sh_nccl

@@ -33,6 +33,15 @@
 %mesh2 = hir.allocate : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT: %mesh2_x = hir.allocate : !fusion.tensor<f32[8, 3 didx], mesh=[[0, 1, 2], [3, 4, 5]]>
 %mesh2_x = hir.allocate : !fusion.tensor<f32[8, 3 didx], mesh=[[0, 1, 2], [3, 4, 5]]>
+// A run of five or more device ids, or rows, prints as `first, ..., last`; fewer are listed.
+// CHECK-NEXT: %line = hir.allocate : !fusion.tensor<f32[512 didx, 8], mesh=[0, ..., 511]>
+%line = hir.allocate : !fusion.tensor<f32[512 didx, 8], mesh=[0, 1, ..., 510, 511]>
+// CHECK-NEXT: %listed = hir.allocate : !fusion.tensor<f32[4 didx], mesh=[4, 5, 6, 7]>
+%listed = hir.allocate : !fusion.tensor<f32[4 didx], mesh=[4, ..., 7]>
+// CHECK-NEXT: %grid = hir.allocate : !fusion.tensor<f32[8 didy, 64 didx], mesh=[[0, ..., 63], ..., [448, ..., 511]]>
+%grid = hir.allocate : !fusion.tensor<f32[8 didy, 64 didx], mesh=[[0, ..., 63], [64, ..., 127], ..., [448, ..., 511]]>
+// CHECK-NEXT: %irregular = hir.allocate : !fusion.tensor<f32[7 didx], mesh=[9, 0, ..., 4, 7]>
+%irregular = hir.allocate : !fusion.tensor<f32[7 didx], mesh=[9, 0, 1, 2, 3, 4, 7]>
 // CHECK-NEXT: %split = hir.allocate : !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
 %split = hir.allocate : !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
 // CHECK-NEXT: %split3 = hir.allocate : !fusion.tensor<f32[64(2 didx, 4 stream, 8)], mesh=[0, 1]>

@@ -106,13 +106,12 @@ hir.program @broadcast_dynamic_to_inner_mesh(%a: !fusion.tensor<f32[?], mesh=[0,
 
 // -----
 
-// 2-D mesh: the team is the DIDx slice of the rank, so one allgather per mesh row; each rank takes part in its row's only.
+// 2-D mesh: the team is the DIDx slice of the rank (its mesh row), one allgather whatever
+// the number of rows; each rank takes part in its row's.
 // CHECK-LABEL: hir.program @allgather_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W50:.+]] = hir.allgather %a -> %b team [0, 1] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W50:.+]] = hir.allgather %a -> %b team [[0, 1], [2, 3]] along didx : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W50]]
-// CHECK-NEXT:    %[[W51:.+]] = hir.allgather %a -> %b team [2, 3] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    hir.wait %[[W51]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
 hir.program @allgather_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]> {
   %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
@@ -121,13 +120,11 @@ hir.program @allgather_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1
 
 // -----
 
-// DIDy changes along the columns of a 2-D mesh: one allgather per DIDy slice (column).
+// DIDy changes along the columns of a 2-D mesh: the team is the rank's DIDy slice (column).
 // CHECK-LABEL: hir.program @allgather_didy(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W:.+]] = hir.allgather %a -> %b team [0, 2] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W:.+]] = hir.allgather %a -> %b team [[0, 1], [2, 3]] along didy : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W]]
-// CHECK-NEXT:    %[[W2:.+]] = hir.allgather %a -> %b team [1, 3]
-// CHECK-NEXT:    hir.wait %[[W2]]
 // CHECK-NEXT:    hir.return %b
 hir.program @allgather_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]> {
   %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
@@ -136,18 +133,14 @@ hir.program @allgather_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0,
 
 // -----
 
-// Reductions along DIDy: allreduce and reduce_scatter per column.
+// Reductions along DIDy: allreduce and reduce_scatter on each column.
 // CHECK-LABEL: hir.program @reduce_didy(
 // CHECK-NEXT:    %s = hir.allocate : !fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W1:.+]] = hir.allreduce %a -> %s team [0, 2] op sum
+// CHECK-NEXT:    %[[W1:.+]] = hir.allreduce %a -> %s team [[0, 1], [2, 3]] along didy op sum
 // CHECK-NEXT:    hir.wait %[[W1]]
-// CHECK-NEXT:    %[[W2:.+]] = hir.allreduce %a -> %s team [1, 3] op sum
-// CHECK-NEXT:    hir.wait %[[W2]]
 // CHECK-NEXT:    %r = hir.allocate : !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W3:.+]] = hir.reduce_scatter %a -> %r team [0, 2] op max
+// CHECK-NEXT:    %[[W3:.+]] = hir.reduce_scatter %a -> %r team [[0, 1], [2, 3]] along didy op max
 // CHECK-NEXT:    hir.wait %[[W3]]
-// CHECK-NEXT:    %[[W4:.+]] = hir.reduce_scatter %a -> %r team [1, 3] op max
-// CHECK-NEXT:    hir.wait %[[W4]]
 hir.program @reduce_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> (!fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>) {
   %s = fusion.reduce sum %a dims [0] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
   %r = fusion.reduce max %a dims [0] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, 2 didx, 8(2 didy, 4)], mesh=[[0, 1], [2, 3]]>
@@ -157,11 +150,10 @@ hir.program @reduce_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1]
 // -----
 
 // Sharding a replicated tensor within one 2-D mesh: each device keeps its part of its own
-// copy, one local shard per slice; nothing moves, nothing is waited (nvFuser scatters).
+// copy, one local shard for every column; nothing moves, nothing is waited (nvFuser scatters).
 // CHECK-LABEL: hir.program @scatter_didy_same_mesh(
 // CHECK-NEXT:    %b = hir.allocate
-// CHECK-NEXT:    hir.local_shard %a -> %b axis 0 team [0, 2]
-// CHECK-NEXT:    hir.local_shard %a -> %b axis 0 team [1, 3]
+// CHECK-NEXT:    hir.local_shard %a -> %b axis 0 team {{\[\[}}0, 1], [2, 3]] along didy :
 // CHECK-NEXT:    hir.return %b
 hir.program @scatter_didy_same_mesh(%a: !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> {
   %b = fusion.set %a : !fusion.tensor<f32[2, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
@@ -198,18 +190,14 @@ hir.program @all_to_all_of_a_reshape(%a: !fusion.tensor<f32[2, 4(2 didx, 2)], me
 
 // -----
 
-// All-to-all along DIDx on a 2-D mesh, one per row; and along DIDy, one per column.
+// All-to-all along DIDx on a 2-D mesh, on each row; and along DIDy, on each column.
 // CHECK-LABEL: hir.program @all_to_all_2d(
 // CHECK-NEXT:    %b = hir.allocate
-// CHECK-NEXT:    %[[W1:.+]] = hir.all_to_all %a -> %b team [0, 1]
+// CHECK-NEXT:    %[[W1:.+]] = hir.all_to_all %a -> %b team [[0, 1], [2, 3]] along didx
 // CHECK-NEXT:    hir.wait %[[W1]]
-// CHECK-NEXT:    %[[W2:.+]] = hir.all_to_all %a -> %b team [2, 3]
-// CHECK-NEXT:    hir.wait %[[W2]]
 // CHECK-NEXT:    %c = hir.allocate
-// CHECK-NEXT:    %[[W3:.+]] = hir.all_to_all %b -> %c team [0, 2]
+// CHECK-NEXT:    %[[W3:.+]] = hir.all_to_all %b -> %c team [[0, 1], [2, 3]] along didy
 // CHECK-NEXT:    hir.wait %[[W3]]
-// CHECK-NEXT:    %[[W4:.+]] = hir.all_to_all %b -> %c team [1, 3]
-// CHECK-NEXT:    hir.wait %[[W4]]
 hir.program @all_to_all_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 4], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 2 didy, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]> {
   %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 4], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, 2, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]>
   %c = fusion.set %b : !fusion.tensor<f32[2 didy, 2, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 2 didy, 4(2 didx, 2)], mesh=[[0, 1], [2, 3]]>
@@ -341,13 +329,11 @@ hir.program @reduce_scatter(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> 
 
 // -----
 
-// ReduceScatter on a 2-D mesh: one per DIDx slice (mesh row).
+// ReduceScatter on a 2-D mesh: on each DIDx slice (mesh row).
 // CHECK-LABEL: hir.program @reduce_scatter_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W150:.+]] = hir.reduce_scatter %a -> %b team [0, 1] op sum : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W150:.+]] = hir.reduce_scatter %a -> %b team [[0, 1], [2, 3]] along didx op sum : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W150]]
-// CHECK-NEXT:    %[[W151:.+]] = hir.reduce_scatter %a -> %b team [2, 3] op sum : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    hir.wait %[[W151]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
 hir.program @reduce_scatter_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]> {
   %b = fusion.reduce sum %a dims [1] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
@@ -382,13 +368,11 @@ hir.program @allreduce_keeps_axis_parallel(%a: !fusion.tensor<f32[8, 4 didx], me
 
 // -----
 
-// Allreduce on a 2-D mesh: one per DIDx slice; kind prod.
+// Allreduce on a 2-D mesh: on each DIDx slice; kind prod.
 // CHECK-LABEL: hir.program @allreduce_2d(
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    %[[W180:.+]] = hir.allreduce %a -> %b team [0, 1] op prod : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W180:.+]] = hir.allreduce %a -> %b team [[0, 1], [2, 3]] along didx op prod : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
 // CHECK-NEXT:    hir.wait %[[W180]]
-// CHECK-NEXT:    %[[W181:.+]] = hir.allreduce %a -> %b team [2, 3] op prod : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
-// CHECK-NEXT:    hir.wait %[[W181]]
 // CHECK-NEXT:    hir.return %b : !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>
 hir.program @allreduce_2d(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]> {
   %b = fusion.reduce prod %a dims [1] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didy, r2, 8], mesh=[[0, 1], [2, 3]]>

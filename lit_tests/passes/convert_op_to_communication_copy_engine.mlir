@@ -142,7 +142,7 @@ hir.program @gather(%x: !x) -> !y {
 
 // -----
 
-// Refused with copy-engine: one all-gather per row of a 2-D mesh (a symmetric buffer
+// Refused with copy-engine: an all-gather on each row of a 2-D mesh (a symmetric buffer
 // spans its whole mesh).
 !x = !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
 !y = !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
@@ -150,7 +150,7 @@ hir.program @rows(%x: !x) -> !y {
   %y = fusion.set %x : !x -> !y
   hir.return %y : !y
 }
-// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.set' op cannot communicate on the copy engines: only a single allgather, reduce_scatter or allreduce has a copy-engine algorithm
+// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 3]]:3: error: 'fusion.set' op cannot communicate on the copy engines: its team must be a whole 1-D mesh of several devices (symmetric buffers span a mesh)
 
 // -----
 

@@ -42,6 +42,24 @@ hir.program @rows_then_columns(%x: !t) -> !t {
 
 // -----
 
+// The same with teams along the mesh axes, one op each (each rank's row, then its column),
+// and one rank's row leading the other's by an all-gather of its own before them.
+// CHECK-LABEL: hir.program @sliced_rows_then_columns(
+!t = !fusion.tensor<f32[4], mesh=[[0, 1], [2, 3]]>
+!g = !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
+hir.program @sliced_rows_then_columns(%x: !t, %first: !fusion.tensor<f32[4], mesh=[0, 1]>, %y: !fusion.tensor<f32[8], mesh=[0, 1]>) -> !t {
+  %o = hir.allocate : !t
+  %w = hir.allgather %first -> %y team [0, 1] : !fusion.tensor<f32[4], mesh=[0, 1]> -> !fusion.tensor<f32[8], mesh=[0, 1]>
+  %w0 = hir.allreduce %x -> %o team [[0, 1], [2, 3]] along didx op sum : !t -> !t
+  %w2 = hir.allreduce %o -> %x team [[0, 1], [2, 3]] along didy op max : !t -> !t
+  hir.wait %w
+  hir.wait %w0
+  hir.wait %w2
+  hir.return %x : !t
+}
+
+// -----
+
 // A root that holds no input and a member without an output still post a gather
 // (the runtime sends zeros and gathers into scratch).
 // CHECK-LABEL: hir.program @gather_without_buffers(

@@ -120,6 +120,20 @@ hir.program @member_without_input(%x: !in) -> !out {
 
 // -----
 
+// On a team along a mesh axis, each rank posts with its slice: rank 3's row is [2, 3].
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 6]]:3: error: 'hir.allreduce' op rank 3 of team [2, 3] holds no input buffer (its mesh is [0, 1, 2]), so it cannot post it and rank(s) 2 would wait for it forever
+// VERIFIER: verify_collective_order_errors.mlir:[[# @LINE + 5]]:3: error: 'hir.allreduce' op team [[0, 1], [2, 3]] along didx names device 3, which holds no input buffer (mesh [0, 1, 2])
+!in = !fusion.tensor<f32[4], mesh=[0, 1, 2]>
+!t = !fusion.tensor<f32[4], mesh=[[0, 1], [2, 3]]>
+hir.program @row_member_without_input(%x: !in) -> !t {
+  %o = hir.allocate : !t
+  %w = hir.allreduce %x -> %o team [[0, 1], [2, 3]] along didx op sum : !in -> !t
+  hir.wait %w
+  hir.return %o : !t
+}
+
+// -----
+
 // A non-root member of a broadcast needs an output buffer.
 // CHECK: error: 'hir.broadcast' op rank 1 of team [0, 1] holds no output buffer (its mesh is [0]), so it cannot post it and rank(s) 0 would wait for it forever
 // VERIFIER: error: 'hir.broadcast' op team [0, 1] names device 1 outside the buffers' meshes [0]
@@ -416,6 +430,30 @@ hir.program @two_copy_engine_allgathers(%a: !shard) {
     hir.wait %w
   }
   hir.deallocate %g : !gathered
+  hir.return
+}
+
+// -----
+
+// Ranks 0 and 3 (on the diagonal) reach the column all-reduce first, ranks 1 and 2 the row
+// one: each waits for the next around the cycle 0 -> 2 -> 3 -> 1 -> 0.
+// CHECK: verify_collective_order_errors.mlir:[[# @LINE + 7]]:5: error: 'hir.allreduce' op would wait forever: rank 0 posts it on team [0, 2], but rank 2 is waiting in 'hir.allreduce' at {{.*}}:[[# @LINE + 12]]:5
+!t = !fusion.tensor<f32[4], mesh=[[0, 1], [2, 3]]>
+hir.program @rows_and_columns_crossed(%x: !t, %o: !t) {
+  %row = hir.team_position team [[0, 1], [2, 3]] along didy
+  %column = hir.team_position team [[0, 1], [2, 3]] along didx
+  %diagonal = arith.cmpi eq, %row, %column : index
+  scf.if %diagonal {
+    %wc = hir.allreduce %x -> %o team [[0, 1], [2, 3]] along didy op sum : !t -> !t
+    hir.wait %wc
+    %wr = hir.allreduce %o -> %x team [[0, 1], [2, 3]] along didx op sum : !t -> !t
+    hir.wait %wr
+  } else {
+    %wr = hir.allreduce %x -> %o team [[0, 1], [2, 3]] along didx op sum : !t -> !t
+    hir.wait %wr
+    %wc = hir.allreduce %o -> %x team [[0, 1], [2, 3]] along didy op sum : !t -> !t
+    hir.wait %wc
+  }
   hir.return
 }
 

@@ -47,8 +47,8 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
 def local_shard(c: FunctionCompiler, op: hir.LocalShardOp) -> None:
     """This member's part of its own input, copied into its output: nothing moves between
     devices. The part is a view of the input's logical axis, whatever its layout."""
-    team = op.team_ids
-    if c.rank not in team:
+    team = op.teams.members(c.rank)
+    if team is None:
         return
     member, parts, dim = team.index(c.rank), len(team), op.dim
 

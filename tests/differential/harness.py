@@ -378,7 +378,7 @@ def _device_pieces(axis) -> tuple:
 
 def needs_processes(module: ModuleOp) -> bool:
     """Whether the program communicates between ranks (else each rank runs on its own)."""
-    return any((isinstance(op, hir.CollectiveOp) and len(op.team_ids) > 1) or isinstance(op, hir.PointToPointOp)
+    return any((isinstance(op, hir.CollectiveOp) and op.team_size > 1) or isinstance(op, hir.PointToPointOp)
                for op in module.walk())
 
 

@@ -151,10 +151,13 @@ def test_a_format_is_compiled_on_first_use_and_a_bad_one_is_refused_by_check_for
 
 
 def test_dense_arrays_print_as_xdsl_prints_them_whatever_their_element_type():
-    op = hir.TeamPositionOp([0, 1])
-    assert str(op) == "%0 = hir.team_position team [0, 1]"
-    op.properties["team"] = DenseArrayBase.from_list(f32, [0.5, 1.5])  # unverified
-    assert str(op) == "%0 = hir.team_position team [5.000000e-01, 1.500000e+00]"
+    sums = "!fusion.tensor<f32[4, r8]>"
+    module = parse_module(f"fusion.func @f(%t: {T}) -> {sums} {{\n  %s = fusion.reduce sum %t dims [1] : {T} -> "
+                          f"{sums}\n  fusion.return %s : {sums}\n}}")
+    op = next(o for o in module.walk() if isinstance(o, fusion.ReduceOp))
+    assert " dims [1] : " in str(op)
+    op.properties["dims"] = DenseArrayBase.from_list(f32, [0.5, 1.5])  # unverified
+    assert " dims [5.000000e-01, 1.500000e+00] : " in str(op)
 
 
 def test_attr_dict_prints_attributes_and_its_properties_and_nothing_without_them():

@@ -184,7 +184,7 @@ def test_constructed_types_carry_sharding() -> None:
         (lambda x, y: hir.AllToAllOp(y, y, []), "team must not be empty"),
         (lambda x, y: hir.LocalShardOp(x, y, 0, [0, 1]), r"the input's local shape \[4\] must be the output's \[8\] "
                                                           "with axis 0 2 times as long"),
-        (lambda x, y: hir.LocalShardOp(y, x, 0, [0, 0]), r"team \[0, 0\] must be non-empty and name distinct devices"),
+        (lambda x, y: hir.LocalShardOp(y, x, 0, [0, 0]), r"team \[0, 0\] repeats a device"),
     ],
 )
 def test_constructed_collectives_are_verified(build: Callable, message: str) -> None:
@@ -192,6 +192,29 @@ def test_constructed_collectives_are_verified(build: Callable, message: str) -> 
     program.body.block.add_ops([build(*program.args), hir.ReturnOp()])
     with pytest.raises(HostIRError, match=message):
         verify_located(ModuleOp([program]))
+
+
+def test_a_team_along_a_mesh_axis_is_each_rank_s_slice() -> None:
+    grid = Mesh.of([[0, 1, 2], [3, 4, 5]])
+    rows, columns = hir.Team(grid, ParallelKind.DIDX), hir.Team(grid, ParallelKind.DIDY)
+    assert (rows.size, columns.size) == (3, 2)
+    assert rows.members(4) == (3, 4, 5) and columns.members(4) == (1, 4) and rows.members(6) is None
+    assert rows.members(3) is rows.members(5)  # one tuple per team, shared by its members
+    assert rows.teams() == [(0, 1, 2), (3, 4, 5)] and columns.teams() == [(0, 3), (1, 4), (2, 5)]
+    assert [rows.position_of(d) for d in (3, 4, 6)] == [0, 1, -1] and columns.position_of(4) == 1
+    listed = hir.Team.of([2, 0, 1])
+    assert listed.members(0) == (2, 0, 1) and listed.position_of(1) == 2 and listed.teams() == [(2, 0, 1)]
+    assert str(rows) == "[[0, 1, 2], [3, 4, 5]] along didx" and str(hir.Team.of(range(9))) == "[0, ..., 8]"
+
+
+def test_a_rooted_collective_on_slices_has_a_root_in_each() -> None:
+    t = TensorType.of(f32, [4], mesh=Mesh.of([[0, 1], [2, 3]]))
+    program = hir.ProgramOp("main", [t], [])
+    (x,) = program.args
+    scatter = hir.ScatterOp(x, x, hir.Team(t.mesh, ParallelKind.DIDY), root=1)
+    assert [scatter.root_of(d) for d in range(4)] == [2, 3, 2, 3]
+    assert [scatter.needs_input(d) for d in range(4)] == [False, False, True, True]
+    assert scatter.team_of(1) == (1, 3) and scatter.team_size == 2 and not scatter.takes_part(4)
 
 
 def test_constructed_compute_ops_are_verified() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, f32
@@ -243,6 +245,10 @@ ROUND_TRIPS = [
     "f32[? stream, 4]",
     "f32[2 didx, 64], mesh=[0, 1]",
     "f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]",
+    "f32[512 didx, 8], mesh=[0, ..., 511]",
+    "f32[8 didy, 64 didx], mesh=[[0, ..., 63], ..., [448, ..., 511]]",
+    "f32[16 didy, 2 didx], mesh=[[512, 513], ..., [542, 543]]",
+    "f32[8 didx], mesh=[7, 0, ..., 5, 9]",
     "f32[64(2 didx, 32), 8], mesh=[0, 1]",
     "f32[64(2 didx, 4 stream, 8)], mesh=[0, 1]",
     "f32[8(2, 4 stream)]",
@@ -273,10 +279,51 @@ def test_text_round_trip(text: str) -> None:
         ("f32[8(2 serial, 4)]", "f32[8(2, 4)]"),
         ("f32[8, 4], alloc=[0, 1]", "f32[8, 4]"),
         ("f32[8, 4], alloc=[1, 0], mesh=[0,1]", "f32[8, 4], mesh=[0, 1], alloc=[1, 0]"),
+        # a run of five or more ids or rows is elided; fewer are listed
+        ("f32[5 didx], mesh=[0, 1, 2, 3, 4]", "f32[5 didx], mesh=[0, ..., 4]"),
+        ("f32[4 didx], mesh=[0, ..., 3]", "f32[4 didx], mesh=[0, 1, 2, 3]"),
+        ("f32[6 didx], mesh=[0, 1, ..., 4, 5]", "f32[6 didx], mesh=[0, ..., 5]"),
+        ("f32[4 didy, 2 didx], mesh=[[0, 1], ..., [6, 7]]", "f32[4 didy, 2 didx], mesh=[[0, 1], [2, 3], [4, 5], [6, 7]]"),
+        ("f32[2 didy, 8 didx], mesh=[[0, ..., 7], [8, ..., 15]]", "f32[2 didy, 8 didx], mesh=[[0, ..., 7], [8, ..., 15]]"),
     ],
 )
 def test_text_is_printed_canonically(text: str, canonical: str) -> None:
     assert str(parse(text)) == f"!fusion.tensor<{canonical}>"
+
+
+@pytest.mark.parametrize("devices", [1, 2, 8, 64, 512, 1024, 65536])
+def test_the_text_of_a_regular_mesh_does_not_grow_with_its_size(devices: int) -> None:
+    """A contiguous mesh, 1-D or as square-ish rows, prints in a few characters, which
+    its digits alone make grow; and parses back to itself."""
+    width = 1 << (devices.bit_length() // 2)
+    for mesh in (Mesh.of(list(range(devices))), Mesh.of([list(range(r, r + width)) for r in range(0, devices, width)])):
+        text = str(mesh)
+        assert len(text) <= 42, text
+        assert parse(f"f32[8], mesh={text}").mesh == mesh
+
+
+@pytest.mark.parametrize(
+    ("mesh", "message"),
+    [
+        ("[..., 3]", "`...` stands for the run between two entries of a mesh"),
+        ("[0, ...]", "`...` stands for the run between two entries of a mesh"),
+        ("[0, ..., ..., 3]", "`...` stands for the run between two entries of a mesh"),
+        ("[3, ..., 1]", "`...` stands for the ids between a device id and a larger one, not 3 and 1"),
+        ("[[0, 1], ..., [3, 4]]", "`...` stands for the rows that continue two rows row-major"),
+        ("[[0, 2], ..., [8, 10]]", "`...` stands for the rows that continue two rows row-major"),
+        ("[[0, 1], 2]", "a device mesh lists device ids or rows of them, not both"),
+        ("[0, ..., 9223372036854775806]", "`...` makes a mesh of more than 65536 devices"),
+    ],
+)
+def test_an_elided_mesh_that_stands_for_no_run_is_a_located_parse_error(mesh: str, message: str) -> None:
+    with pytest.raises(ParseError, match=re.escape(message)):
+        parse(f"f32[4], mesh={mesh}")
+
+
+def test_a_mesh_larger_than_supported_is_invalid() -> None:
+    assert next(TensorDesc(f32, (F8,), Mesh.of(list(range(65537)))).problems()) == (
+        "a mesh of 65537 devices; at most 65536 are supported"
+    )
 
 
 def test_parse_errors_are_located_parse_errors() -> None:

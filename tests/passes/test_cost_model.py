@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from hostir.passes import cost_model
-from hostir.passes.cost_model import FALLBACK_MACHINE, Machine, detected_gpus, detected_machine
+from hostir.passes.choose_pipelining import estimate
+from hostir.passes.cost_model import FALLBACK_MACHINE, Link, Machine, Topology, detected_gpus, detected_machine
 from hostir_dialect import hir
+from hostir_dialect.context import parse_module
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 
@@ -96,3 +100,79 @@ def test_detect_picks_this_machines_constants_measured_or_shipped_else_the_fallb
     assert Machine.load("b200x2").name == "b200x2"
     monkeypatch.setattr(cost_model, "NVIDIA_GPUS", tmp_path / "no-gpu")
     assert Machine.load("detect").name == FALLBACK_MACHINE
+
+
+# --------------------------------------------------------------------------- #
+# Nodes (docs/multi_node.md)
+# --------------------------------------------------------------------------- #
+
+
+def test_ranks_sit_on_nodes_in_order_of_rank(monkeypatch):
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert Topology.of(0) == Topology()  # no torchrun: one node
+    assert not Topology().spans_nodes(range(1024))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    eight = Topology.of(0)
+    assert eight == Topology.of(8) == Topology(8)
+    assert not eight.spans_nodes([8, 9, 15]) and eight.spans_nodes([7, 8])
+    assert eight.copy_engine_problem([0, 7]) is None
+    assert "spans nodes of 8 ranks each" in eight.copy_engine_problem([0, 8])
+    with pytest.raises(ValueError, match="ranks-per-node must be positive"):
+        Topology.of(-1)
+
+
+INFINIBAND = {"hir.allgather": Link(latency_us=100.0, gbps=45.0)}
+"""A made-up inter-node link (NDR InfiniBand, 400 Gb/s per GPU, at NCCL's efficiency)."""
+
+
+def test_a_team_across_nodes_is_priced_on_the_inter_node_link_and_never_on_copy_engines():
+    machine = replace(Machine.load(FALLBACK_MACHINE), inter_node=INFINIBAND)
+    size = 128 * 2**20
+    assert machine.fastest_transport(hir.AllgatherOp, size, 16) == COPY_ENGINE
+    assert machine.fastest_transport(hir.AllgatherOp, size, 16, copy_engines=False) == NCCL
+    assert machine.collective_ms(hir.AllgatherOp, NCCL, size, 16, spans_nodes=True) == pytest.approx(
+        INFINIBAND["hir.allgather"].ms(size))
+    assert machine.fastest_collective_ms(hir.AllgatherOp, size, 16, spans_nodes=True) == pytest.approx(
+        INFINIBAND["hir.allgather"].ms(size))
+    assert machine.prices(hir.AllgatherOp, spans_nodes=True)
+    assert not machine.prices(hir.AllreduceOp, spans_nodes=True)
+    assert not Machine.load(FALLBACK_MACHINE).prices(hir.AllgatherOp, spans_nodes=True)  # one node
+
+
+AG_MATMUL = """fusion.func @f(%a: !fusion.tensor<bf16[4, 4 didx, 256, 1024], mesh=[0, 1, 2, 3]>, %b: !fusion.tensor<bf16[1024, 512], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]> {
+  %g = fusion.set %a : !fusion.tensor<bf16[4, 4 didx, 256, 1024], mesh=[0, 1, 2, 3]> -> !fusion.tensor<bf16[4 stream, 4, 256, 1024], mesh=[0, 1, 2, 3]>
+  %c = fusion.matmul %g, %b : !fusion.tensor<bf16[4 stream, 4, 256, 1024], mesh=[0, 1, 2, 3]>, !fusion.tensor<bf16[1024, 512], mesh=[0, 1, 2, 3]> -> !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]>
+  fusion.return %c : !fusion.tensor<bf16[4 stream, 4, 256, 512, r1024], mesh=[0, 1, 2, 3]>
+}"""
+
+
+def test_a_pipeline_across_nodes_is_priced_only_with_inter_node_constants():
+    """choose-pipelining keeps a pipeline it cannot price (docs/copy_engine.md)."""
+    (func,) = parse_module(AG_MATMUL).ops
+    one_node, two_nodes, machine = Topology(), Topology(2), Machine.load(FALLBACK_MACHINE)
+    assert estimate(func, machine, one_node) is not None
+    assert estimate(func, machine, two_nodes) is None
+    across = estimate(func, replace(machine, inter_node=INFINIBAND), two_nodes)
+    within = estimate(func, machine, one_node)
+    assert across is not None and within is not None
+    assert across.communication > within.communication  # 45 GB/s between nodes, 383 within
+
+
+AR_2D = """fusion.func @f(%a: !fusion.tensor<bf16[4, 2 didy, 2 didx, 256, 512], mesh=[[0, 1], [2, 3]]>, %b: !fusion.tensor<bf16[2 didx, 512, 1024], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<bf16[4 stream, 2 didy, r2, 256, 1024], mesh=[[0, 1], [2, 3]]> {
+  %u = fusion.matmul %a, %b : !fusion.tensor<bf16[4, 2 didy, 2 didx, 256, 512], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<bf16[2 didx, 512, 1024], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<bf16[4 stream, 2 didy, 2 didx, 256, 1024, r512], mesh=[[0, 1], [2, 3]]>
+  %c = fusion.reduce sum %u dims [2] : !fusion.tensor<bf16[4 stream, 2 didy, 2 didx, 256, 1024, r512], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<bf16[4 stream, 2 didy, r2, 256, 1024], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<bf16[4 stream, 2 didy, r2, 256, 1024], mesh=[[0, 1], [2, 3]]>
+}"""
+
+
+def test_a_collective_on_each_row_is_priced_on_nccl_for_its_row():
+    """An all-reduce along DIDx of a 2x2 mesh: teams of 2, on NCCL (the copy engines carry
+    listed teams only); across nodes when the rows span them."""
+    machine = Machine.load(FALLBACK_MACHINE)
+    (func,) = parse_module(AR_2D).ops
+    stages = estimate(func, machine, Topology())
+    partial_sum_bytes = 4 * 256 * 1024 * 2  # the whole of one rank's partial product, bf16
+    assert stages is not None
+    assert stages.communication == pytest.approx(machine.collective_ms(hir.AllreduceOp, NCCL, partial_sum_bytes, 2))
+    assert estimate(func, machine, Topology(2)) is not None  # rows [0, 1] and [2, 3] are nodes
+    assert estimate(func, machine, Topology(1)) is None  # every row spans two nodes: not priced

@@ -73,6 +73,23 @@ def p2p_matmul(devices: str, m: int = 3) -> str:
 
 
 MESH_2D = "mesh=[[0, 1], [2, 3]"
+
+
+def grid(rows: int, columns: int) -> str:
+    """A mesh of `rows` x `columns` devices, row-major from 0 (unclosed, as MESH_2D)."""
+    return "mesh=[" + ", ".join(str(list(range(r * columns, (r + 1) * columns))) for r in range(rows))
+
+
+def matmul_allreduce_2d(rows: int, columns: int) -> str:
+    """Data parallel along DIDy, K split along DIDx: each row all-reduces its partial products."""
+    mesh = grid(rows, columns)
+    a, b = t(f"{rows} didy, {columns} didx, 3, 4], {mesh}"), t(f"{columns} didx, 4, 5], {mesh}")
+    u, c = t(f"{rows} didy, {columns} didx, 3, 5, r4], {mesh}"), t(f"{rows} didy, r{columns}, 3, 5], {mesh}")
+    return f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %u = fusion.matmul %a, %b : {a}, {b} -> {u}
+  %c = fusion.reduce sum %u dims [1] : {u} -> {c}
+  fusion.return %c : {c}
+}}"""
 ALLGATHER_ADD = f"""fusion.func @f(%x: {t('4(2 didx, 2), 8], mesh=[0, 1')}) -> {t('4, 8], mesh=[0, 1')} {{
   %r = fusion.relu %x : {t('4(2 didx, 2), 8], mesh=[0, 1')} -> {t('4, 8')}
   %e = fusion.exp %r : {t('4, 8')} -> {t('4, 8')}
@@ -185,6 +202,14 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_didy_same_mesh": (set_fusion(f"2, 2 didx, 8], {MESH_2D}", f"2 didy, 2 didx, 8], {MESH_2D}"), 4),
     "gather_didx_and_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2, 8], {MESH_2D}"), 4),
     "didy_then_didx": (set_fusion(f"2 didy, 2, 4], {MESH_2D}", f"2 didx, 2 didy, 4], {MESH_2D}"), 4),
+    # 2x4 and 4x2 meshes: one collective on each row (or column), every rank resolving its own
+    "matmul_allreduce_2x4": (matmul_allreduce_2d(2, 4), 8),
+    "matmul_allreduce_4x2": (matmul_allreduce_2d(4, 2), 8),
+    "allgather_didy_4x2": (set_fusion(f"4 didy, 2 didx, 8], {grid(4, 2)}", f"4, 2 didx, 8], {grid(4, 2)}"), 8),
+    "reduce_scatter_didx_2x4": (
+        reduce_fusion("sum", "1", f"2 didy, 4 didx, 8], {grid(2, 4)}", f"2 didy, r4, 8(4 didx, 2)], {grid(2, 4)}"), 8
+    ),
+    "scatter_didy_4x2": (set_fusion(f"4, 2 didx, 8], {grid(4, 2)}", f"4 didy, 2 didx, 8], {grid(4, 2)}"), 8),
     # P2P DID -> Stream pipeline: a ring of shifts
     "p2p_matmul": (p2p_matmul("0, 1"), 2),
     "p2p_matmul_4": (p2p_matmul("0, 1, 2, 3"), 4),
@@ -204,14 +229,21 @@ EXPECTED_COLLECTIVE = {
     "two_consumers_one_allgather": "hir.allgather",
     "gather_12_to_02": "hir.gather %a -> %b team [1, 2, 0] root 0",
     "all_to_all": "hir.all_to_all %a -> %b team [0, 1]", "all_to_all_split": "hir.all_to_all",
-    "reshape_merging_a_sharded_inner_axis": "hir.all_to_all", "all_to_all_didy": "hir.all_to_all %a -> %b team [1, 3]",
+    "reshape_merging_a_sharded_inner_axis": "hir.all_to_all", "all_to_all_didy": "hir.all_to_all %a -> %b team [[0, 1], [2, 3]] along didy",
     "allgather_inner_axis": "hir.allgather %a -> %b team [0, 1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> "
                             "!fusion.tensor<f32[4, 2], mesh=[0, 1], alloc=[1, 0]>",
     "scatter_inner_axis": "hir.scatter", "reduce_scatter_inner_axis": "hir.reduce_scatter",
-    "allgather_didy": "hir.allgather %a -> %b team [0, 2]", "allreduce_didy": "hir.allreduce %a -> %b team [1, 3]",
-    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [0, 2]", "scatter_didy_same_mesh": "hir.local_shard %a -> %b axis 0 team [1, 3]",
-    "gather_didx_and_didy": "team [1, 3]", "didy_then_didx": "hir.all_to_all",
+    "allgather_didy": "hir.allgather %a -> %b team [[0, 1], [2, 3]] along didy",
+    "allreduce_didy": "hir.allreduce %a -> %b team [[0, 1], [2, 3]] along didy",
+    "reduce_scatter_didy": "hir.reduce_scatter %a -> %b team [[0, 1], [2, 3]] along didy",
+    "scatter_didy_same_mesh": "hir.local_shard %a -> %b axis 0 team [[0, 1], [2, 3]] along didy",
+    "gather_didx_and_didy": "team [[0, 1], [2, 3]] along didy", "didy_then_didx": "hir.all_to_all",
     "p2p_matmul": "hir.shift %a", "p2p_matmul_mesh_21": "hir.team_position team [2, 1]",
+    "matmul_allreduce_2x4": "hir.allreduce %u -> %c team [[0, 1, 2, 3], [4, 5, 6, 7]] along didx op sum",
+    "matmul_allreduce_4x2": "hir.allreduce %u -> %c team [[0, 1], [2, 3], [4, 5], [6, 7]] along didx op sum",
+    "allgather_didy_4x2": "hir.allgather %a -> %b team [[0, 1], [2, 3], [4, 5], [6, 7]] along didy",
+    "reduce_scatter_didx_2x4": "team [[0, 1, 2, 3], [4, 5, 6, 7]] along didx",
+    "scatter_didy_4x2": "hir.local_shard %a -> %b axis 0 team [[0, 1], [2, 3], [4, 5], [6, 7]] along didy",
 }
 
 # Fusions run with each pass of the pipeline disabled in turn.
@@ -234,14 +266,15 @@ class Prepared:
     expected: list[torch.Tensor]
 
 
-def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed: int = 0) -> Prepared:
+def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed: int = 0,
+            pipeline: str = AS_WRITTEN) -> Prepared:
     fusion_module = parse_module(fusion_text)
     generator = torch.Generator().manual_seed(seed)
     arg_types = [a.type for a in fusion_module.ops.first.args]  # type: ignore[union-attr]
     global_inputs = [torch.rand(at.value_shape(), generator=generator) * 2 - 1 for at in arg_types]
     expected = runtime.run_fusion(fusion_module, global_inputs)
     options = PassManagerOptions(disabled=frozenset({disabled} if disabled else ()))
-    lowered = passes.lower(parse_module(fusion_text), options, AS_WRITTEN)
+    lowered = passes.lower(parse_module(fusion_text), options, pipeline)
     (program,) = [op for op in lowered.ops if isinstance(op, hir.ProgramOp)]
     per_rank = [[runtime.shard_tensor(g, at, r) for g, at in zip(global_inputs, arg_types)] for r in range(world_size)]
     return Prepared(str(lowered), list(program.function_type.outputs.data), per_rank, expected)
@@ -357,6 +390,18 @@ def test_a_reduction_of_axes_every_device_holds_communicates_nothing(lowered, na
     assert "team" not in lowered[name].program
 
 
+def test_a_2d_program_is_the_same_ops_on_any_mesh():
+    """A collective on each row is one op whose team each rank resolves: 2x2 and 32x32
+    lower to the same ops (72 ops on 32x16 when each row had its own)."""
+
+    def ops(rows: int, columns: int) -> list[str]:
+        program = passes.lower(parse_module(matmul_allreduce_2d(rows, columns)))
+        return [op.name for op in program.walk()]
+
+    assert ops(2, 2) == ops(32, 32)
+    assert ops(2, 2).count("hir.allreduce") == 1
+
+
 def test_a_value_resharded_for_two_consumers_is_gathered_once(lowered, ran):
     assert lowered["two_consumers_one_allgather"].program.count("hir.allgather") == 1
     posted = ran["two_consumers_one_allgather"].posted
@@ -403,3 +448,46 @@ def test_disabling_reorder_sharded_axis_runs_a_stream_loop_over_an_inner_axis_wh
     ran = run_batch({"whole": outcome.prepared}, CASES["scatter_in_a_loop_over_an_inner_axis_4"][1])["whole"]
     assert_matches("scatter_in_a_loop_over_an_inner_axis_4 without reorder-sharded-axis", ran.outputs,
                    outcome.prepared.expected)
+
+
+# --------------------------------------------------------------------------- #
+# Two nodes of two ranks (docs/multi_node.md)
+# --------------------------------------------------------------------------- #
+
+ACROSS, WITHIN = "4 didx, 8], mesh=[0, 1, 2, 3", "2 didx, 8], mesh=[2, 3"
+TWO_ALLGATHERS = f"""fusion.func @f(%a: {t(ACROSS)}, %b: {t(WITHIN)}) -> ({t('4, 8], mesh=[0, 1, 2, 3')}, {t('2, 8], mesh=[2, 3')}) {{
+  %g = fusion.set %a : {t(ACROSS)} -> {t('4, 8], mesh=[0, 1, 2, 3')}
+  %s = fusion.add %g, %g : {t('4, 8], mesh=[0, 1, 2, 3')}, {t('4, 8], mesh=[0, 1, 2, 3')} -> {t('4, 8], mesh=[0, 1, 2, 3')}
+  %h = fusion.set %b : {t(WITHIN)} -> {t('2, 8], mesh=[2, 3')}
+  %u = fusion.add %h, %h : {t('2, 8], mesh=[2, 3')}, {t('2, 8], mesh=[2, 3')} -> {t('2, 8], mesh=[2, 3')}
+  fusion.return %s, %u : {t('4, 8], mesh=[0, 1, 2, 3')}, {t('2, 8], mesh=[2, 3')}
+}}"""
+
+
+def transports(program: str) -> dict[str, str]:
+    """Each all-gather's team -> its transport."""
+    return {line.split(" team ")[1].split(" :")[0].removesuffix(" transport copy_engine"):
+            "copy_engine" if "transport copy_engine" in line else "nccl"
+            for line in program.splitlines() if "hir.allgather" in line}
+
+
+def test_two_nodes_of_two_ranks_take_nccl_across_nodes_and_copy_engines_within(monkeypatch):
+    """4 CPU ranks as 2 nodes x 2: an all-gather over all four spans the nodes and stays on
+    NCCL; one over ranks 2 and 3 takes the copy engines (auto: they are faster for an
+    all-gather of any size on h200x2). On one node both take the copy engines. The
+    program computes what eager torch does."""
+    auto = "hostir-lower{transport=auto machine=h200x2"
+    one_node = prepare(TWO_ALLGATHERS, 4, pipeline=auto + "}")
+    assert transports(one_node.program) == {"[0, 1, 2, 3]": "copy_engine", "[2, 3]": "copy_engine"}
+    two_nodes = prepare(TWO_ALLGATHERS, 4, pipeline=auto + " ranks-per-node=2}")
+    assert transports(two_nodes.program) == {"[0, 1, 2, 3]": "nccl", "[2, 3]": "copy_engine"}
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # torchrun's, on every rank of the launch
+    assert prepare(TWO_ALLGATHERS, 4, pipeline=auto + "}").program == two_nodes.program
+    ran = run_batch({"two nodes": two_nodes}, 4)["two nodes"]
+    assert_matches("two nodes", ran.outputs, two_nodes.expected)
+
+
+def test_copy_engines_refuse_a_team_that_spans_nodes():
+    with pytest.raises(HostIRError, match=r"'fusion.set' op cannot communicate on the copy engines: its team spans "
+                                          r"nodes of 2 ranks each"):
+        prepare(TWO_ALLGATHERS, 4, pipeline="hostir-lower{transport=copy-engine ranks-per-node=2}")

@@ -428,6 +428,31 @@ def test_multi_device_matches_eager(multi_device_runs, world, case):
 
 
 # --------------------------------------------------------------------------- #
+# One device: the same program text, on every transport (a team of one moves nothing)
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("pipeline", [PIPELINE, COPY_ENGINE, AUTO])
+@pytest.mark.parametrize("fusion_text", [allgather, allreduce, reduce_scatter, ag_matmul, matmul_ar, matmul_rs,
+                                         p2p_ag_matmul])
+def test_one_device_posts_no_collective_on_any_transport(fusion_text, pipeline):
+    """At D = 1 every device axis is one device wide: the lowering emits no collective (a
+    copy-engine collective on a team of one would be refused), and the program computes
+    what eager torch does."""
+    for extent in MULTI_EXTENTS:
+        text = fusion_text(extent, d=1)
+        reference = parse_module(text)
+        inputs = random_inputs(reference, seed=extent)
+        expected = runtime.run_fusion(reference, inputs)
+        program = lowered(text, pipeline)
+        assert not [op.name for op in program.walk() if isinstance(op, hir.CollectiveOp)], str(program)
+        for streams in STREAM_COUNTS:
+            got = runtime.execute(program, inputs, rank=0, world_size=1, number_of_streams=streams)
+            for g, e in zip(got, expected, strict=True):
+                torch.testing.assert_close(g, e, **TOLERANCE, msg=lambda m: f"S={extent} numberOfStreams={streams}: {m}")
+
+
+# --------------------------------------------------------------------------- #
 # GPU: NCCL and real streams; the collective of one chunk overlaps another's matmul
 # --------------------------------------------------------------------------- #
 

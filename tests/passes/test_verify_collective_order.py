@@ -5,6 +5,7 @@ projection shares with the communicator."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
 
-from hostir.passes import lower, verify_collective_order
+from hostir.passes import PassManagerOptions, lower, verify_collective_order
 from hostir.passes.verify_collective_order import VerifyCollectiveOrder
 from hostir.runtime.communicator import CollectiveError, Communicator
 from hostir_dialect import hir
@@ -116,6 +117,72 @@ def test_a_peer_from_an_op_the_projection_cannot_read_is_refused():
   hir.wait %w
   hir.return
 }""")
+
+
+def ring(devices: int) -> ModuleOp:
+    """The P2P matmul lowered: a loop of `devices` shifts, one per member's shard."""
+    mesh = f"mesh=[{', '.join(map(str, range(devices)))}]"
+    a, b = f"!fusion.tensor<f32[{devices} didx, 4, 8], {mesh}>", f"!fusion.tensor<f32[8, 3], {mesh}>"
+    c = f"!fusion.tensor<f32[{devices} stream, 4, 3, r8], {mesh}>"
+    module = parse_module(f"""fusion.func @ring(%a: {a}, %b: {b}) -> {c} {{
+  %c = fusion.matmul %a, %b : {a}, {b} -> {c}
+  fusion.return %c : {c}
+}}""")
+    lower(module, pipeline="hostir-lower{transport=nccl}",  # the loop as written
+          options=PassManagerOptions(disabled=frozenset({VerifyCollectiveOrder.name})))
+    assert sum(isinstance(op, hir.ShiftOp) for op in module.walk()) == 1
+    return module
+
+
+def test_a_ring_is_checked_once_for_any_iteration(monkeypatch):
+    """Its iterations post alike but for the shift's offset, which every member posts
+    with: no loop is unrolled (a ring of D shifts on D ranks was D^2 posts)."""
+    module = ring(8)
+
+    def unrolled(*args):
+        raise AssertionError("a loop was unrolled")
+
+    monkeypatch.setattr(verify_collective_order, "_unrolled", unrolled)
+    VerifyCollectiveOrder().apply(make_context(), module)
+
+
+def cpu_seconds(run) -> float:
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def test_a_ring_of_1024_devices_verifies_in_seconds():
+    """It took 203 s and 8.7 GB (issue 30); the bound leaves room for a slow machine."""
+    module = ring(1024)
+    assert cpu_seconds(lambda: VerifyCollectiveOrder().apply(make_context(), module)) < 10
+
+
+def nested_loops(depth: int, mesh: str) -> str:
+    loops = "".join(f"scf.for %i{k} = %c0 to %c1 step %c1 {{\n" for k in range(depth))
+    return (f"!t = !fusion.tensor<f32[4], mesh=[0, 1]>\nhir.program @main(%x: !fusion.tensor<f32[4], mesh={mesh}>, "
+            f"%o: !t) {{\n%c0 = arith.constant 0 : index\n%c1 = arith.constant 1 : index\n{loops}"
+            f"%w = hir.allreduce %x -> %o team [0, 1] op sum : !fusion.tensor<f32[4], mesh={mesh}> -> !t\n"
+            f"hir.wait %w\n" + "}\n" * depth + "hir.return\n}\n")
+
+
+def test_1400_nested_loops_verify_in_seconds():
+    """Each loop walked its whole body again, and xDSL's walk is quadratic in the depth:
+    1,400 nested loops took 299 s (issue 31)."""
+    module = LocatingParser(make_context(), nested_loops(1400, "[0, 1]"), "test.mlir").parse_module()
+    assert cpu_seconds(lambda: VerifyCollectiveOrder().apply(make_context(), module)) < 10
+
+
+def test_a_refusal_in_1400_nested_loops_is_located_in_seconds():
+    """A refusal unrolls the loops to say where: one trip each, still linear."""
+    module = LocatingParser(make_context(), nested_loops(1400, "[0]"), "test.mlir").parse_module()
+
+    def refused() -> None:
+        with pytest.raises(HostIRError, match=r"test.mlir:1405:1: error: 'hir.allreduce' op rank 1 of team \[0, 1\] "
+                                              r"holds no input buffer"):
+            VerifyCollectiveOrder().apply(make_context(), module)
+
+    assert cpu_seconds(refused) < 10
 
 
 @pytest.mark.parametrize("transport", ["nccl", "auto"])

@@ -64,7 +64,7 @@ class GatherFromOneRank(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for allgather in op.walk():
             if isinstance(allgather, hir.AllgatherOp):
-                allgather.team = type(allgather.team).from_list(allgather.team.elt_type, allgather.team_ids[:1])
+                allgather.team = hir.TeamAttr.of(allgather.teams.devices[:1])
 
 
 BROKEN = {cls.name: cls for cls in (SubtractInsteadOfAdd, MaxInsteadOfSum, GatherFromOneRank)}

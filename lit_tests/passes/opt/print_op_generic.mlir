@@ -13,8 +13,8 @@ fusion.func @f(%a: !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>) -> !fusion.tenso
 }
 // CHECK: "hir.program"() <{sym_name = "main", function_type = (!fusion.tensor<f32[4]>, !fusion.tensor<f32[8]>) -> ()}> ({
 // CHECK-NEXT: ^bb{{[0-9]+}}(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>):
-// CHECK-NEXT: %w = "hir.allgather"(%x, %y) <{team = array<i64: 0, 1>, operandSegmentSizes = array<i32: 1, 1, 0>, transport = #hir<transport nccl>}> : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[8]>) -> !hir.work
-// CHECK-NEXT: %r = "hir.reduce"(%x, %x) <{team = array<i64: 0, 1>, root = 1 : i64, reduction = #fusion<reduce_kind max>, operandSegmentSizes = array<i32: 1, 1, 0>, transport = #hir<transport nccl>}> : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[4]>) -> !hir.work
+// CHECK-NEXT: %w = "hir.allgather"(%x, %y) <{team = #hir<team [0, 1]>, operandSegmentSizes = array<i32: 1, 1, 0>, transport = #hir<transport nccl>}> : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[8]>) -> !hir.work
+// CHECK-NEXT: %r = "hir.reduce"(%x, %x) <{team = #hir<team [0, 1]>, root = 1 : i64, reduction = #fusion<reduce_kind max>, operandSegmentSizes = array<i32: 1, 1, 0>, transport = #hir<transport nccl>}> : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[4]>) -> !hir.work
 // CHECK-NEXT: "hir.wait"(%w) : (!hir.work) -> ()
 // CHECK-NEXT: "hir.wait"(%r) : (!hir.work) -> ()
 // CHECK-NEXT: %o = "fusion.set"(%x, %x) : (!fusion.tensor<f32[4]>, !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]>
