@@ -10,6 +10,10 @@ Textual form (element type first, as nvFuser prints `T0_float[...]`):
     !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
                                                      axis 0 outer-split by 2, outer part sharded
     !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+    !fusion.tensor<f32[2 didz, 2 didy, 2 didx], mesh=[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]>
+    !fusion.tensor<f32[8, 4(2 didx, 2), r8(2 didx, 4)], mesh=[0, 1]>
+                                                     a partial sum per device, to be
+                                                     reduce-scattered on axis 1
     !fusion.tensor<f32[8 stream, 64], alloc=[0 stream, 1]>
                                                      allocated one stream chunk at a time
 
@@ -72,13 +76,18 @@ class ParallelKind(StrEnum):
     STREAM = "stream"
     DIDX = "didx"
     DIDY = "didy"
+    DIDZ = "didz"
 
     @property
     def is_device(self) -> bool:
-        return self in (ParallelKind.DIDX, ParallelKind.DIDY)
+        return self in DEVICE_KINDS
 
 
-DEVICE_KINDS = (ParallelKind.DIDX, ParallelKind.DIDY)
+DEVICE_KINDS = (ParallelKind.DIDX, ParallelKind.DIDY, ParallelKind.DIDZ)
+"""Innermost mesh axis first: DIDx is the last axis of a mesh, DIDy the one before, DIDz
+the one before that (nvFuser's mesh_x, mesh_y, mesh_z)."""
+
+MAX_MESH_DIMENSIONS = len(DEVICE_KINDS)
 
 
 @dataclass(frozen=True)
@@ -131,19 +140,20 @@ class Axis:
 
 @dataclass(frozen=True)
 class Mesh:
-    """Device ids laid out in a 1-D or 2-D grid (row-major)."""
+    """Device ids laid out in a 1-D, 2-D or 3-D grid (row-major)."""
 
     devices: tuple[int, ...]
     shape: tuple[int, ...]
 
     @staticmethod
-    def of(devices: Sequence[int] | Sequence[Sequence[int]]) -> Mesh:
+    def of(devices: Sequence) -> Mesh:
+        """From nested lists: a list of ids, a list of rows, or a list of 2-D planes."""
         if devices and not isinstance(devices[0], int):
-            rows = [tuple(r) for r in devices]  # type: ignore[arg-type]
-            if len({len(r) for r in rows}) > 1:
-                raise VerifyException("2-D device mesh rows must have equal lengths")
-            return Mesh(tuple(d for r in rows for d in r), (len(rows), len(rows[0])))
-        return Mesh(tuple(devices), (len(devices),))  # type: ignore[arg-type]
+            parts = [Mesh.of(part) for part in devices]
+            if len({part.shape for part in parts}) > 1:
+                raise VerifyException(f"{parts[0].ndim + 1}-D device mesh rows must have equal lengths")
+            return Mesh(tuple(d for part in parts for d in part.devices), (len(parts), *parts[0].shape))
+        return Mesh(tuple(devices), (len(devices),))
 
     @property
     def size(self) -> int:
@@ -154,8 +164,9 @@ class Mesh:
         return len(self.shape)
 
     def axis_of(self, parallel: ParallelKind) -> int | None:
-        """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one before."""
-        index = self.ndim - 1 - (0 if parallel == ParallelKind.DIDX else 1)
+        """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one
+        before, DIDz the one before that."""
+        index = self.ndim - 1 - DEVICE_KINDS.index(parallel)
         return index if index >= 0 else None
 
     def axis_size(self, parallel: ParallelKind) -> int:
@@ -187,11 +198,16 @@ class Mesh:
             team.append(self.devices[self._flat(coordinate)])
         return tuple(team)
 
-    def rows(self) -> list[list[int]]:
-        if self.ndim == 1:
-            return [list(self.devices)]
-        width = self.shape[1]
-        return [list(self.devices[r * width : (r + 1) * width]) for r in range(self.shape[0])]
+    def nested(self) -> list:
+        """The device ids as nested lists, one level per mesh axis."""
+
+        def part(devices: tuple[int, ...], shape: tuple[int, ...]) -> list:
+            if len(shape) == 1:
+                return list(devices)
+            size = len(devices) // shape[0]
+            return [part(devices[i * size : (i + 1) * size], shape[1:]) for i in range(shape[0])]
+
+        return part(self.devices, self.shape)
 
     def _flat(self, coordinate: Sequence[int]) -> int:
         flat = 0
@@ -200,9 +216,7 @@ class Mesh:
         return flat
 
     def __str__(self) -> str:
-        if self.ndim == 1:
-            return "[" + ", ".join(map(str, self.devices)) + "]"
-        return "[" + ", ".join("[" + ", ".join(map(str, r)) + "]" for r in self.rows()) + "]"
+        return str(self.nested())
 
 
 INT64_MAX = 2**63 - 1
@@ -210,7 +224,7 @@ INT64_MAX = 2**63 - 1
 
 
 def is_supported_element_type(t: Attribute) -> bool:
-    """Has a torch dtype: f16 bf16 f32 f64, signless i1 i8 i16 i32 i64, ui8 (what
+    """Has a torch dtype: f16 bf16 f32 f64, signless i1 i8 i16 i32 i64, ui8 and ui64 (what
     runtime/layouts.py's `torch_dtype` maps)."""
     if isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
         return True
@@ -219,17 +233,17 @@ def is_supported_element_type(t: Attribute) -> bool:
     width, signedness = t.width.data, t.signedness.data
     if signedness == Signedness.SIGNLESS:
         return width in (1, 8, 16, 32, 64)
-    return signedness == Signedness.UNSIGNED and width == 8
+    return signedness == Signedness.UNSIGNED and width in (8, 64)
 
 
 def _axis_with(axes: Sequence[Axis], parallel: ParallelKind, include_reduction: bool = True) -> int | None:
-    """The logical axis owning the piece parallelized on `parallel`, if any."""
-    for index, axis in enumerate(axes):
-        if axis.is_reduction and not include_reduction:
-            continue
-        if any(p.parallel == parallel for p in axis.pieces):
+    """The logical axis owning the piece parallelized on `parallel`, if any: an iteration
+    axis before a reduction axis (a type may be on one of each, see _parallel_problems)."""
+    owners = [index for index, axis in enumerate(axes) if any(p.parallel == parallel for p in axis.pieces)]
+    for index in owners:
+        if not axes[index].is_reduction:
             return index
-    return None
+    return owners[0] if owners and include_reduction else None
 
 
 @dataclass(frozen=True)
@@ -280,15 +294,23 @@ class TensorDesc:
             yield f"negative device id in mesh {self.mesh}"
         if any(d > INT64_MAX for d in self.mesh.devices):
             yield f"device id {max(self.mesh.devices)} does not fit in 64 bits"
-        if self.mesh.ndim > 2:
-            yield "device meshes have at most 2 dimensions"
+        if self.mesh.ndim > MAX_MESH_DIMENSIONS:
+            yield f"device meshes have at most {MAX_MESH_DIMENSIONS} dimensions"
 
     def _parallel_problems(self) -> Iterator[str]:
+        """At most one piece of each parallel type among the iteration axes, and one more
+        of a device type among the reduction axes: nvFuser's way to ask for a partial
+        result per device that a reduce-scatter combines (`[.., 4(2 didx, 2), r8(2 didx, 4)]`)."""
         pieces = [p for axis in self.axes for p in axis.pieces]
         for parallel in ParallelKind:
+            if parallel == ParallelKind.SERIAL:
+                continue
             count = sum(p.parallel == parallel for p in pieces)
-            if parallel != ParallelKind.SERIAL and count > 1:
+            reduced = sum(p.parallel == parallel for axis in self.axes if axis.is_reduction for p in axis.pieces)
+            if not parallel.is_device and count > 1:
                 yield f"{count} {parallel} axes; at most one is allowed"
+            elif count > 1 and not (count == 2 and reduced == 1):
+                yield f"{count} {parallel} axes; at most one is allowed, and one more on a reduction axis"
         for piece in pieces:
             if not piece.parallel.is_device:
                 continue
@@ -774,31 +796,32 @@ def _parse_axis(parser: AttrParser) -> Axis:
 
 
 def _parse_mesh(parser: AttrParser) -> Mesh:
+    """`[0, 1]`, `[[0, 1], [2, 3]]` or `[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]`."""
     start = parser.pos
-    if peek_token(parser).kind == MLIRTokenKind.L_SQUARE:
-        parser.parse_punctuation("[")
-        if peek_token(parser).kind == MLIRTokenKind.L_SQUARE:
-            rows = [_parse_int_list(parser)]
-            while parser.parse_optional_punctuation(","):
-                rows.append(_parse_int_list(parser))
-            parser.parse_punctuation("]")
-            if len({len(r) for r in rows}) > 1:
-                parser.raise_error("2-D device mesh rows must have equal lengths", start, parser.pos)
-            return Mesh.of(rows)
-        devices = [_parse_device(parser)]
-        while parser.parse_optional_punctuation(","):
-            devices.append(_parse_device(parser))
-        parser.parse_punctuation("]")
-        return Mesh.of(devices)
-    parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
+    if peek_token(parser).kind != MLIRTokenKind.L_SQUARE:
+        parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
+    nested = _parse_nested_devices(parser)
+    try:
+        return Mesh.of(nested)
+    except VerifyException as error:
+        parser.raise_error(str(error), start, parser.pos)
+
+
+def _parse_nested_devices(parser: AttrParser) -> list:
+    """A list of device ids or of such lists, as written (Mesh.of checks the shape)."""
+    parser.parse_punctuation("[")
+    if parser.parse_optional_punctuation("]"):
+        return []  # the verifier reports an empty mesh at the type
+    parse_entry = _parse_nested_devices if peek_token(parser).kind == MLIRTokenKind.L_SQUARE else _parse_device
+    entries = [parse_entry(parser)]
+    while parser.parse_optional_punctuation(","):
+        entries.append(parse_entry(parser))
+    parser.parse_punctuation("]")
+    return entries
 
 
 def _parse_device(parser: AttrParser) -> int:
     return _parse_int64(parser, "a device id")
-
-
-def _parse_int_list(parser: AttrParser) -> list[int]:
-    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _parse_device(parser))
 
 
 def _parse_alloc(parser: AttrParser) -> tuple[tuple[int, ...], int | None]:

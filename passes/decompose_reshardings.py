@@ -526,19 +526,21 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
 
 
 class SplitByParallelType(RewritePattern):
-    """y = set x   changing DIDx and DIDy within one mesh
-    ->  t = set x  (one type changed, the other as in x) ; y = set t  (the other changed)
-    DIDx first when that gives two single-type sets, else DIDy first; t keeps y's Stream
-    sharding, so both sets land in y's stream loop."""
+    """y = set x   changing several device types within one mesh
+    ->  t = set x  (one type changed, the others as in x) ; y = set t  (the others changed)
+    DIDx first when that gives a single-type set, else DIDy, else DIDz (the second set
+    is split again while it changes more than one); t keeps y's Stream sharding, so
+    every set lands in y's stream loop."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
         source, target = tensor_type(op.input), tensor_type(op.result)
         axis_map = op.axis_map(op.input)
-        if source.mesh != target.mesh or len(sharding_changes(source, target, axis_map)) < 2:
+        changed = sharding_changes(source, target, axis_map)
+        if source.mesh != target.mesh or len(changed) < 2:
             return
-        for first, second in (DEVICE_KINDS, DEVICE_KINDS[::-1]):
-            middle = _changed_alone(source, target, axis_map, first, second)
+        for first in changed:
+            middle = _changed_alone(source, target, axis_map, first, [t for t in changed if t != first])
             if middle is not None:
                 step = SetOp(op.input, middle)
                 rewriter.insert(located_like(step, op), InsertPoint.before(op))
@@ -548,18 +550,18 @@ class SplitByParallelType(RewritePattern):
 
 
 def _changed_alone(
-    source: TensorType, target: TensorType, axis_map: dict[int, int], first: ParallelKind, second: ParallelKind
+    source: TensorType, target: TensorType, axis_map: dict[int, int], first: ParallelKind, rest: list[ParallelKind]
 ) -> TensorType | None:
-    """`target`'s axes with `first` placed as in `target` and `second` as in `source`, if
-    going through it changes `first` alone and then `second` alone."""
+    """`target`'s axes with `first` placed as in `target` and every other device type as in
+    `source`, if going through it changes `first` alone and then the `rest`."""
     identity = {i: i for i in range(target.rank)}
     plain = _tensor(target, [a.unparallelized() for a in target.axes])
     try:
-        middle = propagate_parallel_types(source, plain, axis_map, (second,))
+        middle = propagate_parallel_types(source, plain, axis_map, [t for t in DEVICE_KINDS if t != first])
         middle = propagate_parallel_types(target, middle, identity, (first, ParallelKind.STREAM))
     except ShardingError:
         return None
-    if sharding_changes(source, middle, axis_map) != [first] or sharding_changes(middle, target, identity) != [second]:
+    if sharding_changes(source, middle, axis_map) != [first] or sharding_changes(middle, target, identity) != rest:
         return None
     return middle
 

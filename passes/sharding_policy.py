@@ -27,7 +27,7 @@ def is_inner_split(axis: Axis, parallel: ParallelKind) -> bool:
 # Propagation (propagate-shardings, decompose-reshardings)
 # --------------------------------------------------------------------------- #
 
-PROPAGATED_TYPES = (ParallelKind.DIDX, ParallelKind.DIDY, ParallelKind.STREAM)
+PROPAGATED_TYPES = (*DEVICE_KINDS, ParallelKind.STREAM)
 
 
 class ShardingError(Exception):

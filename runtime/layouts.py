@@ -19,6 +19,7 @@ from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, ParallelKind, Tens
 
 _FLOATS = {Float16Type: torch.float16, BFloat16Type: torch.bfloat16, Float32Type: torch.float32, Float64Type: torch.float64}
 _SIGNED = {1: torch.bool, 8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
+_UNSIGNED = {8: torch.uint8, 64: torch.uint64}
 
 
 def torch_dtype(element_type) -> torch.dtype:
@@ -28,8 +29,8 @@ def torch_dtype(element_type) -> torch.dtype:
         return _FLOATS[type(element_type)]
     if isinstance(element_type, IntegerType):
         width = element_type.width.data
-        if element_type.signedness.data == Signedness.UNSIGNED and width == 8:
-            return torch.uint8
+        if element_type.signedness.data == Signedness.UNSIGNED and width in _UNSIGNED:
+            return _UNSIGNED[width]
         if width in _SIGNED:
             return _SIGNED[width]
     raise ValueError(f"element type {element_type} has no torch equivalent")
