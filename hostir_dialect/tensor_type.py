@@ -116,8 +116,11 @@ class Axis:
 
     @property
     def split_factor(self) -> int:
-        """The product of the outer pieces' extents (static): what the extent must be a
-        multiple of; 1 for an axis that is not split."""
+        """What the extent must be a multiple of: the product of the outer pieces'
+        extents, or of every static piece where an outer one is dynamic (an inner split);
+        1 for an axis that is not split."""
+        if any(p.extent == DYNAMIC for p in self.pieces[:-1]):
+            return math.prod(p.extent for p in self.pieces if p.extent != DYNAMIC)
         return math.prod(p.extent for p in self.pieces[:-1])
 
     @property
@@ -349,6 +352,11 @@ def _axis_problems(index: int, axis: Axis) -> Iterator[str]:
             yield f"{where}: its one loop axis has extent {_fmt(axis.pieces[0].extent)}, not the axis extent {_fmt(axis.extent)}"
         return
     *outer, inner = axis.pieces
+    if axis.extent == DYNAMIC and inner.extent != DYNAMIC:  # an inner split: the free piece is outer
+        free = [p for p in axis.pieces if p.extent == DYNAMIC]
+        if len(free) != 1 or any(p.extent <= 0 for p in axis.pieces if p.extent != DYNAMIC):
+            yield f"{where}: a split of a dynamic axis has one piece of dynamic extent and positive static others"
+        return
     remaining = axis.extent
     for piece in outer:
         if piece.extent == DYNAMIC or piece.extent <= 0:

@@ -184,11 +184,9 @@ def _sharded_axes(value: SSAValue) -> set[int]:
 
 def _slice(op: fusion.SliceOp, ctx: OpContext) -> Kernel:
     starts, stops, steps = (list(x.get_values()) for x in (op.starts, op.stops, op.steps))
-    shape = tensor_type(op.input).value_axes()
     if ctx.is_local():
-        for k in _sharded_axes(op.input):
-            if (starts[k], stops[k], steps[k]) != (0, shape[k].extent, 1):
-                raise UnsupportedOp(f"slices axis {k}, which is sharded across devices; slice before sharding")
+        for k in _sharded_axes(op.input) - set(op.whole_axes()):
+            raise UnsupportedOp(f"slices axis {k}, which is sharded across devices; slice before sharding")
     index = tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))
     return _view_kernel(lambda x: x[index])
 
