@@ -1231,7 +1231,7 @@ class CatOp(ComputeOp, StreamSliceable):
                 total = DYNAMIC if DYNAMIC in extents else sum(extents)
                 result.append((total, IterKind.ITERATION))
             elif not all(_extents_match(e, extents[0]) for e in extents):
-                raise VerifyException(f"cat: axis {i} has extents {extents}; only axis {dim} may differ")
+                raise VerifyException(f"axis {i} has extents {extents}; only axis {dim} may differ")
             else:
                 known = max(extents)
                 kind = IterKind.BROADCAST if all(axes[i].is_broadcast for axes in operands) else IterKind.ITERATION
