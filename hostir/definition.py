@@ -15,7 +15,15 @@ from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes
 from hostir import runtime
+from hostir.profiler import PythonProfiler
+from hostir.runtime.trace import traced_run
 from hostir_dialect import FusionDefinition as FusionDefinitionIR
+from hostir_dialect import TensorType, symbols
+
+NO_EFFECT_OPTIONS = frozenset(("host_ir_lowering", "infer_contiguity", "resize_scheduler"))
+"""nvFuser options its multi-device tests pass to `execute` that change how nvFuser
+schedules, not what it computes: hostir always lowers to a host program, lays inputs out
+itself and has no resize scheduler."""
 
 
 class FusionDefinition(FusionDefinitionIR):
@@ -32,17 +40,39 @@ class FusionDefinition(FusionDefinitionIR):
         (`options` disable passes, dump IR after passes, time them)."""
         return passes.lower(self.to_module(), options)
 
-    def execute(self, inputs: Sequence[object], *, trace: str | os.PathLike | None = None, **options) -> list:
+    def execute(self, inputs: Sequence[object], *, trace: str | os.PathLike | None = None,
+                _enable_options: Sequence[str] = (), _disable_options: Sequence[str] = (), **options) -> list:
         """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`,
         `cuda_graph=`, `trace=PATH`, ... as `runtime.execute`): local shards in, local shards
-        out. For several ranks at once use `runtime.run_spmd(fd, per_rank_inputs,
-        world_size=N, lower=True)`.
+        out. Started by torchrun, a process joins its world on the first call (without
+        `rank`). For several ranks at once use `runtime.run_spmd(fd, per_rank_inputs,
+        world_size=N, lower=True)`. `_enable_options`/`_disable_options` take nvFuser's
+        options that change how nvFuser schedules, not what it computes (NO_EFFECT_OPTIONS).
 
         As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
         are kept, by the definition's revision (any definition or scheduling call makes a
         new one) and the options: calling again with the same ones only runs it."""
-        evaluator = self._executors.evaluator(self._version(), self._lowered_program, trace=trace is not None, **options)
-        return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
+        for name in (*_enable_options, *_disable_options):
+            if name not in NO_EFFECT_OPTIONS:
+                known = ", ".join(sorted(NO_EFFECT_OPTIONS))
+                raise ValueError(f"nvFuser option {name!r} has no meaning in hostir; it takes {known}")
+        if options.get("rank") is None:
+            runtime.join_torchrun_world()
+        profiler = PythonProfiler.active
+        traced = trace is not None or profiler is not None
+        evaluator = self._executors.evaluator(self._version(), self._lowered_program, trace=traced, **options)
+        if profiler is None:
+            return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
+        outputs, ran = traced_run(evaluator, list(inputs))
+        profiler.record(ran)
+        if trace is not None:
+            ran.save(trace)
+        return outputs
+
+    def output_types(self) -> list[TensorType]:
+        """The outputs' types as lowered: the mesh and sharding of what `execute` returns."""
+        (program,) = symbols.programs(self._lowered_program())
+        return list(program.function_type.outputs.data)
 
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -31,11 +33,14 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    FileLineColLoc,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
     Signedness,
+    StringAttr,
     i1,
     i32,
     i64,
@@ -457,6 +462,19 @@ class Tensor(_Value):
         self._fd._revise()
         return self
 
+    def shard(self, axis: int, parallel_type: object, devices: int) -> Tensor:
+        """Shard logical axis `axis` over `devices` on `parallel_type`: split its innermost
+        piece outer by `devices` and parallelize the outer part (a DTensor's `Shard(axis)`;
+        a second call nests a shard inside the first, as DTensor does for a later mesh axis)."""
+        if not _is_int(axis) or not -len(self._axes) <= axis < len(self._axes):
+            raise FusionDefinitionError(f"{self.name}.shard: axis {axis!r} is out of range for {len(self._axes)} axes")
+        piece = self._axes[axis].pieces[-1]
+        position = self._loop.index(piece)
+        if piece.extent != devices:
+            self.outer_split(position, devices)
+        self._loop[position].parallelize(parallel_type)
+        return self
+
     def reorder(self, old_to_new: dict[int, int]) -> Tensor:
         """nvFuser's `tv.reorder({old: new, ..})`: move loop axes; the others keep their
         order in the remaining places. Only the loop order changes (`axis(i)`), never the
@@ -552,8 +570,26 @@ class Tensor(_Value):
 # The definition
 # --------------------------------------------------------------------------- #
 
+Location = FileLineColLoc
 Builder = Callable[[Sequence[SSAValue], Attribute], Operation]
 """Builds an op from its operand values and result type."""
+
+_OWN_FILES = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "hostir"))
+"""The frontend and the `hostir` package: a call inside them is not the user's."""
+
+
+def _caller_location() -> Location | None:
+    """The file, line and column of the innermost call outside hostir's own code (the
+    user's `fd.ops.x(..)` line), as an op location."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2  # one position per 2-byte code unit
+    column = positions[index][2] if index < len(positions) and positions[index][2] is not None else 0
+    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr(column + 1))
 
 
 @dataclass(eq=False)
@@ -561,6 +597,8 @@ class _Node:
     operands: list[_Value]
     build: Builder
     result: _Value
+    location: Location | None = None
+    """Where the user's code made the op: what a pass refusing it names."""
 
 
 class FusionDefinition:
@@ -671,7 +709,9 @@ class FusionDefinition:
 
     def _record_constant(self, scalar: Scalar) -> None:
         scalar.name = self._next_name("S")
-        self._nodes.append(_Node([], lambda _operands, _type: arith.ConstantOp(scalar.attribute), scalar))
+        self._nodes.append(
+            _Node([], lambda _operands, _type: arith.ConstantOp(scalar.attribute), scalar, _caller_location())
+        )
         self._revise()
 
     def _define(
@@ -702,7 +742,7 @@ class FusionDefinition:
                 self._record_constant(operand)
         result = Tensor(self, self._next_name("T"), element_type, result_axes)
         self._link_extents(build(placeholders, result_type), placeholders, operands, result)
-        self._nodes.append(_Node(list(operands), build, result))
+        self._nodes.append(_Node(list(operands), build, result, _caller_location()))
         self._revise()
         return result
 
@@ -779,6 +819,8 @@ class FusionDefinition:
             values[tensor] = arg
         for node in self._nodes:
             op = node.build([values[o] for o in node.operands], types[node.result])
+            if node.location is not None:
+                op.location = node.location
             op.results[0].name_hint = node.result.name
             func.body.block.add_op(op)
             values[node.result] = op.results[0]
@@ -839,6 +881,10 @@ class _FusionView:
     def __init__(self, fd: FusionDefinition):
         self._fd = fd
 
+    @property
+    def definition(self) -> FusionDefinition:
+        return self._fd
+
     def inputs(self) -> list[Tensor]:
         return list(self._fd._inputs)
 
@@ -894,6 +940,12 @@ class Ops:
 
     def __init__(self, fd: FusionDefinition):
         self._fd = fd
+
+    def __getattr__(self, name: str) -> object:
+        """An nvFuser op hostir does not have: a FusionDefinitionError naming it."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise FusionDefinitionError(f"fd.ops.{name} is not supported (docs/nvfuser_parity.md lists nvFuser's ops and hostir's)")
 
     def _tensor(self, value: object, what: str) -> Tensor:
         return self._fd._check_tensor(value, what)

@@ -1691,8 +1691,10 @@ class GroupedMmOp(ComputeOp, StreamSliceable):
         return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
 
     def derived_axes(self, operand: SSAValue) -> set[int]:
+        """The result's rows come from a's, its columns from b's (mapped or not)."""
         rank = tensor_type(self.result).rank
-        return set(self.axis_map(operand).values()) | {rank - 3, rank - 2}
+        own = {self.a: {rank - 3}, self.b: {rank - 2}}.get(operand, set())
+        return set(self.axis_map(operand).values()) | own
 
     def sharding_reference_operands(self) -> list[SSAValue]:
         """b decides the layout of the result (it holds the weights), then a."""
@@ -1782,7 +1784,13 @@ class AttentionOp(ComputeOp):
         return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
 
     def derived_axes(self, operand: SSAValue) -> set[int]:
+        """Every result axis is made of the tensors attended over, none of the random state."""
+        if operand in self.random_state():
+            return set()
         return set(range(tensor_type(self.result).rank))
+
+    def random_state(self) -> tuple[SSAValue, SSAValue]:
+        raise NotImplementedError
 
     def sharding_reference_operands(self) -> list[SSAValue]:
         return [self.query(), *by_parallelism([v for v in self.tensor_inputs() if v is not self.query()])]
@@ -1823,6 +1831,9 @@ class SdpfaFwdOp(AttentionOp):
 
     def query(self) -> SSAValue:
         return self.q
+
+    def random_state(self) -> tuple[SSAValue, SSAValue]:
+        return self.seed, self.offset
 
     def infer_axes(self) -> list[AxisShape]:
         self.check_operands(self.q, self.k, self.v, self.seed, self.offset)
@@ -1869,6 +1880,9 @@ class SdpfaBwdOp(AttentionOp):
 
     def query(self) -> SSAValue:
         return self.q
+
+    def random_state(self) -> tuple[SSAValue, SSAValue]:
+        return self.seed, self.offset
 
     def differentiated(self) -> SSAValue:
         return {AttentionGradient.QUERY: self.q, AttentionGradient.KEY: self.k, AttentionGradient.VALUE: self.v}[

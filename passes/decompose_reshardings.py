@@ -25,11 +25,13 @@ In order:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float64Type, FloatAttr, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -44,17 +46,22 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from hostir_dialect.diagnostics import HostIRError, located_like, op_error
 from hostir_dialect.fusion import (
     AddOp,
+    AxesReduction,
     BroadcastOp,
     ComputeOp,
     FuncOp,
     LinearOp,
     MatmulOp,
+    MeanOp,
+    MulOp,
     PermuteOp,
     ReduceKind,
     ReduceOp,
     ReshapeOp,
     SetOp,
     SqueezeOp,
+    SubOp,
+    VarOp,
     by_parallelism,
 )
 from hostir_dialect.sharding import have_different_shardings, is_resharding, reduces_sharded_axis
@@ -256,7 +263,7 @@ class ReduceWholeAxesLocally(RewritePattern):
     across devices, and consumers see the same value."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if isinstance(op, ReduceOp):
+        if isinstance(op, AxesReduction):
             local = not device_parallel_reduced_axes(op)
         elif isinstance(op, MatmulOp | LinearOp):
             local = operand_splits(op) == [None, None]
@@ -288,6 +295,43 @@ class SplitShardedLinearBias(RewritePattern):
             bias_value = op.bias
         add = located_like(AddOp(y0, bias_value, result.value_type()), op)
         rewriter.replace(op, add)
+
+
+class SumsForShardedStatistics(RewritePattern):
+    """m = mean x dims D        (an axis of D device-parallel in x)
+    ->  s = reduce sum x dims D ; m = mul s, 1/N                 (N: the elements reduced)
+    v = var x dims D correction c
+    ->  m (as above) ; d = sub x, broadcast m ; v = mul (reduce sum (mul d, d) dims D), 1/(N - c)
+    Sums are what the rFactor below splits into a local sum and one communication; the
+    variance takes two passes over x, as torch.var does."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, MeanOp | VarOp) or not device_parallel_reduced_axes(op):
+            return
+        source = tensor_type(op.input)
+        extents = [source.value_axes()[d].extent for d in op.reduced_axes()]
+        if DYNAMIC in extents:
+            raise op_error(op, f"a {op.name} over a device-parallel axis needs static extents to divide by, got {extents}")
+        count = math.prod(extents)
+        result = tensor_type(op.result)
+        mean = _scaled(_emit(rewriter, op, ReduceOp(ReduceKind.SUM, op.input, op.reduced_axes(), result)), 1 / count, rewriter, op)
+        if isinstance(op, VarOp):
+            values = source.value_axes()
+            broadcast_axes = [Axis(1, IterKind.BROADCAST) if d in op.reduced_axes() else a for d, a in enumerate(values)]
+            centered = _emit(rewriter, op, BroadcastOp(mean, op.reduced_axes(), _tensor(source, broadcast_axes)))
+            deviation = _emit(rewriter, op, SubOp(op.input, centered, _value_type(source)))
+            squares = _emit(rewriter, op, MulOp(deviation, deviation, _value_type(source)))
+            total = _emit(rewriter, op, ReduceOp(ReduceKind.SUM, squares, op.reduced_axes(), result))
+            divisor = count - op.correction.value.data
+            mean = _scaled(total, 1 / divisor if divisor else math.inf, rewriter, op)
+        rewriter.replace(op, [], [mean])
+
+
+def _scaled(value: SSAValue, factor: float, rewriter: PatternRewriter, like: Operation) -> SSAValue:
+    """`value * factor`, of `value`'s value type."""
+    constant = located_like(arith.ConstantOp(FloatAttr(factor, Float64Type())), like)
+    rewriter.insert(constant)
+    return _emit(rewriter, like, MulOp(value, constant.result, tensor_type(value).value_type()))
 
 
 # --------------------------------------------------------------------------- #
@@ -620,7 +664,8 @@ class DecomposeReshardings(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
-            [ShardContractionOperand(), ReduceWholeAxesLocally(), SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
+            [ShardContractionOperand(), ReduceWholeAxesLocally(), SumsForShardedStatistics(), SplitShardedLinearBias(),
+             RFactorShardedReduce(), RFactorShardedContraction()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in fusions_to_lower(op):
