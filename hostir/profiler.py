@@ -1,7 +1,7 @@
 """nvFuser's `PythonProfiler`: what `fd.execute` ran inside a `with PythonProfiler() as
 prof:` block, one entry per host-program op in `prof.profile.kernel_profiles`, each with
-its `scheduler`: "communication" for a collective or transfer, "compute" for a kernel or
-a kernel unit, "host" for the rest (buffers, streams)."""
+its `scheduler`: "communication" for a collective or transfer (its wait is part of it),
+"compute" for a kernel or a kernel unit, "host" for the rest (buffers, streams)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from hostir.runtime.trace import Trace
+
+WAIT = "hir.wait"
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,8 @@ class PythonProfiler:
         PythonProfiler.active = None
 
     def record(self, trace: Trace) -> None:
-        """Each op label of one traced run, in run order."""
-        labels = sorted((e for e in trace.events if e.get("ph") == "X" and e.get("name") in trace.kinds),
-                        key=lambda e: e["ts"])
+        """Each op label of one traced run, in run order, but waits: a communication and
+        its wait are one kernel of nvFuser's."""
+        labels = sorted((e for e in trace.events if e.get("ph") == "X" and e.get("name") in trace.kinds
+                         and not e["name"].startswith(WAIT)), key=lambda e: e["ts"])
         self.profile.kernel_profiles += [KernelProfile(e["name"], trace.kinds[e["name"]]) for e in labels]

@@ -349,6 +349,10 @@ class Tensor(_Value):
             logical = _LogicalAxis(extent, kind)
             logical.pieces.append(IterDomain(self, logical, extent))
             self._axes.append(logical)
+        self._unexpanded: Tensor | None = None
+        """What `fd.ops.expand` made this tensor of: a tensor with extent-1 axes where this
+        one has expanded ones (nvFuser's expanded broadcast axes, which an elementwise op
+        still broadcasts to another extent)."""
         self._extent_ids = [fd._new_extent_id() if extent == DYNAMIC else None for extent, _ in axes]
         """A symbol for each dynamic logical axis; axes the definition proves equal share
         one (FusionDefinition._same_extent)."""
@@ -524,6 +528,21 @@ class Tensor(_Value):
                 raise FusionDefinitionError(f"{what}: the pieces of logical axis {logical} are out of order")
         self.set_allocation_order(order)
 
+    def rfactor(self, axes: Sequence[int]) -> RFactor:
+        """nvFuser's rFactor of a reduction: the reduction pieces at loop positions `axes`
+        are reduced first, in a new tensor whose other reduction pieces are iterations, and
+        this tensor reduces those. hostir's decompose-reshardings rFactors a reduction by
+        itself wherever a reduction piece is device-parallel, so the returned view schedules
+        this tensor: a device type on one of the other pieces is the partial per device."""
+        what = f"{self.name}.rfactor"
+        positions = [self._loop_index(a, "rfactor axis") for a in _ints(what, axes, "axes")]
+        if not positions or not all(self._loop[p].is_reduction for p in positions):
+            raise FusionDefinitionError(f"{what}: axes {list(axes)} must be reduction axes of the loop domain")
+        kept = [piece for piece in self._loop if piece.is_reduction and self._loop.index(piece) not in positions]
+        if not kept:
+            raise FusionDefinitionError(f"{what}: axes {list(axes)} are every reduction axis; nothing is left to reduce after")
+        return RFactor(self, [self._loop[p] for p in positions])
+
     def swizzle1d(self, axis: int, parallel_type: object) -> None:
         """nvFuser's rotation of a stream axis by the device index: refused."""
         raise FusionDefinitionError(
@@ -564,6 +583,43 @@ class Tensor(_Value):
                 f"{self.name}.set_device_mesh(DeviceMesh([...])) first"
             )
         return next(self._desc().problems(), None)
+
+
+class RFactor:
+    """The tensor `Tensor.rfactor` makes, as a view of the tensor it rFactors: its loop
+    axes are that tensor's, and scheduling them schedules that tensor (see rfactor)."""
+
+    def __init__(self, tensor: Tensor, rfactored: list[IterDomain]):
+        self._tensor = tensor
+        self._rfactored = rfactored
+
+    def axis(self, index: int) -> _RFactoredAxis:
+        return _RFactoredAxis(self._tensor.axis(index), self._rfactored)
+
+    def set_device_mesh(self, mesh: DeviceMesh) -> None:
+        tensor = self._tensor
+        if tensor.device_mesh not in (None, mesh):
+            raise FusionDefinitionError(f"{tensor.name}.rfactor(..): its mesh {mesh} differs from {tensor.name}'s {tensor.device_mesh}")
+        tensor.set_device_mesh(mesh)
+
+    def __getattr__(self, name: str) -> object:
+        raise FusionDefinitionError(f"{self._tensor.name}.rfactor(..).{name} is not supported: schedule the rFactor "
+                                    "with set_device_mesh and axis(i).parallelize")
+
+
+class _RFactoredAxis:
+    """A loop axis of an rFactor: a reduction piece left to the tensor rFactored becomes
+    a partial per device when parallelized on a device type."""
+
+    def __init__(self, piece: IterDomain, rfactored: list[IterDomain]):
+        self._piece = piece
+        self._rfactored = rfactored
+
+    def parallelize(self, parallel_type: object) -> None:
+        if self._piece in self._rfactored and _parallel_type(parallel_type).is_device:
+            raise FusionDefinitionError("a device type on a piece the rFactor reduces is not supported; "
+                                        "parallelize a piece left to the tensor rFactored")
+        self._piece.parallelize(parallel_type)
 
 
 # --------------------------------------------------------------------------- #
@@ -766,6 +822,12 @@ class FusionDefinition:
                 ids = operand._extent_ids[source], result._extent_ids[target]
                 if None not in ids:
                     self._extent_parent[self._root(ids[1])] = self._root(ids[0])  # type: ignore[arg-type]
+
+    def _equate_extents(self, a: Tensor, a_axis: int, b: Tensor, b_axis: int) -> None:
+        """Two value axes the definition says have one extent."""
+        x, y = a._extent_ids[a._value_axis(a_axis)], b._extent_ids[b._value_axis(b_axis)]
+        if x is not None and y is not None:
+            self._extent_parent[self._root(x)] = self._root(y)
 
     def _same_extent(self, a: Tensor, a_axis: int, b: Tensor, b_axis: int) -> bool:
         """Are two value axes known to have one extent?"""
@@ -975,7 +1037,7 @@ class Ops:
         common = _promoted_type(values, promotion, what)
         if not any(isinstance(v, Tensor) for v in values):
             return self._folded(function, values, common, what)
-        values = [self._cast_to(v, common, what) for v in values]
+        values = [self._cast_to(v, common, what) for v in self._broadcasting(values)]
         if function in fusion.UNARY_OPS:
             op = fusion.UNARY_OPS[function]
             return self._fd._define(what, values, lambda v, r: op(v[0], r), common.element_type)
@@ -1209,6 +1271,8 @@ class Ops:
             if extent != 1 or target in (-1, 1):
                 if _is_int(target) and target not in (-1, extent) and extent != DYNAMIC:
                     raise FusionDefinitionError(f"{what}: axis {axis} has extent {extent}, which cannot become {target}")
+                if isinstance(target, Extent):  # nvFuser checks the two are equal when it runs
+                    self._fd._equate_extents(t, axis, target.tensor, target.axis)
                 result_axes.append((extent, t._axes[t._value_axis(axis)].kind))
                 sources.append(-1)
             elif isinstance(target, Extent):
@@ -1230,7 +1294,25 @@ class Ops:
                 return fusion.ExpandOp(v[0], r)  # type: ignore[arg-type]
             return fusion.ExpandOp(v[0], r, v[1], sources)  # type: ignore[arg-type]
 
-        return self._fd._define(what, operands, build, t.element_type, result_axes=result_axes)
+        expanded = self._fd._define(what, operands, build, t.element_type, result_axes=result_axes)
+        expanded._unexpanded = t
+        return expanded
+
+    def _broadcasting(self, values: list[_Value]) -> list[_Value]:
+        """Operands of an elementwise op: an expanded tensor whose expanded extent differs
+        from another operand's is read unexpanded, so its axis broadcasts to that extent
+        (as nvFuser broadcasts an expanded broadcast axis)."""
+        tensors = [v for v in values if isinstance(v, Tensor)]
+
+        def clashes(v: Tensor) -> bool:
+            return any(
+                len(o.shape) == len(v.shape) and any(a not in (b, 1, DYNAMIC) and b not in (1, DYNAMIC)
+                                                     for a, b in zip(v.shape, o.shape))
+                for o in tensors if o is not v
+            )
+
+        return [v._unexpanded if isinstance(v, Tensor) and v._unexpanded is not None and clashes(v) else v
+                for v in values]
 
     def stride_order(self, arg: Tensor, stride_order: Sequence[int]) -> Tensor:
         """nvFuser's stride_order: a copy laid out in `stride_order` (see define_tensor)."""
@@ -1263,6 +1345,7 @@ class Ops:
             condition = self._operand(bool(condition.value), what)
         condition = self._cast_to(condition, DataType.Bool, what)  # nvFuser's maybeCastOp(Bool, ..)
         common = _promoted_type(values, _Promotion.DEFAULT, what)
+        condition, *values = self._broadcasting([condition, *values])
         values = [self._cast_to(v, common, what) for v in values]
 
         def build(v: Sequence[SSAValue], r: Attribute) -> Operation:

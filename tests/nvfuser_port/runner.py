@@ -9,7 +9,9 @@ with `--backend nccl` on GPUs), and its outcome of each test comes back. A test'
 over the ranks: passed (on every rank), skipped (nvFuser's own condition, such as a world
 size it does not divide), or failed, classified by the first error: `refused` (a located
 FusionDefinitionError, HostIRError or InputError naming what is unsupported), `wrong`
-(an assertion on the values failed) or `crash` (anything else).
+(torch.testing found values that differ), `differs` (another assertion failed: what
+nvFuser asserts about its own kernels, such as how many a profiler counts) or `crash`
+(anything else).
 """
 
 from __future__ import annotations
@@ -22,17 +24,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 from hostir import runtime
 
 PORT = Path(__file__).resolve().parent / "multidevice"
 REFUSALS = ("FusionDefinitionError", "HostIRError", "InputError")
+TESTING = str(Path(torch.testing.__file__).resolve().parent)
+"""An assertion raised in torch.testing compared values."""
 
 
 @dataclass
 class Outcome:
     outcome: str
-    """passed, skipped, refused, wrong or crash."""
+    """passed, skipped, refused, wrong, differs or crash."""
     error: str = ""
     """The exception's type and first line (the skip reason of a skipped test)."""
 
@@ -61,7 +66,10 @@ def _failure(excinfo) -> Outcome:
     message = str(excinfo.value).strip().splitlines()[0] if str(excinfo.value).strip() else ""
     if kind in REFUSALS:
         return Outcome("refused", f"{kind}: {message}")
-    return Outcome("wrong" if kind == "AssertionError" else "crash", f"{kind}: {message}"[:500])
+    if kind == "AssertionError":
+        values = any(str(entry.path).startswith(TESTING) for entry in excinfo.traceback)
+        return Outcome("wrong" if values else "differs", f"{kind}: {message}"[:500])
+    return Outcome("crash", f"{kind}: {message}"[:500])
 
 
 def _run_on_rank(rank: int, world_size: int, selection: str | None, markers: str) -> dict[str, Outcome]:
@@ -73,9 +81,11 @@ def _run_on_rank(rank: int, world_size: int, selection: str | None, markers: str
     with open(os.devnull, "w") as quiet:
         stdout, sys.stdout = sys.stdout, quiet
         try:
-            pytest.main(arguments, plugins=[recorder])
+            code = pytest.main(arguments, plugins=[recorder])
         finally:
             sys.stdout = stdout
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise RuntimeError(f"pytest on rank {rank} ended with {code!r} (a collection error or a bug of the runner)")
     return recorder.outcomes
 
 
