@@ -543,12 +543,15 @@ class Tensor(_Value):
             raise FusionDefinitionError(f"{what}: axes {list(axes)} are every reduction axis; nothing is left to reduce after")
         return RFactor(self, [self._loop[p] for p in positions])
 
-    def swizzle1d(self, axis: int, parallel_type: object) -> None:
-        """nvFuser's rotation of a stream axis by the device index: refused."""
-        raise FusionDefinitionError(
-            f"{self.name}.swizzle1d is not supported: hostir's stream-parallel-type already runs a set from a "
-            "device-sharded axis to a Stream axis as a ring of shifts, each rank starting from its own shard"
-        )
+    def swizzle1d(self, axis: int, parallel_type: object) -> Tensor:
+        """nvFuser's rotation of a loop axis by the device index on `parallel_type` (each
+        rank starts a stream loop at its own chunk: a collective permute). An iteration
+        order, never a value: hostir's stream-parallel-type already starts each rank's ring
+        over a device axis turned Stream at its own shard, so this only checks its arguments."""
+        self._loop_index(axis, "swizzle1d axis")
+        if not _parallel_type(parallel_type).is_device:
+            raise FusionDefinitionError(f"{self.name}.swizzle1d rotates by a device index; {parallel_type!r} is no device type")
+        return self
 
     def set_memory_type(self, memory_type: object) -> None:
         """nvFuser's memory types: hostir places buffers itself; refused."""
@@ -1335,16 +1338,16 @@ class Ops:
         return self._fd._define(what, values, lambda v, r: fusion.CatOp(list(v), dim, r), common.element_type)  # type: ignore[arg-type]
 
     def where(self, pred: object, a: object, b: object) -> Tensor:
-        """`pred ? a : b`, elementwise; `a` and `b` are promoted to a common type."""
+        """`pred ? a : b`, elementwise: `pred` of Bool, `a` and `b` promoted to a common type
+        (half precision kept, as nvFuser's where does)."""
         what = "fd.ops.where"
         condition = self._operand(pred, what)
         values = [self._operand(x, what) for x in (a, b)]
         if not any(isinstance(v, Tensor) for v in (condition, *values)):
             raise FusionDefinitionError(f"{what}: at least one operand must be a Tensor")
-        if isinstance(condition, Scalar) and condition.dtype != DataType.Bool:
-            condition = self._operand(bool(condition.value), what)
-        condition = self._cast_to(condition, DataType.Bool, what)  # nvFuser's maybeCastOp(Bool, ..)
-        common = _promoted_type(values, _Promotion.DEFAULT, what)
+        if condition.dtype != DataType.Bool:  # type: ignore[attr-defined]
+            raise FusionDefinitionError(f"{what}: the condition must be of DataType.Bool, got {condition.dtype.value}")  # type: ignore[attr-defined]
+        common = _promoted_type(values, _Promotion.NONE, what)
         condition, *values = self._broadcasting([condition, *values])
         values = [self._cast_to(v, common, what) for v in values]
 

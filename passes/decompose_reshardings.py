@@ -50,6 +50,8 @@ from hostir_dialect.fusion import (
     BroadcastOp,
     ComputeOp,
     FuncOp,
+    GroupedMmOp,
+    Grouping,
     LinearOp,
     MatmulOp,
     MeanOp,
@@ -164,25 +166,28 @@ def _emit(rewriter: PatternRewriter, like: Operation, op: ComputeOp) -> SSAValue
 # --------------------------------------------------------------------------- #
 
 
-def contraction_operands(op: MatmulOp | LinearOp) -> tuple[SSAValue, SSAValue]:
+Contraction = MatmulOp | LinearOp | GroupedMmOp
+
+
+def contraction_operands(op: Contraction) -> tuple[SSAValue, SSAValue]:
     """(a, b) of `a @ b`: a linear's input and weight [N, K] (transposed by the rFactor)."""
-    return (op.a, op.b) if isinstance(op, MatmulOp) else (op.input, op.weight)
+    return (op.input, op.weight) if isinstance(op, LinearOp) else (op.a, op.b)
 
 
-def contracted_axis(op: MatmulOp | LinearOp, operand: SSAValue) -> int:
+def contracted_axis(op: Contraction, operand: SSAValue) -> int:
     """The value axis of `operand` that `op` contracts (K)."""
     rank = len(tensor_type(operand).value_axes())
-    if isinstance(op, MatmulOp) and operand is op.b and rank >= 2:
+    if isinstance(op, MatmulOp | GroupedMmOp) and operand is op.b and rank >= 2:
         return rank - 2
     return rank - 1
 
 
-def operand_splits(op: MatmulOp | LinearOp) -> list[DeviceSplit | None]:
+def operand_splits(op: Contraction) -> list[DeviceSplit | None]:
     """The device split of the contracted axis K of each operand (a, b)."""
     return [device_split(op, tensor_type(v).value_axes()[contracted_axis(op, v)]) for v in contraction_operands(op)]
 
 
-def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
+def contraction_split(op: Contraction) -> DeviceSplit | None:
     """The device split of the contracted axis K, which both operands must share
     (ShardContractionOperand makes them); a static one where one operand's K is dynamic,
     since the rFactor reshapes both operands by it."""
@@ -220,7 +225,7 @@ class ShardContractionOperand(RewritePattern):
     collective does."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
+    def match_and_rewrite(self, op: MatmulOp | LinearOp | GroupedMmOp, rewriter: PatternRewriter):
         splits = operand_splits(op)
         if splits == [None, None] or _shard_alike(*splits):
             return
@@ -236,7 +241,7 @@ class ShardContractionOperand(RewritePattern):
         rewriter.notify_op_modified(op)
 
 
-def _sharded_on_contraction(op: MatmulOp | LinearOp, sharded: SSAValue, plain: SSAValue) -> TensorType:
+def _sharded_on_contraction(op: Contraction, sharded: SSAValue, plain: SSAValue) -> TensorType:
     """`plain`'s value axes on `sharded`'s mesh, its K split as `sharded`'s (every device
     type of it: an inner one is refused); its other axes keep the device types that mesh
     has alike, but those K takes. A broadcast K (of one element, on one device) too."""
@@ -265,7 +270,7 @@ class ReduceWholeAxesLocally(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
         if isinstance(op, AxesReduction):
             local = not device_parallel_reduced_axes(op)
-        elif isinstance(op, MatmulOp | LinearOp):
+        elif isinstance(op, MatmulOp | LinearOp | GroupedMmOp):
             local = operand_splits(op) == [None, None]
         else:
             return
@@ -415,6 +420,31 @@ class RFactorShardedContraction(RewritePattern):
             rewriter.replace(op, located_like(SqueezeOp(reduced.result, inserted, result.value_type()), op))
         else:
             rewriter.replace(op, [], [reduced.result])
+
+
+class RFactorShardedGroupedMm(RewritePattern):
+    """c = grouped_mm a[B.., M, K(D didx, K/D)], b[B.., G, K(D didx, K/D), N], o   (or N in groups)
+    ->  a' = permute(reshape a)  [D didx, B.., M, K/D]
+        b' = permute(reshape b)  [D didx, B.., G, K/D, N]
+        p  = grouped_mm a', b', o  [D didx, B.., M, N, r(K/D)]   (local partial, D a batch axis)
+        c  = reduce sum p dims [0]  [rD, B.., M, N]                (one communication)
+    as RFactorShardedContraction does for a matmul; K in groups cannot be cut by devices."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: GroupedMmOp, rewriter: PatternRewriter):
+        split = contraction_split(op)
+        if split is None:
+            return
+        if op.grouping == Grouping.K:
+            raise op_error(op, "a grouped_mm with K in groups cannot contract over a device-parallel K: devices would cut the groups")
+        a, b = (_device_axis_first(v, contracted_axis(op, v), split, rewriter, op) for v in contraction_operands(op))
+        result = tensor_type(op.result)
+        on_a = tensor_type(a)
+        values = [_without(axis, _lost_types({split.parallel}, result, on_a)) for axis in result.value_axes()]
+        partial_type = _tensor(result, [split.device_axis, *values, Axis(split.local.extent, IterKind.REDUCTION)], on_a.mesh)
+        partial = _emit(rewriter, op, GroupedMmOp(a, b, op.offsets, op.grouping, partial_type))
+        final = _final_reduce(ReduceKind.SUM, partial, 0, result, rewriter, op)
+        rewriter.replace(op, [], [final.result])
 
 
 def _partial_type(a: SSAValue, b: SSAValue, split: DeviceSplit, result: TensorType, positions: list[int]) -> TensorType:
@@ -665,7 +695,7 @@ class DecomposeReshardings(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
             [ShardContractionOperand(), ReduceWholeAxesLocally(), SumsForShardedStatistics(), SplitShardedLinearBias(),
-             RFactorShardedReduce(), RFactorShardedContraction()],
+             RFactorShardedReduce(), RFactorShardedContraction(), RFactorShardedGroupedMm()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in fusions_to_lower(op):

@@ -133,6 +133,7 @@ def test_number_operands_become_constants_of_nvfusers_scalar_types():
         (lambda fd, x, y: fd.ops.sum(x, dtype=DataType.Float), ("float16", "float16"), DataType.Float),
         (lambda fd, x, y: fd.ops.max(x), ("int32", "int32"), DataType.Int32),
         (lambda fd, x, y: fd.ops.where(fd.ops.gt(x, 0), x, y), ("bfloat16", "float32"), DataType.Float),
+        (lambda fd, x, y: fd.ops.where(fd.ops.gt(x, 0), x, 0.0), ("bfloat16", "bfloat16"), DataType.BFloat16),
         (lambda fd, x, y: fd.ops.cat([x, y], 0), ("int32", "int64"), DataType.Int),
     ],
 )
