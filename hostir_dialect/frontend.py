@@ -55,7 +55,14 @@ from .tensor_type import ParallelKind as _PT
 
 
 class FusionDefinitionError(ValueError):
-    """A mistake in a fusion definition, reported when the offending call is made."""
+    """A mistake in a fusion definition, reported when the offending call is made, at the
+    user's line: `test.py:12:9: fd.ops.add: ...` (`reason` is the message without it)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        location = _caller_location()
+        where = "" if location is None else f"{location.filename.data}:{location.line.data}:{location.column.data}: "
+        super().__init__(where + reason)
 
 
 # --------------------------------------------------------------------------- #
@@ -175,8 +182,10 @@ class DeviceMesh:
             self.mesh = Mesh.of(_device_grid(devices))
             # A tensor without axes reports exactly the mesh's own problems.
             problems = list(TensorDesc(i1, (), self.mesh).problems())
-        except (VerifyException, FusionDefinitionError) as error:
+        except VerifyException as error:
             problems = [str(error)]
+        except FusionDefinitionError as error:
+            problems = [error.reason]
         if problems:
             raise FusionDefinitionError(f"invalid device mesh {devices!r}: {problems[0]}")
 
@@ -729,7 +738,7 @@ class FusionDefinition:
         try:
             scalar = Scalar(self, value, data_type(dtype))
         except FusionDefinitionError as error:
-            raise FusionDefinitionError(f"define_scalar: {error}") from None
+            raise FusionDefinitionError(f"define_scalar: {error.reason}") from None
         self._record_constant(scalar)
         return scalar
 
@@ -1058,7 +1067,7 @@ class Ops:
             try:
                 return Scalar(self._fd, value, _default_scalar_type(value))
             except FusionDefinitionError as error:
-                raise FusionDefinitionError(f"{what}: {error}") from None
+                raise FusionDefinitionError(f"{what}: {error.reason}") from None
         raise FusionDefinitionError(f"{what}: operand {value!r} is neither a Tensor, a Scalar nor a number")
 
     def _folded(self, function: str, values: Sequence[_Value], dtype: DataType, what: str) -> Scalar:

@@ -237,27 +237,19 @@ def buffer_order(t: TensorType, to_result: Mapping[int, int], skip: int | None =
     ]
 
 
-def _chunk_order(t: TensorType, to_result: Mapping[int, int], split: int | None, parts: int, skip: int | None,
-                 member_extent: int = DYNAMIC) -> list[int]:
+def _chunk_order(t: TensorType, to_result: Mapping[int, int], split: int | None, parts: int, skip: int | None) -> list[int]:
     """The result axes of one of `parts` team chunks of `t`'s buffer, cut along the result
     axis `split` (None: the chunk is the whole buffer), in memory order, without those of
-    extent 1 in the chunk. `member_extent`: the extent of a chunk along `split` where `t`'s
-    is dynamic (one member's local extent on the other side: 1 for a whole-axis device piece)."""
+    extent 1 in the chunk."""
     from_result = {r: a for a, r in to_result.items()}
     order = []
     for axis in buffer_order(t, to_result, skip):
         extent = t.local_extent(from_result[axis])
-        if axis == split:
-            extent = member_extent if extent == DYNAMIC else extent // parts
+        if axis == split and extent != DYNAMIC:
+            extent //= parts
         if extent != 1:
             order.append(axis)
     return order
-
-
-def _member_extent(t: TensorType, to_result: Mapping[int, int], axis: int | None) -> int:
-    """`t`'s local extent of the axis that becomes result axis `axis` (DYNAMIC if none)."""
-    source = {r: a for a, r in to_result.items()}.get(axis) if axis is not None else None
-    return DYNAMIC if source is None else t.local_extent(source)
 
 
 def _team_size(t: TensorType, parallel: ParallelKind) -> int:
@@ -281,10 +273,8 @@ def layout_problem(op: SetOp | ReduceOp, loop_axis: int | None = None) -> str | 
                     "outermost allocated axis with a local extent above 1 (reorder-sharded-axis makes it so)")
     # A scattered axis is cut into as many chunks as it has shards in the result, a
     # gathered one into as many as it had in the input.
-    send_chunk = _chunk_order(source, to_result, exchange.scattered, _team_size(target, exchange.parallel), loop_axis,
-                              _member_extent(target, identity, exchange.scattered))
-    receive_chunk = _chunk_order(target, identity, exchange.gathered, _team_size(source, exchange.parallel), loop_axis,
-                                 _member_extent(source, to_result, exchange.gathered))
+    send_chunk = _chunk_order(source, to_result, exchange.scattered, _team_size(target, exchange.parallel), loop_axis)
+    receive_chunk = _chunk_order(target, identity, exchange.gathered, _team_size(source, exchange.parallel), loop_axis)
     if send_chunk == receive_chunk:
         return None
     if exchange.scattered is not None and exchange.gathered is not None:
