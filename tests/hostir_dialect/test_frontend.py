@@ -603,3 +603,150 @@ def test_every_definition_and_scheduling_call_makes_a_new_revision():
     with pytest.raises(FusionDefinitionError):
         a.outer_split(1, 3)  # refused: nothing changed
     assert fd.revision == seen[-1]
+
+
+# --------------------------------------------------------------------------- #
+# nvFuser's spellings (issue 28)
+# --------------------------------------------------------------------------- #
+
+
+def test_define_tensor_takes_nvfusers_arguments():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[2, 3, 4], contiguity=[True, None, True], dtype=DataType.BFloat16,
+                             is_cpu=False, stride_order=[2, 0, 1])
+        b = fd.define_tensor((-1,), contiguity=False, dtype=DataType.UInt64)
+        with raises("define_tensor: contiguity must be a bool or one bool (or None) per axis"):
+            fd.define_tensor([2, 3], contiguity=[True])
+        with raises("define_tensor: is_cpu=True (a CPU scalar input) is not supported"):
+            fd.define_tensor([], is_cpu=True)
+        with raises("define_tensor: stride_order [0, 0] is not a permutation of 2 axes"):
+            fd.define_tensor([2, 3], stride_order=[0, 0])
+    assert a.type.allocation_order() == (0, 2, 1)  # stride rank 2 outermost, 0 innermost
+    assert str(b.type) == "!fusion.tensor<ui64[?]>" and b.dtype() == DataType.UInt64
+    assert fd.fusion.inputs() == [a, b] and fd.fusion.outputs() == []
+
+
+def test_loop_splits_reorders_and_allocation_domains():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [8, 6])
+    out.split(0, 2)  # inner split: [4, 2], as nvFuser's default
+    assert [d.extent for d in out.loop_domain] == [4, 2, 6]
+    out.split(2, 3, inner_split=False)
+    out.reorder({2: 0})
+    assert [d.extent for d in out.loop_domain] == [3, 4, 2, 2]
+    out.set_allocation_domain([out.axis(0), out.axis(3), out.axis(1), out.axis(2)], True)
+    assert out.type.allocation_order() == (1, 0)
+    with raises("T1.set_allocation_domain: the pieces of logical axis 0 are apart"):
+        out.set_allocation_domain([out.axis(1), out.axis(0), out.axis(3), out.axis(2)], True)
+    with raises("T1.set_allocation_domain: the pieces of logical axis 1 are out of order"):
+        out.set_allocation_domain([out.axis(3), out.axis(0), out.axis(1), out.axis(2)], True)
+    with raises("T1.reorder: {0: 1, 1: 1} moves two axes to one place"):
+        out.reorder({0: 1, 1: 1})
+
+
+def test_a_device_axis_stands_anywhere_in_an_allocation_domain():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [8, 6])
+    out.set_device_mesh(DeviceMesh([0, 1]))
+    out.outer_split(0, 2)
+    out.axis(0).parallelize(ParallelType.DIDx)
+    out.set_allocation_domain([out.axis(2), out.axis(0), out.axis(1)], True)
+    assert out.type.allocation_order() == (1, 0)
+
+
+def test_an_inner_split_of_a_dynamic_axis_shards_it_strided():
+    fd, t = build(lambda fd, a: fd.ops.set(a), [-1])
+    t.set_device_mesh(DeviceMesh([0, 1]))
+    t.inner_split(0, 2)
+    t.axis(1).parallelize(ParallelType.DIDx)
+    assert str(t.type) == "!fusion.tensor<f32[?(?, 2 didx)], mesh=[0, 1]>"
+
+
+def test_3d_meshes_from_tensors_and_didz():
+    mesh = DeviceMesh(torch.arange(8).reshape(2, 2, 2))
+    assert mesh.shape == (2, 2, 2) and DeviceMesh(range(3)).device_ids == [0, 1, 2]
+    fd, out = build(lambda fd, a: fd.ops.set(a), [4, 2, 2])
+    out.set_device_mesh(mesh)
+    out.outer_split(0, 2)
+    out.axis(0).parallelize(ParallelType.mesh_z)
+    out.axis(2).parallelize(ParallelType.mesh_y)
+    out.axis(3).parallelize(ParallelType.DIDx)
+    assert str(out.type) == "!fusion.tensor<f32[4(2 didz, 2), 2 didy, 2 didx], mesh=[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]>"
+    with raises("device meshes have at most 3 dimensions"):
+        DeviceMesh([[[[0]]]])
+
+
+def test_a_device_type_on_a_reduction_axis_beside_an_iteration_axis():
+    """nvFuser's request for a reduce-scatter: the same device type on the reduction
+    axis (partial sums) and on an iteration axis (the scattered result)."""
+    fd, out = build(lambda fd, a, w: fd.ops.linear(a, w), [4, 8], [6, 8])
+    out.set_device_mesh(DeviceMesh([0, 1]))
+    out.split(-1, 2, inner_split=False)
+    out.axis(-2).parallelize(ParallelType.DIDx)
+    out.outer_split(0, 2)
+    out.axis(0).parallelize(ParallelType.DIDx)
+    assert str(out.type) == "!fusion.tensor<f32[4(2 didx, 2), 6, r8(2 didx, 4)], mesh=[0, 1]>"
+    with raises("T2: loop axis 0 is already parallelized on didx; a tensor has at most one didx axis (and one on a reduction axis)"):
+        out.axis(2).parallelize(ParallelType.DIDx)
+
+
+def test_rfactor_schedules_the_tensor_it_rfactors():
+    fd, out = build(lambda fd, a, b: fd.ops.matmul(a, b), [4, 8], [8, 2])
+    out.outer_split(-1, 2)
+    local = out.rfactor(axes=[-1])
+    local.set_device_mesh(DeviceMesh([0, 1]))
+    local.axis(-2).parallelize(ParallelType.DIDx)
+    assert str(out.type) == "!fusion.tensor<f32[4, 2, r8(2 didx, 4)], mesh=[0, 1]>"
+    with raises("T2.rfactor: axes [0] must be reduction axes of the loop domain"):
+        out.rfactor(axes=[0])
+    with raises("rfactor(..).outer_split is not supported"):
+        local.outer_split(0, 2)
+
+
+def test_symbolic_extents_slice_to_the_end_and_expand():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1, 4])
+        y = fd.ops.relu(x)
+        sizes = fd.ops.shape(x)
+        assert sizes[2] == 4 and repr(sizes[0]) == "fd.ops.size(T0, 0)"
+        head = fd.ops.slice(y, [0, 1, 0], [fd.ops.size(x, 0), sizes[1], 2])
+        w = fd.ops.broadcast_in_dim(fd.define_tensor([4]), shape=sizes, broadcast_dims=[-1])
+        with raises("fd.ops.slice: bound fd.ops.size(T0, 1) of axis 0 of T1 is not known to be that axis's extent"):
+            fd.ops.slice(y, [0, 0, 0], [sizes[1], 1, 1])
+        fd.add_output(head)
+        fd.add_output(w)
+    text = roundtrip(fd)
+    assert "stops [9223372036854775807, 9223372036854775807, 2]" in text
+    assert re.search(r"fusion.expand %T\d+ like %T0 axes \[0, 1, -1\]", text)
+
+
+def test_expanded_axes_broadcast_again_in_elementwise_ops():
+    """nvFuser's expanded broadcast axes still broadcast: a mask expanded to 4 meets a
+    tensor of 8 along that axis (alphafold3.py)."""
+    with FusionDefinition() as fd:
+        mask = fd.define_tensor([2, 3], dtype=DataType.Bool)
+        z = fd.define_tensor([2, 3, 8])
+        expanded = fd.ops.broadcast_in_dim(mask, shape=[2, 3, 4], broadcast_dims=[0, 1])
+        fd.add_output(fd.ops.where(expanded, z, 0.0))
+    assert expanded.shape == (2, 3, 4) and result_type(fd) == "!fusion.tensor<f32[2, 3, 8]>"
+
+
+def test_ops_and_errors_name_the_users_line():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4])
+        line = sys._getframe().f_lineno + 1
+        out = fd.ops.neg(a)
+        fd.add_output(out)
+    (op,) = [o for o in fd.to_module().walk() if o.name == "fusion.neg"]
+    assert (op.location.filename.data, op.location.line.data, op.location.column.data) == (__file__, line, 15)
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4])
+        with pytest.raises(FusionDefinitionError, match=rf"^{re.escape(__file__)}:\d+:\d+: fd\.ops\.softmax is not supported"):
+            fd.ops.softmax(a)
+
+
+def test_nvfuser_no_op_spellings():
+    fd, out = build(lambda fd, a: fd.ops.set(a), [4, 6])
+    assert out.swizzle1d(0, ParallelType.mesh_x) is out
+    with raises("T1.set_memory_type"):
+        out.set_memory_type("symmetric")
+    with raises("swizzle1d rotates by a device index"):
+        out.swizzle1d(0, ParallelType.Stream)
