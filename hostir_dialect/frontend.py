@@ -1375,7 +1375,7 @@ class Ops:
         def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
             return fusion.IotaOp(v[0], v[1], r)  # type: ignore[arg-type]
 
-        return self._fd._define(what, bounds, build, dtype.element_type, result_axes=[_axis_shape(extent)])
+        return self._fd._define(what, bounds, build, data_type(dtype).element_type, result_axes=[_axis_shape(extent)])
 
     def triu(self, arg: Tensor, diagonal: int = 0) -> Tensor:
         """The upper triangle of the last two axes (torch.triu)."""

@@ -197,6 +197,8 @@ def contraction_split(op: Contraction) -> DeviceSplit | None:
         return None
     if not _shard_alike(*splits):
         raise op_error(op, "a contraction over a device-parallel axis needs both operands sharded alike on it")
+    if isinstance(op, LinearOp) and op.stacked_axes():
+        raise op_error(op, "a linear with a stack of weights over a device-parallel K is not supported; shard the stack or N")
     return next((s for s in splits if s is not None and s.local.extent != DYNAMIC), splits[0])
 
 
@@ -279,6 +281,36 @@ class ReduceWholeAxesLocally(RewritePattern):
         result = tensor_type(op.result)
         axes = tuple(_without(a, set(DEVICE_KINDS)) if a.is_reduction else a for a in result.axes)
         rewriter.replace_value_with_new_type(op.result, result.with_(axes=axes))
+
+
+class StackedLinearAsMatmul(RewritePattern):
+    """y = linear x[M, K], w[G.., N, K] (bias b[G.., N])?   (K device-parallel)
+    ->  y = matmul x, (permute w [G.., K, N]) (+ broadcast b [G.., 1, N])
+    A linear with a stack of weights is a batched matmul of the one input: the rFactor of
+    a contraction then applies. An input of rank above 2 would have to be flattened first,
+    whose shards a reshape may not keep: refused."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter):
+        if not op.stacked_axes() or operand_splits(op) == [None, None]:
+            return
+        if len(tensor_type(op.input).value_axes()) > 2:
+            raise op_error(op, "a linear with a stack of weights over a device-parallel K takes an input of rank <= 2")
+        weight = tensor_type(op.weight)
+        rank = len(weight.value_axes())
+        order = [*range(rank - 2), rank - 1, rank - 2]
+        transposed = _emit(rewriter, op, PermuteOp(op.weight, order, _tensor(weight, [weight.value_axes()[i] for i in order])))
+        result = tensor_type(op.result)
+        if op.bias is None:
+            rewriter.replace(op, located_like(MatmulOp(op.input, transposed, result), op))
+            return
+        product = _emit(rewriter, op, MatmulOp(op.input, transposed, result))
+        bias = tensor_type(op.bias)
+        rows = len(result.value_axes()) - rank + 1  # the input's rows, between the stack and N
+        axes = [*bias.value_axes()[:-1], *[Axis(1, IterKind.BROADCAST)] * rows, bias.value_axes()[-1]]
+        new = list(range(rank - 2, rank - 2 + rows))
+        broadcast = _emit(rewriter, op, BroadcastOp(op.bias, new, _tensor(bias, axes))) if rows else op.bias
+        rewriter.replace(op, located_like(AddOp(product, broadcast, result.value_type()), op))
 
 
 class SplitShardedLinearBias(RewritePattern):
@@ -694,7 +726,8 @@ class DecomposeReshardings(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
-            [ShardContractionOperand(), ReduceWholeAxesLocally(), SumsForShardedStatistics(), SplitShardedLinearBias(),
+            [ShardContractionOperand(), ReduceWholeAxesLocally(), SumsForShardedStatistics(), StackedLinearAsMatmul(),
+             SplitShardedLinearBias(),
              RFactorShardedReduce(), RFactorShardedContraction(), RFactorShardedGroupedMm()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]

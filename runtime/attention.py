@@ -94,5 +94,8 @@ def dropout_keep(attention: Attention, seed: int, offset: int, positions: torch.
 
 
 def batched(x: torch.Tensor) -> torch.Tensor:
-    """[N.., H, L, E] as [B, H, L, E] (a view where the batch axes allow one)."""
-    return x.reshape(-1, *x.shape[-3:])
+    """[N.., H, L, E] as [B, H, L, E] (a view where the batch axes allow one), dense along
+    its last axis: torch's fused kernels assume it (its scaled_dot_product_attention makes
+    it so before calling them)."""
+    x = x.reshape(-1, *x.shape[-3:])
+    return x if x.stride(-1) == 1 else x.contiguous()

@@ -405,13 +405,19 @@ def _grouped_mm(op: fusion.GroupedMmOp, ctx: OpContext) -> Kernel:
 
 
 def _grouped_gemm_runs(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Does torch's grouped GEMM take these operands: a dtype it computes in, and every
-    stride but the unit one a multiple of 16 bytes?"""
-    return all(
-        x.dtype in (torch.float16, torch.bfloat16, torch.float32)
-        and all(s * x.element_size() % 16 == 0 for s in x.stride() if s != 1)
-        for x in (a, b)
-    )
+    """Does torch's grouped GEMM take these operands: a dtype it computes in, 16-byte
+    aligned data, and matrices whose rows (or columns) are dense with a leading stride of a
+    multiple of 16 bytes (its own check)?"""
+    return all(x.dtype in (torch.float16, torch.bfloat16, torch.float32) and x.data_ptr() % 16 == 0
+               and _aligned_matrices(x) for x in (a, b))
+
+
+def _aligned_matrices(x: torch.Tensor) -> bool:
+    size = x.element_size()
+    (rows, columns), (row_stride, column_stride) = x.shape[-2:], x.stride()[-2:]
+    dense = (column_stride == 1 and row_stride * size % 16 == 0 and row_stride >= max(columns, 1)) or (
+        row_stride == 1 and column_stride * size % 16 == 0 and column_stride >= max(rows, 1))
+    return dense and all(stride * size % 16 == 0 for stride in x.stride()[:-2])
 
 
 def _grouped_matmuls(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, grouping: fusion.Grouping) -> torch.Tensor:

@@ -57,3 +57,15 @@ def test_half_precision_keeps_its_type_and_logsumexp_is_float32():
     q, k, v, g = operands(torch.bfloat16)
     out, lse = Attention(0.0, True, None).forward(q, k, v, None)
     assert out.dtype == torch.bfloat16 and lse.dtype == torch.float32
+
+
+def test_operands_laid_out_across_their_last_axis_are_made_dense_for_the_fused_kernel():
+    """torch's flash kernels assume a unit stride along the head size (the differential
+    tester found a key laid out transposed giving another logsumexp)."""
+    from hostir.runtime.attention import batched
+
+    q, k, v, g = operands()
+    transposed = k.transpose(-1, -2).contiguous().transpose(-1, -2)
+    want, _ = torch_attention(q, k, v, g, True, None)
+    out, _ = Attention(0.0, True, None).forward(batched(q), batched(transposed), batched(v), None)
+    torch.testing.assert_close(out, want)
