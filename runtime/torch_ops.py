@@ -179,16 +179,18 @@ def _squeeze(op: fusion.SqueezeOp, ctx: OpContext) -> Kernel:
 
 
 def _sharded_axes(value: SSAValue) -> set[int]:
-    """Value axes (torch dims) of `value` that have a device-parallel piece."""
-    axes = tensor_type(value).value_axes()
-    return {k for k, a in enumerate(axes) if any(p.parallel.is_device for p in a.pieces)}
+    """Value axes (torch dims) of `value` split over several devices: a device-parallel
+    piece on a mesh axis of one device splits nothing."""
+    t = tensor_type(value)
+    return {k for k, a in enumerate(t.value_axes())
+            if any(p.parallel.is_device and t.mesh is not None and t.mesh.axis_size(p.parallel) > 1 for p in a.pieces)}
 
 
 def _slice(op: fusion.SliceOp, ctx: OpContext) -> Kernel:
     starts, stops, steps = (list(x.get_values()) for x in (op.starts, op.stops, op.steps))
-    if ctx.is_local():
-        for k in _sharded_axes(op.input) - set(op.whole_axes()):
-            raise UnsupportedOp(f"slices axis {k}, which is sharded across devices; slice before sharding")
+    cut = _sharded_axes(op.input) - set(op.whole_axes()) if ctx.is_local() else set()
+    if cut:
+        raise UnsupportedOp(f"slices axis {min(cut)}, which is sharded across devices; slice before sharding")
     index = tuple(slice(a, b, c) for a, b, c in zip(starts, stops, steps))
     return _view_kernel(lambda x: x[index])
 

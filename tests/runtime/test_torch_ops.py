@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hostir import FusionDefinition, ParallelType
+from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.runtime import execute
 
 
@@ -139,3 +139,18 @@ def test_a_linear_with_stacked_weights_is_one_linear_per_weight():
     xs, ws, bs = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5)
     (got,) = run_fusion(fd.to_module(), [xs, ws, bs])
     torch.testing.assert_close(got, torch.stack([torch.nn.functional.linear(xs, ws[g], bs[g]) for g in range(2)]))
+
+
+def test_a_slice_along_an_axis_sharded_over_one_device_is_computed():
+    """A device type on a mesh axis of one device splits nothing: the slice is local."""
+    from hostir.runtime import execute
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4, 6])
+        fd.add_output(fd.ops.slice(a, [1, 0], [3, 6]))
+    a.set_device_mesh(DeviceMesh([0]))
+    a.outer_split(0, 1)
+    a.axis(0).parallelize(ParallelType.DIDx)
+    x = torch.randn(4, 6)
+    (out,) = execute(fd.lower(), [x], rank=0, world_size=1)
+    torch.testing.assert_close(out, x[1:3])
