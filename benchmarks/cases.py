@@ -526,8 +526,11 @@ CASES: dict[str, type[Case]] = {c.name: c for c in (AgMatmul, MatmulReduceScatte
 # --------------------------------------------------------------------------- #
 
 
-def lowering_pipeline(pass_options: Mapping[str, Mapping[str, object]]) -> str:
-    """hostir-lower's passes, with options for some: {"pass-name": {"option": value}}."""
+def lowering_pipeline(pass_options: Mapping[str, Mapping[str, object]] | None) -> str:
+    """hostir-lower's passes, with options for some: {"pass-name": {"option": value}};
+    None: `hostir-lower` itself, with its default options."""
+    if pass_options is None:
+        return "hostir-lower"
     passes = PIPELINES["hostir-lower"]
     unknown = set(pass_options) - set(passes)
     if unknown:
@@ -542,9 +545,12 @@ def _options_text(options: Mapping[str, object]) -> str:
                           for key, value in options.items()) + "}"
 
 
-def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]], cuda_graph: bool = False) -> Variant:
+def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, object]] | None,
+           cuda_graph: bool | None = False) -> Variant:
     """The case's fusion over `chunks` stream chunks, lowered, run with numberOfStreams = chunks
-    (replayed from a CUDA graph with `cuda_graph`)."""
+    (replayed from a CUDA graph with `cuda_graph`, inputs bound once). `pass_options` and
+    `cuda_graph` None: everything as a user who sets nothing gets it (`hostir-lower`'s and
+    the Evaluator's defaults, inputs passed as tensors every run)."""
     p = case.p
     module = case.fusion(chunks).to_module()
     run_passes(make_context(), module, build_passes(lowering_pipeline(pass_options)))
@@ -553,12 +559,13 @@ def hostir(case: Case, chunks: int, pass_options: Mapping[str, Mapping[str, obje
     a_type, b_type = (arg.type for arg in evaluator.function.args)
     inputs: list[torch.Tensor] = []
     outputs: list[torch.Tensor] = []
+    bind = evaluator.bind_inputs if cuda_graph is not None else list
 
     def load(ops: Operands) -> None:
         # Bound once per load, as a CUDA-graph user binds static inputs: a replay then
         # copies nothing in (eagerly, binding hands back the tensors themselves).
-        inputs[:] = evaluator.bind_inputs([case.a_shard(ops.a, chunks).reshape(logical_shape(a_type, p.rank)).contiguous(),
-                                           case.b_shard(ops.b).reshape(logical_shape(b_type, p.rank)).contiguous()])
+        inputs[:] = bind([case.a_shard(ops.a, chunks).reshape(logical_shape(a_type, p.rank)).contiguous(),
+                          case.b_shard(ops.b).reshape(logical_shape(b_type, p.rank)).contiguous()])
 
     def run() -> None:
         outputs[:] = evaluator.run(inputs)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from hostir.runtime.cli import all_gather_pickled
+from hostir.runtime.cli import all_gather_json
 
 from hostir.runtime.launcher import device_for
 
@@ -205,7 +205,7 @@ def _attempt(step: Callable[[], object]) -> tuple[object, str | None]:
 def agreed_failure(message: str | None) -> str | None:
     """The first rank's failure message, on every rank (None when all ranks succeeded), so
     that all ranks agree whether to go on with a variant."""
-    messages = all_gather_pickled(message)  # dist.all_gather_object needs numpy
+    messages = all_gather_json(message)
     return next((m for m in messages if m is not None), None)
 
 

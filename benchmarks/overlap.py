@@ -45,9 +45,11 @@ from measure import DTYPES, Variant, checked_timing, format_table, join_world, m
 AUTO = {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}
 AUTO_GRAPH = {"choose-pipelining": {"transport": "auto", "cuda-graph": True},
               "convert-op-to-communication": {"transport": "auto"}}
-HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]], bool], ...] = (
+HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | None], ...] = (
     # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}, replayed
     # from a CUDA graph); each label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
+    # hostir_default: no option anywhere (hostir-lower's and the Evaluator's defaults).
+    ("hostir_default", None, None),
     ("hostir_nccl", {}, False),
     ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}, False),
     ("hostir_auto", AUTO, False),
@@ -75,6 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--chunks", nargs="+", type=int, default=list(CHUNK_COUNTS),
                         help="stream chunk counts S of the swept variants (default: 2 4 8)")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
+    parser.add_argument("--hostir", nargs="+", choices=[label for label, _, _ in HOSTIR_VARIANTS],
+                        help="run only these hostir variants (default: all)")
     args = parser.parse_args(argv)
     args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
     args.repeat = args.repeat or (3 if args.tiny else 30)
@@ -116,13 +120,21 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
         "repeat": args.repeat,
         "warmup": args.warmup,
         "chunk_counts": args.chunks,
-        "hostir_variants": {label: lowering_pipeline(options) + (" (CUDA graph)" if graph else "")
-                            for label, options, graph in HOSTIR_VARIANTS},
+        "families": families(selected(args)),
+        "hostir_variants": {label: lowering_pipeline(options) + (" (CUDA graph)" if graph else
+                                                                 " (the Evaluator's defaults)" if graph is None else "")
+                            for label, options, graph in selected(args)},
         "cases": rows,
     }
 
 
-def variant_builders(case: Case, chunk_counts: list[int]) -> list[tuple[str, Callable[[], Variant] | str]]:
+def selected(args: argparse.Namespace) -> tuple:
+    """The hostir variants this run measures."""
+    return tuple(v for v in HOSTIR_VARIANTS if not args.hostir or v[0] in args.hostir)
+
+
+def variant_builders(case: Case, chunk_counts: list[int],
+                     hostir_variants: tuple = HOSTIR_VARIANTS) -> list[tuple[str, Callable[[], Variant] | str]]:
     """Every variant of the case by name, the swept ones at each of `chunk_counts`: how to
     build it, or why it does not run here."""
     cuda = case.p.device.type == "cuda"
@@ -137,23 +149,24 @@ def variant_builders(case: Case, chunk_counts: list[int]) -> list[tuple[str, Cal
         *((f"handwritten_nccl_S{s}", partial(case.handwritten, s)) for s in chunk_counts),
         ("torch_fused", fused),
         *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph))
-          for label, options, graph in HOSTIR_VARIANTS for s in chunk_counts),
+          for label, options, graph in hostir_variants for s in chunk_counts),
     ]
 
 
-def families() -> list[str]:
+def families(hostir_variants: tuple = HOSTIR_VARIANTS) -> list[str]:
     """Variants swept over S, whose best S gets a column of its own."""
-    return ["handwritten_nccl", *(label for label, _, _ in HOSTIR_VARIANTS)]
+    return ["handwritten_nccl", *(label for label, _, _ in hostir_variants)]
 
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace) -> dict:
-    variants = {name: measure_variant(build, case, next(seeds), args) for name, build in variant_builders(case, args.chunks)}
+    variants = {name: measure_variant(build, case, next(seeds), args)
+                for name, build in variant_builders(case, args.chunks, selected(args))}
     ideal = ideal_ms(variants)
     for name, result in variants.items():
         if name not in BASELINES and "ms" in result and ideal:
             result["ratio"] = result["ms"] / ideal
     best = {}
-    for family in families():
+    for family in families(selected(args)):
         swept = [(variants[f"{family}_S{s}"].get("ratio"), s) for s in args.chunks]
         timed = [(ratio, s) for ratio, s in swept if ratio is not None]
         if timed:
@@ -188,7 +201,7 @@ def ideal_ms(variants: dict) -> float | None:
 def table(report: dict) -> str:
     first = report["cases"][0]["variants"]
     variant_columns = [name for name in first if name not in BASELINES]
-    for family in families():  # the best-S column right after its family's last S
+    for family in report["families"]:  # the best-S column right after its family's last S
         variant_columns.insert(variant_columns.index(f"{family}_S{report['chunk_counts'][-1]}") + 1, f"{family}_best")
     header = ["case", *(f"{name} ms" for name in BASELINES), "ideal ms", *variant_columns]
     rows, failures = [], []

@@ -33,25 +33,31 @@ class FusionDefinition(FusionDefinitionIR):
     def __init__(self, name: str = "fusion"):
         super().__init__(name)
         self._executors = runtime.ExecutorCache()
-        self._lowered: tuple[tuple[int, str], ModuleOp] | None = None
+        self._lowered: dict[str, tuple[tuple[int, str], ModuleOp]] = {}
 
-    def lower(self, options: passes.PassManagerOptions | None = None) -> ModuleOp:
-        """The host program: this fusion through the `hostir-lower` pipeline
-        (`options` disable passes, dump IR after passes, time them)."""
-        return passes.lower(self.to_module(), options)
+    def lower(self, options: passes.PassManagerOptions | None = None, *, pipeline: str = "hostir-lower") -> ModuleOp:
+        """The host program: this fusion through `pipeline` (default `hostir-lower`, which
+        lets the cost model choose transports and pipelining; e.g.
+        `"hostir-lower{transport=nccl}"` keeps NCCL and every Stream pipeline as written).
+        `options` disable passes, dump IR after passes, time them."""
+        return passes.lower(self.to_module(), options, pipeline)
 
-    def execute(self, inputs: Sequence[object], *, trace: str | os.PathLike | None = None,
-                _enable_options: Sequence[str] = (), _disable_options: Sequence[str] = (), **options) -> list:
-        """Lower, then run on this rank (`rank=`, `world_size=`, `number_of_streams=`,
-        `cuda_graph=`, `trace=PATH`, ... as `runtime.execute`): local shards in, local shards
-        out. Started by torchrun, a process joins its world on the first call (without
-        `rank`). For several ranks at once use `runtime.run_spmd(fd, per_rank_inputs,
-        world_size=N, lower=True)`. `_enable_options`/`_disable_options` take nvFuser's
-        options that change how nvFuser schedules, not what it computes (NO_EFFECT_OPTIONS).
+    def execute(self, inputs: Sequence[object], *, pipeline: str = "hostir-lower",
+                trace: str | os.PathLike | None = None, _enable_options: Sequence[str] = (),
+                _disable_options: Sequence[str] = (), **options) -> list:
+        """Lower with `pipeline`, then run on this rank (`rank=`, `world_size=`,
+        `number_of_streams=`, `cuda_graph=`, `unit_backend=`, `trace=PATH`, ... as
+        `runtime.execute`): local shards in, local shards out. On GPUs it replays from a
+        CUDA graph and runs kernel units as fused kernels unless told otherwise. Started by
+        torchrun, a process joins its world on the first call (without `rank`). For
+        several ranks at once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N,
+        lower=True)`. `_enable_options`/`_disable_options` take nvFuser's options that
+        change how nvFuser schedules, not what it computes (NO_EFFECT_OPTIONS).
 
         As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
         are kept, by the definition's revision (any definition or scheduling call makes a
-        new one) and the options: calling again with the same ones only runs it."""
+        new one), the pipeline and the options: calling again with the same ones only
+        runs it."""
         for name in (*_enable_options, *_disable_options):
             if name not in NO_EFFECT_OPTIONS:
                 known = ", ".join(sorted(NO_EFFECT_OPTIONS))
@@ -60,7 +66,8 @@ class FusionDefinition(FusionDefinitionIR):
             runtime.join_torchrun_world()
         profiler = PythonProfiler.active
         traced = trace is not None or profiler is not None
-        evaluator = self._executors.evaluator(self._version(), self._lowered_program, trace=traced, **options)
+        evaluator = self._executors.evaluator((self._version(), pipeline), lambda: self._lowered_program(pipeline),
+                                              trace=traced, **options)
         if profiler is None:
             return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
         outputs, ran = traced_run(evaluator, list(inputs))
@@ -69,17 +76,18 @@ class FusionDefinition(FusionDefinitionIR):
             ran.save(trace)
         return outputs
 
-    def output_types(self) -> list[TensorType]:
-        """The outputs' types as lowered: the mesh and sharding of what `execute` returns."""
-        (program,) = symbols.programs(self._lowered_program())
+    def output_types(self, pipeline: str = "hostir-lower") -> list[TensorType]:
+        """The outputs' types as `pipeline` lowers them: the mesh and sharding of what
+        `execute` returns."""
+        (program,) = symbols.programs(self._lowered_program(pipeline))
         return list(program.function_type.outputs.data)
 
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name
 
-    def _lowered_program(self) -> ModuleOp:
-        """The lowered program of this version, lowered once for all option sets."""
-        if self._lowered is None or self._lowered[0] != self._version():
-            self._lowered = (self._version(), self.lower())
-        return self._lowered[1]
-
+    def _lowered_program(self, pipeline: str) -> ModuleOp:
+        """The program of this version lowered by `pipeline`, once for all option sets."""
+        lowered = self._lowered.get(pipeline)
+        if lowered is None or lowered[0] != self._version():
+            lowered = self._lowered[pipeline] = (self._version(), self.lower(pipeline=pipeline))
+        return lowered[1]

@@ -34,7 +34,7 @@ import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType
+from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerType
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
 from xdsl.irdl.declarative_assembly_format import (
@@ -48,6 +48,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from .building import init_flat
+from .parsing import peek_token
 
 _Op = TypeVar("_Op", bound=IRDLOperation)
 
@@ -97,7 +98,25 @@ def _faster(directive: FormatDirective) -> FormatDirective:
 class _IntegerArrayVariable(DenseArrayAttributeVariable):
     """xDSL's dense-array variable (a collective's team, a reduction's dims), printed
     without its `isa(attr, DenseArrayBase[IntegerType])`, which builds a constraint from
-    the generic type each time: a fifth of printing a collective."""
+    the generic type each time: a fifth of printing a collective; parsed with each
+    integer checked against the element type (xDSL packs it unchecked: `struct.error`)."""
+
+    def parse_attr(self, parser: Parser) -> Attribute | None:
+        if not isinstance(self.elt_type, IntegerType):
+            return super().parse_attr(parser)
+        parse_list = parser.parse_optional_comma_separated_list if self.is_optional else parser.parse_comma_separated_list
+        elements = parse_list(parser.Delimiter.SQUARE, lambda: self._parse_element(parser))
+        if elements is None:
+            return None
+        return DenseArrayBase(self.elt_type, BytesAttr(self.elt_type.pack(elements)))
+
+    def _parse_element(self, parser: Parser) -> int:
+        span = peek_token(parser).span
+        value = parser.parse_integer()
+        low, high = self.elt_type.value_range()  # type: ignore[union-attr] -- an IntegerType
+        if not low <= value < high:
+            parser.raise_error(f"integer {value} does not fit in {self.elt_type}", span)
+        return value
 
     def print_attr(self, printer: Printer, attr: Attribute) -> None:
         if not isinstance(attr, DenseArrayBase) or not isinstance(attr.elt_type, IntegerType):

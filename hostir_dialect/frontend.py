@@ -1041,6 +1041,17 @@ class Ops:
             return self._unary(fusion.CastOp, what, value, dtype.element_type)
         return value
 
+    def gelu(self, t: Tensor, approximate: str = "none") -> Tensor:
+        """Elementwise gelu (fusion.gelu): `approximate="none"` (erf) or `"tanh"`, as torch's."""
+        if approximate not in set(fusion.GeluApproximation):
+            raise FusionDefinitionError(
+                f"fd.ops.gelu: approximate must be one of {', '.join(repr(m.value) for m in fusion.GeluApproximation)}, "
+                f"got {approximate!r}")
+        mode = fusion.GeluApproximation(approximate)
+        t = self._tensor(t, "fd.ops.gelu")
+        return self._fd._define("fd.ops.gelu", [t], lambda v, r: fusion.GeluOp(v[0], r, approximate=mode),
+                                t.element_type)
+
     def _elementwise(self, function: str, operands: Sequence[object], promotion: _Promotion) -> _Value:
         """`function` (a unary or binary function of the dialect) of promoted operands, or
         a Scalar folded from scalar operands."""
@@ -1596,7 +1607,7 @@ def _sigmoid(x: float) -> float:
 _SCALAR_FUNCTIONS: dict[str, Callable[..., float | int | bool]] = {
     "neg": operator.neg, "abs": abs, "relu": lambda x: max(x, 0), "exp": math.exp, "log": math.log,
     "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "sin": math.sin, "cos": math.cos, "tanh": math.tanh,
-    "sigmoid": _sigmoid, "reciprocal": lambda x: 1.0 / x,
+    "sigmoid": _sigmoid, "reciprocal": lambda x: 1.0 / x, "silu": lambda x: x * _sigmoid(x),
     "add": operator.add, "sub": operator.sub, "mul": operator.mul,
     "div": lambda a, b: a / b if isinstance(a, float) or isinstance(b, float) else int(a / b),
     "maximum": max, "minimum": min, "pow": operator.pow,
@@ -1606,7 +1617,7 @@ _SCALAR_FUNCTIONS: dict[str, Callable[..., float | int | bool]] = {
 
 _FLOAT_FUNCTIONS = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal"))
 """nvFuser's float ops: integers are computed in float32 too."""
-_KEPT_TYPE_FUNCTIONS = frozenset(("abs", "relu"))
+_KEPT_TYPE_FUNCTIONS = frozenset(("abs", "relu", "silu"))
 """nvFuser's unary ops without type promotion."""
 
 

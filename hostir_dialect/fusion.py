@@ -177,6 +177,37 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     name = "fusion.reduce_kind"
 
 
+class GeluApproximation(StrEnum):
+    """How fusion.gelu computes the normal CDF: exactly (erf), or with torch's and
+    nvFuser's tanh approximation."""
+
+    NONE = "none"
+    TANH = "tanh"
+
+
+@irdl_attr_definition
+class GeluApproximationAttr(EnumAttribute[GeluApproximation], SpacedOpaqueSyntaxAttribute):
+    """`none` or `tanh` in fusion.gelu's text."""
+
+    name = "fusion.gelu_approximation"
+
+
+class Epilogue(StrEnum):
+    """An activation a matmul or linear applies to its result before writing it (GEMM
+    libraries' epilogues: cuBLASLt's GELU and RELU), so that no separate kernel reads and
+    writes the whole result again (`fuse-epilogues` folds the activation that follows)."""
+
+    GELU_TANH = "gelu_tanh"
+    RELU = "relu"
+
+
+@irdl_attr_definition
+class EpilogueAttr(EnumAttribute[Epilogue], SpacedOpaqueSyntaxAttribute):
+    """`gelu_tanh` or `relu` after `epilogue` in a matmul's or linear's text."""
+
+    name = "fusion.epilogue"
+
+
 # --------------------------------------------------------------------------- #
 # Op knowledge: effects, traits, interfaces
 # --------------------------------------------------------------------------- #
@@ -501,14 +532,43 @@ class ReciprocalOp(FloatingPointUnaryOp):
     name = "fusion.reciprocal"
 
 
+@op_definition
+class SiluOp(FloatingPointUnaryOp):
+    """Elementwise silu: x * sigmoid(x) (SwiGLU's activation)."""
+
+    name = "fusion.silu"
+
+
+@op_definition
+class GeluOp(FloatingPointUnaryOp):
+    """%r = fusion.gelu none|tanh %x : T -> R   -- elementwise gelu, x * Phi(x), with
+    Phi exact (`none`) or tanh-approximated (`tanh`, the transformer MLP's), as torch's
+    `gelu(x, approximate=...)`."""
+
+    name = "fusion.gelu"
+    approximate = prop_def(GeluApproximationAttr)
+    assembly_format = "$approximate $input (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: TensorType, out: SSAValue | None = None,
+                 approximate: GeluApproximation = GeluApproximation.NONE):
+        init_flat(self, [input, out], [result_type], {"approximate": GeluApproximationAttr(approximate)})
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return GeluOp(_chunk(chunks, self.input), result_type, out, self.approximate.data)
+
+
 def _by_function(ops: Sequence[type[ComputeOp]]) -> dict[str, type]:
     """`fusion.exp` -> ExpOp keyed "exp": the frontend's and the runtime's tables."""
     return {op.name.removeprefix("fusion."): op for op in ops}
 
 
 UNARY_OPS: dict[str, type[ElementwiseUnaryOp]] = _by_function(
-    [NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanhOp, SigmoidOp, ReciprocalOp]
+    [NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, SinOp, CosOp, TanhOp, SigmoidOp, ReciprocalOp, SiluOp]
 )
+"""The unary functions of one tensor and nothing else (fusion.gelu also takes its approximation)."""
 UNARY_FUNCTIONS = tuple(UNARY_OPS)
 
 
@@ -934,11 +994,15 @@ class MatmulOp(ComputeOp, StreamSliceable):
     name = "fusion.matmul"
     a = operand_def(TensorType)
     b = operand_def(TensorType)
+    epilogue = opt_prop_def(EpilogueAttr)
+    """An activation applied to the product (`fusion.matmul %a, %b epilogue gelu_tanh`)."""
     traits = traits_def(StandaloneHostOp())
-    assembly_format = "$a `,` $b (`into` $out^)? attr-dict `:` type($a) `,` type($b) `->` type($result)"
+    assembly_format = ("$a `,` $b (`epilogue` $epilogue^)? (`into` $out^)? attr-dict `:` type($a) `,` type($b) "
+                       "`->` type($result)")
 
-    def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType, out: SSAValue | None = None):
-        init_flat(self, [a, b, out], [result_type])
+    def __init__(self, a: SSAValue, b: SSAValue, result_type: TensorType, out: SSAValue | None = None,
+                 epilogue: Epilogue | None = None):
+        init_flat(self, [a, b, out], [result_type], {"epilogue": _epilogue_attr(epilogue)})
 
     def infer_axes(self) -> list[AxisShape]:
         a, b = tensor_type(self.a).value_axes(), tensor_type(self.b).value_axes()
@@ -976,13 +1040,30 @@ class MatmulOp(ComputeOp, StreamSliceable):
         if tensor_type(self.a).element_type != tensor_type(self.b).element_type:
             raise VerifyException("matmul operands have different element types")
         _refuse_predicates(self)
+        _verify_epilogue(self)
         super().verify_element_type()
 
     def stream_chunk(
         self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
         out: SSAValue | None = None,
     ) -> ComputeOp:
-        return MatmulOp(_chunk(chunks, self.a), _chunk(chunks, self.b), result_type, out)
+        return MatmulOp(_chunk(chunks, self.a), _chunk(chunks, self.b), result_type, out, epilogue_of(self))
+
+
+def _epilogue_attr(epilogue: Epilogue | None) -> EpilogueAttr | None:
+    return None if epilogue is None else EpilogueAttr(epilogue)
+
+
+def epilogue_of(op: Operation) -> Epilogue | None:
+    """The activation a matmul or linear applies to its result, if any."""
+    attr = op.properties.get("epilogue")
+    return attr.data if isinstance(attr, EpilogueAttr) else None
+
+
+def _verify_epilogue(op: Operation) -> None:
+    element = tensor_type(op.results[0]).element_type
+    if epilogue_of(op) is not None and not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        raise VerifyException(f"an epilogue {epilogue_of(op).value} needs a floating-point result, got {element}")
 
 
 @op_definition
@@ -997,15 +1078,18 @@ class LinearOp(ComputeOp, StreamSliceable):
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
+    epilogue = opt_prop_def(EpilogueAttr)
+    """An activation applied to the result, after the bias (`epilogue gelu_tanh`)."""
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(StandaloneHostOp())
     assembly_format = (
-        "$input `,` $weight (`bias` $bias^)? (`into` $out^)? attr-dict `:` "
+        "$input `,` $weight (`bias` $bias^)? (`epilogue` $epilogue^)? (`into` $out^)? attr-dict `:` "
         "type($input) `,` type($weight) (`,` type($bias)^)? `->` type($result)"
     )
 
-    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None, result_type: TensorType, out: SSAValue | None = None):
-        init_segmented(self, [input, weight, bias, out], [result_type])
+    def __init__(self, input: SSAValue, weight: SSAValue, bias: SSAValue | None, result_type: TensorType,
+                 out: SSAValue | None = None, epilogue: Epilogue | None = None):
+        init_segmented(self, [input, weight, bias, out], [result_type], {"epilogue": _epilogue_attr(epilogue)})
 
     def stacked_axes(self) -> int:
         """How many leading axes the weight has before [N, K]."""
@@ -1027,6 +1111,7 @@ class LinearOp(ComputeOp, StreamSliceable):
 
     def verify_element_type(self) -> None:
         _refuse_predicates(self)
+        _verify_epilogue(self)
         super().verify_element_type()
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
@@ -1048,7 +1133,7 @@ class LinearOp(ComputeOp, StreamSliceable):
         out: SSAValue | None = None,
     ) -> ComputeOp:
         bias = None if self.bias is None else _chunk(chunks, self.bias)
-        return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, result_type, out)
+        return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, result_type, out, epilogue_of(self))
 
 
 SLICE_TO_END = INT64_MAX
@@ -1952,11 +2037,12 @@ class ReturnOp(ReturnLikeOp):
 COMPUTE_OPS: list[type[ComputeOp]] = [
     SetOp, CastOp, PermuteOp, ReshapeOp, BroadcastOp, SqueezeOp, ReduceOp,
     MatmulOp, LinearOp, SliceOp, SelectOp,
-    *UNARY_OPS.values(), *BINARY_OPS.values(),
+    *UNARY_OPS.values(), GeluOp, *BINARY_OPS.values(),
     *PARITY_OPS,
 ]
 
 Fusion = Dialect(
     "fusion", [FuncOp, ReturnOp, *COMPUTE_OPS],
-    [TensorType, ReduceKindAttr, GroupingAttr, AttentionOutputAttr, AttentionGradientAttr],
+    [TensorType, ReduceKindAttr, GeluApproximationAttr, EpilogueAttr, GroupingAttr, AttentionOutputAttr,
+     AttentionGradientAttr],
 )

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
@@ -174,9 +175,23 @@ class AllocateOp(HostOp):
         t = tensor_type(self.result)
         if self.is_symmetric and t.mesh is None:
             raise VerifyException("a symmetric buffer needs a device mesh: the devices that allocate it")
+        if self.is_symmetric and _in_loop(self):
+            raise VerifyException(
+                "a symmetric buffer cannot be allocated in a loop: it is created once and acquired from the peers, "
+                "so every iteration would reuse the memory that earlier iterations may still read on other streams; "
+                "allocate one slice per iteration before the loop")
         dynamic = len(t.dynamic_value_axes())
         if self.extents and len(self.extents) != dynamic:
             raise VerifyException(f"{len(self.extents)} extents given for {dynamic} dynamic value axes")
+
+
+def _in_loop(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ProgramOp):
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 class HostEffectOp(HostOp):

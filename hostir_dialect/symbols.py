@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from .functions import FunctionLikeOp
 from .fusion import FuncOp
@@ -56,23 +57,23 @@ def fusions_to_lower(module: ModuleOp) -> list[FuncOp]:
     return [f for f in user_fusions(module) if f not in references]
 
 
-def devices_needed(module: ModuleOp) -> tuple[int, str]:
+def devices_needed(module: ModuleOp) -> tuple[int, str, Operation | None]:
     """How many ranks the module's meshes and teams need (largest device id + 1; 0 when
-    it names no device), and the first mesh or team that needs that many."""
-    needed, where = 0, ""
-    for device, what in _named_devices(module):
+    it names no device), the first mesh or team that needs that many, and its op."""
+    needed, where, found = 0, "", None
+    for device, what, op in _named_devices(module):
         if device + 1 > needed:
-            needed, where = device + 1, what
-    return needed, where
+            needed, where, found = device + 1, what, op
+    return needed, where, found
 
 
-def _named_devices(module: ModuleOp) -> Iterator[tuple[int, str]]:
-    """(largest device id, "mesh [..]" or "team [..]") of every mesh and team in the module."""
+def _named_devices(module: ModuleOp) -> Iterator[tuple[int, str, Operation]]:
+    """(largest device id, "mesh [..]" or "team [..]", op) of every mesh and team in the module."""
     for op in module.walk():
         arguments = (arg for region in op.regions for block in region.blocks for arg in block.args)
         for value in (*arguments, *op.results):
             mesh = value.type.mesh if isinstance(value.type, TensorType) else None
             if mesh is not None and mesh.devices:
-                yield max(mesh.devices), f"mesh {mesh}"
+                yield max(mesh.devices), f"mesh {mesh}", op
         if isinstance(op, CollectiveOp) and op.team_ids:
-            yield max(op.team_ids), f"team {list(op.team_ids)}"
+            yield max(op.team_ids), f"team {list(op.team_ids)}", op

@@ -50,6 +50,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return lower_to_host.LowerToHost
 
+    def get_fuse_epilogues():
+        from hostir.passes import fuse_epilogues
+
+        return fuse_epilogues.FuseEpilogues
+
     def get_propagate_shardings():
         from hostir.passes import propagate_shardings
 
@@ -80,6 +85,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-op-to-communication": get_convert_op_to_communication,
         "decompose-reshardings": get_decompose_reshardings,
         "finalize-multidevice-domains": get_finalize_multidevice_domains,
+        "fuse-epilogues": get_fuse_epilogues,
         "insert-deallocations": get_insert_deallocations,
         "lower-to-host": get_lower_to_host,
         "propagate-shardings": get_propagate_shardings,
@@ -100,6 +106,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "choose-pipelining",
         "reorder-sharded-axis",
         "finalize-multidevice-domains",
+        "fuse-epilogues",
         "lower-to-host",
         "stream-parallel-type",
         "convert-op-to-communication",
@@ -110,6 +117,16 @@ PIPELINES: dict[str, tuple[str, ...]] = {
 }
 """Named pass sequences. They are expanded into their member passes before xDSL parses
 a pipeline, so disabling a pass or printing the IR after one reaches the members."""
+
+PIPELINE_DEFAULTS: dict[str, str] = {
+    "hostir-lower": "transport=auto cuda-graph=true",
+}
+"""Options a pipeline gives its member passes unless the pipeline spec sets them: by
+default `hostir-lower` lets the cost model of the machine choose each collective's
+transport and whether a stream pipeline pays (docs/copy_engine.md, "Choosing"), for a
+program replayed from a CUDA graph, as the runtime runs programs on GPUs by default.
+`hostir-lower{transport=nccl}` keeps every collective on NCCL and every pipeline as
+written; `cuda-graph=false` prices the host's work per chunk of an eager run."""
 
 # The pipeline machinery reads the registry above, so it is imported after it.
 from .pipeline import PassManagerOptions, PassRun, build_passes, build_pipeline, run_passes  # noqa: E402

@@ -199,7 +199,7 @@ class ChoosePipelining(ModulePass):
     """The lowering's transport option: the pass decides only for `auto`."""
 
     machine: str = DEFAULT_MACHINE
-    """The cost model it decides with (passes/machines/<machine>.json)."""
+    """The cost model it decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     cuda_graph: bool = False
     """The program will be replayed from a CUDA graph: no host time per chunk."""

@@ -257,11 +257,11 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     loops = _enclosing_loops(op)
     if len(loops) > 1 or (loops and _trip_count(loops[0]) is None):
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
-    if plan[0].kind is hir.AllgatherOp:
-        return _gathered_buffer_problem(op)
     local_input = tensor_type(op.operands[0]).local_shape(plan[0].team[0])
     if local_input is None or DYNAMIC in local_input:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
+    if plan[0].kind is hir.AllgatherOp:
+        return _gathered_buffer_problem(op)
     return plan[0].kind.copy_engine_input_problem(math.prod(local_input), len(plan[0].team))
 
 
@@ -316,6 +316,8 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
         return "its output is not a buffer the program allocates"
     if _is_returned(root):
         return "its output is a program output"
+    if _enclosing_loops(root.owner) not in ([], _enclosing_loops(op)):
+        return "its output is allocated in a loop that is not the collective's"
     return None
 
 
@@ -326,27 +328,52 @@ def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: tuple[int
     chunk_axes = [a for a in source.axes if not a.is_reduction]
     if kind is hir.AllreduceOp:
         chunk_axes = [Axis(2), *chunk_axes]  # input chunks, then reduced chunks
+    chunk = TensorType.of(source.element_type, chunk_axes, source.mesh)
     loops = _enclosing_loops(op)
-    axes = ([Axis(_trip_count(loops[0]))] if loops else []) + chunk_axes
-    allocate = located_like(hir.AllocateOp(TensorType.of(source.element_type, axes, source.mesh), symmetric=True), op)
-    allocate.result.name_hint = "via"
     if not loops:
+        allocate = located_like(hir.AllocateOp(chunk, symmetric=True), op)
+        allocate.result.name_hint = "via"
         rewriter.insert(allocate, InsertPoint.before(op))
         return allocate.result
-    Rewriter.insert_op(allocate, InsertPoint.before(loops[0]))
-    view = located_like(hir.AliasSelectOp(
-        allocate.result, loops[0].body.block.args[0], 0, TensorType.of(source.element_type, chunk_axes, source.mesh)
-    ), op)
-    view.result.name_hint = "via_i"
+    view = symmetric_slice_per_iteration(chunk, loops[0], op, "via")
     rewriter.insert(view, InsertPoint.before(op))
     return view.result
 
 
-def make_symmetric(buffer: SSAValue) -> None:
-    """The allocation of the buffer `buffer` views becomes symmetric."""
-    allocate = _buffer_root(buffer).owner
+def symmetric_slice_per_iteration(chunk: TensorType, loop: scf.ForOp, op: Operation, name: str) -> hir.AliasSelectOp:
+    """A symmetric buffer holding one `chunk` per iteration of `loop` (`0 to N step 1`),
+    allocated before the loop, and the view of the current iteration's chunk (not
+    inserted). A symmetric buffer is acquired from the peers, not from an allocator: a
+    chunk reused by the next iteration, on another stream, would be overwritten while
+    this iteration still reads it."""
+    order = (0, *(p + 1 for p in chunk.allocation_order()))
+    whole = TensorType.of(chunk.element_type, [Axis(_trip_count(loop)), *chunk.axes], chunk.mesh, order)
+    allocate = located_like(hir.AllocateOp(whole, symmetric=True), op)
+    allocate.result.name_hint = name
+    Rewriter.insert_op(allocate, InsertPoint.before(loop))
+    view = located_like(hir.AliasSelectOp(allocate.result, loop.body.block.args[0], 0, chunk), op)
+    view.result.name_hint = f"{name}_i"
+    return view
+
+
+def make_symmetric(buffer: SSAValue) -> SSAValue:
+    """The allocation of the buffer `buffer` views becomes symmetric; returns what now
+    holds `buffer`'s value. One allocated in a loop (a bounded intermediate, or the op's
+    own result) becomes a slice of a symmetric buffer allocated before the loop, one
+    slice per iteration."""
+    root = _buffer_root(buffer)
+    allocate = root.owner
     assert isinstance(allocate, hir.AllocateOp)
-    allocate.properties["symmetric"] = UnitAttr()
+    loops = _enclosing_loops(allocate)
+    if not loops:
+        allocate.properties["symmetric"] = UnitAttr()
+        return buffer
+    for use in list(root.uses):  # the slice is released with its buffer, after the loop
+        if isinstance(use.operation, hir.DeallocateOp):
+            Rewriter.erase_op(use.operation)
+    view = symmetric_slice_per_iteration(tensor_type(root), loops[0], allocate, "gathered")
+    Rewriter.replace_op(allocate, view)
+    return view.result if root is buffer else buffer
 
 
 # --------------------------------------------------------------------------- #
@@ -415,7 +442,7 @@ class ConvertToCollectives(RewritePattern):
             if copy_engine and c.kind is hir.AllgatherOp:
                 rewriter.insert(new_ops, InsertPoint.before(op))
                 new_ops = []
-                make_symmetric(buffer)
+                buffer = make_symmetric(buffer)
             elif copy_engine:
                 via = copy_engine_via(op, c.kind, c.team, rewriter)
             collective = located_like(c.kind(
@@ -436,7 +463,7 @@ class ConvertOpToCommunication(ModulePass):
     """nccl (the world's collective library), copy-engine, or auto (docs/copy_engine.md)."""
 
     machine: str = DEFAULT_MACHINE
-    """The cost model `auto` decides with (passes/machines/<machine>.json)."""
+    """The cost model `auto` decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):

@@ -1,19 +1,68 @@
 """A small cost model of one machine, for the lowering's `auto` decisions (docs/copy_engine.md).
 
-Constants are measured on the machine by `benchmarks/machine_constants.py` and kept in
-`passes/machines/<name>.json`; `Machine.load(name)` reads them. Times are in milliseconds.
+Constants are measured on a machine by `hostir-calibrate` (runtime/calibrate.py) into the
+user's cache (`$XDG_CACHE_HOME/hostir/machines/<name>.json`, default `~/.cache`), or ship
+with hostir in `passes/machines/<name>.json`; `Machine.load(name)` reads the cache first.
+A machine is named by its GPU kind and count, `h100x2`; `detect` (the passes' default)
+names the GPUs of the machine lowering the program, read from the NVIDIA driver without
+importing torch, and falls back to FALLBACK_MACHINE where none is known (no GPU, or a kind
+never measured). Times are in milliseconds.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from hostir_dialect import hir
 
 MACHINES = Path(__file__).resolve().parent / "machines"
-DEFAULT_MACHINE = "h200x2"
+FALLBACK_MACHINE = "h200x2"
+DETECT = "detect"
+DEFAULT_MACHINE = DETECT
+NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
+
+
+def user_machines() -> Path:
+    """Where `hostir-calibrate` keeps the constants it measures."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "hostir" / "machines"
+
+
+def machine_file(name: str) -> Path | None:
+    """The constants of machine `name`: measured here, else shipped; None if neither."""
+    for directory in (user_machines(), MACHINES):
+        path = directory / f"{name}.json"
+        if path.is_file():
+            return path
+    return None
+
+
+def detected_gpus(root: Path | None = None) -> tuple[str, int] | None:
+    """(kind, count) of this machine's NVIDIA GPUs from the driver (`h100`, 2), None if
+    it has none (or mixes kinds)."""
+    root = root or NVIDIA_GPUS
+    kinds = []
+    for info in sorted(root.glob("*/information")) if root.is_dir() else []:
+        model = re.search(r"^Model:\s*(.*)$", info.read_text(errors="replace"), re.MULTILINE)
+        kind = re.search(r"\b([A-Z]+\d{2,4})\b", model.group(1)) if model else None
+        if kind:
+            kinds.append(kind.group(1).lower())
+    return (kinds[0], len(kinds)) if kinds and len(set(kinds)) == 1 else None
+
+
+def detected_machine(root: Path | None = None) -> str:
+    """The name of this machine's cost model: its GPUs' kind and count where constants
+    for them exist (pairs: the constants are measured on two GPUs), else the fallback."""
+    gpus = detected_gpus(root)
+    if gpus is not None:
+        name = f"{gpus[0]}x{min(gpus[1], 2)}"
+        if machine_file(name) is not None:
+            return name
+    return FALLBACK_MACHINE
 
 
 @dataclass(frozen=True)
@@ -50,10 +99,11 @@ class Machine:
 
     @staticmethod
     def load(name: str = DEFAULT_MACHINE) -> Machine:
-        path = MACHINES / f"{name}.json"
-        if not path.is_file():
-            known = ", ".join(sorted(p.stem for p in MACHINES.glob("*.json")))
-            raise ValueError(f"no cost model for machine {name!r}; known: {known}")
+        """Machine `name`'s constants (`detect`: this machine's, see the module doc)."""
+        path = machine_file(detected_machine() if name == DETECT else name)
+        if path is None:
+            known = sorted({p.stem for d in (user_machines(), MACHINES) if d.is_dir() for p in d.glob("*.json")})
+            raise ValueError(f"no cost model for machine {name!r}; known: {', '.join([DETECT, *known])}")
         data = json.loads(path.read_text())
         return Machine(
             name=data["name"],

@@ -4,7 +4,9 @@
 It overrides only what it must of `xDSLOptMain`: the dialects, passes and frontend it
 registers; the pipeline, built by passes/pipeline.py so that pipelines (`-p hostir-lower`)
 are expanded and `--disable-pass`, `--print-ir-after[-all]` and `--time-passes` reach
-their member passes; `-o`, written only once the run has succeeded; `--help`, which lists
+their member passes; `-o`, written only once the run has succeeded, as mlir-opt writes it
+(`write_output`: a regular file is replaced, a device, FIFO or link written through);
+`--help`, which lists
 every pass with its one-line description, as `mlir-opt --help` does;
 `--verify-each-pass-numerically`, which hands the pipeline the runtime's numerical
 `PassCheck`, found through the `hostir.pass_checks` entry points (pyproject.toml) since
@@ -17,15 +19,17 @@ xdsl-opt); `--debug` shows the Python traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import gc
 import os
+import secrets
+import stat
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
-from io import StringIO
+from io import BytesIO, StringIO
 from pathlib import Path
 from typing import IO
 
@@ -39,12 +43,13 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from hostir_dialect.context import DIALECTS
-from hostir_dialect.diagnostics import LocatingParser, parse_error, verify_located
+from hostir_dialect.diagnostics import LocatingParser, parse_error, read_source, verify_located
 from hostir_dialect.printer import Printer
 
-from . import PIPELINES, get_all_passes
+from . import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 from .pipeline import (
     ALL,
+    DEFAULT_RUN_TIMEOUT,
     VERIFY_EACH_VARIABLE,
     PassCheck,
     PassManagerOptions,
@@ -52,6 +57,7 @@ from .pipeline import (
     apply_pipeline,
     build_pipeline,
     check_pass_names,
+    check_seconds,
     verify_each_by_default,
 )
 
@@ -69,13 +75,13 @@ PASS_CHECKS = "hostir.pass_checks"
 """The entry-point group of `PassCheck` classes by name; the runtime registers `numerical`."""
 
 
-def load_pass_check(name: str) -> PassCheck:
-    """A new instance of the `PassCheck` registered as `name`."""
+def load_pass_check(name: str, **options) -> PassCheck:
+    """A new instance of the `PassCheck` registered as `name`, with `options`."""
     found = entry_points(group=PASS_CHECKS, name=name)
     if not found:
         raise ValueError(f"no pass check {name!r} is installed (entry points {PASS_CHECKS}); "
                          "install hostir with `pip install -e .`")
-    return next(iter(found)).load()()
+    return next(iter(found)).load()(**options)
 
 
 def registered_passes() -> dict[str, Callable[[], type[ModulePass]]]:
@@ -93,17 +99,44 @@ class _PendingOutput(StringIO):
         pass
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` by `text` in one step: a failure leaves it untouched, and the
-    input file may be the output file, since it was read in full before. Errors name
-    `path`, never the temporary file."""
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+def write_output(name: str, text: str) -> None:
+    """Write `text` to `-o NAME` as mlir-opt does: `-` is standard output; a regular file,
+    or none yet, is replaced in one step (`replace_atomically`); anything else (a device
+    such as /dev/null, a FIFO, a symbolic link) is opened and written through, never
+    replaced: run as root, replacing /dev/null would break it for the whole machine."""
+    if name == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(name)
     try:
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        status = path.lstat()
+    except FileNotFoundError:
+        status = None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
+    if status is None or stat.S_ISREG(status.st_mode):
+        replace_atomically(path, text, status)
+        return
+    with open(path, "w") as stream:
+        stream.write(text)
+
+
+def replace_atomically(path: Path, text: str, old: os.stat_result | None) -> None:
+    """Replace `path` by `text` in one step: a failure leaves it untouched, and the input
+    file may be the output file, since it was read in full before. The new file keeps the
+    old one's mode and, where allowed, its owner; a new file gets the umask's mode. Errors
+    name `path`, never the temporary file."""
+    temporary = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    try:
+        descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # less the umask
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(path)) from None
     try:
+        if old is not None:
+            os.fchmod(descriptor, stat.S_IMODE(old.st_mode))
+            with contextlib.suppress(PermissionError):  # only root may give a file away
+                os.fchown(descriptor, old.st_uid, old.st_gid)
         with os.fdopen(descriptor, "w") as stream:
             stream.write(text)
         os.replace(temporary, path)
@@ -127,7 +160,7 @@ class HostIROptMain(xDSLOptMain):
     def run(self):
         super().run()
         if self.args.output_file is not None:
-            write_atomically(Path(self.args.output_file), self._pending.getvalue())
+            write_output(self.args.output_file, self._pending.getvalue())
 
     def prepare_output(self) -> IO[str]:
         if self.args.output_file is None:
@@ -157,10 +190,12 @@ class HostIROptMain(xDSLOptMain):
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """As mlir-opt: `-` (or no file) is standard input, and any file is MLIR text,
-        whatever its extension (MLIR is hostir-opt's only frontend)."""
+        whatever its extension (MLIR is hostir-opt's only frontend); read whole, up to
+        a bound (`read_source`)."""
         if self.args.input_file in (None, "-"):
-            return sys.stdin.buffer, "mlir"
-        return open(self.args.input_file, "rb"), "mlir"
+            return BytesIO(read_source(sys.stdin.buffer, self.get_input_name())), "mlir"
+        with open(self.args.input_file, "rb") as stream:
+            return BytesIO(read_source(stream, self.get_input_name())), "mlir"
 
     def get_input_name(self) -> str:
         return "<stdin>" if self.args.input_file in (None, "-") else self.args.input_file
@@ -195,6 +230,9 @@ class HostIROptMain(xDSLOptMain):
                                 help="run the module before and after every pass on the same random inputs "
                                      "(on CPU ranks when it names several devices) and report the first pass "
                                      "that changes an output")
+        arg_parser.add_argument("--run-timeout", type=float, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
+                                help="seconds the runs of --verify-each-pass-numerically may take before they are "
+                                     f"stopped and reported (default {DEFAULT_RUN_TIMEOUT:g}, per launch of ranks)")
         # --help ends with every pass and pipeline; the list imports every pass, so it is
         # built only when the help is printed.
         format_help = arg_parser.format_help
@@ -207,6 +245,7 @@ class HostIROptMain(xDSLOptMain):
         arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
 
     def setup_pipeline(self):
+        check_seconds("--run-timeout", self.args.run_timeout)
         check_pass_names(self.args.disable_pass, "--disable-pass", self.available_passes)
         check_pass_names(self.args.print_ir_after, "--print-ir-after", self.available_passes)
         after = set(self.args.print_ir_after) | ({ALL} if self.args.print_ir_after_all else set())
@@ -220,7 +259,8 @@ class HostIROptMain(xDSLOptMain):
             # the numerical check runs the module after every pass: only a verified one
             verify_each=not self.args.disable_verify
             and (self.args.verify_each or self.args.verify_each_pass_numerically or verify_each_by_default()),
-            check=load_pass_check("numerical") if self.args.verify_each_pass_numerically else None,
+            check=load_pass_check("numerical", timeout=self.args.run_timeout)
+            if self.args.verify_each_pass_numerically else None,
         )
         self.pass_run = PassRun()
         self.pipeline = build_pipeline(self.args.passes, self.options, self.available_passes, self.pass_run)
@@ -239,7 +279,9 @@ class HostIROptMain(xDSLOptMain):
             options = [f"{o.name}={o.default_value} ({o.expected_type.strip(QUOTES)})" for o in get_pass_option_infos(pass_class)]
             if options:
                 lines.append(f"  {''.ljust(width)}options: {', '.join(options)}")
-        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}" for name, members in PIPELINES.items()]
+        lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}"
+                  + (f"\n  {''.ljust(width)}defaults: {PIPELINE_DEFAULTS[name]}" if name in PIPELINE_DEFAULTS else "")
+                  for name, members in PIPELINES.items()]
         return "\n".join(lines)
 
 

@@ -37,7 +37,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from hostir_dialect.diagnostics import verify_located
 from hostir_dialect.printer import Printer
 
-from . import PIPELINES, get_all_passes
+from . import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 
 ALL = "all"
 
@@ -68,6 +68,21 @@ class PassCheck(Protocol):
 
     def finish(self) -> None:
         """After the last pass: a check may defer its work to here."""
+
+
+DEFAULT_RUN_TIMEOUT = 300.0
+"""Seconds a `PassCheck` that runs the module lets one launch of its runs take
+(`--run-timeout`)."""
+
+MAX_SECONDS = 7 * 24 * 3600
+"""The longest time limit the tools take, a week: torch keeps timeouts as timedeltas and
+milliseconds, which `inf` or 1e300 seconds overflow inside a rank."""
+
+
+def check_seconds(name: str, seconds: float) -> None:
+    """Refuse a time limit that is not a positive number of seconds up to MAX_SECONDS."""
+    if not 0 < seconds <= MAX_SECONDS:
+        raise ValueError(f"{name} must be positive and at most {MAX_SECONDS} seconds (a week), got {seconds:g}")
 
 
 @dataclass(frozen=True)
@@ -181,7 +196,8 @@ def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None
     expanded: list[ArgSpec] = []
     for spec in specs:
         if spec.name in PIPELINES:
-            members = [ArgSpec(m, _options_for(available[m](), spec.parameters)) for m in PIPELINES[spec.name]]
+            options = {**_pipeline_defaults(spec.name), **spec.parameters}
+            members = [ArgSpec(m, _options_for(available[m](), options)) for m in PIPELINES[spec.name]]
             unused = set(spec.parameters) - {option for member in members for option in member.parameters}
             if unused:
                 raise ValueError(f"pipeline {spec.name} has no pass with option(s) {', '.join(sorted(unused))}")
@@ -191,6 +207,12 @@ def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None
         else:
             raise unknown_pass(spec.name, available)
     return expanded
+
+
+def _pipeline_defaults(name: str) -> dict:
+    """The options `PIPELINE_DEFAULTS` gives pipeline `name`, parsed as a spec's."""
+    defaults = PIPELINE_DEFAULTS.get(name)
+    return dict(parse_specs(f"{name}{{{defaults}}}")[0].parameters) if defaults else {}
 
 
 def _options_for(pass_class: type[ModulePass], options: dict) -> dict:

@@ -15,8 +15,12 @@ but inputs allocated one stream chunk at a time (the caller passes whole tensors
 axis of an input is sliced chunk by chunk, as nvFuser's row-parallel overlap does). Four steps:
 
 1. group: adjacent sliced ops whose stream axes map (through the axis maps, broadcast
-   axes included) share one loop; any other op in between closes the loop. Scalar ops
-   (index constants) do not close it: they move in front of the loop.
+   axes included), or that read nothing the loop computes and have its extent, share
+   one loop; any other op in between closes the loop, unless it
+   reads nothing the loop computes: index arithmetic, and loop-invariant computations
+   such as the reshape, broadcast or transpose of a weight an rFactor inserts between
+   two matmuls, move in front of the loop instead (so a layer is one loop, not one per
+   matmul).
 2. hoist allocations: each body output is allocated full-size before the loop, and uses of
    the op's result after the loop read that buffer.
 3. slice the body: every tensor an op reads or writes is sliced with one
@@ -437,8 +441,9 @@ class StreamLoop:
     """Each result of a body op -> its stream axis."""
     mapped: set[tuple[SSAValue, int]]
     """(tensor, logical axis) pairs known to run along the loop's axis."""
-    scalars: list[Operation] = field(default_factory=list)
-    """Scalar ops met between the body ops; they move in front of the loop."""
+    hoisted: list[Operation] = field(default_factory=list)
+    """Ops met between the body ops that read nothing the loop computes (scalars, and
+    values of the inputs alone); they move in front of the loop, in order."""
     ring: tuple[int, ...] | None = None
     """The team of the ring of shifts the loop runs, if a set of it is a ring."""
 
@@ -457,17 +462,27 @@ class StreamLoop:
 
     def accepts(self, slicing: Slicing) -> bool:
         """`slicing`'s stream axes map to the loop's and each iteration only reads chunks
-        that the same iteration produces."""
+        that the same iteration produces; or it reads nothing the loop computes and has
+        the loop's extent (an independent pipeline, such as an attention block's output
+        projection beside its QKV projection: iteration i computes chunk i of both, so one
+        pipeline's communication hides behind the other's compute)."""
         if slicing.extent != self.extent or not self.keeps_one_order(slicing):
             return False
-        joined = False
+        joined, independent = False, True
         for operand, mapped, stride in slicing.inputs():
             same_chunk = mapped is not None and stride == (0, 1)
             if operand in self.stream_axes and (mapped != self.stream_axes[operand] or not same_chunk):
                 return False
+            independent = independent and operand not in self.stream_axes
             joined = joined or (same_chunk and (operand, mapped) in self.mapped)
-        return joined
+        return joined or independent
 
+
+    def can_hoist(self, op: Operation) -> bool:
+        """Is `op` a value computation (as lower-to-host builds them) that reads nothing
+        the loop computes, so that it can run before the loop instead of ending it?"""
+        body = {s.op for s in self.slicings}
+        return is_to_lower(op) and not any(operand.owner in body for operand in op.operands)
 
     def keeps_one_order(self, slicing: Slicing) -> bool:
         """In a ring each rank visits the chunks in its own order: a collective, which
@@ -484,10 +499,12 @@ def group(block: Block) -> list[StreamLoop]:
     for op in block.ops:
         if is_scalar_op(op):
             if current is not None:
-                current.scalars.append(op)
+                current.hoisted.append(op)
             continue
         slicing = slicing_of(op, checks)
-        if slicing is None:
+        if slicing is None and current is not None and current.can_hoist(op):
+            current.hoisted.append(op)
+        elif slicing is None:
             current = None
         elif current is not None and current.accepts(slicing):
             current.add(slicing)
@@ -520,9 +537,9 @@ class _LoopBuilder:
         return located_like(op, self.anchor)
 
     def build(self) -> None:
-        for scalar in self.loop.scalars:
-            scalar.detach()
-            Rewriter.insert_op(scalar, InsertPoint.before(self.anchor))
+        for hoisted in self.loop.hoisted:
+            hoisted.detach()
+            Rewriter.insert_op(hoisted, InsertPoint.before(self.anchor))
         lower, step, upper = self.bounds()
         buffers = {r: self.allocate(r) for r in self.results if r not in self.loop_local}
         user = self.located(hir.GetCurrentStreamOp()).results[0]

@@ -16,8 +16,10 @@ world and rank 0 prints.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import math
 import os
-import pickle
 import statistics
 import sys
 from collections.abc import Sequence
@@ -29,24 +31,40 @@ import torch.distributed as dist
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from hostir.passes.pipeline import check_seconds
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import allow_deep_nesting, located_text, parse_error
+from hostir_dialect.diagnostics import allow_deep_nesting, located_text, op_error, parse_error, read_source
 from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
-from .compile import DEFAULT_NUMBER_OF_STREAMS
-from .evaluator import ExecutionError, find_function
+from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS
+from .evaluator import Evaluator, ExecutionError, find_function
 from .graphs import EAGER
 from .timeline import draw, require_matplotlib
-from .trace import HOST_CLOCK_NOTE, merge, overlap, write_trace
-from .launcher import Job, RankResult, SpmdError, lower_module, run_jobs, run_spmd_batch
+from .trace import HOST_CLOCK_NOTE, Trace, merge, overlap, write_trace
+from .compile.unit_backends import UNIT_BACKENDS
+from .launcher import (
+    DEFAULT_MAX_WORLD,
+    Job,
+    RankResult,
+    Reference,
+    SpmdError,
+    check_backend,
+    default_backend,
+    lower_module,
+    run_jobs,
+    run_spmd_batch,
+)
 from .layouts import random_tensor, shard_tensor, unshard
-from .reference import run_fusion
 
 
 class UsageError(Exception):
     pass
+
+
+MAX_EXPANSION_BYTES = 1 << 26
+"""How many bytes more than its file stores an --inputs tensor may expand to (64 MiB)."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -54,6 +72,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func")
     parser.add_argument("--nproc", type=int,
                         help="number of ranks to spawn (default: the devices the program names)")
+    parser.add_argument("--max-world", type=int, default=DEFAULT_MAX_WORLD,
+                        help=f"the most CPU ranks to spawn (default {DEFAULT_MAX_WORLD}; on GPUs: one per GPU)")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--inputs", nargs="+", metavar="PT", help="global input tensors saved with torch.save")
     source.add_argument("--seed", type=int, default=0, help="seed of the random global inputs (default 0)")
@@ -64,8 +84,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300, help="seconds before every rank is stopped")
     parser.add_argument("--collective-timeout", type=float, default=30,
                         help="seconds a rank waits for its peers in one communication before it fails (default 30)")
-    parser.add_argument("--cuda-graph", action="store_true",
-                        help="capture the program in a CUDA graph on its first run and replay it (eager on CPU ranks)")
+    parser.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
+                        help="capture the program in a CUDA graph on its first run and replay it (default: on GPUs "
+                             "wherever the program is capturable; eager on CPU ranks)")
+    parser.add_argument("--unit-backend", choices=UNIT_BACKENDS,
+                        help="run kernel units as fused kernels (compiled, the default on GPUs) or op by op (eager, the "
+                             "default on CPU ranks)")
     parser.add_argument("--trace", metavar="JSON", help="write a Chrome/Perfetto trace of one more run, every rank's")
     parser.add_argument("--report", action="store_true",
                         help="print each rank's communication, compute and wall time of that run and their overlap")
@@ -75,28 +99,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def check_options(args: argparse.Namespace) -> None:
     """Refuse option values that could only fail (or do nothing) once the ranks run."""
-    for option, value in (("--nproc", args.nproc), ("--repeat", args.repeat),
+    for option, value in (("--nproc", args.nproc), ("--max-world", args.max_world), ("--repeat", args.repeat),
                           ("--number-of-streams", args.number_of_streams)):
         if value is not None and value < 1:
             raise UsageError(f"{option} must be at least 1, got {value}")
+    if args.number_of_streams > MAX_NUMBER_OF_STREAMS:
+        raise UsageError(f"--number-of-streams must be at most {MAX_NUMBER_OF_STREAMS}, got {args.number_of_streams}")
     for option, value in (("--timeout", args.timeout), ("--collective-timeout", args.collective_timeout)):
-        if not value > 0:
-            raise UsageError(f"{option} must be positive, got {value}")
+        check_seconds(option, value)
+    for option, value in (("--trace", args.trace), ("--timeline", args.timeline)):
+        if value is not None:
+            check_output_path(option, Path(value))
 
 
-def world_size_for(module: ModuleOp, nproc: int | None) -> int:
+def check_output_path(option: str, path: Path) -> None:
+    """Refuse a file the run could only fail to write once it is over."""
+    directory = path.parent
+    if not directory.exists():
+        raise UsageError(f"{option} {path}: directory {directory} does not exist")
+    if not directory.is_dir():
+        raise UsageError(f"{option} {path}: {directory} is not a directory")
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a directory")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: directory {directory} is not writable")
+
+
+def world_size_for(module: ModuleOp, nproc: int | None, backend: str | None, max_world: int | None) -> int:
     """`--nproc`, else the ranks the program needs; refuses a world too small for it (its
-    ranks would hold uninitialised memory where a missing rank's shard belongs)."""
-    needed, where = devices_needed(module)
+    ranks would hold uninitialised memory where a missing rank's shard belongs), and one
+    larger than this machine holds (`max_world` CPU ranks or one rank per GPU; `max_world`
+    None: a torchrun world, which torchrun made)."""
+    needed, where, op = devices_needed(module)
     world_size = nproc if nproc is not None else max(needed, 1)
     if needed > world_size:
         raise UsageError(f"the program uses {where} ({needed} ranks) but runs on {world_size} (--nproc)")
+    if max_world is None:
+        return world_size
+    backend = backend or default_backend(world_size)
+    check_backend(backend, world_size)
+    if backend == "gloo" and world_size > max_world:
+        problem = f"more than the {max_world} CPU ranks hostir-run spawns (--max-world)"
+        if nproc is None:
+            raise op_error(op, f"uses {where}, a world of {needed} ranks: {problem}")
+        raise UsageError(f"--nproc {nproc} is {problem}")
     return world_size
 
 
 def load_module(path: str) -> ModuleOp:
     try:
-        text = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            text = read_source(stream, path)
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
     try:
@@ -137,6 +190,18 @@ def _load(path: str) -> torch.Tensor:
         raise UsageError(f"cannot load {path}: {error}") from None
     if not isinstance(value, torch.Tensor):
         raise UsageError(f"{path} holds a {type(value).__name__}, not a tensor")
+    if value.layout != torch.strided:
+        raise UsageError(f"{path} holds a {str(value.layout).removeprefix('torch.')} tensor; hostir-run takes dense "
+                         "tensors (save x.to_dense())")
+    if value.is_meta:
+        raise UsageError(f"{path} holds a meta tensor, which has no values")
+    elements, stored = value.numel() * value.element_size(), value.untyped_storage().nbytes()
+    if elements > stored + MAX_EXPANSION_BYTES:
+        # Every rank would receive its whole shard as dense memory: a 1.6 KB file of
+        # torch.zeros(1, 1).expand(2, 10**8) asked for 800 MB on each.
+        raise UsageError(f"{path} holds a view of {elements} bytes of elements on {stored} bytes of storage (an "
+                         f"expanded tensor); hostir-run expands at most {MAX_EXPANSION_BYTES >> 20} MiB more than "
+                         "a file stores (save x.contiguous() to pass it anyway)")
     return value.detach()  # its values are the input; autograd state cannot reach the ranks
 
 
@@ -148,6 +213,16 @@ def _random(t: TensorType, generator: torch.Generator, index: int) -> torch.Tens
         return random_tensor(t, generator)
     except RuntimeError as error:  # more memory than the machine has
         raise UsageError(f"cannot draw argument {index} of shape {list(shape)}: {first_line(error)}") from None
+
+
+def checked_reference(module: ModuleOp, function: fusion.FuncOp | None, inputs: list[torch.Tensor]) -> Reference | None:
+    """The reference for rank 0 to compute after the runs, within --timeout (it may take
+    longer than the program: a fusion is its whole computation on one process), once the
+    inputs are known to fit it."""
+    if function is None:
+        return None
+    Evaluator(module, name=function.sym_name.data).check_inputs(inputs)
+    return Reference(located_text(module), function.sym_name.data, inputs)
 
 
 def shards_per_rank(program: hir.ProgramOp, inputs: Sequence[torch.Tensor], world_size: int) -> list[list]:
@@ -173,9 +248,9 @@ class Report:
         return "\n".join(self.lines)
 
 
-def report(program: hir.ProgramOp, results: Sequence[RankResult], reference: list[torch.Tensor] | None,
-           world_size: int) -> Report:
+def report(program: hir.ProgramOp, results: Sequence[RankResult], world_size: int) -> Report:
     lines, mismatches = [], []
+    reference = results[0].reference
     output_types = list(program.function_type.outputs.data)
     for index, t in enumerate(output_types):
         value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]
@@ -233,40 +308,85 @@ def run(args: argparse.Namespace) -> Report | None:
     if args.timeline:
         require_matplotlib()
     module = load_module(args.file)
-    host, program, reference_func = host_and_reference(module, args.program)
     joined = "RANK" in os.environ and "WORLD_SIZE" in os.environ
-    world_size = world_size_for(host, int(os.environ["WORLD_SIZE"]) if joined else args.nproc)
+    world_size = world_size_for(module, int(os.environ["WORLD_SIZE"]) if joined else args.nproc, args.backend,
+                                None if joined else args.max_world)
+    host, program, reference_func = host_and_reference(module, args.program)
     inputs = global_inputs(program, args.inputs, args.seed)
-    reference = run_fusion(module, inputs, reference_func.sym_name.data) if reference_func is not None else None
+    reference = checked_reference(module, reference_func, inputs)
     job = Job(located_text(host), shards_per_rank(program, inputs, world_size), name=program.sym_name.data,
               number_of_streams=args.number_of_streams, repeat=args.repeat, cuda_graph=args.cuda_graph,
-              trace=bool(args.trace or args.report or args.timeline))
+              unit_backend=args.unit_backend,
+              trace=bool(args.trace or args.report or args.timeline), reference=reference)
     if not joined:
         results = run_spmd_batch([job], world_size, backend=args.backend, timeout=args.timeout,
-                                 collective_timeout=args.collective_timeout)[0]
-        return with_trace_outputs(report(program, results, reference, world_size), args, results)
+                                 collective_timeout=args.collective_timeout, max_world=args.max_world)[0]
+        return with_trace_outputs(report(program, results, world_size), args, results)
     # One rank of a torchrun world: run here, collect every rank's result on rank 0.
     if not dist.is_initialized():
         dist.init_process_group(args.backend or ("nccl" if torch.cuda.is_available() else "gloo"))
     (mine,) = run_jobs(dist.get_rank(), world_size, [job])
-    gathered = all_gather_pickled(mine)
+    gathered = gather_results(mine)
     if dist.get_rank() != 0:
         return None
-    return with_trace_outputs(report(program, gathered, reference, world_size), args, gathered)
+    return with_trace_outputs(report(program, gathered, world_size), args, gathered)
 
 
-def all_gather_pickled(value) -> list:
-    """Every rank's `value` (dist.all_gather_object needs numpy, which may be absent)."""
+def gather_results(mine: RankResult) -> list[RankResult]:
+    """Every rank's result, on every rank of the world (rank 0 prints them). A result
+    crosses as data, never as a pickle: a JSON header and the raw bytes of its outputs."""
+    results = [_decode(encoded) for encoded in all_gather_bytes(_encode(mine))]
+    results[dist.get_rank()] = mine  # with what stays on this rank (the reference)
+    return results
+
+
+def all_gather_json(value) -> list:
+    """Every rank's `value`, which JSON can encode, on every rank (dist.all_gather_object
+    needs numpy, and unpickles what its peers send)."""
+    encoded = torch.frombuffer(bytearray(json.dumps(value).encode()), dtype=torch.uint8)
+    return [json.loads(bytes(chunk.tolist())) for chunk in all_gather_bytes(encoded)]
+
+
+def all_gather_bytes(data: torch.Tensor) -> list[torch.Tensor]:
+    """Every rank's 1-D uint8 tensor `data`, of any length, on every rank (on CPU)."""
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
-    data = torch.tensor(list(pickle.dumps(value)), dtype=torch.uint8, device=device)
     sizes = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
     dist.all_gather(sizes, torch.tensor([data.numel()], device=device))
-    longest = max(int(s.item()) for s in sizes)
-    padded = torch.zeros(longest, dtype=torch.uint8, device=device)
-    padded[: data.numel()] = data
+    padded = torch.zeros(max(int(s.item()) for s in sizes), dtype=torch.uint8, device=device)
+    padded[: data.numel()] = data.to(device)
     chunks = [torch.empty_like(padded) for _ in sizes]
     dist.all_gather(chunks, padded)
-    return [pickle.loads(bytes(c[: int(s.item())].tolist())) for c, s in zip(chunks, sizes)]
+    return [chunk[: int(size.item())].cpu() for chunk, size in zip(chunks, sizes)]
+
+
+def _encode(result: RankResult) -> torch.Tensor:
+    outputs = [None if x is None else {"dtype": str(x.dtype).removeprefix("torch."), "shape": list(x.shape)}
+               for x in result.outputs]
+    header = json.dumps({"outputs": outputs, "times": result.times, "stream_log": result.stream_log,
+                         "graph_mode": result.graph_mode,
+                         "trace": dataclasses.asdict(result.trace) if result.trace else None}).encode()
+    length = torch.tensor([len(header)], dtype=torch.int64).view(torch.uint8)
+    data = [x.contiguous().reshape(-1).view(torch.uint8) for x in result.outputs if x is not None]
+    return torch.cat([length, torch.frombuffer(bytearray(header), dtype=torch.uint8), *data])
+
+
+def _decode(encoded: torch.Tensor) -> RankResult:
+    length = int(encoded[:8].clone().view(torch.int64).item())
+    header = json.loads(bytes(encoded[8: 8 + length].tolist()))
+    offset, outputs = 8 + length, []
+    for meta in header["outputs"]:
+        if meta is None:
+            outputs.append(None)
+            continue
+        dtype = getattr(torch, meta["dtype"])
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"a rank sent an output of dtype {meta['dtype']!r}")
+        size = math.prod(meta["shape"]) * dtype.itemsize
+        outputs.append(encoded[offset: offset + size].clone().view(dtype).reshape(meta["shape"]))
+        offset += size
+    stream_log = header["stream_log"] and [tuple(entry) for entry in header["stream_log"]]
+    trace = Trace(**header["trace"]) if header["trace"] else None
+    return RankResult(outputs, header["times"], stream_log, header["graph_mode"], trace)
 
 
 def console_main(argv: Sequence[str] | None = None) -> None:

@@ -24,6 +24,7 @@ from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from .layouts import logical_shape, torch_dtype
+from .hazards import Hazards
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
@@ -35,7 +36,8 @@ _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
 class Ordering:
     """Runs communication on one side stream per device (as NCCL runs its collectives on
     its own stream), after the posting stream's prior work, and makes the posting stream
-    wait for it later (no streams on CPU, where work runs in program order).
+    wait for it later (no streams on CPU, where work runs in program order; there the
+    order is still followed by the stream hazard check, `hazards`, when it is on).
 
     One stream, not one per posting stream: the copy engines run transfers one after the
     other whatever stream they come from, and a flag written after a transfer (a stream
@@ -49,26 +51,32 @@ class Ordering:
     point of one run (a team's flag slot and a role), so a re-recorded event is only ever
     re-recorded on the same stream, by the next run, after its waiter."""
 
-    def __init__(self, device: torch.device, current: Callable[[], object] | None = None):
+    def __init__(self, device: torch.device, current: Callable[[], object] | None = None,
+                 hazards: Hazards | None = None):
         self.cuda = device.type == "cuda"
         self.device = device
+        self.hazards = hazards
         if not self.cuda:
             current = _no_stream
         self.current = current or (lambda: torch.cuda.current_stream(device))
-        self._side = torch.cuda.Stream(device=device) if self.cuda else None
+        self._side: object = torch.cuda.Stream(device=device) if self.cuda else None
+        if hazards is not None:
+            self._side = hazards.new_stream("the copy engines' stream")
         self._events: dict[tuple, torch.cuda.Event] = {}
 
     def fork(self):
         """The communication stream, made to wait for the current stream's work so far
-        (None on CPU)."""
-        if self._side is not None:
-            self._side.wait_stream(self.current())
+        (None on CPU, unless the hazard check follows it)."""
+        if self.cuda:
+            self._side.wait_stream(self.current())  # type: ignore[union-attr]  # a CUDA stream here
+        elif self.hazards is not None:
+            self.hazards.join(self._side, self.hazards.mark(self.hazards.current_stream()))
         return self._side
 
     @contextmanager
     def enqueue_on(self, stream):
-        """Device work enqueued inside goes on `stream` (None: stays where it is)."""
-        if stream is None:
+        """Device work enqueued inside goes on `stream` (CPU, or None: stays where it is)."""
+        if stream is None or not self.cuda:
             yield
             return
         posting = self.current()
@@ -82,7 +90,9 @@ class Ordering:
         """A point in the work of `stream` (default: the current stream) that another
         stream can wait for; `key` names the point within a run."""
         if not self.cuda:
-            return None
+            if self.hazards is None:
+                return None
+            return self.hazards.mark(stream if stream is not None else self.hazards.current_stream())
         event = self._events.get(key)
         if event is None:
             event = self._events[key] = torch.cuda.Event()
@@ -90,8 +100,24 @@ class Ordering:
         return event
 
     def join(self, mark) -> None:
-        if mark is not None:
-            self.current().wait_event(mark)
+        if mark is None:
+            return
+        if self.cuda:
+            self.current().wait_event(mark)  # type: ignore[attr-defined]  # a CUDA stream here
+        else:
+            self.hazards.join(self.hazards.current_stream(), mark)  # type: ignore[union-attr]  # marks exist only with it
+
+    def touch(self, op: Operation | None, reads=(), writes=(), stream=None) -> None:
+        """For the hazard check: `op`'s work on `stream` (default: the current one) reads
+        and writes these tensors."""
+        if self.hazards is not None:
+            self.hazards.access(stream if stream is not None else self.hazards.current_stream(), op, reads, writes)
+
+    def arrived(self, op: Operation | None, region: torch.Tensor, peer: int) -> None:
+        """For the hazard check: the current stream waited for the peer at `peer` (its
+        position), whose push wrote `region` of this rank's symmetric instance."""
+        if self.hazards is not None:
+            self.hazards.remote_write(self.hazards.current_stream(), op, region, peer)
 
 
 def _no_stream() -> None:
@@ -99,33 +125,32 @@ def _no_stream() -> None:
 
 
 class CopyEngineWork:
-    """The `!hir.work` of a copy-engine post: wait for one member's part, or for all."""
+    """The `!hir.work` of a copy-engine post: wait for one member's part, or for all.
+    `arrivals[p]`: the part of this rank's symmetric buffers the member at position p
+    writes (for the hazard check)."""
 
-    __slots__ = ("_collective", "_slot", "_local_done", "_all_done", "_pending", "_finish")
+    __slots__ = ("_collective", "_slot", "_local_done", "_all_done", "_pending", "_finish", "_arrivals")
 
     def __init__(self, collective: CopyEngineCollective, slot: int, local_done, all_done,
-                 finish: Callable[[], None] | None):
+                 finish: Callable[[], None] | None, arrivals: list[torch.Tensor]):
         self._collective = collective
         self._slot = slot
         self._local_done = local_done
         self._all_done = all_done
         self._pending = set(collective.peers)
         self._finish = finish
+        self._arrivals = arrivals
 
     def wait(self, position: int | None = None) -> None:
         """All members' parts (None), or the part of the member at `position` in the team."""
         collective = self._collective
-        stream = collective.ordering.current()
-        if position is None:
-            for peer in sorted(self._pending):
-                collective.flags.wait(peer, self._slot, stream)
-            self._pending.clear()
-        elif position == collective.position:
+        if position == collective.position:
             collective.ordering.join(self._local_done)
             return
-        elif position in self._pending:
-            collective.flags.wait(position, self._slot, stream)
-            self._pending.discard(position)
+        for peer in sorted(self._pending) if position is None else [position] if position in self._pending else []:
+            collective.flags.wait(peer, self._slot, collective.ordering.current())
+            collective.ordering.arrived(collective.op, self._arrivals[peer], peer)
+            self._pending.discard(peer)
         if not self._pending:
             # Every part has arrived; this rank's own pushes (which read the input) are done
             # too once the current stream waits for them.
@@ -146,7 +171,10 @@ class CopyEngineCollective:
     PHASES = 1
     """Signal rounds per post (the op's `COPY_ENGINE_PHASES`)."""
 
-    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering):
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
+                 op: hir.CollectiveOp | None = None):
+        self.op = op
+        """The op posted (what the hazard check names)."""
         self.flags = flags
         self.first_slot = first_slot
         self.posts = posts
@@ -166,13 +194,13 @@ class CopyEngineCollective:
 
     def push_and_signal(self, pushes: Callable[[int], None], slot: int):
         """On the communication stream, after the current stream's work so far:
-        `pushes(peer)` for every other member, then its flag `slot`. Returns the mark of
-        the end of this work."""
+        `pushes(peer)` for every other member (it returns the tensor it read), then its
+        flag `slot`. Returns the mark of the end of this work."""
         ordering = self.ordering
         side = ordering.fork()
         with ordering.enqueue_on(side):
             for peer in self.peers:
-                pushes(peer)
+                ordering.touch(self.op, reads=[pushes(peer)], stream=side)
                 self.flags.signal(peer, slot, side)
         return ordering.mark((self.flags.team, slot, "pushed"), side)
 
@@ -180,19 +208,22 @@ class CopyEngineCollective:
 class CopyEngineAllgather(CopyEngineCollective):
     """out (a view of `symmetric_out`) = concat over the team of every member's input."""
 
-    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering, symmetric_out: SymmetricTensor):
-        super().__init__(flags, first_slot, posts, ordering)
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering, symmetric_out: SymmetricTensor,
+                 op: hir.CollectiveOp | None = None):
+        super().__init__(flags, first_slot, posts, ordering, op)
         self.symmetric_out = symmetric_out
 
     def post(self, inp: torch.Tensor, out: torch.Tensor) -> CopyEngineWork:
         """`inp`, `out`: the flat buffers (views of dense memory)."""
         slot = self.next_slot()
-        mine = _chunks(out, self.flags.size)[self.position]
-        all_done = self.push_and_signal(lambda peer: peer_view(self.symmetric_out, mine, peer).copy_(inp), slot)
+        slots = _chunks(out, self.flags.size)
+        mine = slots[self.position]
+        all_done = self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_out, mine, peer), inp), slot)
         # The own slot is filled on the posting stream, after the pushes were forked from
         # it, so it does not queue behind other posts' transfers on the communication stream.
         mine.copy_(inp)
-        return CopyEngineWork(self, slot, self.ordering.mark((self.flags.team, slot, "local")), all_done, None)
+        self.ordering.touch(self.op, reads=[inp], writes=[mine])
+        return CopyEngineWork(self, slot, self.ordering.mark((self.flags.team, slot, "local")), all_done, None, slots)
 
 
 class CopyEngineReduceScatter(CopyEngineCollective):
@@ -200,8 +231,8 @@ class CopyEngineReduceScatter(CopyEngineCollective):
     members' chunks arrive in `via` (a view of `symmetric_via`, the input's shape)."""
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
-                 symmetric_via: SymmetricTensor, kind: ReduceKind):
-        super().__init__(flags, first_slot, posts, ordering)
+                 symmetric_via: SymmetricTensor, kind: ReduceKind, op: hir.CollectiveOp | None = None):
+        super().__init__(flags, first_slot, posts, ordering, op)
         self.symmetric_via = symmetric_via
         self.combine = _COMBINE[kind]
 
@@ -212,13 +243,17 @@ class CopyEngineReduceScatter(CopyEngineCollective):
         chunks, received = _chunks(inp, size), _chunks(via, size)
         all_done = self.scatter(chunks, received, slot)
         parts = [chunks[me] if p == me else received[p] for p in range(size)]
-        return CopyEngineWork(self, slot, None, all_done, lambda: _reduce_into(out, parts, self.combine))
+        return CopyEngineWork(self, slot, None, all_done, lambda: self.reduce_into(out, parts), received)
+
+    def reduce_into(self, out: torch.Tensor, parts: list[torch.Tensor]) -> None:
+        _reduce_into(out, parts, self.combine)
+        self.ordering.touch(self.op, reads=parts, writes=[out])
 
     def scatter(self, chunks: list[torch.Tensor], received: list[torch.Tensor], slot: int):
         """Copy input chunk p into slot `me` of member p's `received`, for every other member
         p, then signal `slot`; chunk `me` is not read."""
         me = self.position
-        return self.push_and_signal(lambda peer: peer_view(self.symmetric_via, received[me], peer).copy_(chunks[peer]), slot)
+        return self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_via, received[me], peer), chunks[peer]), slot)
 
 
 class CopyEngineAllreduce(CopyEngineReduceScatter):
@@ -240,17 +275,25 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
 
         def gather() -> None:
-            _reduce_into(outs[me], [chunks[me] if p == me else scattered[p] for p in range(size)], self.combine)
-            sent = self.push_and_signal(lambda peer: peer_view(self.symmetric_via, gathered[me], peer).copy_(outs[me]),
+            self.reduce_into(outs[me], [chunks[me] if p == me else scattered[p] for p in range(size)])
+            sent = self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_via, gathered[me], peer), outs[me]),
                                         slot + 1)
             stream = self.ordering.current()
             for peer in self.peers:
                 self.flags.wait(peer, slot + 1, stream)
+                self.ordering.arrived(self.op, gathered[peer], peer)
                 outs[peer].copy_(gathered[peer])
+                self.ordering.touch(self.op, reads=[gathered[peer]], writes=[outs[peer]])
             self.ordering.join(sent)
 
         all_done = self.scatter(chunks, scattered, slot)
-        return CopyEngineWork(self, slot, None, all_done, gather)
+        return CopyEngineWork(self, slot, None, all_done, gather, scattered)
+
+
+def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
+    """target <- source (a push into a peer's memory); the tensor it read."""
+    target.copy_(source)
+    return source
 
 
 def _chunks(flat: torch.Tensor, parts: int) -> list[torch.Tensor]:
@@ -314,11 +357,13 @@ class CopyEngineProgram:
     """
 
     def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float,
-                 current: Callable[[], object]):
-        """`current()`: the stream device work is enqueued on now (see `Ordering`)."""
+                 current: Callable[[], object], hazards: Hazards | None = None):
+        """`current()`: the stream device work is enqueued on now (see `Ordering`);
+        `hazards`: the stream hazard check of CPU ranks, if it is on."""
         self.rank = rank
         self.heap = SymmetricHeap(rank, device, groups, timeout)
-        self.ordering = Ordering(device, current)
+        self.ordering = Ordering(device, current, hazards)
+        self.hazards = hazards
         self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags, int]] = {}
         self.collectives: list[CopyEngineCollective] = []
         symmetric = [op for op in program.walk() if isinstance(op, hir.AllocateOp) and op.is_symmetric]
@@ -377,25 +422,29 @@ class CopyEngineProgram:
         symmetric, flags, slot = self.buffers[op]
         peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
 
-        current = self.ordering.current
+        current, hazards = self.ordering.current, self.hazards
 
         def acquire() -> torch.Tensor:
             stream = current()
             for peer in peers:
                 flags.wait(peer, slot, stream)
+            if hazards is not None:
+                hazards.acquire(symmetric.local)
             return symmetric.local
 
         return acquire
 
-    def release(self, op: hir.AllocateOp) -> Callable[[], None]:
-        """The step of `hir.deallocate` of a symmetric buffer: tell every peer, after this
-        rank's prior work, that it may write into this rank's instance again."""
+    def release(self, op: hir.AllocateOp, deallocate: hir.DeallocateOp) -> Callable[[], None]:
+        """The step of `deallocate` of the symmetric buffer `op`: tell every peer, after
+        this rank's prior work, that it may write into this rank's instance again."""
         symmetric, flags, slot = self.buffers[op]
         peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
 
-        current = self.ordering.current
+        current, hazards = self.ordering.current, self.hazards
 
         def release() -> None:
+            if hazards is not None:
+                hazards.release(hazards.current_stream(), deallocate, symmetric.local)
             stream = current()
             for peer in peers:
                 flags.signal(peer, slot, stream)
@@ -407,11 +456,14 @@ class CopyEngineProgram:
         team = tuple(op.team_ids)
         flags, first, slots = self.flags[team], self._slots[op], posts_per_run(op)
         if isinstance(op, hir.AllgatherOp):
-            collective: CopyEngineCollective = CopyEngineAllgather(flags, first, slots, self.ordering, self._symmetric(op, op.output))
+            collective: CopyEngineCollective = CopyEngineAllgather(flags, first, slots, self.ordering,
+                                                                   self._symmetric(op, op.output), op)
         elif isinstance(op, hir.ReduceScatterOp):
-            collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via), op.reduction.data)
+            collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via),
+                                                 op.reduction.data, op)
         else:
-            collective = CopyEngineAllreduce(flags, first, slots, self.ordering, self._symmetric(op, op.via), op.reduction.data)
+            collective = CopyEngineAllreduce(flags, first, slots, self.ordering, self._symmetric(op, op.via),
+                                             op.reduction.data, op)
         self.collectives.append(collective)
         return collective
 

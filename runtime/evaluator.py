@@ -48,9 +48,11 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .buffers import BufferUses
 from .communicator import Communicator
-from .compile import DEFAULT_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
+from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS, CompileContext, ExecutionError, compile_function
+from .compile.unit_backends import check_unit_backend, default_unit_backend
 from .copy_engine import CopyEngineProgram
-from .graphs import CUDA_GRAPH, CudaGraphs, check_capturable, graph_mode
+from .graphs import CUDA_GRAPH, CudaGraphs, graph_mode
+from .hazards import Hazards, enabled_by_environment
 from .layouts import in_allocation_order, logical_shape, shard_factor, torch_dtype
 from .streams import make_streams
 
@@ -68,16 +70,25 @@ class Evaluator:
     runs with the eager reference semantics on global (unsharded) tensors.
     `record_streams`: log `(op name, stream id)` for every op that enqueues device work.
     `cuda_graph`: capture the program in a CUDA graph on its first run for an input
-    signature and replay it afterwards (runtime/graphs.py gives the contract); programs a
-    graph cannot replay are refused here. `graph_mode` says how runs execute.
+    signature and replay it afterwards (runtime/graphs.py gives the contract). By default
+    (None) on a GPU wherever the program is capturable, its outputs copied out of the
+    graph each run; True: programs a graph cannot replay are refused here, and outputs
+    are the graph's buffers; False: always eager. `graph_mode` says how runs execute.
     `trace`: run every hir and fusion op inside a profiler range named after it and its
     source location, and each run inside `hir.program @name`, for `runtime.trace`.
+    `unit_backend`: how kernel units run, "compiled" (fused kernels, torch.compile; the
+    default on GPUs) or "eager" (one torch call per op; the default on CPUs), see
+    runtime/compile/unit_backends.py.
+    `check_hazards` (CPU ranks; default: the environment variable HOSTIR_CHECK_HAZARDS):
+    fail, naming both ops, where two pieces of device work touch the same memory and
+    nothing in the program orders them (runtime/hazards.py).
     """
 
     def __init__(self, module: ModuleOp, *, name: str | None = None, rank: int | None = None,
                  world_size: int | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS,
                  device: torch.device | str | None = None, communicator: Communicator | None = None,
-                 record_streams: bool = False, cuda_graph: bool = False, trace: bool = False):
+                 record_streams: bool = False, cuda_graph: bool | None = None, trace: bool = False,
+                 check_hazards: bool | None = None, unit_backend: str | None = None):
         check_module(module)
         self.function = find_function(module, name)
         self.is_program = isinstance(self.function, hir.ProgramOp)
@@ -86,40 +97,44 @@ class Evaluator:
             # where the signature promises shards.
             raise op_error(self.function, "is a fusion, not a host program: lower it (hostir-lower) before running "
                                           "it on ranks; runtime.run_fusion evaluates it on unsharded tensors")
-        if cuda_graph:
-            if not isinstance(self.function, hir.ProgramOp):
-                raise ValueError(f"cuda_graph runs a hir.program; @{self.name} is a fusion.func")
-            check_capturable(self.function)
+        if cuda_graph and not isinstance(self.function, hir.ProgramOp):
+            raise ValueError(f"cuda_graph runs a hir.program; @{self.name} is a fusion.func")
         device = checked_device(device) if device is not None else None
         if self.is_program:
             self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
             self.rank: int | None = self.comm.rank
             self.device = self.comm.device
-            self.streams = make_streams(self.device)
+            self.hazards = _hazards(check_hazards, self.device)
+            self.streams = make_streams(self.device, self.hazards)
             self.comm.create_groups(program_teams(self.function, self.comm))
             self.copy_engine = self._copy_engine(self.function)
         else:
             self.comm = None
             self.rank = None
             self.device = device or torch.device("cpu")
+            self.hazards = None
             self.streams = make_streams(self.device)
             self.copy_engine = None
         if number_of_streams < 1:
             raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
+        if number_of_streams > MAX_NUMBER_OF_STREAMS:
+            raise ValueError(f"number_of_streams must be at most {MAX_NUMBER_OF_STREAMS}, got {number_of_streams}")
         self.number_of_streams = number_of_streams
+        self.unit_backend = check_unit_backend(unit_backend or default_unit_backend(self.device))
         self.stream_log: list[tuple[str, int]] | None = [] if record_streams else None
         self.trace = trace
         self.context = CompileContext(
             local=self.is_program, rank=self.rank, device=self.device, streams=self.streams,
             number_of_streams=number_of_streams, comm=self.comm, copy_engine=self.copy_engine,
-            stream_log=self.stream_log, trace=trace,
+            stream_log=self.stream_log, trace=trace, hazards=self.hazards, unit_backend=self.unit_backend,
         )
         self.trace_kinds = self.context.trace_kinds
         self.compiled = compile_function(self.context, self.function, BufferUses(self.function).immutable)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
-        self.graph_mode = graph_mode(cuda_graph, self.device)
-        self.graphs = CudaGraphs(self.run_eagerly, self.streams) if self.graph_mode == CUDA_GRAPH else None  # type: ignore[arg-type]
+        self.graph_mode = graph_mode(cuda_graph, self.device, self.function if self.is_program else None)
+        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, copy_outputs=cuda_graph is None)  # type: ignore[arg-type]
+                       if self.graph_mode == CUDA_GRAPH else None)
 
     def _copy_engine(self, program: hir.ProgramOp) -> CopyEngineProgram | None:
         """The program's symmetric buffers and flags, if it has any (created collectively)."""
@@ -128,7 +143,7 @@ class Evaluator:
         timeout = self.comm.timeout.total_seconds() if self.comm.timeout else 60.0
         streams = self.streams
         return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout,
-                                 lambda: streams.active)
+                                 lambda: streams.active, self.hazards)
 
     @property
     def name(self) -> str:
@@ -179,6 +194,14 @@ class Evaluator:
             problem = split.problem(self._arg_specs[split.argument], inputs[split.argument])
             if problem:
                 raise InputError(f"@{self.name} argument {split.argument} ({self._arg_specs[split.argument].label}): {problem}")
+
+
+def _hazards(check: bool | None, device: torch.device) -> Hazards | None:
+    """The stream hazard check of a program on this device, if asked for (CPU ranks only;
+    the environment's switch applies where it can)."""
+    if check is None:
+        check = enabled_by_environment() and device.type == "cpu"
+    return Hazards() if check else None
 
 
 def check_module(module: Any) -> None:

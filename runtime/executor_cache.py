@@ -93,8 +93,8 @@ _EXECUTORS = ExecutorCache(capacity=32)
 
 def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None, rank: int | None = None,
             world_size: int | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS,
-            device: torch.device | str | None = None, cuda_graph: bool = False,
-            trace: str | os.PathLike | None = None) -> list:
+            device: torch.device | str | None = None, cuda_graph: bool | None = None,
+            unit_backend: str | None = None, trace: str | os.PathLike | None = None) -> list:
     """Run a host program on this rank: the list of its local outputs. It is compiled
     once per program text and options (a CUDA-graph evaluator keeps its graphs); calling
     again with the same ones only runs it. `trace`: write this rank's Chrome/Perfetto
@@ -102,7 +102,7 @@ def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None,
     check_module(module)
     evaluator = _EXECUTORS.evaluator(str(module), module.clone, name=name, rank=rank, world_size=world_size,
                                      number_of_streams=number_of_streams, device=device, cuda_graph=cuda_graph,
-                                     trace=trace is not None)
+                                     unit_backend=unit_backend, trace=trace is not None)
     return run_and_trace(evaluator, inputs, trace)
 
 

@@ -14,10 +14,12 @@ The contract:
   times on data it produces can bind its inputs once instead (`Evaluator.bind_inputs`): it
   gets the graph's own input buffers, filled with its data, writes later data into them in
   place, and a replay that is given them copies nothing.
-- Outputs are the graph's own buffers, valid until the next run of this evaluator with the
-  same signature, which overwrites them (as `torch.cuda.graphs` does). Cloning them would
-  cost a copy and an allocation per output and run, the work graphs exist to avoid; a
-  caller that keeps results across runs clones them.
+- Outputs: with `cuda_graph=True`, the graph's own buffers, valid until the next run of
+  this evaluator with the same signature, which overwrites them (as `torch.cuda.graphs`
+  does): a caller that keeps results across runs clones them. By default (`cuda_graph`
+  left None: a graph wherever the program is on a GPU and capturable) every replay
+  returns copies, so that replaying is never visible to a caller who did not ask for it;
+  the copy costs one write of each output.
 - The first capture of an evaluator follows one eager run, on every rank at the same call
   (every rank runs its programs in the same order), which creates what capture cannot: NCCL
   communicators, cuBLAS handles, worker streams. Symmetric buffers and their flags exist
@@ -50,7 +52,7 @@ import torch
 from xdsl.ir import SSAValue
 
 from hostir_dialect import hir
-from hostir_dialect.diagnostics import op_error
+from hostir_dialect.diagnostics import HostIRError, op_error
 
 from .buffers import BufferUses, written_operands
 from .streams import CudaStreams
@@ -60,11 +62,20 @@ EAGER = "eager"
 EAGER_ON_CPU = "eager (cuda_graph requested, but CPU ranks have no CUDA graphs)"
 
 
-def graph_mode(cuda_graph: bool, device: torch.device) -> str:
-    """How runs execute: one of CUDA_GRAPH, EAGER, EAGER_ON_CPU."""
-    if not cuda_graph:
+def graph_mode(cuda_graph: bool | None, device: torch.device, program: hir.ProgramOp | None) -> str:
+    """How runs of `program` (None: a fusion, always eager) execute: CUDA_GRAPH, EAGER,
+    EAGER_ON_CPU, or with the default (`cuda_graph` None) on a GPU, eager and why a
+    graph could not replay the program. `cuda_graph=True` refuses such a program."""
+    if cuda_graph is False or program is None or (cuda_graph is None and device.type != "cuda"):
         return EAGER
-    return CUDA_GRAPH if device.type == "cuda" else EAGER_ON_CPU
+    if cuda_graph:
+        check_capturable(program)
+        return CUDA_GRAPH if device.type == "cuda" else EAGER_ON_CPU
+    try:
+        check_capturable(program)
+    except HostIRError as error:
+        return f"{EAGER} (no CUDA graph: {error})"
+    return CUDA_GRAPH
 
 
 def check_capturable(program: hir.ProgramOp) -> None:
@@ -127,9 +138,11 @@ class _Captured:
 class CudaGraphs:
     """The graphs of one evaluator's program, by input signature."""
 
-    def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams):
+    def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams, copy_outputs: bool = False):
+        """`copy_outputs`: each replay returns copies of the graph's output buffers."""
         self._run_eagerly = run_eagerly
         self._streams = streams
+        self._copy_outputs = copy_outputs
         self._graphs: dict[tuple, _Captured] = {}
         self._warm = False
 
@@ -137,7 +150,10 @@ class CudaGraphs:
         return len(self._graphs)
 
     def run(self, inputs: Sequence[Any]) -> list:
-        return self._captured(inputs).replay(inputs)
+        outputs = self._captured(inputs).replay(inputs)
+        if self._copy_outputs:
+            return [x.clone() if isinstance(x, torch.Tensor) else x for x in outputs]
+        return outputs
 
     def bind(self, inputs: Sequence[Any]) -> list:
         """The input buffers of the graph of `inputs`' signature (captured now if it is

@@ -3,12 +3,15 @@ existing torchrun world.
 
 `launch(fn, world_size)` starts `world_size` processes (torch.multiprocessing, start method
 forkserver: each rank forks from a server that imported the runtime once) that join one
-torch.distributed world on 127.0.0.1 and a free port, calls `fn(rank, world_size, *args)` in
-each and returns every rank's result. As soon as a rank fails -- it raises, is killed,
-crashes, or times out in a collective -- the others are killed and `SpmdError` names that
-rank and what happened to it; a launch that outlives `timeout` is killed too, so nothing
-hangs and no process outlives the launch. Collectives time out after `collective_timeout`
-seconds (a rank blocked on a peer that never posts fails instead of waiting).
+torch.distributed world, calls `fn(rank, world_size, *args)` in each and returns every
+rank's result. Nobody else can reach the launch (docs/security.md): the ranks meet in a
+`FileStore` of its private (0700) directory, where they also leave their results, and
+their own connections listen on the loopback interface only. As soon as a rank fails --
+it raises, is killed, crashes, or times out in a collective -- the others are killed and
+`SpmdError` names that rank and what happened to it; a launch that outlives `timeout` is
+killed too, so nothing hangs and no process outlives the launch. Collectives time out
+after `collective_timeout` seconds (a rank blocked on a peer that never posts fails
+instead of waiting).
 
 Starting processes still costs a world's setup, so `run_spmd_batch` runs many programs
 (`Job`s) in one launch; `run_spmd` is the one-program form.
@@ -23,7 +26,6 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +39,7 @@ import torch.multiprocessing as mp
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes
+from hostir.passes.pipeline import check_seconds
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import located_text
 from hostir_dialect.symbols import programs
@@ -44,6 +47,7 @@ from hostir_dialect.symbols import programs
 from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
 from .executor_cache import LruCache
+from .reference import run_fusion
 from .trace import Trace, traced_run
 
 # Ranks fork from a server process that imported the runtime (torch included) once, instead
@@ -53,6 +57,19 @@ mp.get_context("forkserver").set_forkserver_preload(["hostir.runtime"])
 
 class SpmdError(RuntimeError):
     """A multi-rank run failed: which rank, and why."""
+
+
+@dataclass
+class Reference:
+    """A fusion whose eager outputs rank 0 computes after a job's runs (`run_fusion` on
+    the global inputs), so that the launch's timeout bounds it too."""
+
+    module: str
+    name: str
+    inputs: Sequence[torch.Tensor]
+
+    def outputs(self) -> list:
+        return run_fusion(parse_module(self.module, "<reference>"), self.inputs, self.name)
 
 
 @dataclass
@@ -66,9 +83,14 @@ class Job:
     number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS
     repeat: int = 1
     record_streams: bool = False
-    cuda_graph: bool = False
+    cuda_graph: bool | None = None
+    """`Evaluator`'s option (None: a graph on GPUs wherever the program is capturable)."""
     trace: bool = False
     """Trace one more run after the timed ones (`RankResult.trace`)."""
+    unit_backend: str | None = None
+    """How kernel units run (`Evaluator`'s option; None: the device's default)."""
+    reference: Reference | None = None
+    """Computed by rank 0 after the runs (`RankResult.reference`)."""
 
 
 @dataclass
@@ -81,9 +103,17 @@ class RankResult:
     graph_mode: str = "eager"
     """How the runs executed (`Evaluator.graph_mode`)."""
     trace: Trace | None = None
+    reference: list | None = None
+    """Rank 0's: the job's reference outputs, when it has a reference."""
 
 
 BACKENDS = ("gloo", "nccl")
+
+DEFAULT_MAX_WORLD = 16
+"""The most CPU ranks a launch spawns unless told otherwise (`max_world`, hostir-run
+--max-world): each is a process of some 200 MB, and a program asks for a world of its
+largest device id + 1, which one mesh of a tiny file can make 2**63. On GPUs the bound
+is the number of GPUs (one per rank)."""
 
 
 def default_backend(world_size: int) -> str:
@@ -96,6 +126,16 @@ def check_backend(backend: str, world_size: int) -> None:
         raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     if backend == "nccl" and torch.cuda.device_count() < world_size:
         raise ValueError(f"backend nccl needs {world_size} GPUs (one per rank), found {torch.cuda.device_count()}")
+
+
+def check_world(world_size: int, backend: str, max_world: int = DEFAULT_MAX_WORLD) -> None:
+    """Refuse a world this machine cannot hold: more ranks than GPUs on nccl, more than
+    `max_world` CPU ranks on gloo."""
+    if world_size < 1:
+        raise ValueError(f"world size must be at least 1, got {world_size}")
+    check_backend(backend, world_size)
+    if backend == "gloo" and world_size > max_world:
+        raise ValueError(f"a world of {world_size} CPU ranks is more than max_world={max_world} allows")
 
 
 def device_for(backend: str, rank: int) -> torch.device:
@@ -138,7 +178,8 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     for job in jobs:
         evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
                               number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace)
+                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace,
+                              unit_backend=job.unit_backend)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):
@@ -148,8 +189,9 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - start)
         trace = traced_run(evaluator, inputs)[1] if job.trace else None
+        expected = job.reference.outputs() if job.reference is not None and rank == 0 else None
         results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode,
-                                  trace))
+                                  trace, expected))
     return results
 
 
@@ -162,22 +204,25 @@ def _to_cpu(value: Any) -> Any:
 # --------------------------------------------------------------------------- #
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+LOOPBACK = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+"""The interface the ranks' own connections listen on, unless the user named one: all
+ranks of a launch are on this machine, and nothing outside it may reach them."""
 
 
-def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str, fn: Callable,
-            pickled_args: bytes, collective_timeout: float, launch_timeout: float) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+def _worker(rank: int, world_size: int, backend: str, result_dir: str, fn: Callable, pickled_args: bytes,
+            collective_timeout: float, launch_timeout: float) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
+    for name, value in LOOPBACK.items():
+        os.environ.setdefault(name, value)
     finished = False
     try:
         if backend == "nccl":
             torch.cuda.set_device(device_for(backend, rank))
         args = pickle.loads(pickled_args)  # after set_device: CUDA tensors come back on their device
-        dist.init_process_group(backend, rank=rank, world_size=world_size,
+        # The ranks meet in a file of the launch's private directory, not a TCP store,
+        # which would serve every interface to anyone, unauthenticated (docs/security.md).
+        store = dist.FileStore(str(Path(result_dir) / "store"), world_size)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=collective_timeout))
         # A rank that is done waits for the others as long as the launch may last: with
         # the collective timeout it would give up first and close its connections, and a
@@ -205,24 +250,23 @@ def _worker(rank: int, world_size: int, port: int, backend: str, result_dir: str
 
 
 def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | None = None,
-           timeout: float = 300, collective_timeout: float = 60) -> list:
+           timeout: float = 300, collective_timeout: float = 60, max_world: int = DEFAULT_MAX_WORLD) -> list:
     """`fn(rank, world_size, *args)` on `world_size` spawned ranks: every rank's result.
 
     `fn` must be a module-level function (it is pickled into the spawned processes).
-    Everything checkable here is checked before a process is spawned."""
-    if world_size < 1:
-        raise ValueError(f"world size must be at least 1, got {world_size}")
+    Everything checkable here is checked before a process is spawned (`check_world`)."""
     if "<" in getattr(fn, "__qualname__", "<"):  # <lambda>, <locals>: pickled by name, found by none
         raise TypeError(f"fn must be a module-level function, picklable into the spawned ranks; got {fn!r}")
     backend = backend or default_backend(world_size)
-    check_backend(backend, world_size)
+    check_world(world_size, backend, max_world)
+    check_seconds("timeout", timeout)
+    check_seconds("collective_timeout", collective_timeout)
     with tempfile.TemporaryDirectory(prefix="hostir-spmd-") as result_dir:
         context = mp.start_processes(
             # The arguments travel as plain pickled bytes: torch's own pickler would pass
             # every tensor's storage as a file descriptor, and the forkserver takes fewer
             # than 256 per process (a batch of jobs holds more tensors than that).
-            _worker, args=(world_size, free_port(), backend, result_dir, fn, pickle.dumps(args), collective_timeout,
-                           timeout),
+            _worker, args=(world_size, backend, result_dir, fn, pickle.dumps(args), collective_timeout, timeout),
             nprocs=world_size, join=False, start_method="forkserver",
         )
         try:
@@ -246,7 +290,7 @@ def _wait(processes: Sequence, result_dir: Path, timeout: float) -> None:
         if len(exit_codes) == len(processes):
             return
         if time.monotonic() > deadline:
-            raise SpmdError(f"the {len(processes)} ranks did not finish within {timeout} s; all were stopped")
+            raise SpmdError(f"the {len(processes)} rank(s) did not finish within {timeout:g} s and were stopped")
         multiprocessing.connection.wait([p.sentinel for p in processes if p.exitcode is None], timeout=0.2)
 
 
@@ -321,28 +365,29 @@ def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
 
 
 def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None = None, timeout: float = 300,
-                   collective_timeout: float = 60) -> list[list[RankResult]]:
+                   collective_timeout: float = 60, max_world: int = DEFAULT_MAX_WORLD) -> list[list[RankResult]]:
     """Run every job on `world_size` spawned ranks, in one launch: results[job][rank]."""
     for job in jobs:
         if len(job.inputs) != world_size:
             raise ValueError(f"a job has inputs for {len(job.inputs)} ranks but the world has {world_size}")
     per_rank = launch(run_jobs, world_size, (list(jobs),), backend=backend, timeout=timeout,
-                      collective_timeout=collective_timeout)
+                      collective_timeout=collective_timeout, max_world=max_world)
     return [[per_rank[r][j] for r in range(world_size)] for j in range(len(jobs))]
 
 
 def run_spmd(module_or_fd: Any, per_rank_inputs: Sequence[Sequence[Any]], world_size: int, *,
              backend: str | None = None, number_of_streams: int = DEFAULT_NUMBER_OF_STREAMS, lower: bool = False, name: str | None = None,
-             timeout: float = 300, collective_timeout: float = 60) -> list[list]:
+             timeout: float = 300, collective_timeout: float = 60, max_world: int = DEFAULT_MAX_WORLD) -> list[list]:
     """Run one program on `world_size` spawned ranks: every rank's list of local outputs.
 
     A fusion runs lowered (`lower=True`): its eager reference semantics are for global
-    tensors, and each rank holds shards."""
+    tensors, and each rank holds shards. More than `max_world` CPU ranks are refused."""
+    check_world(world_size, backend or default_backend(world_size), max_world)
     module = as_module(module_or_fd, lower)
     if not programs(module):
         raise ValueError("run_spmd runs host programs; pass lower=True to lower a fusion first")
     text = located_text(module)
     job = Job(text, per_rank_inputs, name=name, number_of_streams=number_of_streams)
     results = run_spmd_batch([job], world_size, backend=backend, timeout=timeout,
-                             collective_timeout=collective_timeout)[0]
+                             collective_timeout=collective_timeout, max_world=max_world)[0]
     return [r.outputs for r in results]

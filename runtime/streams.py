@@ -18,6 +18,9 @@ one compiled program runs on either and the CPU pool tests the logic:
   never waits for itself.
 - `begin_run()` / `end_run()`: a run starts on the backend's current stream and leaves it
   current again; marks do not outlive a run (work outside the program may follow it).
+- `hazards`: on CPU ranks, an optional `runtime.hazards.Hazards` that follows every mark
+  and wait, so that work the program does not order shows as an error (CPU work itself
+  runs in program order and would never show it).
 - `capturing()`: while a CUDA graph is captured, every stream the program makes current
   first waits for the capture's stream (so its work is part of the capture, whatever the
   program's own ordering) and the capture's stream waits for all of them at the end (a
@@ -33,8 +36,12 @@ from typing import Any
 
 import torch
 
+from .hazards import Clock, Hazards
+
 
 class _Streams:
+    hazards: Hazards | None = None
+
     def __init__(self) -> None:
         self._by_key: dict[int, Any] = {}
         self._start = self._current = self._active = self._backend_current()
@@ -66,6 +73,8 @@ class _Streams:
     def begin_run(self) -> None:
         self._start = self._current = self._active = self._backend_current()
         self._marks.clear()
+        if self.hazards is not None:
+            self.hazards.begin_run()
 
     def end_run(self) -> None:
         self._current = self._start
@@ -73,6 +82,9 @@ class _Streams:
 
     def current(self) -> Any:
         return self._current
+
+    def current_id(self) -> int:
+        return self.stream_id(self._current)
 
     @property
     def active(self) -> Any:
@@ -139,8 +151,19 @@ class CpuStream:
         return f"CpuStream(key={self.key}, id={self.id})"
 
 
+@dataclass(frozen=True)
+class CpuMark:
+    """A point of a CPU stream's work: the stream, and its vector clock when hazards are checked."""
+
+    stream: int
+    clock: Clock | None
+
+
 class CpuStreams(_Streams):
-    def __init__(self) -> None:
+    def __init__(self, hazards: Hazards | None = None) -> None:
+        self.hazards = hazards
+        if hazards is not None:
+            hazards.current_stream = self.current_id
         self.default = CpuStream(None, 0)
         self.records: list[int] = []
         """Ids of the streams a mark was recorded on, in order (a CUDA event record each)."""
@@ -152,12 +175,14 @@ class CpuStreams(_Streams):
     def _new_stream(self, key: int) -> CpuStream:
         return CpuStream(key, len(self._by_key) + 1)
 
-    def _record(self, stream: CpuStream) -> int:
+    def _record(self, stream: CpuStream) -> CpuMark:
         self.records.append(stream.id)
-        return stream.id
+        return CpuMark(stream.id, self.hazards.mark(stream.id) if self.hazards is not None else None)
 
-    def _wait(self, waiter: CpuStream, mark: int) -> None:
-        waiter.waited_for.append(mark)
+    def _wait(self, waiter: CpuStream, mark: CpuMark) -> None:
+        waiter.waited_for.append(mark.stream)
+        if self.hazards is not None:
+            self.hazards.join(waiter.id, mark.clock)
 
     def _make_active(self, stream: CpuStream) -> None:
         pass
@@ -204,5 +229,10 @@ class CudaStreams(_Streams):
         return stream.cuda_stream
 
 
-def make_streams(device: torch.device) -> CpuStreams | CudaStreams:
-    return CudaStreams(device) if device.type == "cuda" else CpuStreams()
+def make_streams(device: torch.device, hazards: Hazards | None = None) -> CpuStreams | CudaStreams:
+    """The pool of a device; `hazards` (CPU only) checks the order of the work."""
+    if device.type == "cuda":
+        if hazards is not None:
+            raise ValueError("the stream hazard check runs on CPU ranks (on a GPU the streams really run concurrently)")
+        return CudaStreams(device)
+    return CpuStreams(hazards)

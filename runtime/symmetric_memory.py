@@ -148,17 +148,31 @@ class _SharedFileBackend:
     """CPU ranks: one file per member in shared memory, mapped by every member."""
 
     def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
+        # The files hold this run's tensors: nobody else may open them, even for the
+        # moment they have a name. They live in a directory only this user may enter,
+        # under a random name, and each is created anew (never an existing file or a
+        # link someone planted), readable and writable by this user only.
         token = _agree_on_token(group, team)
-        directory = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-        paths = [directory / f"hostir-{token}-{count}-{member}" for member in range(len(team))]
+        base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+        directory = base / f"hostir-{token}-{count}"
+        if position == 0:
+            os.mkdir(directory, 0o700)
+        dist.barrier(group=group)  # the directory exists
+        paths = [directory / str(member) for member in range(len(team))]
         numel = math.prod(shape)
         nbytes = max(1, numel * torch.empty((), dtype=dtype).element_size())
-        with open(paths[position], "wb") as file:
-            file.truncate(nbytes)
+        descriptor = os.open(paths[position], os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(descriptor, nbytes)
+        finally:
+            os.close(descriptor)
         dist.barrier(group=group)  # every file exists
         instances = [torch.from_file(str(path), shared=True, size=numel, dtype=dtype).view(shape) for path in paths]
         dist.barrier(group=group)  # every member mapped every file: the names can go
-        os.unlink(paths[position])
+        if position == 0:
+            for path in paths:
+                path.unlink()
+            directory.rmdir()
         return instances
 
     def write_flag(self, flag: torch.Tensor, value: int, stream=None) -> None:

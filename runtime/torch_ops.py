@@ -90,6 +90,21 @@ def _unary(function: Callable[..., torch.Tensor]):
     return build
 
 
+def _silu(op: ComputeOp, ctx: OpContext) -> Kernel:
+    silu_out = torch.ops.aten.silu.out
+    return Kernel(torch.nn.functional.silu, lambda out, x: silu_out(x, out=out))
+
+
+def _gelu(op: fusion.GeluOp, ctx: OpContext) -> Kernel:
+    approximate = op.approximate.data.value
+    gelu_out = torch.ops.aten.gelu.out
+
+    def fresh(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x, approximate=approximate)
+
+    return Kernel(fresh, lambda out, x: gelu_out(x, approximate=approximate, out=out))
+
+
 def _relu(op: ComputeOp, ctx: OpContext) -> Kernel:
     return Kernel(torch.relu, lambda out, x: torch.clamp_min(x, 0, out=out))
 
@@ -237,7 +252,22 @@ def _contraction_into(function: Callable[..., torch.Tensor], out_variant: Callab
     return into
 
 
+def _refuse_integer_contraction_on_gpus(op: fusion.MatmulOp | fusion.LinearOp | fusion.GroupedMmOp,
+                                       ctx: OpContext) -> None:
+    """torch multiplies integer matrices on CPUs only ("addmm_cuda" not implemented):
+    refused when the program is compiled, on every rank, from the types."""
+    dtype = ctx.dtype(op.result)
+    if ctx.device.type == "cuda" and not (dtype.is_floating_point or dtype.is_complex):
+        raise UnsupportedOp(f"multiplies {dtype} matrices, for which torch has no CUDA kernel; cast the operands "
+                            "to a floating type")
+
+
 def _matmul(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
+    _refuse_integer_contraction_on_gpus(op, ctx)
+    return _with_epilogue(op, ctx, _product(op, ctx))
+
+
+def _product(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
     if 1 in (len(tensor_type(op.a).value_axes()), len(tensor_type(op.b).value_axes())):
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
@@ -273,6 +303,11 @@ def _stacked_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = N
 
 
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
+    _refuse_integer_contraction_on_gpus(op, ctx)
+    return _with_epilogue(op, ctx, _linear_product(op))
+
+
+def _linear_product(op: fusion.LinearOp) -> Kernel:
     linear = torch.nn.functional.linear
     if op.stacked_axes():
         return Kernel(_stacked_linear, lambda out, *operands: copy_into(out, _stacked_linear(*operands)))
@@ -281,6 +316,69 @@ def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
         return Kernel(linear, lambda out, *operands: copy_into(out, linear(*operands)))
     linear_out = torch.ops.aten.linear.out
     return Kernel(linear, _contraction_into(linear, lambda out, x, w, b=None: linear_out(x, w, b, out=out)))
+
+
+_ACTIVATIONS: dict[fusion.Epilogue, Callable[[torch.Tensor], torch.Tensor]] = {
+    fusion.Epilogue.GELU_TANH: lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    fusion.Epilogue.RELU: torch.relu,
+}
+_IN_PLACE: dict[fusion.Epilogue, Callable[[torch.Tensor], torch.Tensor]] = {
+    fusion.Epilogue.GELU_TANH: lambda x: torch.ops.aten.gelu_(x, approximate="tanh"),
+    fusion.Epilogue.RELU: torch.relu_,
+}
+GEMM_EPILOGUE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, product: Kernel) -> Kernel:
+    """The contraction with its epilogue: on GPUs, where the operands are matrices (or
+    batches of rows times one matrix), one cuBLASLt GEMM whose epilogue adds the bias and
+    applies the activation as it writes the result (`torch._addmm_activation`), so the
+    result is written once; elsewhere the product, then the activation in place."""
+    epilogue = fusion.epilogue_of(op)
+    if epilogue is None:
+        return product
+    gemm = _gemm_with_epilogue(op, ctx, epilogue) if ctx.device.type == "cuda" else None
+    if gemm is not None:
+        return gemm
+    activation, in_place = _ACTIVATIONS[epilogue], _IN_PLACE[epilogue]
+    return Kernel(lambda *args: activation(product.fresh(*args)),
+                  lambda out, *args: in_place(product.into(out, *args)))
+
+
+def _gemm_with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, epilogue: fusion.Epilogue) -> Kernel | None:
+    """`_addmm_activation(bias, rows, matrix)` for the op, where its shapes allow it."""
+    dtype, result_shape = ctx.dtype(op.result), ctx.shape(op.result)
+    if isinstance(op, fusion.MatmulOp):
+        a_shape, b_shape = ctx.shape(op.a), ctx.shape(op.b)
+        matrix_shape = b_shape[-2:]
+    elif op.stacked_axes():
+        return None  # one product per weight of the stack
+    else:
+        a_shape, b_shape = ctx.shape(op.input), ctx.shape(op.weight)
+        matrix_shape = b_shape[::-1]
+    shapes = (*a_shape, *b_shape, *result_shape)
+    if dtype not in GEMM_EPILOGUE_DTYPES or DYNAMIC in shapes or len(a_shape) < 2 or len(b_shape) < 2 or \
+            any(e != 1 for e in b_shape[:-2]):
+        return None
+    k, n = matrix_shape
+    use_gelu = epilogue == fusion.Epilogue.GELU_TANH
+    zeros = torch.zeros(n, dtype=dtype, device=ctx.device)
+    linear = isinstance(op, fusion.LinearOp)
+
+    def operands(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None):
+        matrix = b.reshape(n, k).t() if linear else b.reshape(k, n)
+        return (zeros if bias is None else bias), a.reshape(-1, k), matrix
+
+    def fresh(*args: torch.Tensor) -> torch.Tensor:
+        return torch._addmm_activation(*operands(*args), use_gelu=use_gelu).view(result_shape)
+
+    def into(out: torch.Tensor, *args: torch.Tensor) -> torch.Tensor:
+        if not out.is_contiguous():
+            return copy_into(out, fresh(*args))
+        torch._addmm_activation(*operands(*args), use_gelu=use_gelu, out=out.view(-1, n))
+        return out
+
+    return Kernel(fresh, into)
 
 
 KernelBuilder = Callable[[Any, OpContext], Kernel]
@@ -388,6 +486,7 @@ def _rng_seed(op: fusion.RngSeedOp, ctx: OpContext) -> Kernel:
 
 
 def _grouped_mm(op: fusion.GroupedMmOp, ctx: OpContext) -> Kernel:
+    _refuse_integer_contraction_on_gpus(op, ctx)
     grouping, batch = op.grouping, op.batch()
 
     def one(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
@@ -520,6 +619,8 @@ KERNELS: dict[type[ComputeOp], KernelBuilder] = {
     fusion.SelectOp: _select,
     fusion.UNARY_OPS["relu"]: _relu,
     **{fusion.UNARY_OPS[name]: _unary(f) for name, f in _UNARY.items()},
+    fusion.SiluOp: _silu,
+    fusion.GeluOp: _gelu,
     **{fusion.BINARY_OPS[name]: _binary(f) for name, f in _BINARY.items()},
     **PARITY_KERNELS,
 }

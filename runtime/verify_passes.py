@@ -8,12 +8,15 @@ Before lower-to-host the module holds a fusion: its eager reference semantics
 each rank gets its shards of the inputs (`shard_tensor`) and runs it, on CPU ranks with
 gloo spawned by the launcher when the program names several devices, and each rank's
 outputs are compared with its shards of the reference outputs (so replicated copies are
-all checked). Fusions are run in this process. Host programs are run when the pipeline
-ends, all in one launch since starting ranks costs seconds, one after the other with a
-barrier in between: when one fails, every earlier one has completed on every rank, and
-the first pass that changed the outputs is still the one reported. Its failure is
-located in the IR after that pass (`<IR after NAME>:line:col`, as `--print-ir-after NAME`
-prints it).
+all checked). Nothing runs in this process: a module may loop for ever, or compute for
+hours, so every run is in a launched process, each launch stopped after `timeout`
+seconds (hostir-opt `--run-timeout`). The fusions (and the host programs, when they need
+one rank) run in one launch of one rank, the host programs of several ranks in one launch
+of their own, since starting ranks costs seconds; they run one after the other, with a
+barrier in between on several ranks: when one fails, every earlier one has completed on
+every rank, and the first pass that changed the outputs is still the one reported. A
+host program's failure is located in the IR after that pass (`<IR after NAME>:line:col`,
+as `--print-ir-after NAME` prints it), a fusion's where its ops were written.
 
 The passes cannot import this module (docs/architecture.md): hostir-opt finds
 `NumericalCheck` through the entry point `hostir.pass_checks: numerical` (pyproject.toml).
@@ -36,16 +39,17 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
+from hostir.passes.pipeline import DEFAULT_RUN_TIMEOUT
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import HostIRError, op_error
+from hostir_dialect.diagnostics import HostIRError, located_text, op_error
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.sharding import communicates, largest_device
 from hostir_dialect.symbols import lookup, programs, user_fusions
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .evaluator import Evaluator, ExecutionError
-from .launcher import SpmdError, launch
+from .launcher import SpmdError, check_world, launch
 from .layouts import random_tensor, shard_tensor, unshard
 from .reference import run_fusion
 
@@ -88,7 +92,7 @@ Outcome = Outputs | Failed | Unlowered
 class NumericalCheck:
     """The `PassCheck` of `--verify-each-pass-numerically` (see the module doc)."""
 
-    def __init__(self, seed: int = 0, number_of_streams: int = 2, timeout: float = 300,
+    def __init__(self, seed: int = 0, number_of_streams: int = 2, timeout: float = DEFAULT_RUN_TIMEOUT,
                  collective_timeout: float = 60, report: TextIO | None = None):
         self.seed = seed
         self.number_of_streams = number_of_streams
@@ -123,7 +127,7 @@ class NumericalCheck:
                 unchecked = []
         world = self.world_size()
         spawned = world > 1 and any(runnable(function_of(s, name)) for s in self.snapshots)
-        where = f"host programs on {world} ranks" if spawned else "in this process"
+        where = f"host programs on {world} ranks" if spawned else "in one process"
         kept = len(self.snapshots) - 1 - len(unchecked)
         note = f"; not run after {_passes(unchecked)}, whose IR still needs communications" if unchecked else ""
         print(f"verify-each-pass-numerically: {kept} pass(es) keep the outputs of @{name} "
@@ -133,40 +137,63 @@ class NumericalCheck:
         return max((largest_device(s.module) or 0) + 1 for s in self.snapshots)
 
     def outcomes(self, name: str, inputs: list[torch.Tensor]) -> Iterator[tuple[Snapshot, Outcome]]:
-        """Every snapshot's outputs, in pipeline order: fusions one by one, the host
-        programs all at once when the first one is reached."""
-        ran: dict[int, Outcome] | None = None
-        for index, snapshot in enumerate(self.snapshots):
-            function = function_of(snapshot, name)
-            if not isinstance(function, hir.ProgramOp):
-                yield snapshot, run_reference(snapshot, name, inputs)
-            elif not runnable(function):
-                yield snapshot, Unlowered()
-            else:
-                if ran is None:
-                    hosts = [s for s in self.snapshots[index:] if runnable(function_of(s, name))]
-                    ran = {id(s): outcome for s, outcome in zip(hosts, self.run_programs(hosts, name, inputs))}
-                if id(snapshot) not in ran:
-                    return  # an earlier program failed, and that ends the comparison
-                yield snapshot, ran[id(snapshot)]
-
-    def run_programs(self, snapshots: Sequence[Snapshot], name: str, inputs: list[torch.Tensor]) -> list[Outcome]:
-        if not snapshots:
-            return []
+        """Every snapshot's outputs, in pipeline order, each launch started when the first
+        snapshot it runs is reached (see the module doc)."""
         world = self.world_size()
-        shards = [shards_per_rank(function_of(s, name), inputs, world) for s in snapshots]
-        texts = [(s.label, str(s.module)) for s in snapshots]
-        if world == 1:
-            return [run_here(label, text, name, shard[0], self.number_of_streams) for (label, text), shard in
-                    zip(texts, shards)]
+        ran: dict[int, Outcome] = {}
+        for index, snapshot in enumerate(self.snapshots):
+            ranks = self.ranks_for(snapshot, name, world)
+            if ranks is None:
+                yield snapshot, Unlowered()
+                continue
+            if id(snapshot) not in ran:
+                if any(isinstance(outcome, Failed) for outcome in ran.values()):
+                    return  # an earlier run failed, and that ends the comparison
+                later = [s for s in self.snapshots[index:] if self.ranks_for(s, name, world) == ranks]
+                ran.update(zip(map(id, later), self.run(later, name, inputs, ranks)))
+            yield snapshot, ran[id(snapshot)]
+
+    def ranks_for(self, snapshot: Snapshot, name: str, world: int) -> int | None:
+        """On how many ranks the snapshot runs (None: it does not run, see `Unlowered`)."""
+        function = function_of(snapshot, name)
+        if not isinstance(function, hir.ProgramOp):
+            return 1
+        return world if runnable(function) else None
+
+    def run(self, snapshots: Sequence[Snapshot], name: str, inputs: list[torch.Tensor], ranks: int) -> list[Outcome]:
+        """The outcomes of `snapshots`, run one after the other on `ranks` launched ranks
+        within `timeout` seconds, up to the first that fails."""
+        try:
+            check_world(ranks, "gloo")  # before the inputs are sharded for every rank
+        except ValueError as error:
+            raise HostIRError(f"error: --verify-each-pass-numerically cannot run @{name}: {error}") from None
+        runs = [Run.of(s, name, inputs, ranks) for s in snapshots]
         with tempfile.TemporaryDirectory(prefix="hostir-verify-") as progress:
             try:
-                launch(run_in_turn, world, (texts, name, shards, self.number_of_streams, progress), backend="gloo",
+                launch(run_in_turn, ranks, (runs, name, self.number_of_streams, progress), backend="gloo",
                        timeout=self.timeout, collective_timeout=self.collective_timeout)
                 failure = None
             except SpmdError as error:
                 failure = Failed(str(error))
-            return completed(Path(progress), len(snapshots), world, failure)
+            return completed(Path(progress), runs, ranks, failure)
+
+
+@dataclass
+class Run:
+    """One snapshot's function to run in a launched process: its text, and each rank's
+    inputs (a fusion: the global inputs, on one rank)."""
+
+    label: str
+    text: str
+    is_program: bool
+    inputs: list[list]
+
+    @staticmethod
+    def of(snapshot: Snapshot, name: str, inputs: list[torch.Tensor], ranks: int) -> Run:
+        function = function_of(snapshot, name)
+        if isinstance(function, hir.ProgramOp):
+            return Run(snapshot.label, str(snapshot.module), True, shards_per_rank(function, inputs, ranks))
+        return Run(snapshot.label, located_text(snapshot.module), False, [inputs])
 
 
 def runnable(function: FunctionLikeOp) -> bool:
@@ -216,45 +243,47 @@ def shards_per_rank(program: FunctionLikeOp, inputs: Sequence[torch.Tensor], wor
     return [[shard_tensor(x, t, rank) for x, t in zip(inputs, types)] for rank in range(world_size)]
 
 
-def run_reference(snapshot: Snapshot, name: str, inputs: list[torch.Tensor]) -> Outcome:
-    try:
-        return {None: run_fusion(snapshot.module, inputs, name)}
-    except RUN_FAILURES as error:
-        return Failed(str(error))
-
-
-def run_here(label: str, text: str, name: str, inputs: list, number_of_streams: int) -> Outcome:
-    """A host program on a world of one rank, in this process."""
-    try:
-        module = parse_module(text, f"<IR after {label}>")
-        return {0: Evaluator(module, name=name, rank=0, world_size=1, number_of_streams=number_of_streams).run(inputs)}
-    except RUN_FAILURES as error:
-        return Failed(str(error))
-
-
-def run_in_turn(rank: int, world_size: int, texts: Sequence[tuple[str, str]], name: str, shards: Sequence[list],
-                number_of_streams: int, progress: str) -> None:
-    """On every rank: each program in turn, its outputs saved under `progress` before the
-    ranks move on together to the next one."""
-    for index, (label, text) in enumerate(texts):
-        module = parse_module(text, f"<IR after {label}>")
-        evaluator = Evaluator(module, name=name, rank=rank, world_size=world_size,
-                              number_of_streams=number_of_streams, device=torch.device("cpu"))
-        outputs = evaluator.run(shards[index][rank])
+def run_in_turn(rank: int, world_size: int, runs: Sequence[Run], name: str, number_of_streams: int,
+                progress: str) -> None:
+    """On every rank: each run in turn, its outputs saved under `progress` before the ranks
+    move on together to the next one. On one rank, a failure is saved as its outcome and
+    ends the turn; on several, it fails the rank, and the launcher stops the others."""
+    for index, run in enumerate(runs):
+        try:
+            outputs = run_one(rank, world_size, run, name, number_of_streams)
+        except RUN_FAILURES as error:
+            if world_size > 1:
+                raise
+            (Path(progress) / f"{index}.failed").write_text(str(error))
+            return
         torch.save(outputs, Path(progress) / f"{index}.rank{rank}.pt")
-        dist.barrier()
+        if world_size > 1:
+            dist.barrier()
 
 
-def completed(progress: Path, count: int, world_size: int, failure: Failed | None) -> list[Outcome]:
-    """The outputs of the programs every rank completed; the failure in place of the next."""
+def run_one(rank: int, world_size: int, run: Run, name: str, number_of_streams: int) -> list:
+    if not run.is_program:
+        return run_fusion(parse_module(run.text, "<fusion>"), run.inputs[0], name)
+    module = parse_module(run.text, f"<IR after {run.label}>")
+    evaluator = Evaluator(module, name=name, rank=rank, world_size=world_size, number_of_streams=number_of_streams,
+                          device=torch.device("cpu"))
+    return evaluator.run(run.inputs[rank])
+
+
+def completed(progress: Path, runs: Sequence[Run], ranks: int, failure: Failed | None) -> list[Outcome]:
+    """The outputs of the runs every rank completed; the failure in place of the next."""
     outcomes: list[Outcome] = []
-    for index in range(count):
-        files = [progress / f"{index}.rank{rank}.pt" for rank in range(world_size)]
-        if not all(f.exists() for f in files):
+    for index, run in enumerate(runs):
+        failed = progress / f"{index}.failed"
+        files = {rank if run.is_program else None: progress / f"{index}.rank{rank}.pt" for rank in range(ranks)}
+        if failed.exists():
+            outcomes.append(Failed(failed.read_text()))
+            break
+        if not all(f.exists() for f in files.values()):
             assert failure is not None, "a launch that succeeded left no outputs"
             outcomes.append(failure)
             break
-        outcomes.append({rank: torch.load(f, weights_only=False) for rank, f in enumerate(files)})
+        outcomes.append({rank: torch.load(f, weights_only=True) for rank, f in files.items()})
     return outcomes
 
 

@@ -407,3 +407,12 @@ fusion.func @f() {
 fusion.func @f() {
   fusion.return
 }
+
+// -----
+
+// CHECK: // {{-----}}
+fusion.func @gelu_of_integers(%a: !fusion.tensor<i32[4]>) -> !fusion.tensor<i32[4]> {
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.gelu' op fusion.gelu takes a floating-point tensor, got i32; cast it first
+  %b = fusion.gelu tanh %a : !fusion.tensor<i32[4]> -> !fusion.tensor<i32[4]>
+  fusion.return %b : !fusion.tensor<i32[4]>
+}

@@ -31,8 +31,14 @@ fusion.func @unary(%a: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
   %sigmoid = fusion.sigmoid %tanh : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   // CHECK-NEXT: %reciprocal = fusion.reciprocal %sigmoid : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
   %reciprocal = fusion.reciprocal %sigmoid : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
-  // CHECK-NEXT: fusion.return %reciprocal : !fusion.tensor<f32[4]>
-  fusion.return %reciprocal : !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %silu = fusion.silu %reciprocal : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %silu = fusion.silu %reciprocal : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %gelu = fusion.gelu tanh %silu : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %gelu = fusion.gelu tanh %silu : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: %erf_gelu = fusion.gelu none %gelu : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  %erf_gelu = fusion.gelu none %gelu : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  // CHECK-NEXT: fusion.return %erf_gelu : !fusion.tensor<f32[4]>
+  fusion.return %erf_gelu : !fusion.tensor<f32[4]>
 }
 
 // CHECK-LABEL: fusion.func @binary(%a: !fusion.tensor<f32[4]>, %b: !fusion.tensor<f32[4]>) -> (!fusion.tensor<f32[4]>, !fusion.tensor<i1[4]>) {

@@ -354,6 +354,19 @@ hir.program @p() {
 }
 // -----
 // CHECK: // {{-----}}
+hir.program @p() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:5: error: 'hir.allocate' op a symmetric buffer cannot be allocated in a loop: it is created once and acquired from the peers, so every iteration would reuse the memory that earlier iterations may still read on other streams; allocate one slice per iteration before the loop
+    %s = hir.allocate symmetric : !fusion.tensor<f32[4], mesh=[0, 1]>
+    hir.deallocate %s : !fusion.tensor<f32[4], mesh=[0, 1]>
+  }
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.gather' op hir.gather has no copy-engine algorithm (allgather, reduce_scatter and allreduce have)
   %w = hir.gather %x -> %y team [0, 1] root 0 transport copy_engine : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>

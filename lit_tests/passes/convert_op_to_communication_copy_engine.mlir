@@ -30,6 +30,51 @@ hir.program @allgather_in_loop(%a: !a) {
 
 // -----
 
+// An all-gather whose output is allocated in its loop (bounded-intermediates, or a set
+// without destination): a symmetric buffer is acquired from the peers, not from an
+// allocator, so the next iteration (on another stream) would overwrite the chunk this one
+// still reads. It becomes one symmetric buffer before the loop, a slice per iteration,
+// released after the loop (issue 25: a wrong answer on GPUs).
+!a = !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1], alloc=[0, 1, 3, 2]>
+!a_i = !fusion.tensor<f32[2 didx, 2, 8], mesh=[0, 1], alloc=[0, 2, 1]>
+!g_i = !fusion.tensor<f32[2, 2, 8], mesh=[0, 1], alloc=[0, 2, 1]>
+hir.program @allgather_into_loop_allocation(%a: !a) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a_i = hir.alias_select %a[%i] axis 0 : !a -> !a_i
+    %g_i = hir.allocate : !g_i
+    %r = fusion.set %a_i into %g_i : !a_i -> !g_i
+    hir.deallocate %g_i : !g_i
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a_i = hir.alias_select %a[%i] axis 0 : !a -> !a_i
+    %r = fusion.set %a_i : !a_i -> !g_i
+  }
+  hir.return
+}
+// CHECK-LABEL: hir.program @allgather_into_loop_allocation
+// CHECK:         %gathered = hir.allocate symmetric : !fusion.tensor<f32[4, 2, 2, 8], mesh=[0, 1], alloc=[0, 1, 3, 2]>
+// CHECK-NEXT:    scf.for %[[I:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:      %a_i = hir.alias_select %a[%[[I]]] axis 0
+// CHECK-NEXT:      %gathered_i = hir.alias_select %gathered[%[[I]]] axis 0 : !fusion.tensor<f32[4, 2, 2, 8], mesh=[0, 1], alloc=[0, 1, 3, 2]> -> !fusion.tensor<f32[2, 2, 8], mesh=[0, 1], alloc=[0, 2, 1]>
+// CHECK-NEXT:      %w = hir.allgather %a_i -> %gathered_i team [0, 1] transport copy_engine
+// CHECK-NEXT:      hir.wait %w
+// CHECK-NEXT:    }
+// CHECK:         %gathered_1 = hir.allocate symmetric : !fusion.tensor<f32[4, 2, 2, 8], mesh=[0, 1], alloc=[0, 1, 3, 2]>
+// CHECK-NEXT:    scf.for %[[J:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:      %a_i_1 = hir.alias_select %a[%[[J]]] axis 0
+// CHECK-NEXT:      %gathered_i_1 = hir.alias_select %gathered_1[%[[J]]] axis 0
+// CHECK-NEXT:      %w_1 = hir.allgather %a_i_1 -> %gathered_i_1 team [0, 1] transport copy_engine
+// CHECK-NEXT:      hir.wait %w_1
+// CHECK-NEXT:    }
+// AUTO-LABEL: hir.program @allgather_into_loop_allocation
+// AUTO:         hir.allocate symmetric : !fusion.tensor<f32[4, 2, 2, 8], mesh=[0, 1], alloc=[0, 1, 3, 2]>
+// AUTO-NOT:     hir.allocate symmetric : !fusion.tensor<f32[2, 2, 8]
+
+// -----
+
 // A reduce-scatter in a loop: its contributions arrive in a symmetric via buffer
 // allocated before the loop, one slice per iteration.
 !u = !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]>

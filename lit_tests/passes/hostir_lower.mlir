@@ -1,5 +1,5 @@
-// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p hostir-lower | filecheck %s
-// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p hostir-lower --disable-pass insert-deallocations --print-ir-after lower-to-host 2>&1 | filecheck %s --check-prefix=OPTS
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p 'hostir-lower{transport=nccl}' | filecheck %s
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p 'hostir-lower{transport=nccl}' --disable-pass insert-deallocations --print-ir-after lower-to-host 2>&1 | filecheck %s --check-prefix=OPTS
 
 // The whole pipeline on user fusions. An add that reshards: decompose-reshardings puts
 // a set before it, which becomes an allgather; relu + exp run as one kernel unit.

@@ -1,5 +1,5 @@
 // RUN: hostir-opt %s --split-input-file -p reorder-sharded-axis | filecheck %s
-// RUN: hostir-opt %s --split-input-file -p hostir-lower | filecheck %s --check-prefix=LOWER
+// RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=nccl}' | filecheck %s --check-prefix=LOWER
 
 // Each communication laid out as its collective needs: local copies (sets with an
 // allocation order) around it, or a split of the scattered axis of an all-to-all. The LOWER

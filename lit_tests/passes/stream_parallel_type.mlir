@@ -272,14 +272,20 @@ hir.program @transposed_reader(%a: !fusion.tensor<f32[4, 4]>) -> !fusion.tensor<
 
 // -----
 
-// Unrelated stream ops (no tensor in common, as in nvFuser's IdModel) get separate loops.
+// Unrelated stream ops (no tensor in common) of one extent share a loop: iteration i
+// computes chunk i of each, so one pipeline's communication can hide behind the other's
+// compute (nvFuser's IdModel gives them separate loops).
 hir.program @unrelated(%a: !fusion.tensor<f32[4, 8]>, %b: !fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4 stream, 8]>) {
   %c = fusion.set %a : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
   %d = fusion.set %b : !fusion.tensor<f32[4, 8]> -> !fusion.tensor<f32[4 stream, 8]>
   hir.return %c, %d : !fusion.tensor<f32[4 stream, 8]>, !fusion.tensor<f32[4 stream, 8]>
 }
 // CHECK-LABEL: hir.program @unrelated
-// CHECK-COUNT-4: scf.for
+// CHECK-COUNT-2: scf.for
+// CHECK:           fusion.set %a_i into %c_i
+// CHECK-NEXT:      %b_i = hir.alias_select %b
+// CHECK-NEXT:      %d_i = hir.alias_select %d
+// CHECK-NEXT:      fusion.set %b_i into %d_i
 // CHECK-NOT:     scf.for
 
 // -----
@@ -507,3 +513,48 @@ hir.program @already_lowered(%a: !fusion.tensor<f32[4 stream, 8]>) -> !fusion.te
 // CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
 // CHECK-NEXT:    %c = fusion.set %a into %b : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4 stream, 8]>
 // CHECK-NEXT:    hir.return %c : !fusion.tensor<f32[4 stream, 8]>
+
+// -----
+
+// An op between two sliced matmuls that reads only values from before the loop (the
+// reshape of a weight an rFactor inserts) moves in front of the loop instead of ending
+// it: one loop for both matmuls, as one layer.
+!x = !fusion.tensor<f32[4, 2, 8]>
+!w = !fusion.tensor<f32[8, 8]>
+!g = !fusion.tensor<f32[4 stream, 2, 8, r8]>
+!v = !fusion.tensor<f32[64]>
+!y = !fusion.tensor<f32[4 stream, 2, 8, r8]>
+hir.program @hoisted(%x: !x, %w1: !w, %w2: !v) -> !y {
+  %g = fusion.matmul %x, %w1 : !x, !w -> !g
+  %w = fusion.reshape %w2 : !v -> !w
+  %y = fusion.matmul %g, %w : !g, !w -> !y
+  hir.return %y : !y
+}
+// CHECK-LABEL: hir.program @hoisted
+// CHECK-NEXT:    %w = fusion.reshape %w2 : !fusion.tensor<f32[64]> -> !fusion.tensor<f32[8, 8]>
+// CHECK:         scf.for
+// CHECK:         scf.for %[[I:.*]] = %c0 to %extent step %c1 {
+// CHECK:           %{{.*}} = fusion.matmul %x_i, %w1 into %g_i
+// CHECK:           %{{.*}} = fusion.matmul %g_i, %w into %y_i
+// CHECK:         }
+// CHECK-NOT:     scf.for
+// CHECK:         hir.return %y
+
+// -----
+
+// An op that reads what the loop computes still ends it.
+!x = !fusion.tensor<f32[4, 2, 8]>
+!w = !fusion.tensor<f32[8, 8]>
+!g = !fusion.tensor<f32[4 stream, 2, 8, r8]>
+!s = !fusion.tensor<f32[r4, 2, 8]>
+hir.program @not_hoisted(%x: !x, %w1: !w) -> !s {
+  %g = fusion.matmul %x, %w1 : !x, !w -> !g
+  %s = fusion.reduce sum %g dims [0] : !g -> !s
+  hir.return %s : !s
+}
+// CHECK-LABEL: hir.program @not_hoisted
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           fusion.matmul
+// CHECK:         }
+// CHECK-NEXT:    %s = fusion.reduce sum %g dims [0]

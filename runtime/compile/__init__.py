@@ -23,6 +23,7 @@ from hostir_dialect.functions import FunctionLikeOp
 from . import control_flow, fusion_compute, hir_buffers, hir_communication
 from .context import (
     DEFAULT_NUMBER_OF_STREAMS,
+    MAX_NUMBER_OF_STREAMS,
     CompileContext,
     CompiledFunction,
     ExecutionError,
@@ -38,5 +39,5 @@ def compile_function(context: CompileContext, function: FunctionLikeOp,
 
 
 __all__ = [
-    "DEFAULT_NUMBER_OF_STREAMS", "HANDLERS", "CompileContext", "CompiledFunction", "ExecutionError", "compile_function",
+    "DEFAULT_NUMBER_OF_STREAMS", "MAX_NUMBER_OF_STREAMS", "HANDLERS", "CompileContext", "CompiledFunction", "ExecutionError", "compile_function",
 ]

@@ -12,7 +12,7 @@ nothing between them: no dispatch on ops, no closure per op, no environment list
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,12 +31,18 @@ from hostir_dialect.tensor_type import TensorType
 
 from ..communicator import CollectiveError, Communicator
 from ..copy_engine import CopyEngineProgram
+from ..hazards import Hazards, StreamHazard
 from ..streams import CpuStreams, CudaStreams
 from ..torch_ops import OpContext, copy_into
 from ..trace import COMMUNICATION, COMPUTE, HOST, op_label
 
 DEFAULT_NUMBER_OF_STREAMS = 4
 """`hir.number_of_streams` unless a run asks for another number (nvFuser's default too)."""
+
+MAX_NUMBER_OF_STREAMS = 64
+"""The most streams a run may ask for: `hir.stream %key` creates a stream for each key,
+which is refused outside [0, number of streams), so a loop over 10**8 keys cannot create
+10**8 streams."""
 
 Handler = Callable[["FunctionCompiler", Any], None]
 
@@ -76,7 +82,7 @@ class CompiledFunction:
             op = failing_op(error.__traceback__)
             if op is None:  # not raised by an op (a wrong number of arguments)
                 raise
-            detail = str(error) if isinstance(error, (ValueError, CollectiveError)) else f"{type(error).__name__}: {error}"
+            detail = str(error) if isinstance(error, (ValueError, CollectiveError, StreamHazard)) else f"{type(error).__name__}: {error}"
             raise ExecutionError(describe(op, f"failed: {detail}")) from error
 
 
@@ -113,6 +119,20 @@ class CompileContext:
     """In trace mode: each op's range name -> trace.COMMUNICATION, COMPUTE or HOST."""
     units: dict = field(default_factory=dict)
     """The `fusion.func` units of `hir.post_on_stream`, compiled once per way of being called."""
+    hazards: Hazards | None = None
+    """When set: every op's device work reports what it reads and writes (runtime/hazards.py)."""
+    unit_backend: str = "eager"
+    """How a `hir.post_on_stream` runs its unit: "eager" (op by op, one torch call each)
+    or "compiled" (fused kernels, runtime/compile/unit_backends.py)."""
+    manages_streams: bool = True
+    """Whether the lines make the program's current stream torch's before device work (a
+    unit compiled into fused kernels runs inside its post, which already did)."""
+
+    def for_traced_units(self) -> CompileContext:
+        """The context of a unit traced by torch.compile: plain torch calls only (no
+        stream switches, stream log, hazard reports or profiler ranges, which its post
+        makes)."""
+        return dataclasses.replace(self, hazards=None, stream_log=None, trace=False, manages_streams=False, units={})
 
     @property
     def op_context(self) -> OpContext:
@@ -120,8 +140,15 @@ class CompileContext:
 
 
 _TERMINATORS = (hir.ReturnOp, fusion.ReturnOp, scf.YieldOp)
-_NOT_AN_IDENTIFIER = re.compile(r"\W")
 _FILE_NUMBERS = count()
+
+
+def identifier(text: str) -> str:
+    """`text` as the tail of a Python identifier, injectively: ASCII letters and digits
+    are kept, `_` is doubled and any other character becomes `_x<hex>_`, so different
+    symbol names never give the same function name. ASCII only: Python normalizes
+    Unicode identifiers (NFKC: `ﬁ` is `fi`) and refuses some letters of `\\w` (`²`)."""
+    return "".join(c if c.isascii() and c.isalnum() else "__" if c == "_" else f"_x{ord(c):x}_" for c in text)
 
 
 @dataclass
@@ -153,7 +180,7 @@ class FunctionCompiler:
         """The variables the lines emitted since the enclosing outlined op began use, in order."""
         self.namespace: dict[str, Any] = {
             "_Unbound": Unbound, "_activate": context.streams.activate, "_streams": context.streams,
-            "_log": context.stream_log, "_record": torch.profiler.record_function,
+            "_log": context.stream_log, "_record": torch.profiler.record_function, "_hazards": context.hazards,
         }
         self.lines: list[_Line] = []
         self.depth = 0
@@ -168,7 +195,7 @@ class FunctionCompiler:
         """The variable (or, for a constant, the global) holding `value`."""
         name = self.names.get(value)
         if name is None:
-            hint = _NOT_AN_IDENTIFIER.sub("_", value.name_hint) if value.name_hint else ""
+            hint = identifier(value.name_hint) if value.name_hint else ""
             name = self.names[value] = f"v{len(self.names)}_{hint}"
             self.variables.append(name)
         if name[0] == "v":  # a variable, not a constant's global (`bind`'s names start with "_")
@@ -218,6 +245,19 @@ class FunctionCompiler:
         if targets:
             self.emit(f"{', '.join(targets)}, = {', '.join(sources)},")
 
+    def record_accesses(self, op: Operation, reads: Sequence[SSAValue], writes: Sequence[SSAValue]) -> None:
+        """With the hazard check on: the op's work reads `reads` and writes `writes` on the
+        current stream (after the op's lines, which bind the values written)."""
+        if self.context.hazards is None:
+            return
+        self.emit(f"_hazards.touch({self.bind(op, 'op')}, ({''.join(self.name(v) + ', ' for v in reads)}), "
+                  f"({''.join(self.name(v) + ', ' for v in writes)}))")
+
+    def record_free(self, op: Operation, buffer: SSAValue) -> None:
+        """With the hazard check on: the op hands `buffer`'s memory back on the current stream."""
+        if self.context.hazards is not None:
+            self.emit(f"_hazards.free(_hazards.current_stream(), {self.bind(op, 'op')}, {self.name(buffer)})")
+
     # -- refusals (every rank alike, from the types, before deciding whether it takes part) --
     def refuse_unlowered(self, op: Operation, values: Sequence[SSAValue]) -> None:
         """Tensors with and without a device mesh meet only where propagate-shardings and
@@ -262,14 +302,14 @@ class FunctionCompiler:
     def generated(self, name: str, arguments: list[str], unbound: list[str], namespace: dict) -> CompiledFunction:
         """The Python function of the emitted lines, in `namespace`; `unbound` variables
         start as None."""
-        function_name = "hostir_" + _NOT_AN_IDENTIFIER.sub("_", name)
+        function_name = "hostir_" + identifier(name)
         header = [f"def {function_name}({', '.join(arguments)}):"]
         if unbound:
             header.append(f"    {' = '.join(unbound)} = None")
         body = ["    " * line.depth + line.text for line in self.lines]
         source = "\n".join([*header, *body]) + "\n"
         namespace[_OPS_BY_LINE] = [None] * (len(header) + 1) + [line.op for line in self.lines]
-        exec(compile(source, f"<hostir @{name} {next(_FILE_NUMBERS)}>", "exec"), namespace)
+        exec(compile(source, f"<hostir @{ascii(name)[1:-1]} {next(_FILE_NUMBERS)}>", "exec"), namespace)
         return CompiledFunction(name, source, namespace[function_name])
 
     def outlined(self, op: Operation, handler: Handler) -> None:
@@ -317,7 +357,7 @@ class FunctionCompiler:
         """Before the op's lines from `start` on (device work, or an allocation, which
         binds memory to a stream): make the program's current stream torch's. In
         stream-recording mode, log that stream."""
-        if len(self.lines) == start:
+        if len(self.lines) == start or not self.context.manages_streams:
             return
         depth = self.lines[start].depth
         activate = [_Line(depth, "_activate()", op)]

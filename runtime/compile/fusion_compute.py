@@ -17,9 +17,17 @@ from ..buffers import BufferUses
 from ..layouts import in_allocation_order, logical_shape
 from ..torch_ops import Kernel, UnsupportedOp, build_kernel, copy_into
 from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emit_call_into, on_current_stream, value_name
+from .unit_backends import CompiledUnit
 
 
 def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
+    start = len(c.lines)
+    compute_lines(c, op)
+    if len(c.lines) > start:
+        c.record_accesses(op, op.tensor_inputs(), [op.result])
+
+
+def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     # Refusals come before the rank's own business: a rank outside the op's mesh that
     # skipped them would wait forever in a collective for the ranks that refused.
     if c.local:
@@ -70,7 +78,8 @@ def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
         return
     if not op.outs:
         compiled = unit(c, op, outs=0, direct=False, views=all(map(c.may_view, [*op.inputs, *op.outputs])))
-        return emit_unit_call(c, compiled, op.outputs, op.inputs)
+        emit_unit_call(c, compiled, op.outputs, op.inputs)
+        return c.record_accesses(op, op.inputs, op.outputs)
     # Writing straight into an out buffer that is also an input could clobber the
     # input before the unit has read it: such posts copy their results at the end.
     direct = not set(op.outs) & set(op.inputs)
@@ -78,23 +87,58 @@ def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
     outs = list(map(c.name, op.outs))
     c.emit(f"if {' or '.join(f'{o} is None' for o in outs)}: raise _Unbound('an outs buffer is not bound (allocate it first)')")
     emit_unit_call(c, compiled, op.outputs, [*op.inputs, *op.outs])
+    c.record_accesses(op, op.inputs, op.outputs)
 
 
-def emit_unit_call(c: FunctionCompiler, compiled: CompiledFunction, outputs: Sequence[SSAValue],
+def emit_unit_call(c: FunctionCompiler, compiled: CompiledFunction | CompiledUnit, outputs: Sequence[SSAValue],
                    args: Sequence[SSAValue]) -> None:
     call = f"{c.bind(compiled.run, 'unit')}({c.names_of(args)})"
     c.emit(f"{c.names_of(outputs)}, = {call}" if outputs else call)
 
 
-def unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int, direct: bool, views: bool) -> CompiledFunction:
-    """The post's `fusion.func`, compiled once per way of being called. With `views`
-    (nothing in the program writes the post's inputs, nor its results when it has no
-    `outs`), the unit's values may be views of each other where the unit does not write them."""
+def unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int, direct: bool,
+         views: bool) -> CompiledFunction | CompiledUnit:
+    """The post's `fusion.func`, compiled once per way of being called, by the context's
+    unit backend (runtime/compile/unit_backends.py). With `views` (nothing in the program
+    writes the post's inputs, nor its results when it has no `outs`), the unit's values
+    may be views of each other where the unit does not write them."""
+    if c.context.unit_backend == "compiled" and not moves_no_data(op.unit()):
+        return compiled_unit(c, op, outs)
     key = (op.callee_name(), outs, direct, views)
     if key not in c.context.units:
         function = op.unit()
         may_view = BufferUses(function).unwritten if views else _never
         c.context.units[key] = FunctionCompiler(c.context, c.handlers, may_view).function(function, outs, direct)
+    return c.context.units[key]
+
+
+LAYOUT_OPS = (fusion.ReshapeOp, fusion.PermuteOp, fusion.BroadcastOp, fusion.SqueezeOp)
+"""Ops that only relabel their input's elements (torch gives views where it can)."""
+
+
+def moves_no_data(unit: fusion.FuncOp) -> bool:
+    """A unit of layout ops only (the reshape and permute an rFactor puts in front of a
+    matmul): run eagerly it costs no kernel where its results may be views, which no
+    compiled kernel beats."""
+    return all(isinstance(o, (*LAYOUT_OPS, fusion.ReturnOp)) for o in unit.body.block.ops)
+
+
+def compiled_unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int) -> CompiledUnit:
+    """The post's unit as fused kernels: its function on fresh values, traced by torch.compile."""
+    key = (op.callee_name(), outs, "compiled")
+    if key not in c.context.units:
+        function = op.unit()
+        fresh = FunctionCompiler(c.context.for_traced_units(), c.handlers, _never).function(function)
+        c.context.units[key] = CompiledUnit(op.callee_name(), fresh, len(function.args),
+                                            lambda: unit_eagerly(c, op, outs))
+    return c.context.units[key]
+
+
+def unit_eagerly(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int) -> CompiledFunction:
+    """The eager function a compiled unit falls back to (results copied into `outs`)."""
+    key = (op.callee_name(), outs, False, False)
+    if key not in c.context.units:
+        c.context.units[key] = FunctionCompiler(c.context, c.handlers, _never).function(op.unit(), outs, False)
     return c.context.units[key]
 
 

@@ -80,7 +80,9 @@ def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> None:
     if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
         if not tensor_type(op.buffer).is_on_rank(c.rank):
             return
-        c.emit(f"{c.bind(c.context.copy_engine.release(owner), 'release')}()")
+        c.emit(f"{c.bind(c.context.copy_engine.release(owner, op), 'release')}()")
+    else:
+        c.record_free(op, op.buffer)
     c.emit(f"{' = '.join(map(c.name, op.freed_values()))} = None")
 
 
@@ -119,7 +121,13 @@ def get_current_stream(c: FunctionCompiler, op: hir.GetCurrentStreamOp) -> None:
 
 
 def stream(c: FunctionCompiler, op: hir.StreamOp) -> None:
-    c.emit(f"{c.name(op.result)} = _streams.get({c.name(op.key)})")
+    key, count = c.name(op.key), c.context.number_of_streams
+    c.emit(f"if not 0 <= {key} < {count}: {c.bind(refuse_stream_key, 'refuse')}({key}, {count})",
+           f"{c.name(op.result)} = _streams.get({key})")
+
+
+def refuse_stream_key(key: int, count: int) -> None:
+    raise ValueError(f"stream key {key} is outside the run's {count} streams (keys 0 to {count - 1})")
 
 
 def set_current_stream(c: FunctionCompiler, op: hir.SetCurrentStreamOp) -> None:

@@ -10,6 +10,7 @@ from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.tensor_type import tensor_type
 
 from ..communicator import DONE, CollectiveError
+from ..hazards import on_own_stream
 from ..layouts import flatten_in_allocation_order
 from .context import ExecutionError, FunctionCompiler, Handler, on_current_stream, value_name
 
@@ -24,6 +25,8 @@ def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
         post = c.context.comm.poster(op)
     except CollectiveError as error:
         raise op_error(op, str(error)) from None
+    if c.context.hazards is not None:
+        post = on_own_stream(c.context.hazards, op, post, reads=[0], writes=[1])
     c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({c.names_of(op.operands)})")
 
 
@@ -45,6 +48,9 @@ def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> None:
     if c.context.comm.backend is None:
         raise op_error(op, "needs torch.distributed; run the program with run_spmd or hostir-run --nproc")
     post = c.context.comm.point_to_point(op)
+    if c.context.hazards is not None:
+        receives = isinstance(op, hir.RecvOp)
+        post = on_own_stream(c.context.hazards, op, post, reads=[] if receives else [0], writes=[0] if receives else [])
     c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({c.name(op.buffer)}, {c.name(op.peer)})")
 
 

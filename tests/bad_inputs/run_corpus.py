@@ -1,14 +1,14 @@
 """Run the bad-input corpus: every case, its expected outcome, the actual one, a table.
 
-    python -m tests.bad_inputs.run_corpus [-j 2] [--timeout 60] [--json out.json] [PATTERN ...]
+    python -m tests.bad_inputs.run_corpus [-j 2] [--timeout 60] [--json out.json] [--corpus DIR] [PATTERN ...]
 
 A case is one file under tests/bad_inputs/ (see README.md there): a `.mlir` file with a
 `RUN:` line (hostir-opt, hostir-run or any command) and `EXPECT-*` directives, or a `.py`
 file of Python API calls with an `EXPECT-RAISES:` directive. hostir-opt and hostir-run
 cases and API cases run in-process inside worker processes (torch and xDSL are imported
 once per worker; fds 0/1/2 are redirected per case, so spawned ranks are captured too);
-other commands run as subprocesses. A case that outlives its timeout is a hang: its
-worker is killed (with its process group) and restarted.
+other commands, and cases with `LIMITS`, run as subprocesses. A case that outlives its
+timeout is a hang: its worker is killed (with its process group) and restarted.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
+import math
 import os
 import re
+import resource
 import select
 import shlex
 import signal
@@ -54,13 +57,15 @@ OUTCOMES = {
     "exit0-garbage": "exit 0 / no exception where an error was due, or a wrong or meaningless result",
     "wrongly-rejected": "valid input (or a documented use) refused",
     "data-loss": "a file that had to survive was changed or removed",
+    "over-limit": "used more CPU time or memory than its LIMITS",
     "skipped": "cannot be tested here",
 }
 USER_ERRORS = {"FusionDefinitionError", "InputError", "ExecutionError", "SpmdError", "HostIRError",
                "VerifyException", "DiagnosticException", "ParseError", "UsageError"}
 """Exception classes that are deliberate, user-facing refusals (anything else is a crash)."""
 LOCATION = re.compile(r"(?P<file>[^\s:]+|<[^>]+>):(?P<line>\d+):(?P<col>\d+): error: ")
-DIRECTIVE = re.compile(r"^\s*(?://|#)\s*(?P<key>RUN|SETUP|KEEP|TIMEOUT|EXPECT-[A-Z-]+)(?P<at>@[+-]?\d+:\d+)?:\s?(?P<value>.*)$")
+DIRECTIVE = re.compile(r"^\s*(?://|#)\s*(?P<key>RUN|SETUP|KEEP|TIMEOUT|LIMITS|EXPECT-[A-Z-]+)(?P<at>@[+-]?\d+:\d+)?:\s?(?P<value>.*)$")
+LIMITS = re.compile(r"^(?P<seconds>\d+(\.\d+)?) s, (?P<size>\d+) (?P<unit>MB|GB)$")
 
 
 # --------------------------------------------------------------------------- #
@@ -89,6 +94,8 @@ class Case:
     raises: tuple[str, str] | None = None
     """API cases: (exception class names separated by |, message regex)."""
     skip_as_root: bool = False
+    limits: tuple[float, int] | None = None
+    """CPU seconds and bytes of address space the command may use (`LIMITS: 10 s, 1 GB`)."""
 
     @property
     def is_api(self) -> bool:
@@ -112,6 +119,8 @@ class Case:
 
     @property
     def in_process(self) -> bool:
+        if self.limits is not None:
+            return False
         return self.is_api or (self.run or "").split()[0] in ("hostir-opt", "hostir-run")
 
 
@@ -131,6 +140,11 @@ def load_case(path: Path) -> Case:
             case.keep.append(value)
         elif key == "TIMEOUT":
             case.timeout = float(value)
+        elif key == "LIMITS":
+            limits = LIMITS.match(value)
+            if limits is None:
+                raise ValueError(f"{case.path}:{number}: LIMITS takes `SECONDS s, SIZE MB|GB`, got {value!r}")
+            case.limits = (float(limits["seconds"]), int(limits["size"]) << (20 if limits["unit"] == "MB" else 30))
         elif key == "EXPECT-ERROR":
             case.error = value
             if match["at"]:
@@ -154,9 +168,10 @@ def load_case(path: Path) -> Case:
     return case
 
 
-def all_cases(patterns: list[str] | None = None) -> list[Case]:
-    paths = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".mlir", ".py") and p.parent != CORPUS
-                   and "inputs" not in p.relative_to(CORPUS).parts)
+def all_cases(patterns: list[str] | None = None, corpus: Path = CORPUS) -> list[Case]:
+    """The cases under `corpus` (this directory, or another one of cases in this format)."""
+    paths = sorted(p for p in corpus.rglob("*") if p.suffix in (".mlir", ".py") and p.parent != CORPUS
+                   and "inputs" not in p.relative_to(corpus).parts)
     cases = [load_case(p) for p in paths]
     if patterns:
         cases = [c for c in cases if any(re.search(p, c.path) for p in patterns)]
@@ -349,15 +364,36 @@ def _run_subprocess(case: Case, tmp: str, out: Path, err: Path, limit: float) ->
     words, stdin_path = case.argv(tmp)
     if words[0] == "python":
         words[0] = sys.executable
+    elif words[0] in ("hostir-opt", "hostir-run"):  # this Python's, even where its bin/ is not on PATH
+        words[0] = str(Path(sys.executable).with_name(words[0]))
+    limits = None if case.limits is None else functools.partial(_limit, *case.limits)
     with open(stdin_path or os.devnull) as stdin, open(out, "w") as stdout, open(err, "w") as stderr:
         process = subprocess.Popen(words, cwd=ROOT, stdin=stdin, stdout=stdout, stderr=stderr, env=_env(),
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=limits)
         try:
             return {"exit": process.wait(timeout=max(limit, 1))}
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             return None
+
+
+def _limit(seconds: float, size: int) -> None:
+    """In the child, before it runs the command: the kernel stops it at `seconds` of CPU
+    time (SIGXCPU) and refuses it more than `size` bytes of address space (MemoryError)."""
+    resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(seconds), math.ceil(seconds) + 1))  # then SIGKILL
+    resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def _over_limit(case: Case, reply: dict, stderr: str) -> str | None:
+    """Which of its LIMITS a case went over, if any."""
+    if case.limits is None:
+        return None
+    if reply["exit"] in (-signal.SIGXCPU, -signal.SIGKILL):
+        return f"over {case.limits[0]:g} s of CPU time"
+    if re.search(r"MemoryError|[Cc]an(no|')t allocate memory|std::bad_alloc", stderr):
+        return f"over {case.limits[1] >> 20} MiB of memory: {_tail(stderr)}"
+    return None
 
 
 def _tail(text: str, lines: int = 1) -> str:
@@ -380,6 +416,9 @@ def classify(case: Case, reply: dict, stdout: str, stderr: str, tmp: str = "") -
         return _classify_api(case, reply, stdout, stderr)
     code = reply["exit"]
     output_problem = _output_problem(case, stdout, stderr)
+    over_limit = _over_limit(case, reply, stderr)
+    if over_limit:
+        return "over-limit", over_limit
     if "Traceback (most recent call last)" in stderr + stdout:
         return "traceback", f"exit {code}: {_tail(stderr or stdout)}" + (f" [at {reply['where']}]" if reply.get("where") else "")
     if case.error is None:
@@ -497,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per case (default 60)")
     parser.add_argument("--json", help="write every result to this file")
+    parser.add_argument("--corpus", type=Path, default=CORPUS,
+                        help="the directory of cases (default: this one; tests/security/hostile holds more)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("-v", "--verbose", action="store_true", help="list every case, not only failing ones")
     args = parser.parse_args(argv)
@@ -504,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
         worker()
         return 0
     start = time.perf_counter()
-    results = run_all(all_cases(args.patterns), args.jobs, args.timeout, progress=True)
+    results = run_all(all_cases(args.patterns, args.corpus.resolve()), args.jobs, args.timeout, progress=True)
     for r in results:
         if args.verbose or r.outcome != "ok":
             print(f"{r.outcome:16} {r.case.path}\n{'':16} {r.detail[:400]}")

@@ -1,6 +1,6 @@
 """The GPU benchmarks' --tiny modes on 2 CPU ranks (gloo), so that they cannot rot where no
 GPU runs them: every variant must build, pass its reference check and be timed. One launch
-runs both benchmarks (starting ranks costs more than the toy runs)."""
+runs the benchmarks (starting ranks costs more than the toy runs)."""
 
 from __future__ import annotations
 
@@ -15,21 +15,22 @@ from hostir.runtime.graphs import EAGER_ON_CPU
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gpu_host_overhead  # noqa: E402
 import overlap  # noqa: E402
+import transformer_block  # noqa: E402
 
 NOT_RUN_HERE = {overlap.NEEDS_CUDA, overlap.NO_FUSED_OP}
 
 
-def both_tiny(rank: int, world_size: int) -> tuple[dict, dict]:
-    return overlap.main(["--tiny"]), gpu_host_overhead.main(["--tiny"])
+def all_tiny(rank: int, world_size: int) -> tuple[dict, dict, dict]:
+    return overlap.main(["--tiny"]), gpu_host_overhead.main(["--tiny"]), transformer_block.main(["--tiny"])
 
 
 @pytest.fixture(scope="module")
-def reports() -> tuple[dict, dict]:
-    return launch(both_tiny, 2, timeout=120)[0]
+def reports() -> tuple[dict, dict, dict]:
+    return launch(all_tiny, 2, timeout=240)[0]
 
 
 def test_overlap_checks_and_times_every_variant(reports):
-    report, _ = reports
+    report, _, _ = reports
     assert [case["op"] for case in report["cases"]] == list(overlap.CASES)
     for case in report["cases"]:
         assert case["ideal_ms"] > 0
@@ -43,14 +44,14 @@ def test_overlap_checks_and_times_every_variant(reports):
 
 
 def test_overlap_runs_every_hostir_variant_at_every_chunk_count(reports):
-    report, _ = reports
+    report, _, _ = reports
     expected = {f"{label}_S{s}" for label, _, _ in overlap.HOSTIR_VARIANTS for s in overlap.CHUNK_COUNTS}
     for case in report["cases"]:
         assert expected <= {name for name, r in case["variants"].items() if r["status"] == "ok"}
 
 
 def test_gpu_host_overhead_checks_both_schedules_and_times_every_op_kind(reports):
-    _, report = reports
+    _, report, _ = reports
     for row in report["pipelines"]:
         for name in gpu_host_overhead.VARIANTS:
             assert row[name]["status"] == "ok", f"{row['op']} {name}: {row[name]}"
@@ -73,3 +74,17 @@ def test_gpu_host_overhead_on_one_rank_pipelines_a_matmul_and_skips_the_collecti
         assert row[name]["status"] == "ok", f"{name}: {row[name]}"
     assert [r["kind"] for r in report["host_ops"]] == [k for k in gpu_host_overhead.host_op_kinds(1)
                                                        if not k.startswith("collective")]
+
+
+def test_the_layer_benchmark_checks_and_times_torch_and_hostir_with_its_defaults(reports):
+    _, _, report = reports
+    assert [(layer["block"], layer["shape"]) for layer in report["layers"]] == [
+        ("mlp", list(transformer_block.parse_shape(transformer_block.TINY_SHAPES[0]))),
+        ("attention", list(transformer_block.parse_shape(transformer_block.TINY_SHAPES[0])))]
+    for layer in report["layers"]:
+        results = layer["results"]
+        # CPU ranks: torch's fused ops and torch.compile's variants need CUDA
+        assert {"gemms", "eager", "hostir_S1", "hostir_S2", "hostir_S4", "hostir_S8"} <= set(results)
+        for name, result in results.items():
+            assert result["status"] == "ok", f"{layer['block']} {name}: {result}"
+            assert result["timing"]["device_ms"] > 0

@@ -17,7 +17,7 @@ def test_the_fusion_has_the_requested_number_of_ops_and_lowers():
     module = parse_module(compile_time.fusion_text(20))
     (func,) = module.ops
     assert len(func.body.block.ops) == 20 + 1  # and the return
-    text = str(lower(module))
+    text = str(lower(module, pipeline="hostir-lower{transport=nccl}"))  # the pipeline as written
     assert "hir.allgather" in text and "hir.post_on_stream" in text and "scf.for" in text
 
 

@@ -31,7 +31,7 @@ API = {"FusionDefinition": FusionDefinition, "DeviceMesh": DeviceMesh, "Parallel
 
 FLOATS = ("float32", "float64", "bfloat16", "float16")
 INTEGERS = ("int64", "int32")
-SAFE_UNARY = ("neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid")
+SAFE_UNARY = ("neg", "abs", "relu", "exp", "sin", "cos", "tanh", "sigmoid", "silu")
 GUARDED_UNARY = ("log", "sqrt", "rsqrt", "reciprocal")  # read abs(x) + 1
 INTEGER_UNARY = ("neg", "abs", "relu")  # the dialect keeps an integer type for exp & co.
 ARITHMETIC = ("add", "sub", "mul", "maximum", "minimum", "div", "pow")
@@ -205,7 +205,9 @@ def _plus_abs(w: _Writer, var: str, offset: str) -> str | None:
 def op_unary(w: _Writer, x: str) -> str | None:
     if not _is_float(w, x):
         return w.op(f"fd.ops.{w.pick(INTEGER_UNARY)}({x})", w.exact[x])
-    function = w.pick(SAFE_UNARY + GUARDED_UNARY)
+    function = w.pick(SAFE_UNARY + GUARDED_UNARY + ("gelu",))
+    if function == "gelu":
+        return w.op(f"fd.ops.gelu({x}, approximate={w.pick(('tanh', 'none'))!r})", w.exact[x])
     if function in GUARDED_UNARY:
         x = _plus_abs(w, x, "1.0")
         if x is None:
@@ -724,3 +726,83 @@ def programs(draw, world_sizes=(1, 2, 4)) -> Program:
                       number_of_streams=draw(st.sampled_from((2, 1, 3))), rejected_calls=w.rejected,
                       frontend_errors=w.frontend_errors)
     return _make_some_inputs_dynamic(w, program)
+
+
+# --------------------------------------------------------------------------- #
+# Tensor-parallel pipelines: what the lowering options (transport, bounded
+# intermediates, CUDA graphs, chunk counts) exist for
+# --------------------------------------------------------------------------- #
+
+CHUNKS = (1, 2, 3, 4, 8)
+"""Stream chunk counts S of a pipeline (1: not pipelined)."""
+PIPELINE_DTYPES = ("float32", "bfloat16")
+
+
+def _unit_chain(w: _Writer, x: str) -> str:
+    """1 to 3 elementwise ops after a matmul (a kernel unit), gelu, or tanh-gelu written
+    out as users write it without a gelu op."""
+    if w.chance(0.25):
+        return w.op(f"fd.ops.gelu({x}, approximate='tanh')", False) or x
+    if w.chance(0.25):
+        cube = w.op(f"fd.ops.mul(fd.ops.mul({x}, {x}), {x})", False)
+        inner = w.op(f"fd.ops.mul(fd.ops.add({x}, fd.ops.mul({cube}, 0.044715)), 0.7978845608)", False)
+        return w.op(f"fd.ops.mul(fd.ops.mul({x}, 0.5), fd.ops.add(fd.ops.tanh({inner}), 1.0))", False) or x
+    for _ in range(w.draw(st.integers(1, 3))):
+        function = w.pick(("relu", "tanh", "sigmoid", "silu", "neg", "scale", "shift"))
+        expression = {"scale": f"fd.ops.mul({x}, 0.5)", "shift": f"fd.ops.add({x}, -0.25)"}.get(
+            function, f"fd.ops.{function}({x})")
+        x = w.op(expression, False) or x
+    return x
+
+
+def _stream_and_split(w: _Writer, var: str, chunks: int, sharded_axis: int | None, devices: int) -> None:
+    """Stream on axis 0 (when pipelined) and DIDx on a split of `sharded_axis`."""
+    if chunks > 1:
+        w.run(f"{var}.axis(0).parallelize(ParallelType.Stream)", w.schedule)
+    if sharded_axis is not None and devices > 1:
+        w.run(f"{var}.outer_split({sharded_axis}, {devices})", w.schedule)
+        w.run(f"{var}.axis({sharded_axis}).parallelize(ParallelType.DIDx)", w.schedule)
+
+
+@st.composite
+def pipelines(draw, world_sizes=(1, 2)) -> Program:
+    """A stream-pipelined tensor-parallel block as nvFuser's tests write it: X `[S, D, m,
+    H]` all-gathered on its D axis (or replicated), a matmul with a column-sharded W1, a
+    kernel unit of elementwise ops, then optionally a matmul with a row-sharded W2 whose
+    partial sums are reduce-scattered on the D axis or all-reduced, and optionally a
+    residual add. The Stream axis has S chunks (not pipelined when S = 1)."""
+    world_size = draw(st.sampled_from(tuple(world_sizes)))
+    w = _Writer(draw, world_size)
+    d, chunks, dtype = world_size, w.pick(CHUNKS), w.pick(PIPELINE_DTYPES)
+    rows, hidden, ffn = w.pick((2, 4)), w.pick((4, 8)), d * w.pick((2, 4))
+    gathers, second, scatters, residual = w.chance(0.7), w.chance(0.7), w.chance(0.5), w.chance(0.3)
+    x = w.input((chunks, d, rows, hidden), dtype)
+    w1 = w.input((hidden, ffn), dtype)
+    g = w.op(f"fd.ops.matmul({x}, {w1})", False)
+    t = _unit_chain(w, g)
+    unit = w.tensors[w.tensors.index(g):]  # g, the unit's values, t: [S, D, m, F]
+    outputs, w2, r = [t], None, None
+    if second:
+        w2 = w.input((ffn, hidden), dtype)
+        outputs = [w.op(f"fd.ops.matmul({t}, {w2})", False)]
+        if residual:
+            r = w.input((chunks, d, rows, hidden), dtype)
+            outputs.append(w.op(f"fd.ops.add({outputs[0]}, {r})", False))
+    w.run(f"fd.add_output({outputs[-1]})", w.definition)
+    w.run("fd.__exit__(None, None, None)", [])
+    w.run(f"mesh = DeviceMesh({list(range(d))})", w.schedule)
+    for var in w.tensors:
+        w.run(f"{var}.set_device_mesh(mesh)", w.schedule)
+    if gathers and d > 1:
+        w.run(f"{x}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
+    _stream_and_split(w, w1, 1, 1, d)
+    for var in unit:
+        _stream_and_split(w, var, chunks, 3, d)
+    if second:
+        _stream_and_split(w, w2, 1, 0, d)
+        for var in outputs + ([r] if r is not None else []):
+            _stream_and_split(w, var, chunks if var != r else 1, None, d)
+            if scatters and d > 1:
+                w.run(f"{var}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
+    return Program(world_size, w.definition, w.schedule, w.inputs, number_of_streams=w.pick((1, 2, 3, 4)),
+                   rejected_calls=w.rejected, frontend_errors=w.frontend_errors)

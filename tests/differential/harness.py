@@ -16,6 +16,14 @@ The reference is `runtime.run_fusion` on the definition WITHOUT its schedule (me
 splits, parallel types and allocation orders must not change values); run_fusion on the
 scheduled fusion must agree, else that is reported as a crash in phase "reference".
 
+Lowerings: every program is lowered by `hostir-lower` with one or more sets of the options
+a user can pick (`Lowering`: transport nccl / copy-engine / auto, bounded intermediates,
+CUDA-graph replay on GPUs); the stream chunk count S is part of the program. On CPU ranks
+the stream hazard check is on (runtime/hazards.py): work the program does not order, which
+runs correctly in CPU program order but races on a GPU, is a wrong answer too. With
+`--device cuda` every program runs on GPUs (NCCL, one GPU per rank), each run repeated so
+that replays and the symmetric buffers' cross-run handshake are exercised.
+
 How programs run (spawning ranks costs ~10 s on 2 cores, so as few launches as possible):
 1. In this process: build, reference, lower, then compile every rank's program. A
    program without a collective of two or more ranks runs here, rank by rank (ranks do
@@ -36,6 +44,8 @@ because sums of sharded partial results round differently from one eager sum.
 
 CLI:
   python -m tests.differential.harness --programs N --seed S --ranks 1,2,4 --report out.json
+  python -m tests.differential.harness --programs 0 --pipelines N --ranks 1,2 --lowerings all
+  python -m tests.differential.harness --pipelines N --ranks 2 --lowerings all --device cuda   # on 2 GPUs
   python -m tests.differential.harness --shrink out.json       # a reproducer per failure
   python -m tests.differential.harness --replay repro.py --ranks 2   # one program, all variants
 """
@@ -62,14 +72,15 @@ from hostir import runtime
 from hostir_dialect import FusionDefinitionError, hir
 from hostir_dialect.diagnostics import HostIRError
 from hostir.passes.sharding_policy import is_annotated
-from hostir_dialect.tensor_type import DYNAMIC, TensorType
+from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType
 from hostir.passes.pipeline import PassManagerOptions
 from hostir.passes import PIPELINES
 from hostir.runtime.communicator import DONE, Communicator
+from hostir.runtime.hazards import ENVIRONMENT
 from hostir.runtime.evaluator import find_function
 from hostir.runtime.layouts import logical_shape, torch_dtype
 
-from .generator import Program, build, program_from_source, programs
+from .generator import Program, build, pipelines, program_from_source, programs
 
 PASSES = PIPELINES["hostir-lower"]
 DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
@@ -90,13 +101,57 @@ MAX_JOBS_PER_LAUNCH = 150
 # Spawned ranks inherit this: c10d's C++ warnings (a peer closing its store connection
 # when a launch is stopped) would bury the summary.
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+# Every CPU rank checks that the work of its streams is ordered (a GPU would race).
+os.environ.setdefault(ENVIRONMENT, "1")
 
 
-def lower_fusion(module: ModuleOp, disabled: frozenset[str] = frozenset()) -> ModuleOp:
-    """The one call of the pass pipeline: `hostir-lower` with `disabled` passes skipped."""
+@dataclass(frozen=True)
+class Lowering:
+    """The options a user picks when lowering and running a program."""
+
+    transport: str = "nccl"
+    bounded: bool = False
+    """`bounded-intermediates`: loop-local intermediates allocated per iteration."""
+    cuda_graph: bool = False
+    """Replay the program from a CUDA graph (GPUs; CPU ranks run it eagerly)."""
+    unit_backend: str | None = None
+    """How kernel units run: "eager" or "compiled" (None: the device's default)."""
+
+    @property
+    def pipeline(self) -> str:
+        return f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}}}"
+
+    def __str__(self) -> str:
+        flags = [*(["bounded"] if self.bounded else []), *(["graph"] if self.cuda_graph else []),
+                 *([self.unit_backend] if self.unit_backend else [])]
+        return "+".join([self.transport, *flags])
+
+    @staticmethod
+    def parse(text: str) -> Lowering:
+        """The lowering `str(lowering)` printed."""
+        transport, *flags = text.split("+")
+        backend = next((f for f in flags if f in ("eager", "compiled")), None)
+        return Lowering(transport, "bounded" in flags, "graph" in flags, backend)
+
+
+DEFAULT_LOWERING = Lowering()
+CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True))
+GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
+                      for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
+                                                 Lowering("copy-engine", True, True, "eager"))
+"""Every option a differential profile covers, on CPU ranks (units run eagerly there by
+default) and on GPUs (units compiled into fused kernels by default; eagerly too)."""
+COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
+"""Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
+
+
+def lower_fusion(module: ModuleOp, disabled: frozenset[str] = frozenset(),
+                 lowering: Lowering = DEFAULT_LOWERING) -> ModuleOp:
+    """The one call of the pass pipeline: `hostir-lower` with `lowering`'s options and
+    `disabled` passes skipped."""
     from hostir import passes
 
-    return passes.lower(module, PassManagerOptions(disabled=disabled))
+    return passes.lower(module, PassManagerOptions(disabled=disabled), lowering.pipeline)
 
 
 # --------------------------------------------------------------------------- #
@@ -112,6 +167,8 @@ class Result:
     disabled: str | None
     """The passes disabled for this variant, "+"-joined (None: the whole pipeline)."""
     outcome: str
+    lowering: str = str(DEFAULT_LOWERING)
+    """The lowering options (`Lowering`) of this variant."""
     phase: str = ""
     """Where it ended: build, reference, lower, compile, input, run, spawn, compare."""
     message: str = ""
@@ -164,6 +221,8 @@ def classify(error: BaseException) -> tuple[str, str, str]:
     message = str(error).strip()
     if _TIMED_OUT.search(message):
         return "hang", message, ""
+    if "stream hazard" in message:  # racy work that program order happened to run right
+        return "wrong", message, ""
     if isinstance(error, runtime.SpmdError):  # "rank R failed: Type: message" from a spawned rank
         kind = re.match(r"rank \d+ failed: (\w+)", message)
         refused = kind is not None and kind.group(1) in ("HostIRError", "InputError")
@@ -206,6 +265,7 @@ class Case:
     program: Program
     index: int
     disabled: str | None
+    lowering: Lowering = DEFAULT_LOWERING
     module: ModuleOp | None = None
     text: str = ""
     input_types: list = field(default_factory=list)
@@ -220,8 +280,8 @@ class Case:
     program itself fails, which matters more)."""
 
     def result(self, outcome: str, phase: str = "", message: str = "", where: str = "") -> Result:
-        result = Result(self.index, self.program.world_size, self.disabled, outcome, phase, message[:2000], where,
-                        self.program.source(), self.program.op_count)
+        result = Result(self.index, self.program.world_size, self.disabled, outcome, str(self.lowering), phase,
+                        message[:2000], where, self.program.source(), self.program.op_count)
         if self.module is not None:
             result.host_ops = sorted({op.name for op in self.module.walk() if isinstance(op, COVERED_OPS)})
         return result
@@ -261,7 +321,8 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     case.reference_problem = _scheduled_reference_problem(case, fusion_module, inputs)
     declared = fusion_module.body.block.first_op.function_type
     try:
-        case.module = lower_fusion(fusion_module.clone(), frozenset(case.disabled.split("+") if case.disabled else ()))
+        case.module = lower_fusion(fusion_module.clone(), frozenset(case.disabled.split("+") if case.disabled else ()),
+                                   case.lowering)
         case.text = str(case.module)
     except Exception as error:  # noqa: BLE001
         outcome, message, where = classify(error)
@@ -298,17 +359,32 @@ def _scheduled_reference_problem(case: Case, fusion_module: ModuleOp, inputs: li
 
 
 def _caller_view(t, placed_by_propagation: bool = False) -> tuple:
-    """What a caller sees of a tensor type: mesh, value axes with their pieces, layout
-    (reduction axes are not part of the value). A tensor declared without a mesh gets its
-    producers' from propagate-shardings: that mesh is no change."""
+    """What a caller sees of a tensor type: mesh, value axes with their device pieces,
+    layout (reduction axes are not part of the value; a Stream piece, which
+    choose-pipelining may drop, says how the program computes the value, not where it
+    lies). A tensor declared without a mesh gets its producers' from propagate-shardings:
+    that mesh is no change."""
     mesh = None if placed_by_propagation else t.mesh
-    return mesh, [(a.extent, a.pieces) for a in t.axes if not a.is_reduction], t.value_allocation_order()
+    return mesh, [(a.extent, _device_pieces(a)) for a in t.axes if not a.is_reduction], t.value_allocation_order()
+
+
+def _device_pieces(axis) -> tuple:
+    """An axis's pieces as its shards see them: device pieces, the others serial (none if
+    no piece is a device piece)."""
+    if not any(p.parallel.is_device for p in axis.pieces):
+        return ()
+    return tuple((p.extent, p.parallel if p.parallel.is_device else ParallelKind.SERIAL) for p in axis.pieces)
 
 
 def needs_processes(module: ModuleOp) -> bool:
     """Whether the program communicates between ranks (else each rank runs on its own)."""
     return any((isinstance(op, hir.CollectiveOp) and len(op.team_ids) > 1) or isinstance(op, hir.PointToPointOp)
                for op in module.walk())
+
+
+def uses_symmetric_memory(module: ModuleOp) -> bool:
+    """Symmetric buffers are created collectively: such a program has no dry run."""
+    return any(isinstance(op, hir.AllocateOp) and op.is_symmetric for op in module.walk())
 
 
 # --------------------------------------------------------------------------- #
@@ -340,7 +416,8 @@ def run_here(case: Case, dry_run: bool) -> Result | list[list]:
         try:
             evaluator = runtime.compile_program(
                 case.module, rank=rank, world_size=case.world_size, number_of_streams=case.program.number_of_streams,
-                communicator=DryRunCommunicator(rank, case.world_size, torch.device("cpu")) if dry_run else None)
+                communicator=DryRunCommunicator(rank, case.world_size, torch.device("cpu")) if dry_run else None,
+                unit_backend=None if dry_run else case.lowering.unit_backend)
             phase = "run"
             outputs.append(evaluator.run(case.per_rank_inputs[rank]))
         except Exception as error:  # noqa: BLE001
@@ -357,23 +434,35 @@ def run_here(case: Case, dry_run: bool) -> Result | list[list]:
 # --------------------------------------------------------------------------- #
 
 
-def run_launches(cases: list[Case], world_size: int, log=lambda *_: None) -> dict[int, Result | list[list]]:
+def run_launches(cases: list[Case], world_size: int, log=lambda *_: None,
+                 device: str = "cpu") -> dict[int, Result | list[list]]:
     """id(case) -> every rank's outputs, or the Result of a failure; one launch when
-    nothing fails, one more per failing job."""
+    nothing fails, one more per failing job. On `device` cuda, one GPU per rank."""
     done: dict[int, Result | list[list]] = {}
     for start in range(0, len(cases), MAX_JOBS_PER_LAUNCH):
-        done |= _run_until_clean(cases[start:start + MAX_JOBS_PER_LAUNCH], world_size, log)
+        done |= _run_until_clean(cases[start:start + MAX_JOBS_PER_LAUNCH], world_size, log, device)
     return done
 
 
-def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None) -> dict[int, Result | list[list]]:
+def _job(case: Case, shift: int, device: str) -> runtime.Job:
+    """The case as one job of a launch, its text shifted by `shift` lines (which names it
+    in a diagnostic). On GPUs each program runs again after its first run (a graph's
+    capture), so replays and the cross-run handshakes of symmetric buffers are checked."""
+    repeat = 1 if device == "cpu" else 3 if case.lowering.cuda_graph else 2
+    return runtime.Job("\n" * shift + case.text, case.per_rank_inputs, name=None,
+                       number_of_streams=case.program.number_of_streams, repeat=repeat,
+                       cuda_graph=case.lowering.cuda_graph, unit_backend=case.lowering.unit_backend)
+
+
+def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None,
+                     device: str = "cpu") -> dict[int, Result | list[list]]:
     done: dict[int, Result | list[list]] = {}
+    backend = "nccl" if device == "cuda" else "gloo"
     while pending:
         stride = max(c.text.count("\n") for c in pending) + 2
-        jobs = [runtime.Job("\n" * (k * stride) + c.text, c.per_rank_inputs, name=None,
-                            number_of_streams=c.program.number_of_streams) for k, c in enumerate(pending)]
+        jobs = [_job(c, k * stride, device) for k, c in enumerate(pending)]
         try:
-            results = runtime.run_spmd_batch(jobs, world_size, backend="gloo", timeout=120 + 2 * len(jobs),
+            results = runtime.run_spmd_batch(jobs, world_size, backend=backend, timeout=120 + 2 * len(jobs),
                                              collective_timeout=COLLECTIVE_TIMEOUT)
         except runtime.SpmdError as error:
             message = str(error)
@@ -381,8 +470,8 @@ def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None) 
             culprit = _job_named_by(message, stride, len(pending))
             if culprit is None and len(pending) > 1:  # no location: bisect
                 half = len(pending) // 2
-                return (done | _run_until_clean(pending[:half], world_size, log)
-                        | _run_until_clean(pending[half:], world_size, log))
+                return (done | _run_until_clean(pending[:half], world_size, log, device)
+                        | _run_until_clean(pending[half:], world_size, log, device))
             case = pending.pop(culprit or 0)
             outcome, _, where = classify(error)
             done[id(case)] = case.result(outcome, "spawn", _unshifted(message, stride), where)
@@ -489,7 +578,7 @@ def _dtype_note(case: Case) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def draw_programs(count: int, seed_value: int, world_sizes: Sequence[int]) -> list[Program]:
+def draw_programs(count: int, seed_value: int, world_sizes: Sequence[int], strategy=programs) -> list[Program]:
     """`count` distinct programs from the strategy, reproducibly for a seed (hypothesis
     drives the draws; nothing fails inside, so it never shrinks). Hypothesis repeats
     simple programs early on: duplicates are dropped, so it draws more than `count`."""
@@ -498,7 +587,7 @@ def draw_programs(count: int, seed_value: int, world_sizes: Sequence[int]) -> li
     @seed(seed_value)
     @settings(max_examples=count * 3 // 2 + 10, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(programs(tuple(world_sizes)))
+    @given(strategy(tuple(world_sizes)))
     def collect(program: Program) -> None:
         if len(drawn) < count:
             drawn.setdefault(f"{program.world_size}\n{program.source()}", program)
@@ -507,18 +596,20 @@ def draw_programs(count: int, seed_value: int, world_sizes: Sequence[int]) -> li
     return list(drawn.values())
 
 
-def variants(programs_: list[Program], disable_every: int) -> list[Case]:
-    """Every program through the whole pipeline; every `disable_every`-th one also with
-    each of DISABLED_VARIANTS."""
+def variants(programs_: list[Program], disable_every: int,
+             lowerings: Sequence[Lowering] = (DEFAULT_LOWERING,)) -> list[Case]:
+    """Every program through the whole pipeline with each of `lowerings`; every
+    `disable_every`-th one also with each of DISABLED_VARIANTS (default lowering)."""
     cases = []
     for index, program in enumerate(programs_):
-        cases.append(Case(program, index, None))
+        cases.extend(Case(program, index, None, lowering) for lowering in lowerings)
         if disable_every and index % disable_every == disable_every - 1:
             cases.extend(Case(program, index, name) for name in DISABLED_VARIANTS)
     return cases
 
 
-def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None) -> list[Result]:
+def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None, device: str = "cpu") -> list[Result]:
+    """Every case's result. On `device` cuda every program runs on spawned GPU ranks."""
     results: dict[int, Result] = {}
     to_launch: dict[int, list[Case]] = defaultdict(list)
     for number, case in enumerate(cases):
@@ -526,8 +617,8 @@ def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None) -> list[R
             log(f"prepared {number} of {len(cases)} cases")
         ended = prepare(case, seed_value * 100_003 + case.index)
         if ended is None:
-            spawn = needs_processes(case.module)
-            ran = run_here(case, dry_run=spawn)
+            spawn = device == "cuda" or needs_processes(case.module)
+            ran = [] if uses_symmetric_memory(case.module) else run_here(case, dry_run=spawn)
             if isinstance(ran, Result):
                 ended = ran
             elif spawn:
@@ -539,7 +630,7 @@ def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None) -> list[R
     log(f"prepared {len(cases)} cases; launching {sum(map(len, to_launch.values()))} on spawned ranks")
     for world_size, batch in sorted(to_launch.items()):
         start = time.monotonic()
-        for case_id, ran in run_launches(batch, world_size, log).items():
+        for case_id, ran in run_launches(batch, world_size, log, device).items():
             case = next(c for c in batch if id(c) == case_id)
             results[case_id] = ran if isinstance(ran, Result) else compare(case, ran)
             results[case_id].communicated = True
@@ -556,10 +647,14 @@ def _with_reference_problem(case: Case, result: Result) -> Result:
 
 
 def run_profile(count: int, seed_value: int, world_sizes: Sequence[int] = (1, 2, 4), disable_every: int = 5,
-                log=lambda *_: None) -> list[Result]:
-    drawn = draw_programs(count, seed_value, world_sizes)
-    log(f"drew {len(drawn)} programs")
-    return run_cases(variants(drawn, disable_every), seed_value, log)
+                log=lambda *_: None, lowerings: Sequence[Lowering] = (DEFAULT_LOWERING,), pipeline_count: int = 0,
+                device: str = "cpu") -> list[Result]:
+    """`count` random programs and `pipeline_count` tensor-parallel pipelines, each with
+    every one of `lowerings`."""
+    drawn = draw_programs(count, seed_value, world_sizes) if count else []
+    drawn += draw_programs(pipeline_count, seed_value, world_sizes, pipelines) if pipeline_count else []
+    log(f"drew {len(drawn)} programs, {len(lowerings)} lowerings each")
+    return run_cases(variants(drawn, disable_every, lowerings), seed_value, log, device)
 
 
 # --------------------------------------------------------------------------- #
@@ -590,6 +685,12 @@ def summary(results: list[Result]) -> str:
             counts = Counter(r.outcome for r in variants if r.disabled == name)
             lines.append(f"  {name:<42} " + " ".join(f"{o} {counts[o]}" for o in OUTCOMES))
     whole = [r for r in results if r.disabled is None and r.outcome != "invalid"]
+    lowerings = sorted({r.lowering for r in whole})
+    if len(lowerings) > 1:
+        lines.append("whole pipeline by lowering:")
+        for name in lowerings:
+            counts = Counter(r.outcome for r in whole if r.lowering == name)
+            lines.append(f"  {name:<30} " + " ".join(f"{o} {counts[o]}" for o in OUTCOMES))
     communicated = [r for r in whole if r.communicated]
     lines.append(f"programs that communicated (ran on spawned ranks): {len(communicated)}, of which correct: "
                  f"{sum(r.outcome == 'correct' for r in communicated)}")
@@ -704,6 +805,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          "one world size given by --ranks, with each pass disabled too")
     parser.add_argument("--shrink", help="print a shrunk reproducer for each failure signature of this report")
     parser.add_argument("--summarize", nargs="+", help="print the summary of these reports together")
+    parser.add_argument("--pipelines", type=int, default=0,
+                        help="also draw this many stream-pipelined tensor-parallel blocks (generator.pipelines)")
+    parser.add_argument("--lowerings", choices=("default", "all"), default="default",
+                        help="lower each program with the default options, or with every transport x bounded "
+                             "intermediates (x CUDA graph on GPUs)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="run on CPU ranks (gloo, stream hazards checked) or on one GPU per rank (NCCL)")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(args.replay, int(args.ranks.split(",")[0]), args.seed)
@@ -714,7 +822,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     start = time.monotonic()
     log = lambda message: print(f"[{time.monotonic() - start:6.0f} s] {message}", file=sys.stderr, flush=True)  # noqa: E731
-    results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log)
+    lowerings = (DEFAULT_LOWERING,) if args.lowerings == "default" else GPU_LOWERINGS if args.device == "cuda" \
+        else CPU_LOWERINGS
+    results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log,
+                          lowerings, args.pipelines, args.device)
     print(summary(results))
     if args.report:
         with open(args.report, "w") as f:

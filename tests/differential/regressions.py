@@ -20,6 +20,8 @@ class Regression:
     """What the fixed pipeline gives: "correct", or "refused" (on every rank)."""
     disabled: str | None = None
     """The pass (or "+"-joined passes) left out, as in harness.DISABLED_VARIANTS."""
+    lowering: str = "nccl"
+    """The lowering options, as `harness.Lowering` prints them ("copy-engine+bounded")."""
 
 
 def _gather_of_a_transposed_shard(rows: int) -> str:
@@ -38,6 +40,42 @@ b.set_device_mesh(mesh)
 
 
 REGRESSIONS = {
+    # Issue 25: the sequence-parallel MLP block with copy engines and bounded
+    # intermediates gave wrong numbers on GPUs. The all-gather's output, allocated per
+    # iteration, became one symmetric buffer (acquired from the peers, not from an
+    # allocator) that every iteration reused on its own stream while earlier iterations
+    # still read it. CPU ranks ran it in program order and were right; with the stream
+    # hazard check they fail, and the fix gives each iteration its own slice.
+    "mlp_block_on_copy_engines_with_bounded_intermediates": Regression(2, """
+with FusionDefinition() as fd:
+    x = fd.define_tensor([4, 2, 2, 8], dtype='float32')
+    w1 = fd.define_tensor([8, 8], dtype='float32')
+    w2 = fd.define_tensor([8, 8], dtype='float32')
+    g = fd.ops.matmul(x, w1)
+    t = fd.ops.tanh(g)
+    y = fd.ops.matmul(t, w2)
+    fd.add_output(y)
+mesh = DeviceMesh([0, 1])
+x.set_device_mesh(mesh)
+w1.set_device_mesh(mesh)
+w2.set_device_mesh(mesh)
+g.set_device_mesh(mesh)
+t.set_device_mesh(mesh)
+y.set_device_mesh(mesh)
+x.axis(1).parallelize(ParallelType.DIDx)
+w1.outer_split(1, 2)
+w1.axis(1).parallelize(ParallelType.DIDx)
+w2.outer_split(0, 2)
+w2.axis(0).parallelize(ParallelType.DIDx)
+g.axis(0).parallelize(ParallelType.Stream)
+g.outer_split(3, 2)
+g.axis(3).parallelize(ParallelType.DIDx)
+t.axis(0).parallelize(ParallelType.Stream)
+t.outer_split(3, 2)
+t.axis(3).parallelize(ParallelType.DIDx)
+y.axis(0).parallelize(ParallelType.Stream)
+y.axis(1).parallelize(ParallelType.DIDx)
+""", "correct", lowering="copy-engine+bounded"),
     "W1_int32_sum_keeps_its_type": Regression(2, """
 with FusionDefinition() as fd:
     a = fd.define_tensor([4], dtype='int32')

@@ -40,10 +40,51 @@ def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
                     f"`python -m tests.differential.harness --replay FILE`\n{harness.summary(results)}", pytrace=False)
 
 
+PIPELINE_SLICE = (10, 3)
+"""Tensor-parallel pipelines (generator.pipelines) and the seed of CI's slice of them."""
+
+
+def _failures(results: list) -> list:
+    return [r for r in results if r.outcome in ("wrong", "crash", "hang")]
+
+
+def test_pipelines_are_right_with_every_lowering_option_on_cpu_ranks():
+    """Stream-pipelined matmuls feeding kernel units, with collectives at both ends, lowered
+    with every transport, with and without bounded intermediates, S in 1-8 chunks; the
+    stream hazard check fails any work that only CPU program order keeps right."""
+    count, seed = PIPELINE_SLICE
+    results = harness.run_profile(0, seed, (1, 2), 0, lowerings=harness.CPU_LOWERINGS, pipeline_count=count)
+    assert len(results) == count * len(harness.CPU_LOWERINGS)
+    assert not _failures(results), harness.summary(results)
+    assert sum(r.outcome == "correct" for r in results) >= 0.9 * len(results), harness.summary(results)
+
+
+def test_pipelines_with_compiled_units_are_right_on_cpu_ranks():
+    """The compiled-unit backend (torch.compile, Inductor's C++ kernels on CPUs) computes
+    what eager torch computes, hoisted weight layouts and loop-local buffers included."""
+    results = harness.run_profile(0, 4, (1, 2), 0, lowerings=harness.COMPILED_UNIT_LOWERINGS, pipeline_count=5)
+    assert not _failures(results), harness.summary(results)
+    assert all(r.outcome == "correct" for r in results), harness.summary(results)
+    assert sum("hir.post_on_stream" in r.host_ops for r in results) >= 3, "the slice must run kernel units"
+
+
+@pytest.mark.gpu
+def test_pipelines_are_right_with_every_lowering_option_on_two_gpus():
+    """A fixed-seed slice of the GPU differential profile (README): NCCL, copy engines and
+    auto, bounded intermediates, CUDA-graph replay, in f32 and bf16."""
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 CUDA GPUs")
+    results = harness.run_profile(0, 11, (2,), 0, lowerings=harness.GPU_LOWERINGS, pipeline_count=8, device="cuda")
+    assert not _failures(results), harness.summary(results)
+    assert sum(r.outcome == "correct" for r in results) >= 0.9 * len(results), harness.summary(results)
+
+
 def test_every_defect_found_stays_fixed():
     """Each reproducer gives its fixed outcome (a refusal reached by every rank counts as
     refused; a rank left waiting would be a hang)."""
-    cases = [harness.Case(program_from_source(r.source, r.world_size), i, r.disabled)
+    cases = [harness.Case(program_from_source(r.source, r.world_size), i, r.disabled, harness.Lowering.parse(r.lowering))
              for i, r in enumerate(REGRESSIONS.values())]
     got = {name: result for name, result in zip(REGRESSIONS, harness.run_cases(cases, 0))}
     changed = {name: f"{got[name].outcome}: {got[name].message[:300]}"

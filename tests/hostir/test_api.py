@@ -59,7 +59,7 @@ def _all_to_all_and_ring() -> list[FusionDefinition]:
 
 def test_all_to_all_and_p2p_ring_from_the_python_api_match_torch():
     fusions = _all_to_all_and_ring()
-    hosts = [fd.lower() for fd in fusions]
+    hosts = [fd.lower(pipeline="hostir-lower{transport=nccl}") for fd in fusions]
     assert "hir.all_to_all" in str(hosts[0]) and "hir.shift" in str(hosts[1])
     generator = torch.Generator().manual_seed(0)
     jobs, expected, output_types = [], [], []

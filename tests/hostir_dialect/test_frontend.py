@@ -169,6 +169,7 @@ def everything() -> FusionDefinition:
         bias = fd.define_tensor([3])
         ops = [fd.ops.set(a), fd.ops.cast(a, "float16"), fd.ops.matmul(a, b), fd.ops.linear(a, w, bias)]
         ops += [getattr(fd.ops, f)(a) for f in fusion.UNARY_FUNCTIONS]
+        ops += [fd.ops.gelu(a, approximate="tanh"), fd.ops.gelu(a)]
         ops += [getattr(fd.ops, f)(a, 2.0) for f in fusion.BINARY_OPS]
         ops += [getattr(fd.ops, k)(a, dims=[1]) for k in ("sum", "prod", "max", "min")]
         ops.append(fd.ops.squeeze(fd.ops.broadcast(a, [True, False, False]), [0]))

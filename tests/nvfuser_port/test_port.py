@@ -41,9 +41,6 @@ EXCEPTIONS: dict[str, tuple[str, str, str]] = {
         "the values match; nvFuser counts one aten::mm per stream chunk, which needs the pipelining of a "
         "Stream on the outer piece of a split (issue 26 item 4, the lead's branch)",
     ),
-    "test_transformer.py::test_grouped_mlp": (
-        "refused", r"fd\.ops\.silu is not supported", "fd.ops.silu comes with the lead's branch",
-    ),
 }
 """Tests that do not pass on this branch alone: outcome, message, why."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hostir_dialect import hir
-from hostir.passes.cost_model import Machine
+from hostir.passes import cost_model
+from hostir.passes.cost_model import FALLBACK_MACHINE, Machine, detected_gpus, detected_machine
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 
@@ -44,5 +45,36 @@ def test_matmul_rate_approaches_the_sustained_rate_with_size():
 
 
 def test_an_unknown_machine_names_the_known_ones():
-    with pytest.raises(ValueError, match=r"no cost model for machine 'tpu'; known: h200x2"):
+    with pytest.raises(ValueError, match=r"no cost model for machine 'tpu'; known: detect, .*h200x2"):
         Machine.load("tpu")
+
+
+def _driver(tmp_path, *models: str):
+    """A /proc/driver/nvidia/gpus of GPUs with these models."""
+    for index, model in enumerate(models):
+        gpu = tmp_path / f"0000:{index:02x}:00.0"
+        gpu.mkdir(parents=True)
+        (gpu / "information").write_text(f"Model: \t\t {model}\nIRQ:   \t\t 42\n")
+    return tmp_path
+
+
+def test_the_gpus_are_read_from_the_driver(tmp_path):
+    assert detected_gpus(_driver(tmp_path / "a", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3")) == ("h100", 2)
+    assert detected_gpus(_driver(tmp_path / "b", "NVIDIA H200")) == ("h200", 1)
+    assert detected_gpus(_driver(tmp_path / "c", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB")) is None
+    assert detected_gpus(tmp_path / "none") is None
+
+
+def test_detect_picks_this_machines_constants_measured_or_shipped_else_the_fallback(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    eight_b200 = _driver(tmp_path / "b200", *["NVIDIA B200"] * 8)
+    assert detected_machine(tmp_path / "no-gpu") == FALLBACK_MACHINE
+    assert detected_machine(eight_b200) == FALLBACK_MACHINE  # never measured
+    measured = cost_model.user_machines() / "b200x2.json"
+    measured.parent.mkdir(parents=True)
+    shipped = (cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text()
+    measured.write_text(shipped.replace(f'"name": "{FALLBACK_MACHINE}"', '"name": "b200x2"'))
+    assert detected_machine(eight_b200) == "b200x2"  # hostir-calibrate measured it here
+    assert Machine.load("b200x2").name == "b200x2"
+    monkeypatch.setattr(cost_model, "NVIDIA_GPUS", tmp_path / "no-gpu")
+    assert Machine.load("detect").name == FALLBACK_MACHINE

@@ -207,6 +207,8 @@ DISABLED_PASS_CASES = (
     "all_to_all_split", "allgather_inner_axis", "reduce_scatter_inner_axis", "gather_didx_and_didy", "p2p_matmul",
 )
 PASS_NAMES = PIPELINES["hostir-lower"]
+AS_WRITTEN = "hostir-lower{transport=nccl}"
+"""NCCL's collectives and every Stream pipeline as written: the decision table under test."""
 
 
 @dataclass
@@ -226,7 +228,7 @@ def prepare(fusion_text: str, world_size: int, disabled: str | None = None, seed
     global_inputs = [torch.rand(at.value_shape(), generator=generator) * 2 - 1 for at in arg_types]
     expected = runtime.run_fusion(fusion_module, global_inputs)
     options = PassManagerOptions(disabled=frozenset({disabled} if disabled else ()))
-    lowered = passes.lower(parse_module(fusion_text), options)
+    lowered = passes.lower(parse_module(fusion_text), options, AS_WRITTEN)
     (program,) = [op for op in lowered.ops if isinstance(op, hir.ProgramOp)]
     per_rank = [[runtime.shard_tensor(g, at, r) for g, at in zip(global_inputs, arg_types)] for r in range(world_size)]
     return Prepared(str(lowered), list(program.function_type.outputs.data), per_rank, expected)

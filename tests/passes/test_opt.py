@@ -5,8 +5,11 @@ tested in test_pipeline.py)."""
 from __future__ import annotations
 
 import gc
+import os
 import shutil
+import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from xdsl.dialects.builtin import IntegerAttr, i32
 from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import HostIRError
+from hostir_dialect.diagnostics import MAX_SOURCE_BYTES, HostIRError
 from hostir_dialect.symbols import programs
 from hostir.passes import PIPELINES, get_all_passes, opt
 from hostir.passes.pipeline import VERIFY_EACH_VARIABLE
@@ -283,6 +286,66 @@ def test_a_failed_run_leaves_the_output_file_untouched(capsys, write, tmp_path: 
     assert run_opt(capsys, write(SYNTAX_ERROR), "-o", str(target))[0] == 1
     assert target.read_text() == "previous contents\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_an_endless_input_is_refused_at_the_bound(capsys) -> None:
+    # Regression (issue 31, defect 7): /dev/zero was read until a MemoryError.
+    message = f"error: input is larger than {MAX_SOURCE_BYTES >> 20} MiB\n"
+    assert run_opt(capsys, "/dev/zero") == (1, "", f"/dev/zero:1:1: {message}")
+
+
+def test_output_dash_is_standard_output(capsys, write, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run_opt(capsys, write(GOOD), "-o", "-") == (0, PRINTED + "\n", "")
+    assert not (tmp_path / "-").exists()
+
+
+def test_output_to_dev_null_leaves_it_a_device(capsys, write) -> None:
+    # Regression (issue 31, defect 3): -o /dev/null replaced the device by a regular file
+    # (as root, for the whole machine).
+    assert run_opt(capsys, write(GOOD), "-o", "/dev/null") == (0, "", "")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+def test_output_to_a_fifo_is_written_through(capsys, write, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    assert run_opt(capsys, write(GOOD), "-o", str(fifo)) == (0, "", "")
+    reader.join(timeout=30)
+    assert received == [PRINTED + "\n"]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_output_to_a_symbolic_link_writes_its_target(capsys, write, tmp_path: Path) -> None:
+    target, link = tmp_path / "target.mlir", tmp_path / "link.mlir"
+    target.write_text("previous contents\n")
+    link.symlink_to(target)
+    assert run_opt(capsys, write(GOOD), "-o", str(link)) == (0, "", "")
+    assert link.is_symlink() and link.readlink() == target
+    assert target.read_text() == PRINTED + "\n"
+
+
+def test_a_replaced_output_file_keeps_its_mode(capsys, write, tmp_path: Path) -> None:
+    target = tmp_path / "out.mlir"
+    target.write_text("previous contents\n")
+    target.chmod(0o654)
+    assert run_opt(capsys, write(GOOD), "-o", str(target)) == (0, "", "")
+    assert target.read_text() == PRINTED + "\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o654
+
+
+def test_a_new_output_file_gets_the_umasks_mode(capsys, write, tmp_path: Path) -> None:
+    target = tmp_path / "out.mlir"
+    previous = os.umask(0o027)
+    try:
+        assert run_opt(capsys, write(GOOD), "-o", str(target)) == (0, "", "")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
 # --------------------------------------------------------------------------- #

@@ -24,7 +24,8 @@ from hostir.passes import build_passes, run_passes
 from hostir.runtime.graphs import CUDA_GRAPH
 from hostir.runtime.launcher import Job, device_for, launch, run_spmd_batch
 
-PIPELINE = "hostir-lower"
+PIPELINE = "hostir-lower{transport=nccl}"
+"""Every collective on NCCL and every Stream pipeline as written (no cost model)."""
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"
 AUTO = "hostir-lower{transport=auto}"
 """The cost model decides: at these toy sizes choose-pipelining runs every program whole."""

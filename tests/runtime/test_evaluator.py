@@ -11,6 +11,7 @@ from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.fusion import ARITHMETIC_FUNCTIONS, COMPARISON_FUNCTIONS
 from hostir.runtime import Evaluator, ExecutionError, InputError, execute, run_fusion
+from hostir.runtime.compile import MAX_NUMBER_OF_STREAMS
 
 F = "!fusion.tensor<f32[8, 64]>"
 B = "!fusion.tensor<i1[8, 64]>"
@@ -280,6 +281,31 @@ def test_streams_by_key_are_cached_and_set_get_synchronize_keep_the_books():
     assert s2.waited_for == [streams.default.id] and s3.waited_for == [s2.id]
     assert streams.default.waited_for == [s3.id]
     assert streams.current() is streams.default
+
+
+def test_a_stream_key_beyond_the_number_of_streams_is_refused_at_its_op():
+    # Regression (issue 31, defect 4): a loop over 10**8 keys created 10**8 streams.
+    body = """
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 100000000 : index
+    scf.for %i = %c0 to %n step %c1 {
+      %w = hir.stream %i
+      hir.set_current_stream %w
+    }
+    hir.return"""
+    evaluator = Evaluator(parse_module(program(body, "", ""), "keys.mlir"), number_of_streams=3)
+    with pytest.raises(ExecutionError, match=r"^keys.mlir:7:7: error: 'hir.stream' op failed: stream key 3 is "
+                                             r"outside the run's 3 streams \(keys 0 to 2\)"):
+        evaluator.run([])
+    assert evaluator.streams.keys == [0, 1, 2]
+
+
+@pytest.mark.parametrize("count, bound", [(0, "at least 1"), (MAX_NUMBER_OF_STREAMS + 1, "at most 64"),
+                                          (10**9, "at most 64")])
+def test_a_number_of_streams_out_of_bounds_is_refused(count, bound):
+    with pytest.raises(ValueError, match=f"number_of_streams must be {bound}, got {count}"):
+        Evaluator(parse_module(program("    hir.return", "", "")), number_of_streams=count)
 
 
 LOOP = f"""

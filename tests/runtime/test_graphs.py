@@ -100,10 +100,21 @@ def test_graph_mode_is_for_host_programs():
         Evaluator(parse_module(text), cuda_graph=True)
 
 
-def test_graph_mode_by_device():
-    assert graph_mode(False, torch.device("cuda", 0)) == EAGER
-    assert graph_mode(True, torch.device("cuda", 0)) == CUDA_GRAPH
-    assert graph_mode(True, torch.device("cpu")) == EAGER_ON_CPU
+def test_graph_mode_by_device_and_program():
+    capturable = the_program(f"hir.program @p(%a: {T}) -> {T} {{\n  %b = fusion.neg %a : {T} -> {T}\n  hir.return %b : {T}\n}}")
+    not_capturable = the_program(REFUSED["compute into an argument"][0])
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    assert graph_mode(False, cuda, capturable) == EAGER
+    assert graph_mode(True, cuda, capturable) == CUDA_GRAPH
+    assert graph_mode(True, cpu, capturable) == EAGER_ON_CPU
+    # The default: a graph on GPUs wherever the program can be captured, and why not elsewhere.
+    assert graph_mode(None, cuda, capturable) == CUDA_GRAPH
+    assert graph_mode(None, cpu, capturable) == EAGER
+    assert graph_mode(None, cuda, None) == EAGER  # a fusion runs eagerly
+    reason = graph_mode(None, cuda, not_capturable)
+    assert reason.startswith("eager (no CUDA graph: ") and "an argument of @" in reason
+    with pytest.raises(HostIRError):
+        graph_mode(True, cuda, not_capturable)
 
 
 def test_signatures_tell_shapes_strides_dtypes_and_scalars_apart():
@@ -144,9 +155,9 @@ def test_cpu_ranks_accept_graph_mode_and_run_eagerly():
 def test_hostir_run_names_the_graph_mode_only_when_asked_for_graphs():
     program = the_program(program_text(f"%a: {T}", f"  hir.return %a : {T}", T))
     eager = RankResult([torch.zeros(4, 8)], [1e-3], None)
-    assert "graph mode" not in report(program, [eager], None, 1).text
+    assert "graph mode" not in report(program, [eager], 1).text
     on_cpu = RankResult([torch.zeros(4, 8)], [1e-3], None, EAGER_ON_CPU)
-    assert report(program, [on_cpu], None, 1).text.endswith(f"graph mode: {EAGER_ON_CPU}")
+    assert report(program, [on_cpu], 1).text.endswith(f"graph mode: {EAGER_ON_CPU}")
 
 
 def test_execute_passes_the_option_on():

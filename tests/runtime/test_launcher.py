@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -15,8 +17,9 @@ import pytest
 import torch
 
 from hostir_dialect import parse_module
-from hostir.runtime import Job, SpmdError, run_spmd, run_spmd_batch
+from hostir.runtime import Job, SpmdError, cli, launcher, run_spmd, run_spmd_batch
 from hostir.runtime.cli import console_main
+from hostir.runtime.launcher import RankResult, launch
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -256,3 +259,145 @@ def test_hostir_run_runs_every_example_with_its_defaults(example, capsys):
     console_main([str(example)])
     out = capsys.readouterr().out
     assert "max error vs reference" in out and "median time" in out, out
+
+
+# -- under torchrun: rank 0 gathers every rank's result, as data ----------------------
+
+
+def run_as_a_torchrun_rank(rank: int, world_size: int, args: list[str]) -> str | None:
+    """hostir-run as one rank of an existing world (RANK and WORLD_SIZE are set), with
+    unpickling forbidden: the results must cross as data."""
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a rank unpickled bytes from its peers")
+
+    pickle.loads, pickle.load = refuse, refuse  # in this rank only, which exits after
+    result = cli.run(cli.parse_args(args))
+    return None if result is None else result.text
+
+
+def test_a_torchrun_world_gathers_results_without_pickles(tmp_path):
+    trace = tmp_path / "run.json"
+    texts = launch(run_as_a_torchrun_rank, 2, ([str(HOST_PROGRAMS / "host_allgather.mlir"), "--trace", str(trace)],),
+                   backend="gloo")
+    assert texts[1] is None
+    lines = texts[0].splitlines()
+    assert re.match(r"output 0: shape \[2, 8\] dtype float32 checksum \S+ max error vs reference 0$", lines[0]), texts[0]
+    assert lines[1].endswith("over 1 run(s) on 2 rank(s)") and f"trace: wrote {trace}" in lines
+    assert {event.get("pid") for event in json.loads(trace.read_text())["traceEvents"]} >= {0, 1}
+
+
+def test_a_rank_result_is_encoded_as_json_and_raw_bytes():
+    outputs = [torch.randn(2, 3), None, torch.tensor(True), torch.arange(6, dtype=torch.int64).reshape(3, 2).t(),
+               torch.randn(4, dtype=torch.bfloat16), torch.zeros(0, 5)]
+    result = RankResult(outputs, [0.5, 0.25], [("fusion.neg", 7)], "eager")
+    decoded = cli._decode(cli._encode(result))
+    assert decoded.times == result.times and decoded.stream_log == result.stream_log and decoded.trace is None
+    assert decoded.graph_mode == "eager" and decoded.outputs[1] is None
+    for got, expected in zip(decoded.outputs, outputs):
+        if expected is not None:
+            assert got.dtype == expected.dtype and torch.equal(got, expected)
+
+
+# -- bounds: worlds, time limits -----------------------------------------------------
+
+
+@pytest.mark.parametrize("mesh, args, message", [
+    ("[0, 40]", [], r"^{file}:1:1: error: 'fusion.func' op uses mesh \[0, 40\], a world of 41 ranks: more than "
+                    r"the 16 CPU ranks hostir-run spawns \(--max-world\)$"),
+    ("[0, 9223372036854775806]", [], r"a world of 9223372036854775807 ranks: more than the 16 CPU ranks"),
+    ("[0, 40]", ["--max-world", "8", "--nproc", "41"], r"^hostir-run: error: --nproc 41 is more than the 8 CPU ranks "),
+    ("[0, 1]", ["--nproc", "1000000000"], r"^hostir-run: error: --nproc 1000000000 is more than the 16 CPU ranks"),
+])
+def test_hostir_run_refuses_a_world_larger_than_max_world_before_spawning(tmp_path, capsys, count_calls, mesh, args,
+                                                                        message):
+    path = tmp_path / "big.mlir"
+    t = f"!fusion.tensor<f32[2 didx, 4], mesh={mesh}>"
+    path.write_text(f"fusion.func @f(%a: {t}) -> {t} {{\n  %b = fusion.neg %a : {t} -> {t}\n"
+                    f"  fusion.return %b : {t}\n}}\n")
+    lowerings = count_calls(launcher.passes, "lower")
+    spawns = count_calls(launcher.mp, "start_processes")
+    assert re.search(message.format(file=re.escape(str(path))), cli_error([str(path), *args], capsys))
+    assert lowerings == [] and spawns == []
+
+
+def test_run_spmd_refuses_a_world_larger_than_max_world(count_calls):
+    spawns = count_calls(launcher.mp, "start_processes")
+    with pytest.raises(ValueError, match=r"a world of 3 CPU ranks is more than max_world=2 allows"):
+        run_spmd(ALLGATHER, [[torch.zeros(1, 4)]] * 3, world_size=3, backend="gloo", max_world=2)
+    assert spawns == []
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "inf"), ("--timeout", "1e300"), ("--timeout", "nan"),
+                                           ("--collective-timeout", "1e300"), ("--collective-timeout", "0")])
+def test_hostir_run_refuses_time_limits_beyond_a_week(capsys, option, value):
+    stderr = cli_error([str(HOST_PROGRAMS / "host_allgather.mlir"), option, value], capsys)
+    assert stderr.startswith(f"hostir-run: error: {option} must be positive and at most 604800 seconds (a week)")
+
+
+def test_the_reference_runs_within_the_timeout(tmp_path, capsys):
+    # The program returns its input at once; its reference multiplies 2048 x 2048
+    # matrices 40 times (some 700 GFLOP): stopped at --timeout, not after minutes.
+    t, r = "!fusion.tensor<f32[2048, 2048]>", "!fusion.tensor<f32[2048, 2048, r2048]>"
+    products = "\n".join(f"  %p{k + 1} = fusion.matmul %p{k}, %b : {r if k else t}, {t} -> {r}" for k in range(40))
+    path = tmp_path / "slow_reference.mlir"
+    path.write_text(f"""hir.program @main(%p0: {t}, %b: {t}) -> {t} {{
+  hir.return %p0 : {t}
+}}
+fusion.func @reference(%p0: {t}, %b: {t}) -> {t} {{
+{products}
+  %out = fusion.set %p40 : {r} -> {t}
+  fusion.return %out : {t}
+}}
+""")
+    start = time.monotonic()
+    stderr = cli_error([str(path), "--timeout", "3"], capsys)
+    assert stderr == "hostir-run: error: the 1 rank(s) did not finish within 3 s and were stopped\n"
+    assert time.monotonic() - start < 60
+
+
+# -- bounds: input files, output paths -----------------------------------------------
+
+
+WIDE = "!fusion.tensor<f32[2 didx, 100000000], mesh=[0, 1]>"
+
+
+@pytest.mark.parametrize("value, message", [
+    (lambda: torch.zeros(1, 1).expand(2, 10**8), r"holds a view of 800000000 bytes of elements on 4 bytes of storage "
+                                                 r"\(an expanded tensor\); hostir-run expands at most 64 MiB more"),
+    (lambda: torch.zeros(2, 10**8, layout=torch.sparse_coo), r"holds a sparse_coo tensor; hostir-run takes dense"),
+    (lambda: torch.empty(2, 10**8, device="meta"), r"holds a meta tensor, which has no values"),
+])
+def test_hostir_run_refuses_inputs_that_would_materialize_beyond_their_file(tmp_path, capsys, count_calls, value,
+                                                                           message):
+    # Regression (issue 31, defects 4 and 7): a 1.6 KB file of an expanded tensor was
+    # materialized whole on every rank; a sparse one failed in a traceback.
+    program, x = tmp_path / "wide.mlir", tmp_path / "x.pt"
+    program.write_text(f"hir.program @main(%x: {WIDE}) -> {WIDE} {{\n  hir.return %x : {WIDE}\n}}\n")
+    torch.save(value(), x)
+    spawns = count_calls(launcher.mp, "start_processes")
+    assert re.search(f"^hostir-run: error: {re.escape(str(x))} {message}", cli_error([str(program), "--inputs", str(x)],
+                                                                                  capsys))
+    assert spawns == []
+
+
+def test_hostir_run_takes_an_expanded_input_of_modest_size(tmp_path, capsys):
+    x = tmp_path / "x.pt"
+    torch.save(torch.arange(8.0).expand(2, 8), x)
+    console_main([str(HOST_PROGRAMS / "host_allgather.mlir"), "--inputs", str(x)])
+    assert re.match(r"output 0: shape \[2, 8\] dtype float32 checksum 112 max error vs reference 0$",
+                    capsys.readouterr().out.splitlines()[0])
+
+
+@pytest.mark.parametrize("option, path, message", [
+    ("--trace", "nodir/t.json", "--trace nodir/t.json: directory nodir does not exist"),
+    ("--timeline", "{file}/t.png", "--timeline {file}/t.png: {file} is not a directory"),
+    ("--trace", "{tmp}", "--trace {tmp} is a directory"),
+])
+def test_hostir_run_refuses_an_output_path_before_running(tmp_path, capsys, count_calls, option, path, message):
+    # Regression (issue 31, defect 7): --trace nodir/t.json failed only after the whole run.
+    file = tmp_path / "file"
+    file.write_text("")
+    spawns = count_calls(launcher.mp, "start_processes")
+    stderr = cli_error([str(HOST_PROGRAMS / "host_allgather.mlir"), option, path.format(file=file, tmp=tmp_path)],
+                       capsys)
+    assert stderr == f"hostir-run: error: {message.format(file=file, tmp=tmp_path)}\n" and spawns == []

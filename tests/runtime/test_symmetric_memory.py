@@ -3,6 +3,9 @@ member's instance, and flags order a write in one rank before a read in another.
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -84,3 +87,29 @@ def test_a_team_of_one_needs_no_process_group():
     heap = SymmetricHeap(0, torch.device("cpu"), lambda team: None)
     tensor = heap.allocate((0,), (2, 2), torch.float32)
     assert tensor.local.shape == (2, 2) and tensor.peer(0) is tensor.local
+
+
+def _file_modes(rank: int, world_size: int) -> list[tuple[bool, int, int, bool]]:
+    """Allocate once, recording for each shared file as the members map it: whether it is
+    a regular file, its mode, its directory's mode; after, whether the directory is left."""
+    mapped = []
+    from_file = torch.from_file
+
+    def recording(path, *args, **kwargs):
+        status, directory = os.lstat(path), os.lstat(os.path.dirname(path))
+        mapped.append((os.path.dirname(path), stat.S_ISREG(status.st_mode), stat.S_IMODE(status.st_mode),
+                       stat.S_IMODE(directory.st_mode)))
+        return from_file(path, *args, **kwargs)
+
+    torch.from_file = recording  # in this rank only, which exits after
+    heap, team = world_heap(rank, world_size)
+    heap.allocate(team, (4,), torch.float32)
+    dist.barrier()
+    return [(*entry[1:], os.path.exists(entry[0])) for entry in mapped]
+
+
+def test_shared_memory_files_are_private_and_gone_once_mapped():
+    # Regression (issue 31, vulnerability 2): the files were created 0644 in /dev/shm,
+    # where another user could open one and keep reading the run's tensors.
+    for records in launch(_file_modes, 2, backend="gloo", timeout=120):
+        assert records == [(True, 0o600, 0o700, False)] * 2

@@ -154,3 +154,23 @@ def test_a_slice_along_an_axis_sharded_over_one_device_is_computed():
     x = torch.randn(4, 6)
     (out,) = execute(fd.lower(), [x], rank=0, world_size=1)
     torch.testing.assert_close(out, x[1:3])
+
+
+@pytest.mark.parametrize("op", ["matmul", "linear"])
+def test_an_integer_contraction_is_refused_on_gpus_and_computed_on_cpus(op):
+    """torch has no CUDA kernel for integer GEMMs (found by the GPU differential profile):
+    refused when a program for a GPU is compiled, computed on CPUs."""
+    from hostir_dialect.context import parse_module
+    from hostir.runtime.torch_ops import OpContext, UnsupportedOp, build_kernel
+
+    a, b, c = "!fusion.tensor<i64[2, 3]>", "!fusion.tensor<i64[3, 3]>", "!fusion.tensor<i64[2, 3, r3]>"
+    module = parse_module(f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %c = fusion.{op} %a, %b : {a}, {b} -> {c}
+  fusion.return %c : {c}
+}}""")
+    contraction = [o for o in module.walk() if o.name == f"fusion.{op}"][0]
+    with pytest.raises(UnsupportedOp, match="multiplies torch.int64 matrices, for which torch has no CUDA kernel"):
+        build_kernel(contraction, OpContext(rank=None, device=torch.device("cuda", 0)))
+    kernel = build_kernel(contraction, OpContext(rank=None, device=torch.device("cpu")))
+    x, y = torch.arange(6).reshape(2, 3), torch.arange(9).reshape(3, 3)
+    assert torch.equal(kernel.fresh(x, y), x @ y if op == "matmul" else x @ y.T)

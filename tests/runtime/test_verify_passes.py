@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def check(example: Path, passes: list[ModulePass], **options) -> str:
 
 
 def test_a_pass_that_breaks_a_fusion_is_named_with_the_op_it_changed():
-    # The fusion's outputs change before lowering: found in this process, no ranks needed.
+    # The fusion's outputs change before lowering: found by one process, no world of ranks needed.
     with pytest.raises(HostIRError) as error:
         check(FUSIONS / "single_binary_op.mlir", pipeline("propagate-shardings", "test-subtract-instead-of-add", "hostir-lower"))
     message = str(error.value)
@@ -149,3 +150,36 @@ def test_hostir_opt_reports_the_pass_in_one_located_line(capsys):
     assert code == 1
     assert err.startswith(f"{path}:9:5: error: 'fusion.sub' op defines output 0 of @single_binary_op, which pass "
                           "'test-subtract-instead-of-add' changed: ") and err.count("\n") == 1, err
+
+
+ENDLESS = """hir.program @main(%a: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 1000000000000 : index
+  scf.for %i = %c0 to %n step %c1 {
+    %b = fusion.neg %a : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  }
+  hir.return %a : !fusion.tensor<f32[4]>
+}
+"""
+
+
+def test_a_run_that_never_ends_is_stopped_at_the_run_timeout(tmp_path, capsys):
+    # Regression (issue 31, defect 5): the input was run in hostir-opt's own process,
+    # without a time limit, and 10**12 iterations never ended.
+    path = tmp_path / "endless.mlir"
+    path.write_text(ENDLESS)
+    start = time.monotonic()
+    code = opt.main([str(path), "-p", "canonicalize", "--verify-each-pass-numerically", "--run-timeout", "2"])
+    assert code == 1 and time.monotonic() - start < 60
+    assert capsys.readouterr().err == ("error: --verify-each-pass-numerically cannot run the input: the 1 rank(s) "
+                                       "did not finish within 2 s and were stopped\n")
+
+
+@pytest.mark.parametrize("value", ["inf", "1e300", "0"])
+def test_hostir_opt_refuses_run_timeouts_beyond_a_week(tmp_path, capsys, value):
+    path = tmp_path / "endless.mlir"
+    path.write_text(ENDLESS)
+    assert opt.main([str(path), "--verify-each-pass-numerically", "--run-timeout", value]) == 1
+    assert capsys.readouterr().err.startswith(
+        "error: --run-timeout must be positive and at most 604800 seconds (a week), got ")

@@ -6,14 +6,15 @@
 // CHECK:      passes and pipelines (-p NAME{option=value ...},...):
 // CHECK-NEXT:   canonicalize                  {{.+}}
 // CHECK-NEXT:   choose-pipelining             Drop a function's stream pipeline where the cost model says running it whole is faster
-// CHECK-NEXT:                                 options: transport=nccl (str), machine=h200x2 (str), cuda_graph=false (bool)
+// CHECK-NEXT:                                 options: transport=nccl (str), machine=detect (str), cuda_graph=false (bool)
 // CHECK-NEXT:   convert-op-to-communication   Turn each communicating set or reduce of a host program into collectives and waits
-// CHECK-NEXT:                                 options: transport=nccl (str), machine=h200x2 (str)
+// CHECK-NEXT:                                 options: transport=nccl (str), machine=detect (str)
 // CHECK-NEXT:   cse                           Eliminate common sub-expressions (xDSL)
 // CHECK-NEXT:   dce                           Eliminate dead code: unused ops without side effects (xDSL)
 // CHECK-NEXT:   decompose-reshardings         Make every op that moves data between devices exactly one communication
 // CHECK-NEXT:                                 options: insert_after=false (bool)
 // CHECK-NEXT:   finalize-multidevice-domains  Decide how each tensor of a user fusion is allocated: whole, or one stream chunk at a time
+// CHECK-NEXT:   fuse-epilogues                Fold the gelu (tanh) or relu that follows a matmul or linear into its epilogue
 // CHECK-NEXT:   insert-deallocations          Free every buffer a host program owns after its last use
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated
@@ -23,4 +24,5 @@
 // CHECK-NEXT:                                 options: bounded_intermediates=false (bool)
 // CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
 // CHECK-NEXT:                                 options: world_size=none (int | None)
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, verify-collective-order
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, verify-collective-order
+// CHECK-NEXT:                                 defaults: transport=auto cuda-graph=true

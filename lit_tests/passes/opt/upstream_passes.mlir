@@ -1,5 +1,5 @@
-// RUN: hostir-opt %examples/fusions/ag_matmul.mlir -p hostir-lower,canonicalize,cse,dce | filecheck %s --check-prefix=AG
-// RUN: hostir-opt %examples/fusions/matmul_rs_through_bcast.mlir -p hostir-lower,canonicalize,cse,dce | filecheck %s --check-prefix=RS
+// RUN: hostir-opt %examples/fusions/ag_matmul.mlir -p 'hostir-lower{transport=nccl},canonicalize,cse,dce' | filecheck %s --check-prefix=AG
+// RUN: hostir-opt %examples/fusions/matmul_rs_through_bcast.mlir -p 'hostir-lower{transport=nccl},canonicalize,cse,dce' | filecheck %s --check-prefix=RS
 // RUN: hostir-opt %s -p canonicalize,cse,dce | filecheck %s
 
 // hostir-opt registers xDSL's canonicalize, cse and dce. hostir's ops declare their

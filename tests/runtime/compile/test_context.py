@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from hostir_dialect.context import parse_module
-from hostir.runtime import Evaluator, ExecutionError
-from hostir.runtime.compile.context import OUTLINING_DEPTH
+from hostir.runtime import Evaluator, ExecutionError, run_spmd, shard_tensor, unshard
+from hostir.runtime.compile.context import OUTLINING_DEPTH, identifier
 
 F = "!fusion.tensor<f32[4, 8]>"
 I = "!fusion.tensor<i32[4]>"
@@ -115,3 +115,33 @@ def test_a_failure_in_an_outlined_loop_names_its_op():
     evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I), "deep.mlir"))
     with pytest.raises(ExecutionError, match=rf"^deep.mlir:{depth + 4}:1: error: 'fusion.div' op failed"):
         evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
+
+
+SYMBOL_NAMES = ["ﬁ", "fi", "²", "\x00", "a.b", "a_b", "a__x2e_b", "é"]
+
+
+def test_symbol_names_become_distinct_ascii_identifiers():
+    # Python reads `ﬁ` as `fi` (NFKC) and refuses `²` in identifiers; `\w` keeps both.
+    identifiers = [identifier(name) for name in SYMBOL_NAMES]
+    assert all(f"hostir_{i}".isidentifier() and i.isascii() for i in identifiers), identifiers
+    assert len(set(identifiers)) == len(SYMBOL_NAMES), identifiers
+
+
+def neg(name: str, t: str) -> str:
+    quoted = '"' + name.replace("\x00", "\\00") + '"'  # MLIR writes a byte as \XX
+    return f"""fusion.func @{quoted}(%a: {t}) -> {t} {{
+  %b = fusion.neg %a : {t} -> {t}
+  fusion.return %b : {t}
+}}"""
+
+
+@pytest.mark.parametrize("name", ["ﬁ", "²", "\x00"])
+@pytest.mark.parametrize("t, world_size", [("!fusion.tensor<f32[2, 4]>", 1),
+                                           ("!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>", 2)])
+def test_programs_of_any_symbol_name_compute_what_eager_torch_computes(name, t, world_size):
+    module = parse_module(neg(name, t))
+    x = torch.randn(2, 4)
+    tensor_type = module.body.block.first_op.function_type.inputs.data[0]
+    shards = [[shard_tensor(x, tensor_type, rank)] for rank in range(world_size)]
+    outputs = run_spmd(module, shards, world_size=world_size, backend="gloo", lower=True)
+    torch.testing.assert_close(unshard({rank: out[0] for rank, out in enumerate(outputs)}, tensor_type), -x)

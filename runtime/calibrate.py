@@ -1,38 +1,48 @@
-"""Measure the cost model's constants on this machine (passes/cost_model.py).
+"""`hostir-calibrate`: measure the cost model's constants on this machine's GPUs
+(hostir/passes/cost_model.py), once, into the user's cache, where `hostir-lower` (machine
+`detect`, its default) finds them.
 
-    torchrun --nproc-per-node 2 benchmarks/machine_constants.py --name h200x2 [--out passes/machines/h200x2.json]
+    hostir-calibrate [--name h100x2] [--out FILE]
 
-On 2 GPUs of one host: copy-engine pushes into a peer's symmetric memory and NCCL's
-all-gather, reduce-scatter and all-reduce at sizes from 64 KiB to 256 MiB (a line through
-the times: latency + bytes / bandwidth, fitted by least squares); dense matmuls in bf16 and
-fp32 at several sizes (sustained rate, and the work at which the rate halves); a
-cross-rank signal's round trip with CUDA stream memory operations; and how much longer a
-matmul takes beside a copy-engine transfer and beside an NCCL all-gather; and the
-evaluator's host time per stream-loop iteration (tiny pipelines of each overlap case,
-lowered with the copy-engine transport, at 8 and at 2 chunks, wall-clock). Timing: CUDA
-events (wall-clock for the host), medians of 20 runs after warm-up, maximum over ranks.
+Two ranks on two GPUs of this host (NCCL, one process per GPU): copy-engine pushes into a
+peer's symmetric memory and NCCL's all-gather, reduce-scatter and all-reduce at sizes from
+64 KiB to 256 MiB (a line through the times: latency + bytes / bandwidth, least squares);
+dense matmuls in bf16 and fp32 at several sizes (sustained rate, and the work at which the
+rate halves); a cross-rank signal's round trip with CUDA stream memory operations; how much
+longer a matmul takes beside a copy-engine transfer and beside an NCCL all-gather; and the
+evaluator's host time per stream-loop iteration (a tiny all-gather + matmul pipeline at 8
+and at 2 chunks, run eagerly, wall-clock). Timing: CUDA events (wall-clock for the host),
+medians of 20 runs after warm-up, the maximum over the ranks. About a minute.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
+import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-from cases import CASES, Operands, Problem, hostir
-from hostir.passes.cost_model import MACHINES
-from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
+from hostir.passes import lower
+from hostir.passes.cost_model import detected_gpus, user_machines
+from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
+
+from .evaluator import Evaluator
+from .launcher import launch
+from .layouts import shard_tensor
+from .symmetric_memory import Flags, SymmetricHeap
 
 SIZES_MIB = (0.0625, 0.25, 1, 4, 16, 64, 256)
+MEMORY_GBPS = {"h100": 3350.0, "h200": 4800.0}
+"""Device-memory bandwidth by GPU kind (datasheets; the cost model prices local copies with it)."""
 
 
-def timed(fn, repeat: int = 20, warmup: int = 3, wall: bool = False) -> float:
+def timed(fn: Callable[[], object], repeat: int = 20, warmup: int = 3, wall: bool = False) -> float:
     """Median ms over `repeat` runs, max over ranks: CUDA-event time, or with `wall` the
     wall-clock time through the runs' GPU work (what the host costs where it is slower)."""
     for _ in range(warmup):
@@ -53,7 +63,7 @@ def timed(fn, repeat: int = 20, warmup: int = 3, wall: bool = False) -> float:
     return median.item()
 
 
-def fit_line(points: list[tuple[float, float]]) -> dict[str, float]:
+def fit_line(points: Sequence[tuple[float, float]]) -> dict[str, float]:
     """Least squares of ms = latency + bytes / bandwidth, as {latency_us, gbps}."""
     n = len(points)
     mean_x = sum(x for x, _ in points) / n
@@ -79,13 +89,12 @@ def transfers(device: torch.device, heap: SymmetricHeap) -> dict:
         chunk = torch.empty(n // 2, dtype=torch.bfloat16, device=device)
         points["hir.reduce_scatter"].append((n, timed(lambda: dist.reduce_scatter_tensor(chunk, full))))
         points["hir.allreduce"].append((n, timed(lambda: dist.all_reduce(half))))
-    return {"copy_engine": fit_line(points.pop("ce")), "nccl": {k: fit_line(v) for k, v in points.items()},
-            "points_ms": {k: v for k, v in points.items()}}
+    return {"copy_engine": fit_line(points.pop("ce")), "nccl": {k: fit_line(v) for k, v in points.items()}}
 
 
 def matmuls(device: torch.device) -> dict:
     shapes = ((16384, 8192, 4096), (8192, 8192, 1024), (4096, 4096, 1024), (2048, 2048, 512), (1024, 1024, 256))
-    result = {"matmul_tflops": {}, "matmul_half_rate_gflop": {}}
+    result: dict[str, dict[str, float]] = {"matmul_tflops": {}, "matmul_half_rate_gflop": {}}
     for name, dtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
         points = []
         for m, k, n in shapes:
@@ -106,7 +115,7 @@ def matmuls(device: torch.device) -> dict:
     return result
 
 
-def signal_round_trip(device: torch.device, heap: SymmetricHeap) -> float:
+def signal_round_trip(heap: SymmetricHeap) -> float:
     flags = Flags(heap, (0, 1), slots=2)
     rank, peer = dist.get_rank(), 1 - dist.get_rank()
 
@@ -132,7 +141,7 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     gathered = torch.empty(2 * n, dtype=torch.uint8, device=device)
     side = torch.cuda.Stream(device=device)
 
-    def beside(transfer):
+    def beside(transfer: Callable[[], object]) -> Callable[[], None]:
         def run() -> None:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
@@ -147,49 +156,70 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     return {"copy_engine": round(copy / alone - 1, 3), "nccl": round(nccl / alone - 1, 3)}
 
 
+def _pipeline(chunks: int, world: int) -> FusionDefinition:
+    """A tiny all-gather + matmul in `chunks` stream chunks: the GPU waits for the host."""
+    with FusionDefinition("calibrate") as fd:
+        a = fd.define_tensor([chunks, world, 2, 32], dtype="bfloat16")
+        b = fd.define_tensor([32, 16], dtype="bfloat16")
+        c = fd.ops.matmul(a, b)
+        fd.add_output(c)
+    mesh = DeviceMesh(list(range(world)))
+    for tensor in (a, b, c):
+        tensor.set_device_mesh(mesh)
+    a.axis(1).parallelize(ParallelType.DIDx)
+    c.axis(0).parallelize(ParallelType.Stream)
+    return fd
+
+
 def host_us_per_chunk(device: torch.device) -> float:
-    """The evaluator's host µs per stream-loop iteration, the largest over the overlap
-    cases: tiny shapes, so that the GPU waits for the host, at 8 and at 2 chunks."""
-    problem = Problem(64, 32, 16, torch.bfloat16, device, dist.get_rank(), dist.get_world_size())
-    options = {"convert-op-to-communication": {"transport": "copy-engine"}}
-    slopes = []
-    for case_class in CASES.values():
-        case = case_class(problem)
-        times = {}
-        for chunks in (2, 8):
-            variant = hostir(case, chunks, options)
-            variant.load(Operands(problem, seed=1))
-            times[chunks] = timed(variant.run, wall=True)
-        slopes.append((times[8] - times[2]) / 6 * 1e3)
-    return round(max(slopes), 1)
+    """The evaluator's host µs per stream-loop iteration, run eagerly: the slope of the
+    wall time of a tiny pipeline between 2 and 8 chunks."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    times = {}
+    for chunks in (2, 8):
+        module = lower(_pipeline(chunks, world).to_module(), pipeline="hostir-lower{transport=copy-engine}")
+        evaluator = Evaluator(module, rank=rank, world_size=world, device=device, number_of_streams=chunks,
+                              cuda_graph=False)
+        types = evaluator.function.function_type.inputs.data
+        inputs = [shard_tensor(torch.randn(t.value_shape()).to(torch.bfloat16), t, rank).to(device) for t in types]
+        times[chunks] = timed(lambda: evaluator.run(inputs), wall=True)
+    return round((times[8] - times[2]) / 6 * 1e3, 1)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--name", required=True, help="the machine's name, e.g. h200x2")
-    parser.add_argument("--out", type=Path, help="default: passes/machines/<name>.json")
-    args = parser.parse_args()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-    torch.cuda.set_device(device)
-    dist.init_process_group("nccl", device_id=device)
-    heap = SymmetricHeap(dist.get_rank(), device, lambda team: dist.group.WORLD)
-    constants = {"name": args.name, "measured_on": f"2x {torch.cuda.get_device_name(device)}, torch {torch.__version__}, "
-                 f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, benchmarks/machine_constants.py"}
+def measure(rank: int, world_size: int, name: str) -> dict:
+    """Every constant, measured on this rank together with the other (launched per rank)."""
+    device = torch.device("cuda", rank)
+    heap = SymmetricHeap(rank, device, lambda team: dist.group.WORLD)
+    kind = torch.cuda.get_device_name(device)
+    constants: dict = {"name": name, "measured_on": f"2x {kind}, torch {torch.__version__}, NCCL "
+                       f"{'.'.join(map(str, torch.cuda.nccl.version()))}, hostir-calibrate"}
     constants |= matmuls(device)
-    constants["memory_gbps"] = 4300.0
-    measured = transfers(device, heap)
-    constants["copy_engine"], constants["nccl"] = measured["copy_engine"], measured["nccl"]
-    constants["signal_us"] = round(signal_round_trip(device, heap), 1)
+    constants["memory_gbps"] = next((v for k, v in MEMORY_GBPS.items() if k in name), 3350.0)
+    constants |= transfers(device, heap)
+    constants["signal_us"] = round(signal_round_trip(heap), 1)
     constants["matmul_slowdown"] = slowdowns(device, heap)
     constants["host_us_per_chunk"] = host_us_per_chunk(device)
-    if dist.get_rank() == 0:
-        out = args.out or MACHINES / f"{args.name}.json"
-        out.write_text(json.dumps(constants, indent=2) + "\n")
-        print(json.dumps(constants, indent=2))
-        print("points (bytes, ms):", json.dumps(measured["points_ms"]))
-    dist.barrier()
-    dist.destroy_process_group()
+    return constants
 
 
-if __name__ == "__main__":
-    main()
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hostir-calibrate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--name", help="the machine's name (default: its GPU kind and count, e.g. h100x2)")
+    parser.add_argument("--out", type=Path, help=f"default: {user_machines()}/NAME.json")
+    args = parser.parse_args(argv)
+    gpus = detected_gpus()
+    if gpus is None or gpus[1] < 2 or torch.cuda.device_count() < 2:
+        print("hostir-calibrate: error: needs two NVIDIA GPUs of one kind on this host", file=sys.stderr)
+        return 1
+    name = args.name or f"{gpus[0]}x2"
+    constants = launch(measure, 2, (name,), backend="nccl", timeout=900)[0]
+    out = args.out or user_machines() / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(constants, indent=2) + "\n")
+    print(json.dumps(constants, indent=2))
+    print(f"hostir-calibrate: wrote {out}")
+    return 0
+
+
+def console_main() -> None:
+    sys.exit(main())

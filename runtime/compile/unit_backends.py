@@ -1,0 +1,79 @@
+"""How `hir.post_on_stream` runs its kernel unit (a `fusion.func` of compute ops).
+
+- "eager": the unit's generated Python function, one torch call per op. Always there, the
+  reference for the other backend, and the default on CPUs (compiling costs seconds per
+  unit, which tests and short runs never win back).
+- "compiled": the unit's ops as fused kernels: the unit's function, written as plain torch
+  calls on fresh values (no streams, logs or destinations inside), is compiled by
+  `torch.compile` (Inductor: Triton kernels on GPUs, C++ on CPUs) once per input signature,
+  and the post copies its results into its `outs`, which Inductor fuses into the kernels
+  that compute them. A chain of elementwise ops (gelu written with mul/add/tanh, say)
+  becomes one kernel instead of one pass over memory per op. Inductor caches what it
+  compiles on disk, across processes, as torch does. The default on GPUs.
+
+A unit torch.compile cannot trace falls back to the eager function, with a warning naming
+the unit, so a program never fails because of the backend. Compiled functions are built
+before a CUDA graph is captured (the evaluator runs once eagerly first), so capture
+replays their kernels.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import torch
+
+from .context import CompiledFunction
+
+UNIT_BACKENDS = ("eager", "compiled")
+
+
+def default_unit_backend(device: torch.device) -> str:
+    return "compiled" if device.type == "cuda" else "eager"
+
+
+def check_unit_backend(backend: str) -> str:
+    if backend not in UNIT_BACKENDS:
+        raise ValueError(f"unknown unit backend {backend!r}; use one of {', '.join(UNIT_BACKENDS)}")
+    return backend
+
+
+class CompiledUnit:
+    """A unit's fused-kernel function, `run(*inputs, *outs)` as the eager unit is called:
+    results written into `outs` (if the post has them) and returned."""
+
+    def __init__(self, name: str, fresh: CompiledFunction, inputs: int, eager: Callable[[], CompiledFunction]):
+        self.name = name
+        self.inputs = inputs
+        self._eager = eager
+        self._fresh = fresh.run
+        self._compiled: Callable[..., tuple] | None = torch.compile(self._into_outs, fullgraph=True, dynamic=False)
+
+    def _into_outs(self, *args: torch.Tensor) -> tuple:
+        inputs, outs = args[:self.inputs], args[self.inputs:]
+        results = self._fresh(*inputs)
+        if not outs:
+            return results
+        for out, result in zip(outs, results):
+            out.copy_(result)
+        return tuple(outs)
+
+    def run(self, *args: torch.Tensor) -> tuple:
+        if self._compiled is not None:
+            try:
+                return self._compiled(*args)
+            except Exception as error:  # noqa: BLE001 -- any tracing or compiler failure: run eagerly
+                if not _is_compile_failure(error):
+                    raise
+                warnings.warn(f"hostir: unit @{self.name} runs op by op: torch.compile failed: "
+                              f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}",
+                              RuntimeWarning, stacklevel=2)
+                self._compiled = None
+        return self._eager().run(*args)
+
+
+def _is_compile_failure(error: Exception) -> bool:
+    """Raised by Dynamo or Inductor while compiling, not by a kernel while running."""
+    module = type(error).__module__
+    return module.startswith(("torch._dynamo", "torch._inductor")) or "BackendCompilerFailed" in type(error).__name__

@@ -1,0 +1,32 @@
+"""hostir-calibrate (runtime/calibrate.py): measures on two GPUs, refuses elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hostir.runtime import calibrate
+
+
+def test_it_refuses_a_machine_without_two_gpus(capsys, monkeypatch):
+    monkeypatch.setattr(calibrate, "detected_gpus", lambda: None)
+    assert calibrate.main([]) == 1
+    assert capsys.readouterr().err == "hostir-calibrate: error: needs two NVIDIA GPUs of one kind on this host\n"
+
+
+def test_a_line_fit_gives_latency_and_bandwidth():
+    points = [(n, 0.02 + n / 300e6) for n in (2**16, 2**20, 2**24, 2**28)]  # 20 us + 300 GB/s
+    assert calibrate.fit_line(points) == {"latency_us": 20.0, "gbps": 300.0}
+
+
+@pytest.mark.gpu
+def test_it_measures_every_constant_the_cost_model_reads(tmp_path):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 CUDA GPUs")
+    out = tmp_path / "measured.json"
+    assert calibrate.main(["--name", "measured", "--out", str(out)]) == 0
+    import json
+
+    constants = json.loads(out.read_text())
+    assert constants["matmul_tflops"]["bf16"] > 100 and constants["copy_engine"]["gbps"] > 50
+    assert set(constants["nccl"]) == {"hir.allgather", "hir.reduce_scatter", "hir.allreduce"}

@@ -1,0 +1,4 @@
+// --collective-timeout 1e300 passed the option check and overflowed inside a rank.
+// RUN: hostir-run %inputs/neg.mlir --collective-timeout 1e300
+// LIMITS: 10 s, 1 GB
+// EXPECT-ERROR: ^hostir-run: error: --collective-timeout must be positive and at most 604800 seconds \(a week\), got

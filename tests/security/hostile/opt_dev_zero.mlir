@@ -1,0 +1,5 @@
+// An endless input was read until a MemoryError.
+// RUN: hostir-opt /dev/zero
+// LIMITS: 10 s, 1 GB
+// EXPECT-FILE: /dev/zero
+// EXPECT-ERROR@1:1: input is larger than 64 MiB
