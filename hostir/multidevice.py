@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from hostir import runtime
 from hostir_dialect import DeviceMesh as MeshIR
-from hostir_dialect.frontend import Tensor, _FusionView
+from hostir_dialect.frontend import Tensor, FusionView
 
 
 class Communicator:
@@ -99,7 +99,7 @@ class MultiDeviceExecutor:
     """nvFuser's executor of `fd.fusion` on this rank: lowered by `hostir-lower` with the
     backend's transport, compiled once, run by `run(inputs)`."""
 
-    def __init__(self, fusion: _FusionView, params: MultiDeviceExecutorParams | None = None):
+    def __init__(self, fusion: FusionView, params: MultiDeviceExecutorParams | None = None):
         params = params or MultiDeviceExecutorParams()
         self.definition = fusion.definition
         self.pipeline = f"hostir-lower{{transport={params.backend_type.value}}}"

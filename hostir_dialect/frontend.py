@@ -726,13 +726,17 @@ class FusionDefinition:
         return tensor
 
     @property
-    def fusion(self) -> _FusionView:
+    def fusion(self) -> FusionView:
         """nvFuser's `fd.fusion`: `inputs()` and `outputs()`."""
-        return _FusionView(self)
+        return FusionView(self)
 
-    def define_scalar(self, value: bool | int | float, dtype: object = None) -> Scalar:
-        """A constant; dtype defaults as nvFuser's: bool -> Bool, int -> Int, float -> Double."""
+    def define_scalar(self, value: bool | int | float | None = None, dtype: object = None) -> Scalar:
+        """A constant; dtype defaults as nvFuser's: bool -> Bool, int -> Int, float -> Double.
+        nvFuser's scalar inputs (no value) are refused: a program's inputs are tensors."""
         self._check_open("define_scalar")
+        if value is None:
+            raise FusionDefinitionError("define_scalar without a value (a scalar input known at run time) is not "
+                                        "supported; use a constant or a 0-D tensor input")
         if dtype is None:
             dtype = _default_scalar_type(value)
         try:
@@ -949,7 +953,7 @@ def _allocation_order_of_strides(what: str, stride_order: object, rank: int) -> 
     return sorted(range(rank), key=lambda axis: -order[axis])
 
 
-class _FusionView:
+class FusionView:
     """nvFuser's `fd.fusion`: the definition's inputs and outputs."""
 
     def __init__(self, fd: FusionDefinition):

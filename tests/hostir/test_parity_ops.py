@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -315,9 +316,15 @@ TORCHRUN_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _free_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_execute_under_torchrun_joins_the_world_by_itself():
     """No init_process_group in the script: fd.execute reads torchrun's environment."""
-    port = str(runtime.launcher.free_port())
+    port = str(_free_loopback_port())
     processes = [
         subprocess.Popen([sys.executable, "-c", TORCHRUN_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2",

@@ -466,6 +466,7 @@ def test_type_of_an_incompletely_scheduled_tensor_is_an_error():
         (lambda fd: fd.define_tensor("ab"), "define_tensor: shape must be a list of extents"),
         (lambda fd: fd.define_scalar("x"), "define_scalar: unsupported value 'x'"),
         (lambda fd: fd.define_scalar(2, dtype="bool"), "define_scalar: 2 is not a valid bool value"),
+        (lambda fd: fd.define_scalar(dtype="int64"), "define_scalar without a value (a scalar input known at run time)"),
         (lambda fd: fd.define_scalar(2**40, dtype="int32"), "out of range for type i32"),
         (lambda fd: fd.ops.cast(fd.define_tensor([2]), "float8"), "unsupported dtype 'float8'"),
         (lambda fd: fd.ops.sum(fd.define_tensor([2]), dims=[0.5]), "fd.ops.sum: dims must be an int or a list of ints, got [0.5]"),
