@@ -31,14 +31,14 @@ from functools import cached_property
 
 import torch
 import torch.distributed as dist
-
-from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
-from hostir_dialect.context import make_context
 from measure import Variant
-from hostir.passes.pipeline import build_passes, run_passes
+
 from hostir.passes import PIPELINES
+from hostir.passes.pipeline import build_passes, run_passes
 from hostir.runtime import Evaluator
 from hostir.runtime.layouts import logical_shape
+from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
+from hostir_dialect.context import make_context
 
 # The entry points hostir's runtime posts through (newer torch renamed them).
 all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor

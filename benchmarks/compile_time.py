@@ -36,11 +36,11 @@ from pathlib import Path
 
 from xdsl.parser import Parser
 
+from hostir.passes import build_passes
+from hostir.passes.opt import garbage_collected_rarely
 from hostir_dialect.context import make_context
 from hostir_dialect.diagnostics import LocatingParser, verify_located
 from hostir_dialect.printer import Printer
-from hostir.passes import build_passes
-from hostir.passes.opt import collect_garbage_rarely
 
 SHARDED = "!fusion.tensor<f32[8, 2 didx, 16], mesh=[0, 1]>"
 REPLICATED = "!fusion.tensor<f32[8, 2, 16], mesh=[0, 1]>"
@@ -185,5 +185,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    collect_garbage_rarely()  # this process is measured collecting garbage as hostir-opt's does
-    main()
+    with garbage_collected_rarely():  # measured collecting garbage as hostir-opt does
+        main()

@@ -37,11 +37,11 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-
 from cases import CASES, Case, Operands, Problem, StreamMatmul, hostir, unsupported
-from hostir_dialect.context import parse_module
 from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, time_runs
+
 from hostir.runtime import Evaluator
+from hostir_dialect.context import parse_module
 
 PIPELINE_SHAPES = {(1024, 256, 256): 200, (16384, 8192, 4096): 30, (32768, 4096, 2048): 30, (16384, 8192, 1024): 30}
 TINY_PIPELINE_SHAPES = {(64, 32, 16): 10}

@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from hostir import FusionDefinition
-from hostir_dialect.context import parse_module
 from hostir.runtime import Evaluator
+from hostir_dialect.context import parse_module
 
 TYPE = "!t = !fusion.tensor<f32[2, 3]>\n"
 

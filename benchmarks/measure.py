@@ -24,7 +24,6 @@ import torch
 import torch.distributed as dist
 
 from hostir.runtime.cli import all_gather_json
-
 from hostir.runtime.launcher import device_for
 
 TOLERANCE = {torch.bfloat16: 2e-2, torch.float32: 1e-3}

@@ -38,7 +38,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
 from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, parse_shape
 

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-
 from cases import CASES, Operands, Problem, hostir
 from measure import DTYPES, check, join_world, parse_shape, settle
 from overlap import HOSTIR_VARIANTS

@@ -28,11 +28,11 @@ import torch.distributed as dist
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from hostir_dialect import hir
-from hostir_dialect.context import make_context, parse_module
 from hostir.passes import build_passes, run_passes
 from hostir.runtime import Evaluator, shard_tensor
 from hostir.runtime.launcher import device_for, launch
+from hostir_dialect import hir
+from hostir_dialect.context import make_context, parse_module
 
 PIPELINE = (
     "propagate-shardings,decompose-reshardings,reorder-sharded-axis,finalize-multidevice-domains,lower-to-host,"

@@ -43,11 +43,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from measure import Variant, checked_timing, format_table, join_world, machine_info, machine_kind
 
 from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.passes import lower
 from hostir.runtime import Evaluator, shard_tensor
-from measure import Variant, checked_timing, format_table, join_world, machine_info, machine_kind
 
 SHAPES = ("16384x8192x28672", "16384x4096x14336")
 TINY_SHAPES = ("32x8x16",)

@@ -10,14 +10,10 @@ along axis 0, so each chunk's all-gather overlaps the previous chunk's matmul.
 
 import subprocess
 import sys
-import warnings
 
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # torch without numpy: harmless
+import torch
 
-import torch  # noqa: E402
-
-from hostir import runtime  # noqa: E402
-from hostir import DeviceMesh, FusionDefinition, ParallelType  # noqa: E402
+from hostir import DeviceMesh, FusionDefinition, ParallelType, runtime
 
 S, D, M, K, N = 4, 2, 64, 32, 16
 TOLERANCE = 1e-4  # float32 matmul over K = 32, relative to the largest output value

@@ -8,13 +8,11 @@ imports neither the passes nor the runtime, and the passes do not import the run
 from __future__ import annotations
 
 import os
-
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp
 
-from hostir import passes
-from hostir import runtime
+from hostir import passes, runtime
 from hostir.profiler import PythonProfiler
 from hostir.runtime.trace import traced_run
 from hostir_dialect import FusionDefinition as FusionDefinitionIR

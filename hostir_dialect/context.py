@@ -7,15 +7,11 @@ from xdsl.dialects.arith import Arith
 from xdsl.dialects.builtin import Builtin
 from xdsl.dialects.scf import Scf
 
-from .definition import check_once_per_signature
 from .diagnostics import LocatingParser, verify_located
 from .fusion import Fusion
 from .hir import HIR
 
 DIALECTS = (Builtin, Arith, Scf, Fusion, HIR)
-
-for _op in (*Arith.operations, *Scf.operations):  # hostir's own: op_definition
-    check_once_per_signature(_op)
 
 
 def make_context() -> Context:

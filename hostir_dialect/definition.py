@@ -10,10 +10,11 @@ program repeats a few signatures by the thousand (stream-parallel-type emits a v
 buffer and its release for every chunked tensor of every loop, and two loops), and
 verification runs on every one of them twice (the input, then the pipeline's result). So
 an op whose signature has passed the whole check before has only its traits checked
-(they read where the op is, and what its regions hold). The ops of xDSL's dialects that a
-lowered program holds by the thousand (`scf.for`, `arith.constant`, `arith.remui`,
-`scf.yield`) are checked the same way (`check_once_per_signature`, from the context);
-their own checks still run on every op.
+(they read where the op is, and what its regions hold). This is hostir's own `OpDef`,
+`SignatureCheckedOpDef`, which `op_definition` gives hostir's op classes in place of
+xDSL's; the ops of xDSL's dialects (`scf.for`, `arith.constant`, ...) keep xDSL's, checked
+in full every time: hostir changes no class of xDSL's. The same `verify` could serve every
+op as xDSL's own `OpDef.verify` (docs/architecture.md).
 
 The parser builds an op through `IRDLOperation.build`, which matches every operand and
 result to its definition before `Operation.__init__` runs (a fifth of parsing a fusion);
@@ -35,8 +36,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerType
-from xdsl.ir import Attribute, SSAValue
-from xdsl.irdl import IRDLOperation, OpDef, irdl_op_definition
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import IRDLOperation, OpDef
 from xdsl.irdl.declarative_assembly_format import (
     AttrDictDirective,
     DenseArrayAttributeVariable,
@@ -44,24 +45,28 @@ from xdsl.irdl.declarative_assembly_format import (
     FormatProgram,
     PrintingState,
 )
+from xdsl.irdl.operations import get_accessors_from_op_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 from .building import init_flat
-from .parsing import peek_token
+from .parsing import next_token
 
 _Op = TypeVar("_Op", bound=IRDLOperation)
 
 
 def op_definition(cls: type[_Op]) -> type[_Op]:
-    """`irdl_op_definition`, its definition checked once per signature."""
+    """xDSL's `irdl_op_definition` with hostir's `OpDef` (`SignatureCheckedOpDef`), the
+    assembly format compiled on first use, and a flat builder where the op has no
+    regions, successors or options."""
+    assert issubclass(cls, IRDLOperation), f"{cls.__name__} is not an IRDLOperation"
     assembly_format = cls.assembly_format
     cls.assembly_format = None  # compiled on first use (`_use_format`), not here
-    cls = irdl_op_definition(cls)
-    op_def = cls.get_irdl_definition()
-    check_once_per_signature(cls)
+    op_def = SignatureCheckedOpDef.of(OpDef.from_pyrdl(cls))
+    for name, value in get_accessors_from_op_def(op_def, getattr(cls, "verify_", None)).items():
+        setattr(cls, name, value)
     if not op_def.options and not op_def.regions and not op_def.successors:
-        cls.build = classmethod(_flat_build(cls.build))
+        setattr(cls, "build", classmethod(_flat_build(cls.build)))  # noqa: B010 -- set as the accessors above are
     if assembly_format is not None:
         cls.assembly_format = op_def.assembly_format = assembly_format
         _use_format(cls, op_def)
@@ -78,10 +83,12 @@ def _use_format(cls: type[_Op], op_def: OpDef) -> None:
     def print(op: _Op, printer: Printer) -> None:
         program().print(printer, op)
 
-    cls.parse, cls.print, cls.format_program = classmethod(parse), print, staticmethod(program)
+    for name, method in (("parse", classmethod(parse)), ("print", print), ("format_program", staticmethod(program))):
+        setattr(cls, name, method)
 
 
 def _compiled_format(op_def: OpDef) -> FormatProgram:
+    assert op_def.assembly_format is not None  # `_use_format` is given only ops that have one
     program = FormatProgram.from_str(op_def.assembly_format, op_def)
     return dataclasses.replace(program, stmts=tuple(_faster(directive) for directive in program.stmts))
 
@@ -111,9 +118,10 @@ class _IntegerArrayVariable(DenseArrayAttributeVariable):
         return DenseArrayBase(self.elt_type, BytesAttr(self.elt_type.pack(elements)))
 
     def _parse_element(self, parser: Parser) -> int:
-        span = peek_token(parser).span
+        span = next_token(parser).span
         value = parser.parse_integer()
-        low, high = self.elt_type.value_range()  # type: ignore[union-attr] -- an IntegerType
+        assert isinstance(self.elt_type, IntegerType)  # parse_attr reads only integer arrays here
+        low, high = self.elt_type.value_range()
         if not low <= value < high:
             parser.raise_error(f"integer {value} does not fit in {self.elt_type}", span)
         return value
@@ -149,7 +157,7 @@ def check_formats(op_classes: Iterable[type[IRDLOperation]]) -> None:
     where xDSL compiles formats when a class is defined)."""
     for op_class in op_classes:
         if "format_program" in op_class.__dict__:
-            op_class.format_program()
+            op_class.__dict__["format_program"]()
 
 
 def _flat_build(irdl_build: Callable[..., _Op]) -> Callable[..., _Op]:
@@ -213,24 +221,26 @@ class _Signatures:
 _PASSED = _Signatures()
 
 
-def check_once_per_signature(op_class: type[IRDLOperation]) -> None:
-    """Check the definition of an op of `op_class` (xDSL's `OpDef.verify`, which the
-    verifier xDSL gives the class calls before the op's own checks) in full once per
-    signature."""
-    op_def = op_class.get_irdl_definition()
-    op_def.verify = functools.partial(_verify_definition, op_def=op_def)
+class SignatureCheckedOpDef(OpDef):
+    """xDSL's `OpDef` whose `verify` (which the `verify_` of the op's class calls before
+    the op's own checks) checks an op in full once per signature, and only its traits
+    after that."""
 
+    @staticmethod
+    def of(op_def: OpDef) -> SignatureCheckedOpDef:
+        return SignatureCheckedOpDef(**{f.name: getattr(op_def, f.name) for f in dataclasses.fields(op_def) if f.init})
 
-def _verify_definition(op: IRDLOperation, op_def: OpDef) -> None:
-    key: Hashable | None = signature(op)
-    try:
-        passed = key in _PASSED.passed
-    except TypeError:  # an attribute that cannot be hashed: checked every time
-        key, passed = None, False
-    if passed:
-        for trait in op_def.traits:
-            trait.verify(op)
-        return
-    OpDef.verify(op_def, op)  # one that raises leaves its signature out
-    if key is not None:
-        _PASSED.add(key)
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, IRDLOperation)
+        key: Hashable | None = signature(op)
+        try:
+            passed = key in _PASSED.passed
+        except TypeError:  # an attribute that cannot be hashed: checked every time
+            key, passed = None, False
+        if passed:
+            for trait in self.traits:
+                trait.verify(op)
+            return
+        super().verify(op)  # one that raises leaves its signature out
+        if key is not None:
+            _PASSED.add(key)

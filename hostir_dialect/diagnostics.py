@@ -16,7 +16,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import io
 import re
 import sys
 from typing import BinaryIO
@@ -27,12 +26,12 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove, OpTrait, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-from xdsl.utils.lexer import Input, Span
+from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from .hir import DeallocateOp
-from .parsing import TokenHistory, peek_token
-from .printer import Printer
+from .parsing import next_token, previous_token, token_at
+from .printer import op_text
 from .tensor_type import parse_known_tensor_type
 
 RECURSION_LIMIT = 10_000
@@ -98,11 +97,10 @@ def located_text(module: Operation) -> str:
     ancestor's), for a parser in another process to read back."""
     located = module.clone()
     for op in located.walk():
-        if not isinstance(op.location, FileLineColLoc) and op.parent_op() is not None:
-            op.location = op.parent_op().location
-    text = io.StringIO()
-    Printer(stream=text, print_debuginfo=True).print_op(located)
-    return text.getvalue()
+        parent = op.parent_op()
+        if not isinstance(op.location, FileLineColLoc) and parent is not None:
+            op.location = parent.location
+    return op_text(located, print_debuginfo=True)
 
 
 def allow_deep_nesting() -> None:
@@ -206,7 +204,7 @@ def _step_problem(op: Operation) -> tuple[Operation, str] | None:
 # --------------------------------------------------------------------------- #
 
 
-class LocatingParser(TokenHistory, Parser):
+class LocatingParser(Parser):
     """A parser that records where each op was written (MLIR's default behaviour; a
     written `loc("f":l:c)` is kept) and reports errors where MLIR does: an undefined value
     at its use, an unknown op or alias at its name, a missing token right after the
@@ -224,7 +222,7 @@ class LocatingParser(TokenHistory, Parser):
             try:
                 text = text.decode()
             except UnicodeDecodeError:
-                source = Input(text.decode(errors="replace"), name)
+                source = Input(text.decode(errors="replace"), name)  # type: ignore[union-attr]  # still the bytes: decode raised
                 raise ParseError(Span(0, 0, source), "input is not valid UTF-8") from None
         super().__init__(ctx, text, name)
         self.line_offset = line_offset
@@ -232,21 +230,23 @@ class LocatingParser(TokenHistory, Parser):
         """Where each value name was first used before its definition."""
         self.line_starts = [0, *(match.end() for match in re.finditer("\n", text))]
         self.file = StringAttr(name)
+        self.op_start = 0
+        """Where the op parsed last started (where `previous_token` starts lexing)."""
 
     def parse_optional_type(self):
         known = parse_known_tensor_type(self)
         return known if known is not None else super().parse_optional_type()
 
     def parse_operation(self) -> Operation:
-        start_span = peek_token(self).span  # where the op's text starts
+        start = self.op_start = self.pos  # where the op's text starts
         try:
             op = super().parse_operation()
         except VerifyException as error:
             # Custom formats check type constraints while parsing; locate that error too.
-            self.raise_error(str(error), start_span)
+            self.raise_error(str(error), token_at(self, start).span)
         if not isinstance(op.location, FileLineColLoc):  # a written `loc(...)` is kept
-            line = bisect.bisect_right(self.line_starts, start_span.start)
-            column = start_span.start - self.line_starts[line - 1] + 1
+            line = bisect.bisect_right(self.line_starts, start)
+            column = start - self.line_starts[line - 1] + 1
             op.location = FileLineColLoc(self.file, IntAttr(line + self.line_offset), IntAttr(column))
         return op
 
@@ -256,12 +256,12 @@ class LocatingParser(TokenHistory, Parser):
         return super().resolve_operand(operand, type)
 
     def parse_optional_builtin_int_or_float_attr(self):
-        start = peek_token(self).span
+        start = self.pos
         attribute = super().parse_optional_builtin_int_or_float_attr()
         # xDSL checks the range of iN constants but not of index ones; torch's are int64.
         if isinstance(attribute, IntegerAttr) and isinstance(attribute.type, IndexType):
             if not -INT64_MAX - 1 <= attribute.value.data <= INT64_MAX:
-                self.raise_error(f"integer constant {attribute.value.data} does not fit in 64 bits", start)
+                self.raise_error(f"integer constant {attribute.value.data} does not fit in 64 bits", token_at(self, start).span)
         return attribute
 
     def parse_module(self, allow_implicit_module: bool = True):
@@ -284,11 +284,11 @@ class LocatingParser(TokenHistory, Parser):
 
     def _at_end_without_ops(self, error: ParseError) -> bool:
         """An input of comments and aliases only: MLIR's empty module, not an error."""
-        return error.msg == "Could not parse entire input!" and peek_token(self).kind == MLIRTokenKind.EOF
+        return error.msg == "Could not parse entire input!" and next_token(self).kind == MLIRTokenKind.EOF
 
     def _relocated(self, error: ParseError) -> ParseError:
         """`error` at the place and in the words MLIR uses."""
-        token, previous = peek_token(self), self.previous_token
+        token, previous = next_token(self), previous_token(self, self.op_start)
         message = error.msg
         if message.startswith("values used but not defined"):
             name = next(iter(self.forward_ssa_references))
@@ -303,13 +303,14 @@ class LocatingParser(TokenHistory, Parser):
             return error
         if message.endswith(" is not registered") or message.startswith(("undefined symbol alias", "re-declaration")):
             return ParseError(previous.span, message)  # the name just read
-        if "expected" in message.lower() and error.span.start == token.span.start and self._missing_at_end_of_line(token):
+        if "expected" in message.lower() and error.span.start == token.span.start and _on_a_later_line(token, previous):
             end = previous.span.end
             return ParseError(Span(end, end, self.lexer.input), message)
         return error
 
-    def _missing_at_end_of_line(self, token) -> bool:
-        """Is the expected token missing at the end of the previous token's line (the
-        token found is on a later line, and not the end of the input)?"""
-        previous_end = self.previous_token.span.end
-        return token.kind != MLIRTokenKind.EOF and "\n" in self.lexer.input.content[previous_end : token.span.start]
+
+def _on_a_later_line(token: Token, previous: Token) -> bool:
+    """Is the expected token missing at the end of the previous token's line (the token
+    found is on a later line, and not the end of the input)?"""
+    between = token.span.input.content[previous.span.end : token.span.start]
+    return token.kind != MLIRTokenKind.EOF and "\n" in between

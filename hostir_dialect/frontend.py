@@ -803,7 +803,7 @@ class FusionDefinition:
         ).args
         try:
             if result_axes is None:
-                result_axes = build(placeholders, TensorType.of(element_type, [])).infer_axes()  # type: ignore[attr-defined]
+                result_axes = build(placeholders, TensorType.of(element_type, [])).infer_axes()  # type: ignore[attr-defined]  # a compute op's build: its Operation has infer_axes
             result_type = TensorType.of(element_type, [Axis(e, k) for e, k in result_axes])
             build(placeholders, result_type).verify()
         except VerifyException as error:
@@ -989,11 +989,11 @@ def _constant_attribute(value: object, dtype: DataType) -> Attribute:
     if not isinstance(value, (bool, int, float)):
         raise FusionDefinitionError(f"unsupported scalar {value!r}; use a bool, int or float")
     if dtype.is_float:
-        return FloatAttr(float(value), dtype.element_type)  # type: ignore[arg-type]
+        return FloatAttr(float(value), dtype.element_type)  # type: ignore[call-overload]  # a float DataType's element type is a float type
     if isinstance(value, float) or (dtype == DataType.Bool and value not in (0, 1)):
         raise FusionDefinitionError(f"{value!r} is not a valid {dtype.value} value")
     try:
-        return IntegerAttr(int(value), dtype.element_type)  # type: ignore[arg-type]
+        return IntegerAttr(int(value), dtype.element_type)  # type: ignore[call-overload]  # an integer DataType's element type is an integer type
     except VerifyException as error:
         raise FusionDefinitionError(str(error)) from None
 
@@ -1143,7 +1143,7 @@ class Ops:
         operands = [self._tensor(x, what) for x in (a, w) + (() if bias is None else (bias,))]
 
         def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
-            return fusion.LinearOp(v[0], v[1], v[2] if len(v) > 2 else None, r)  # type: ignore[arg-type]
+            return fusion.LinearOp(v[0], v[1], v[2] if len(v) > 2 else None, r)  # type: ignore[arg-type]  # r: the TensorType _define passes
 
         return self._fd._define(what, operands, build, operands[0].element_type)
 
@@ -1216,7 +1216,7 @@ class Ops:
             stops.append(stop)
 
         def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
-            return fusion.SliceOp(v[0], starts, stops, steps, r)  # type: ignore[arg-type]
+            return fusion.SliceOp(v[0], starts, stops, steps, r)  # type: ignore[arg-type]  # r: the TensorType _define passes
 
         return self._fd._define(what, [t], build, t.element_type)
 
@@ -1235,11 +1235,11 @@ class Ops:
             raise FusionDefinitionError(f"{what}: index must be an int or an integer Scalar, got {index!r}")
         if isinstance(dim, int) and -t.ndim <= dim < t.ndim:
             extent = t.shape[dim]
-            if value < 0 or (extent != DYNAMIC and value >= extent):  # type: ignore[operator]
+            if value < 0 or (extent != DYNAMIC and value >= extent):
                 raise FusionDefinitionError(f"{what}: index {value} is out of range for axis {dim} of extent {extent}")
 
         def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
-            return fusion.SelectOp(v[0], v[1], dim, r)  # type: ignore[arg-type]
+            return fusion.SelectOp(v[0], v[1], dim, r)  # type: ignore[arg-type]  # r: the TensorType _define passes
 
         return self._fd._define(what, [t, index], build, t.element_type)
 

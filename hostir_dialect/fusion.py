@@ -60,6 +60,7 @@ from xdsl.traits import EffectInstance, HasParent, IsTerminator, MemoryEffect, M
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from . import cache_check
 from .attributes import i64_attr
 from .building import init_flat, init_segmented
 from .definition import op_definition
@@ -360,7 +361,9 @@ _Answer = TypeVar("_Answer")
 class ShapeTable(Generic[_Answer]):
     """The answers to a question about compute ops that `shape_of` an op determines, by
     shape: the passes and the verifier ask every op, several times, and a program repeats a
-    few shapes of op many times over. An op without a shape is asked each time."""
+    few shapes of op many times over. An op without a shape is asked each time. A question
+    must read nothing of the op that `shape_of` does not hold (its operands' producers,
+    its place, a pass's state): `HOSTIR_CHECK_CACHES=1` checks it (`cache_check`)."""
 
     LIMIT = 4096
     """Shapes a table holds at most (a full table starts over)."""
@@ -380,6 +383,8 @@ class ShapeTable(Generic[_Answer]):
             if len(self.answers) >= self.LIMIT:
                 self.answers.clear()
             self.answers[key] = question(op)  # a question that raises leaves no answer
+        elif cache_check.CHECKING:
+            cache_check.recheck(self.answers[key], question, op)
         return self.answers[key]
 
 
@@ -1061,9 +1066,9 @@ def epilogue_of(op: Operation) -> Epilogue | None:
 
 
 def _verify_epilogue(op: Operation) -> None:
-    element = tensor_type(op.results[0]).element_type
-    if epilogue_of(op) is not None and not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
-        raise VerifyException(f"an epilogue {epilogue_of(op).value} needs a floating-point result, got {element}")
+    element, epilogue = tensor_type(op.results[0]).element_type, epilogue_of(op)
+    if epilogue is not None and not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        raise VerifyException(f"an epilogue {epilogue.value} needs a floating-point result, got {element}")
 
 
 @op_definition

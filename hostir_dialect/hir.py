@@ -612,6 +612,7 @@ class CollectiveOp(WaitedOp):
 def _member_numel(t: TensorType) -> int | None:
     """Element count of one mesh member's buffer of `t` (None when dynamic)."""
     shape = t.local_shape()
+    assert shape is not None  # without a rank: the shape of any member
     return None if DYNAMIC in shape else math.prod(shape)
 
 

@@ -1,35 +1,46 @@
-"""The one place hostir reads parser state that xDSL keeps private.
+"""What hostir's parsers need beyond xDSL's parse methods, through xDSL's public parser
+API only: `Parser.pos` (where the next token starts), `Parser.lexer` (its input and
+position) and `parse_characters`.
 
-xDSL's parsers have no public way to look at the next token without consuming it, which
-the tensor type's syntax (`r8` is one identifier) and `LocatingParser` (where an op's
-text starts) need, nor to look back at the token just consumed, which MLIR's diagnostics
-point at (an unknown op's name, the end of the line where a token is missing), nor to skip
-text that the caller has already understood (a tensor type parsed before). Everything else
-goes through the public parser API, so an xDSL upgrade that changes the parser's internals
-breaks this module only.
+xDSL's parser has no public way to look at the next token without consuming it, which the
+tensor type's syntax (`r8` is one identifier) needs, nor to look back at the token just
+consumed, which MLIR's diagnostics point at (an unknown op's name, the end of the line
+where a token is missing), nor to skip text that the caller has already understood (a
+tensor type parsed before). Tokens are lexed anew from the parser's input instead
+(`next_token`, `previous_token`: the parser's own are private), and text is skipped as
+xDSL's own attribute parser skips a dialect symbol's body (`skip_to`). A public
+`peek`/`skip_to` on xDSL's `GenericParser` would serve both (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 from xdsl.parser import GenericParser
-from xdsl.utils.lexer import Position, Span, Token
-from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.lexer import Position, Token
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 
-def peek_token(parser: GenericParser) -> Token:
+def token_at(parser: GenericParser, position: Position) -> Token:
+    """The token of `parser`'s input that starts at `position` (after any blank or
+    comment there)."""
+    lexer = MLIRLexer(parser.lexer.input)
+    lexer.pos = position
+    return lexer.lex()
+
+
+def next_token(parser: GenericParser) -> Token:
     """The token `parser` is at, not consumed."""
-    return parser._current_token  # noqa: SLF001 -- xDSL has no public peek
+    return token_at(parser, parser.pos)
 
 
-class TokenHistory(GenericParser):
-    """A parser mixin that remembers the token it consumed last (`previous_token`)."""
-
-    previous_token: Token | None = None
-
-    def _consume_token(self, expected_kind=None):
-        token = super()._consume_token(expected_kind)
-        self.previous_token = token
-        return token
+def previous_token(parser: GenericParser, since: Position = 0) -> Token | None:
+    """The last token before the one `parser` is at, lexed from `since` (a token's start
+    before it); None if there is none."""
+    previous, position = None, since
+    while True:
+        token = token_at(parser, position)
+        if token.kind == MLIRTokenKind.EOF or token.span.start >= parser.pos:
+            return previous
+        previous, position = token, token.span.end
 
 
 def source_text(parser: GenericParser) -> str:
@@ -37,9 +48,10 @@ def source_text(parser: GenericParser) -> str:
     return parser.lexer.input.content
 
 
-def resume_at(parser: GenericParser, position: Position) -> None:
-    """Go on parsing at `position` of the text, just after a `>` (the end of a type parsed
-    before), skipping what lies before it. A `TokenHistory` parser has consumed that `>`."""
-    parser._resume_from(position)  # noqa: SLF001 -- xDSL has no public way to skip text
-    if isinstance(parser, TokenHistory):
-        parser.previous_token = Token(MLIRTokenKind.GREATER, Span(position - 1, position, parser.lexer.input))
+def skip_to(parser: GenericParser, current: str, position: Position) -> None:
+    """Consume the token `parser` is at, whose text is `current`, and go on parsing at
+    `position`, skipping the text between them. xDSL's parser holds one token: the lexer
+    reads the next one from its position when the current one is consumed, as xDSL's
+    attribute parser skips the body of a dialect symbol."""
+    parser.lexer.pos = position
+    parser.parse_characters(current)

@@ -57,7 +57,7 @@ def have_different_shardings(
         c = placement(consumer, parallel, include_reduction=True)
         if p is None and c is None:
             continue
-        if p is None and not _comes_from_producer_axis(producer, c.axis, axis_map, derived):
+        if p is None and c is not None and not _comes_from_producer_axis(producer, c.axis, axis_map, derived):
             continue  # a new or broadcast axis: every device already has what its shard needs
         if p is None or c is None:
             return True
@@ -136,7 +136,7 @@ def largest_device(root: Operation) -> int | None:
     """The largest device id named in `root` and the ops inside it: by the meshes of
     their tensors and the teams of their collectives (None when there is none). A program
     needs a world of at least this many ranks plus one."""
-    devices = set()
+    devices: set[int] = set()
     for op in root.walk():
         values = [*op.results, *(arg for region in op.regions for block in region.blocks for arg in block.args)]
         for value in values:

@@ -56,7 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.str_enum import StrEnum
 
-from .parsing import peek_token, resume_at, source_text
+from .parsing import next_token, skip_to, source_text
 
 DYNAMIC = -1
 """Extent of an axis whose size is only known at run time (printed `?`)."""
@@ -615,7 +615,7 @@ class _ParsedTypes:
         text = source_text(parser)
         known, key, end = self.lookup(text, parser.pos)
         if known is not None:
-            resume_at(parser, end)
+            skip_to(parser, "<", end)  # a known text starts with its `<`
             return known
         desc = parse_desc(parser)
         if end and not text[end : parser.pos].strip() and not any(c in key for c in '!#"'):
@@ -639,16 +639,19 @@ def parse_known_tensor_type(parser: AttrParser) -> TensorType | None:
     """The tensor type `parser` is at, consumed, if its text was parsed before: without
     xDSL's generic way to `parse_parameter` (the type's name looked up, the type built and
     verified again), a tenth of parsing a fusion. None, with nothing consumed, otherwise."""
-    token = peek_token(parser)
-    if token.kind != MLIRTokenKind.EXCLAMATION_IDENT or token.text[1:] != TensorType.name:
+    text, start = source_text(parser), parser.pos
+    if not text.startswith(_TENSOR_TYPE_NAME, start):
         return None
     if parser.ctx.get_optional_type(TensorType.name) is not TensorType:
         return None  # a context without the fusion dialect, which xDSL's path refuses
-    known, _, end = _PARSED_TYPES.lookup(source_text(parser), token.span.end)
-    if known is None:
+    known, _, end = _PARSED_TYPES.lookup(text, start + len(_TENSOR_TYPE_NAME))
+    if known is None:  # also a longer name that starts alike: no known text follows it
         return None
-    resume_at(parser, end)
+    skip_to(parser, _TENSOR_TYPE_NAME, end)
     return _known_type(known)
+
+
+_TENSOR_TYPE_NAME = f"!{TensorType.name}"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -668,7 +671,7 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
         alloc: tuple[tuple[int, ...], int | None] | None = None
         seen: set[str] = set()
         while parser.parse_optional_punctuation(","):
-            key_span = peek_token(parser).span
+            key_span = next_token(parser).span
             key = parser.parse_keyword_in(("mesh", "alloc"), " in tensor type")
             if key in seen:
                 parser.raise_error(f"duplicate {key}= clause in tensor type", key_span)
@@ -703,7 +706,7 @@ def _parse_desc(parser: AttrParser) -> TensorDesc:
 def _replaced(desc: TensorDesc, changes: tuple[tuple[str, object], ...]) -> TensorType:
     """`TensorType.with_`: the passes derive the same few types from the same few types
     over and over (a chunk's type, a buffer's allocated whole)."""
-    desc = replace(desc, **dict(changes))
+    desc = replace(desc, **dict(changes))  # type: ignore[arg-type]  # TensorDesc's fields by name, from `with_`
     if desc.alloc_order == tuple(range(len(desc.axes))):
         desc = replace(desc, alloc_order=None)
     return TensorType(desc)
@@ -757,7 +760,7 @@ def _parse_extent(parser: AttrParser) -> int:
 def _parse_int64(parser: AttrParser, what: str, allow_negative: bool = True) -> int:
     """An integer that torch can hold, written in ASCII digits (the lexer also takes
     other Unicode digits, such as a full-width `４`)."""
-    span = peek_token(parser).span
+    span = next_token(parser).span
     if not span.text.isascii():
         parser.raise_error(f"expected {what} in ASCII digits, got `{span.text}`", span)
     value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative, context_msg=f" as {what}")
@@ -768,7 +771,7 @@ def _parse_int64(parser: AttrParser, what: str, allow_negative: bool = True) -> 
 
 def _parse_kind_and_extent(parser: AttrParser) -> tuple[IterKind, int]:
     """`8`, `?`, `r8`, `r?`, `b1`: the lexer reads `r8` as one identifier."""
-    token = peek_token(parser)
+    token = next_token(parser)
     if token.kind == MLIRTokenKind.BARE_IDENT and token.text[0] in "rb":
         kind = IterKind.REDUCTION if token.text[0] == "r" else IterKind.BROADCAST
         rest = token.text[1:]
@@ -796,7 +799,7 @@ def _parse_axis(parser: AttrParser) -> Axis:
     kind, extent = _parse_kind_and_extent(parser)
     if parser.parse_optional_punctuation("(") is None:
         return Axis(extent, kind, (Piece(extent, _parse_parallel(parser)),))
-    if peek_token(parser).kind == MLIRTokenKind.R_PAREN:
+    if next_token(parser).kind == MLIRTokenKind.R_PAREN:
         parser.raise_error("expected the pieces of a split, such as `8(2 didx, 4)`")
     pieces = parser.parse_comma_separated_list(parser.Delimiter.NONE, lambda: _parse_piece(parser))
     parser.parse_punctuation(")")
@@ -806,7 +809,7 @@ def _parse_axis(parser: AttrParser) -> Axis:
 def _parse_mesh(parser: AttrParser) -> Mesh:
     """`[0, 1]`, `[[0, 1], [2, 3]]` or `[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]`."""
     start = parser.pos
-    if peek_token(parser).kind != MLIRTokenKind.L_SQUARE:
+    if next_token(parser).kind != MLIRTokenKind.L_SQUARE:
         parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
     nested = _parse_nested_devices(parser)
     try:
@@ -820,7 +823,7 @@ def _parse_nested_devices(parser: AttrParser) -> list:
     parser.parse_punctuation("[")
     if parser.parse_optional_punctuation("]"):
         return []  # the verifier reports an empty mesh at the type
-    parse_entry = _parse_nested_devices if peek_token(parser).kind == MLIRTokenKind.L_SQUARE else _parse_device
+    parse_entry = _parse_nested_devices if next_token(parser).kind == MLIRTokenKind.L_SQUARE else _parse_device
     entries = [parse_entry(parser)]
     while parser.parse_optional_punctuation(","):
         entries.append(parse_entry(parser))

@@ -18,8 +18,10 @@ for var in ("PYTHONPATH", "VIRTUAL_ENV", "HOME"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
-# Verify after every pass (hostir-opt --verify-each), as the pytest suite does.
+# Verify after every pass (hostir-opt --verify-each), as the pytest suite does, and check
+# every cached answer against the answer worked out again (hostir_dialect/cache_check.py).
 config.environment["HOSTIR_VERIFY_EACH"] = "1"
+config.environment["HOSTIR_CHECK_CACHES"] = "1"
 
 for tool in ("hostir-opt", "filecheck"):
     if shutil.which(tool, path=os.environ["PATH"]) is None:

@@ -40,12 +40,12 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .convert_op_to_communication import TransportChoice
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .fusion_rewriting import retype, tensors
 
 
@@ -85,7 +85,7 @@ class Stages:
 
 def stream_chunks(func: fusion.FuncOp) -> int | None:
     """The extent of the function's Stream axes, if it has some, all of one static extent."""
-    extents = set()
+    extents: set[int] = set()
     for value, _ in tensors(func):
         t = tensor_type(value)
         axis = t.stream_axis()
@@ -155,8 +155,9 @@ def _member_axis_inside_stream_axis(op: fusion.ComputeOp) -> bool:
 def _input_bytes(op: fusion.ComputeOp) -> int | None:
     """Bytes of the op's input on one member (None: dynamic)."""
     source = tensor_type(op.operands[0])
+    assert source.mesh is not None  # a communicating op's input has one (_collective)
     shape = source.local_shape(source.mesh.devices[0])
-    return None if DYNAMIC in shape else math.prod(shape) * source.element_bytes()
+    return None if shape is None or DYNAMIC in shape else math.prod(shape) * source.element_bytes()
 
 
 def _per_iteration(op: fusion.ComputeOp, size: int, chunks: int) -> int:
@@ -210,6 +211,20 @@ class ChoosePipelining(ModulePass):
         machine = Machine.load(self.machine)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
         for func in fusions_to_lower(op):
-            stages = estimate(func, machine)
-            if stages is not None and stages.serial_ms(host) < stages.pipelined_ms(host):
-                unpipeline(func)
+            self.choose(func, machine, host)
+
+    def choose(self, func: fusion.FuncOp, machine: Machine, host_ms_per_chunk: float) -> None:
+        chunks = stream_chunks(func)
+        stages = estimate(func, machine)
+        if stages is None:
+            if chunks is not None:
+                remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: the cost model cannot "
+                                        "estimate it (a dynamic shape, or a communication it does not know)")
+            return
+        serial, pipelined = stages.serial_ms(host_ms_per_chunk), stages.pipelined_ms(host_ms_per_chunk)
+        estimates = f"estimated {serial:.3f} ms whole vs {pipelined:.3f} ms in {stages.chunks} chunks"
+        if serial < pipelined:
+            unpipeline(func)
+            remark(func, self.name, f"pipeline dropped: {estimates}")
+        else:
+            remark(func, self.name, f"pipeline kept: {estimates}")

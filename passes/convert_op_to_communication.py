@@ -49,17 +49,17 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.str_enum import StrEnum
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
+from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine
+from .cost_model import DEFAULT_MACHINE, Machine, TransportChoice
 from .sharding_policy import (
     Exchange,
     buffer_order,
@@ -218,14 +218,6 @@ def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:
 # --------------------------------------------------------------------------- #
 
 
-class TransportChoice(StrEnum):
-    """The pass option: one transport for every collective, or the best one per collective."""
-
-    NCCL = "nccl"
-    COPY_ENGINE = "copy-engine"
-    AUTO = "auto"
-
-
 def choose_transport(op: Operation, plan: list[Collective], choice: TransportChoice, machine: Machine) -> hir.Transport:
     if choice == TransportChoice.NCCL:
         return hir.Transport.NCCL
@@ -237,7 +229,15 @@ def choose_transport(op: Operation, plan: list[Collective], choice: TransportCho
     if problem is None:
         loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
         posts = _trip_count(loops[0]) if loops else 1
-        return machine.fastest_transport(plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team), posts)
+        kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team[0]), len(plan[0].team)
+        chosen = machine.fastest_transport(kind, size, team_size, posts)
+        other = next(t for t in hir.Transport if t != chosen)
+        remark(op, ConvertOpToCommunication.name,
+               f"{kind.name} on {chosen}: estimated {machine.posts_ms(kind, chosen, size, team_size, posts):.3f} ms "
+               f"vs {machine.posts_ms(kind, other, size, team_size, posts):.3f} ms on {other} ({posts} post(s))")
+        return chosen
+    remark(op, ConvertOpToCommunication.name, f"{plan[0].kind.name if len(plan) == 1 else 'communication'} on "
+                                              f"{hir.Transport.NCCL}: the copy engines cannot carry it: {problem}")
     return hir.Transport.NCCL
 
 

@@ -17,7 +17,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from xdsl.utils.str_enum import StrEnum
+
 from hostir_dialect import hir
+
+
+class TransportChoice(StrEnum):
+    """The `transport` option of the passes that ask this model: one transport for every
+    collective, or the best one per collective (`auto`)."""
+
+    NCCL = "nccl"
+    COPY_ENGINE = "copy-engine"
+    AUTO = "auto"
+
 
 MACHINES = Path(__file__).resolve().parent / "machines"
 FALLBACK_MACHINE = "h200x2"

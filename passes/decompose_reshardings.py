@@ -99,7 +99,7 @@ from .sharding_policy import (
 
 def _tensor(like: TensorType, axes: Sequence[Axis], mesh: object = "like") -> TensorType:
     """A tensor of `like`'s element type and mesh (or `mesh`) with these axes."""
-    return TensorType.of(like.element_type, list(axes), like.mesh if mesh == "like" else mesh)  # type: ignore[arg-type]
+    return TensorType.of(like.element_type, list(axes), like.mesh if mesh == "like" else mesh)  # type: ignore[arg-type]  # mesh: a Mesh or None when given
 
 
 def _value_type(t: TensorType) -> TensorType:

@@ -39,7 +39,7 @@ def check_meshes(func: FuncOp) -> None:
     with_mesh = [tensor_type(v).mesh is not None for v, _ in values]
     if any(with_mesh) and not all(with_mesh):
         value, op = values[with_mesh.index(False)]
-        where = f"argument {value.index}" if op is func else "its result"  # type: ignore[attr-defined]
+        where = f"argument {value.index}" if op is func else "its result"  # type: ignore[attr-defined]  # the func's values are block arguments
         raise op_error(op, f"Cannot have some tensors with a device mesh and some without ({where} has none)")
 
 

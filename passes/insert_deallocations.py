@@ -38,7 +38,7 @@ def alias_source(op: Operation, result: SSAValue) -> SSAValue | None:
     if isinstance(op, fusion.ComputeOp):
         return op.out
     if isinstance(op, hir.PostOnStreamOp) and op.outs:
-        return op.outs[list(op.outputs).index(result)]
+        return op.outs[list(op.outputs).index(result)]  # type: ignore[arg-type]  # a result of op, so among its outputs
     return None
 
 

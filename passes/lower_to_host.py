@@ -148,7 +148,7 @@ def _materialized(value: SSAValue, block: Block, mapping: dict[SSAValue, SSAValu
         owner = value.owner
         if not isinstance(owner, Operation) or isinstance(owner, fusion.ComputeOp):
             raise op_error(
-                block.parent_op() or owner,  # type: ignore[arg-type]
+                block.parent_op() or owner,  # type: ignore[arg-type]  # a block argument's block has a parent op
                 f"a kernel unit cannot take the non-tensor input {value.name_hint or value}; pass scalars as constants",
             )
         for operand in owner.operands:

@@ -26,7 +26,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from io import BytesIO, StringIO
@@ -42,11 +42,11 @@ from xdsl.transforms import get_all_passes as get_all_xdsl_passes
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from hostir_dialect import remarks
 from hostir_dialect.context import DIALECTS
 from hostir_dialect.diagnostics import LocatingParser, parse_error, read_source, verify_located
 from hostir_dialect.printer import Printer
 
-from . import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 from .pipeline import (
     ALL,
     DEFAULT_RUN_TIMEOUT,
@@ -60,6 +60,7 @@ from .pipeline import (
     check_seconds,
     verify_each_by_default,
 )
+from .registry import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
 """xDSL's passes hostir-opt registers (xdsl.transforms.get_all_passes() by name)."""
@@ -154,11 +155,12 @@ def hostir_version() -> str:
 
 class HostIROptMain(xDSLOptMain):
     @property
-    def version_format(self) -> str:  # type: ignore[override] -- looked up only for --version
+    def version_format(self) -> str:  # type: ignore[override]  # xDSL reads it only for --version
         return f"hostir-opt {hostir_version()} (xdsl {{xdsl_version}})"
 
     def run(self):
-        super().run()
+        with remarks.printed_on(sys.stderr) if self.args.remarks else contextlib.nullcontext():
+            super().run()
         if self.args.output_file is not None:
             write_output(self.args.output_file, self._pending.getvalue())
 
@@ -214,7 +216,13 @@ class HostIROptMain(xDSLOptMain):
         return module
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
-        super().register_all_arguments(arg_parser)
+        # xDSL's -p help names the registered passes; hostir-opt's -p takes pipelines too.
+        passes = self.available_passes
+        self.available_passes = {**passes, **dict.fromkeys(PIPELINES, passes[next(iter(passes))])}
+        try:
+            super().register_all_arguments(arg_parser)
+        finally:
+            self.available_passes = passes
         arg_parser.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
                                 help="skip this pass (repeatable; also inside pipelines such as hostir-lower)")
         arg_parser.add_argument("--print-ir-after-all", action="store_true",
@@ -224,6 +232,9 @@ class HostIROptMain(xDSLOptMain):
         arg_parser.add_argument("--verify-each", action="store_true",
                                 help="verify the IR after every pass, not only after the pipeline "
                                      f"(the default when {VERIFY_EACH_VARIABLE}=1, as in the test suites)")
+        arg_parser.add_argument("--remarks", action="store_true",
+                                help="print on stderr each decision a pass takes on its own, located, such as "
+                                     "transport=auto's pipelines and transports, with the estimates behind it")
         arg_parser.add_argument("--debug", action="store_true",
                                 help="show Python tracebacks instead of one-line diagnostics")
         arg_parser.add_argument("--verify-each-pass-numerically", action="store_true",
@@ -242,7 +253,7 @@ class HostIROptMain(xDSLOptMain):
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
             return format_help()
 
-        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]
+        arg_parser.format_help = format_help_with_passes  # type: ignore[method-assign]  # this parser's own help, built late
 
     def setup_pipeline(self):
         check_seconds("--run-timeout", self.args.run_timeout)
@@ -276,7 +287,8 @@ class HostIROptMain(xDSLOptMain):
         for name, loader in sorted(self.available_passes.items()):
             pass_class = loader()
             lines.append(f"  {name.ljust(width)}{description(name, pass_class)}")
-            options = [f"{o.name}={o.default_value} ({o.expected_type.strip(QUOTES)})" for o in get_pass_option_infos(pass_class)]
+            options = [f"{o.name.replace('_', '-')}={o.default_value} ({o.expected_type.strip(QUOTES)})"
+                       for o in get_pass_option_infos(pass_class)]
             if options:
                 lines.append(f"  {''.ljust(width)}options: {', '.join(options)}")
         lines += [f"  {name.ljust(width)}pipeline: {', '.join(members)}"
@@ -298,15 +310,16 @@ class TextTarget(MLIRTarget):
         if self.syntax_highlight:
             super().emit(ctx, module, output)
             return
+        text = StringIO()  # written once: see hostir_dialect/printer.py
         printer = Printer(
-            stream=output,
+            stream=text,
             print_generic_format=self.print_generic_format,
             print_properties_as_attributes=self.print_properties_as_attributes,
             print_debuginfo=self.print_debuginfo,
         )
         printer.print_op(module)
         printer.print_metadata(ctx.loaded_dialects)
-        output.write("\n\n")
+        output.write(text.getvalue() + "\n\n")
 
 
 def description(name: str, pass_class: type[ModulePass]) -> str:
@@ -333,7 +346,7 @@ def main(args: Sequence[str] | None = None, tool: type[HostIROptMain] = HostIROp
     finally:
         # xDSL's --disable-verify turns off the checks of every attribute built after it
         # in the process: a caller's own attributes (a test suite's) must keep theirs.
-        Attribute.__post_init__ = verify_attributes  # type: ignore[method-assign]
+        Attribute.__post_init__ = verify_attributes  # type: ignore[method-assign]  # undoes xDSL's --disable-verify
     return 0
 
 
@@ -345,21 +358,32 @@ def _one_diagnostic(error: Exception) -> str:
     return f"error: {error}"
 
 
-def collect_garbage_rarely() -> None:
+@contextlib.contextmanager
+def garbage_collected_rarely() -> Iterator[None]:
     """Python's default collector thresholds suit programs whose objects come and go; a
     compilation keeps nearly everything it builds until it ends, so each time the heap
     grows by a quarter a full collection walks every live object: 13 full collections,
-    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). What the
-    imports built is frozen (never garbage) and the young generation is collected every
-    10,000 allocations instead of 700: then no full collection runs, for 20% more peak
-    memory. Only for a process of its own (console_main), never for a caller's."""
+    2.4 of 43 CPU seconds on a 10,000-op fusion (benchmarks/compile_time.py). Inside this
+    context what the imports built is frozen (never garbage) and the young generation is
+    collected every 10,000 allocations instead of 700: then no full collection runs, for
+    20% more peak memory. The thresholds are restored when it ends, and the frozen objects
+    thawed unless some were frozen before. Only hostir-opt's own process (console_main)
+    and the compile-time benchmark enter it; `main` leaves a caller's collector alone."""
+    thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        if not frozen_before:
+            gc.unfreeze()
 
 
 def console_main() -> None:
-    collect_garbage_rarely()
-    sys.exit(main())
+    with garbage_collected_rarely():
+        code = main()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

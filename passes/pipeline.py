@@ -35,9 +35,9 @@ from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from hostir_dialect.diagnostics import verify_located
-from hostir_dialect.printer import Printer
+from hostir_dialect.printer import op_text
 
-from . import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
+from .registry import PIPELINE_DEFAULTS, PIPELINES, get_all_passes
 
 ALL = "all"
 
@@ -158,7 +158,7 @@ class Instrumentation:
         if self.options.dumps_after(module_pass.name):
             stream = self.options.stream
             stream.write(f"// -----// IR Dump After {module_pass.name} //----- //\n")
-            Printer(stream=stream).print_op(module)
+            stream.write(op_text(module))
             stream.write("\n\n")
         if self.options.check is not None:
             self.options.check.after_pass(module_pass, module)

@@ -52,7 +52,7 @@ ValueKey = tuple[object, int]
 
 
 def _key(value: SSAValue) -> ValueKey:
-    return value.owner, value.index  # type: ignore[attr-defined]
+    return value.owner, value.index  # type: ignore[attr-defined]  # results and block arguments have an index
 
 
 def propagate_in_function(func: FuncOp) -> None:

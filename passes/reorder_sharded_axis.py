@@ -147,7 +147,7 @@ def _split_scattered_axis(op: SetOp, exchange: Exchange, rewriter: PatternRewrit
     source, target = tensor_type(op.input), tensor_type(op.result)
     scattered, gathered = exchange.scattered, exchange.gathered
     assert scattered is not None and gathered is not None
-    devices = target.mesh.axis_size(exchange.parallel)  # type: ignore[union-attr]
+    devices = target.mesh.axis_size(exchange.parallel)  # type: ignore[union-attr]  # an exchange's tensors have a mesh
     split = target.axes[scattered]
     part = Axis(split.extent // devices)
     stream = target.stream_axis()

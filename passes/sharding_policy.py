@@ -216,7 +216,7 @@ class Exchange:
         if isinstance(op, ReduceOp) or produced is None:
             return Exchange(parallel, scattered, None)  # a reduce's sharded input axis is reduced
         gathered = op.axis_map(op.input).get(produced.axis)
-        if gathered == scattered and produced.outer_factors == consumed.outer_factors:  # type: ignore[union-attr]
+        if gathered == scattered and produced.outer_factors == consumed.outer_factors:
             return Exchange(parallel, None, None)  # each shard stays whole (send_recv)
         return Exchange(parallel, scattered, gathered)
 

@@ -54,7 +54,7 @@ from hostir_dialect.diagnostics import located_like
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import TensorType, tensor_type
 
-from .stream_parallel_type import operand_axis, sliced_type
+from .chunking import operand_axis, sliced_type
 
 
 def member_axis(t: TensorType, team_size: int) -> int | None:

@@ -90,6 +90,7 @@ about `numberOfStreams` chunks are alive instead of the whole stream extent
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -102,14 +103,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import cache_check, fusion, hir
 from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
-from hostir_dialect.diagnostics import located_like, op_error
-from hostir_dialect.sharding import communicates
+from hostir_dialect.diagnostics import located_like, location_of, op_error
 from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, ParallelKind, TensorType, tensor_type
+
+from .chunking import operand_axis, sliced_type
 
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
@@ -138,24 +141,12 @@ def is_to_lower(op: Operation) -> bool:
     return isinstance(op, hir.PostOnStreamOp) and not op.outs
 
 
-def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
-    """The logical axis of `operand` that `op` maps to its result axis `axis`, if any
-    (the axis maps of stream-sliceable ops are one-to-one)."""
-    return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
-
-
 def is_scalar_op(op: Operation) -> bool:
     """Index and scalar arithmetic: does not end a loop, moves in front of it."""
     values = (*op.operands, *op.results)
     return bool(op.results) and not any(isinstance(v.type, TensorType) for v in values) and (
         not op.regions and is_side_effect_free(op)
     )
-
-
-def sliced_type(t: TensorType, axis: int) -> TensorType:
-    """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
-    order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
-    return t.with_(axes=t.axes[:axis] + t.axes[axis + 1 :], alloc_order=order, stream_allocated=False)
 
 
 def can_chunk(t: TensorType, axis: int) -> bool:
@@ -173,10 +164,10 @@ def stream_axes(op: Operation) -> dict[SSAValue, int] | None:
     axes = {r: tensor_type(r).stream_axis() for r in results}
     if not results or None in axes.values():
         return None
-    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]
+    chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]  # no None left: checked above
     if any(a.is_split or a.is_reduction for a in chosen) or len({a.extent for a in chosen}) > 1:
         return None
-    return axes  # type: ignore[return-value]
+    return axes  # type: ignore[return-value]  # no None left: checked above
 
 
 # --------------------------------------------------------------------------- #
@@ -366,6 +357,8 @@ class ChunkChecks:
         )
         if key not in self.known:
             self.known[key] = _chunk_verifies(op, operand_axes, axis)
+        elif cache_check.CHECKING:
+            cache_check.recheck(self.known[key], _chunk_verifies, op, operand_axes, axis)
         return self.known[key]
 
 
@@ -547,7 +540,7 @@ class _LoopBuilder:
         sync = self.for_loop(lower, upper, step, self.sync_body(user))
         main = self.for_loop(lower, upper, step, self.main_body(user, buffers))
         prologue = [lower.owner, step.owner, upper.owner, *buffers.values(), user.owner, sync, main]
-        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]
+        Rewriter.insert_op(prologue, InsertPoint.before(self.anchor))  # type: ignore[arg-type]  # the owners of constants: operations
         for result, buffer in buffers.items():
             result.replace_all_uses_with(buffer.results[0])
         for slicing in reversed(self.loop.slicings):
@@ -579,7 +572,7 @@ class _LoopBuilder:
         # Built by `Operation.create`, in order, as hostir's ops are (hostir_dialect/building.py):
         # there are two loops per loop nest, and xDSL's builders match every argument first.
         body.add_op(self.located(scf.YieldOp.create()))
-        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]
+        return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]  # create builds an scf.ForOp
 
     def worker_stream(self, block: Block) -> SSAValue:
         """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""
@@ -808,6 +801,27 @@ def drop_stream_allocation(function: FunctionLikeOp) -> None:
     function.update_function_type()
 
 
+class UnpipelinedStreamWarning(UserWarning):
+    """A Stream annotation this pass cannot pipeline: the op runs whole (values unchanged)."""
+
+
+def warn_unpipelined_streams(program: hir.ProgramOp) -> None:
+    """Say, located, where a Stream on a split axis (nvFuser's `outer_split` then
+    `parallelize(Stream)` on the outer piece) asks for a pipeline this pass does not
+    build: a Stream annotation is never ignored silently."""
+    for inner in program.walk():
+        if not is_to_lower(inner):
+            continue
+        for result in inner.results:
+            t = result.type
+            if isinstance(t, TensorType) and any(a.is_split and ParallelKind.STREAM in a.parallel_types() for a in t.axes):
+                where = location_of(inner)
+                warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: a Stream piece of a "
+                              "split axis is not pipelined; give the chunks an axis of their own ([S, M/S, ...] with "
+                              "Stream on the S axis)", UnpipelinedStreamWarning, stacklevel=2)
+                break
+
+
 @dataclass(frozen=True)
 class StreamParallelType(ModulePass):
     """Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams.
@@ -826,6 +840,7 @@ class StreamParallelType(ModulePass):
             _check_nothing_to_lower(op)
         for program in programs(op):
             check_program_inputs(program)
+            warn_unpipelined_streams(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, units, self.bounded_intermediates).build()
         for function in functions(op):

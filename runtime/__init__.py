@@ -1,17 +1,11 @@
 """The hostir runtime: a torch-backed evaluator of fusion and host IR, the communicator
 (torch.distributed), the multi-rank launcher and the `hostir-run` entry point."""
 
-import warnings
-
-# torch warns at import when numpy is absent; nothing here needs numpy, so the warning
-# would only clutter every rank's output.
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-
 from .evaluator import Evaluator, ExecutionError, InputError, compile_program
 from .executor_cache import ExecutorCache, execute
 from .launcher import Job, RankResult, SpmdError, join_torchrun_world, launch, run_spmd, run_spmd_batch
-from .reference import run_fusion
 from .layouts import shard_tensor, unshard
+from .reference import run_fusion
 
 __all__ = [
     "Evaluator", "ExecutionError", "ExecutorCache", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute", "launch",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from xdsl.ir import Operation, SSAValue
 
+from hostir.passes.insert_deallocations import alias_source
 from hostir_dialect import fusion, hir
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.tensor_type import TensorType
-from hostir.passes.insert_deallocations import alias_source
 
 
 def written_operands(op: Operation) -> list[SSAValue]:

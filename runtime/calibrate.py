@@ -31,6 +31,7 @@ import torch.distributed as dist
 from hostir.passes import lower
 from hostir.passes.cost_model import detected_gpus, user_machines
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
+from hostir_dialect.tensor_type import TensorType
 
 from .evaluator import Evaluator
 from .launcher import launch
@@ -180,8 +181,9 @@ def host_us_per_chunk(device: torch.device) -> float:
         module = lower(_pipeline(chunks, world).to_module(), pipeline="hostir-lower{transport=copy-engine}")
         evaluator = Evaluator(module, rank=rank, world_size=world, device=device, number_of_streams=chunks,
                               cuda_graph=False)
-        types = evaluator.function.function_type.inputs.data
-        inputs = [shard_tensor(torch.randn(t.value_shape()).to(torch.bfloat16), t, rank).to(device) for t in types]
+        types = [t for t in evaluator.function.function_type.inputs.data if isinstance(t, TensorType)]
+        shards = [shard_tensor(torch.randn(t.value_shape()).to(torch.bfloat16), t, rank) for t in types]
+        inputs = [s.to(device) for s in shards if s is not None]  # every rank holds a shard of both
         times[chunks] = timed(lambda: evaluator.run(inputs), wall=True)
     return round((times[8] - times[2]) / 6 * 1e3, 1)
 

@@ -39,11 +39,9 @@ from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS
+from .compile.unit_backends import UNIT_BACKENDS
 from .evaluator import Evaluator, ExecutionError, find_function
 from .graphs import EAGER
-from .timeline import draw, require_matplotlib
-from .trace import HOST_CLOCK_NOTE, Trace, merge, overlap, write_trace
-from .compile.unit_backends import UNIT_BACKENDS
 from .launcher import (
     DEFAULT_MAX_WORLD,
     Job,
@@ -57,6 +55,8 @@ from .launcher import (
     run_spmd_batch,
 )
 from .layouts import random_tensor, shard_tensor, unshard
+from .timeline import draw, require_matplotlib
+from .trace import HOST_CLOCK_NOTE, Trace, efficiency_note, merge, overlap, write_trace
 
 
 class UsageError(Exception):
@@ -69,7 +69,7 @@ MAX_EXPANSION_BYTES = 1 << 26
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="hostir-run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func")
+    parser.add_argument("file", help="a .mlir file with a hir.program or a fusion.func (- for standard input)")
     parser.add_argument("--nproc", type=int,
                         help="number of ranks to spawn (default: the devices the program names)")
     parser.add_argument("--max-world", type=int, default=DEFAULT_MAX_WORLD,
@@ -147,13 +147,17 @@ def world_size_for(module: ModuleOp, nproc: int | None, backend: str | None, max
 
 
 def load_module(path: str) -> ModuleOp:
+    """The module in the file `path`; `-` is standard input, as for hostir-opt."""
     try:
-        with open(path, "rb") as stream:
-            text = read_source(stream, path)
+        if path == "-":
+            text = read_source(sys.stdin.buffer, "<stdin>")
+        else:
+            with open(path, "rb") as stream:
+                text = read_source(stream, path)
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror}") from None
     try:
-        return parse_module(text, path)
+        return parse_module(text, "<stdin>" if path == "-" else path)
     except ParseError as error:
         raise parse_error(error) from None
 
@@ -163,7 +167,7 @@ def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hi
     if not programs(module):
         source = find_function(module, name)
         host = lower_module(module)
-        return host, find_function(host, None), source  # type: ignore[return-value]
+        return host, find_function(host, None), source  # type: ignore[return-value]  # lowering makes a hir.program
     program = find_function(module, name)
     if not isinstance(program, hir.ProgramOp):
         raise UsageError(f"@{name} is a fusion.func but the file holds host programs; name a hir.program")
@@ -253,7 +257,7 @@ def report(program: hir.ProgramOp, results: Sequence[RankResult], world_size: in
     reference = results[0].reference
     output_types = list(program.function_type.outputs.data)
     for index, t in enumerate(output_types):
-        value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]
+        value = unshard([r.outputs[index] for r in results], t)  # type: ignore[arg-type]  # a program's outputs are tensors
         line = (f"output {index}: shape {list(value.shape)} dtype {str(value.dtype).removeprefix('torch.')} "
                 f"checksum {value.double().sum().item():.6g}")
         if reference is not None:
@@ -298,6 +302,7 @@ def with_trace_outputs(result: Report, args: argparse.Namespace, results: Sequen
         lines.append(f"timeline: wrote {args.timeline}")
     if args.report:
         lines += [overlap(trace).line() for trace in traces]
+        lines.append(efficiency_note(traces[0].device_clock))
     if not traces[0].device_clock:
         lines.append(f"trace: {HOST_CLOCK_NOTE}")
     return result
@@ -373,7 +378,8 @@ def _encode(result: RankResult) -> torch.Tensor:
 def _decode(encoded: torch.Tensor) -> RankResult:
     length = int(encoded[:8].clone().view(torch.int64).item())
     header = json.loads(bytes(encoded[8: 8 + length].tolist()))
-    offset, outputs = 8 + length, []
+    offset = 8 + length
+    outputs: list[torch.Tensor | None] = []
     for meta in header["outputs"]:
         if meta is None:
             outputs.append(None)
@@ -413,3 +419,7 @@ def _fail(message: str, prefixed: bool = False) -> None:
     message = message.strip().splitlines()[0]  # one line: located diagnostics carry source context
     print(message if prefixed and "error:" in message else f"hostir-run: error: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+if __name__ == "__main__":  # python -m hostir.runtime.cli; the ranks it spawns import it under another name
+    console_main()

@@ -23,8 +23,8 @@ from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
-from .layouts import logical_shape, torch_dtype
 from .hazards import Hazards
+from .layouts import logical_shape, torch_dtype
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
 _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
@@ -376,7 +376,7 @@ class CopyEngineProgram:
     def _team_of(self, op: Operation) -> tuple[int, ...]:
         if isinstance(op, hir.AllocateOp):
             return tensor_type(op.result).mesh.devices  # type: ignore[union-attr]  # verified: symmetric has a mesh
-        return op.team_ids  # type: ignore[attr-defined]
+        return op.team_ids  # type: ignore[attr-defined]  # the other ops here are collectives
 
     def _create_flags(self, symmetric: list[hir.AllocateOp], posting: list[hir.CollectiveOp]) -> dict[tuple[int, ...], Flags]:
         """The flags of every team this rank is in, slots assigned in program order."""

@@ -133,7 +133,7 @@ class Evaluator:
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
         self.graph_mode = graph_mode(cuda_graph, self.device, self.function if self.is_program else None)
-        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, copy_outputs=cuda_graph is None)  # type: ignore[arg-type]
+        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, copy_outputs=cuda_graph is None)  # type: ignore[arg-type]  # graph mode runs on CUDA streams
                        if self.graph_mode == CUDA_GRAPH else None)
 
     def _copy_engine(self, program: hir.ProgramOp) -> CopyEngineProgram | None:
@@ -321,7 +321,7 @@ class _ArgSpec:
 
     @staticmethod
     def of(arg: SSAValue, rank: int | None) -> _ArgSpec:
-        label = f"%{arg.name_hint}" if arg.name_hint else f"#{arg.index}"  # type: ignore[attr-defined]
+        label = f"%{arg.name_hint}" if arg.name_hint else f"#{arg.index}"  # type: ignore[attr-defined]  # a function's arguments are block arguments
         return _ArgSpec(label, arg.type if isinstance(arg.type, TensorType) else None, rank)
 
     def laid_out(self, value: Any) -> Any:

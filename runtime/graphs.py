@@ -97,7 +97,7 @@ def check_capturable(program: hir.ProgramOp) -> None:
 
 
 def _name(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else f"argument #{value.index}"  # type: ignore[attr-defined]
+    return f"%{value.name_hint}" if value.name_hint else f"argument #{value.index}"  # type: ignore[attr-defined]  # a function's inputs are block arguments
 
 
 # --------------------------------------------------------------------------- #

@@ -34,7 +34,7 @@ def rows(trace: Trace) -> dict[str, list[tuple[float, float, str]]]:
                 found.setdefault(row, []).append(_bar(event, shift, kind))
     else:
         for event in trace.events:
-            kind = trace.kinds.get(event.get("name"))
+            kind = trace.kinds.get(event.get("name", ""))
             if event.get("ph") == "X" and kind in COLOURS:
                 found.setdefault(f"rank {trace.rank} (host clock)", []).append(_bar(event, shift, kind))
     return found
@@ -55,7 +55,7 @@ def draw(traces: Sequence[Trace], path: str | os.PathLike) -> None:
     by_row = {name: bars for trace in traces for name, bars in sorted(rows(trace).items())}
     origin = min((start for bars in by_row.values() for start, _, _ in bars), default=0.0)
     figure, axes = plt.subplots(figsize=(12, 0.5 + 0.45 * max(len(by_row), 1)))
-    for index, (name, bars) in enumerate(by_row.items()):
+    for index, bars in enumerate(by_row.values()):
         axes.broken_barh([((start - origin) / 1e3, (end - start) / 1e3) for start, end, _ in bars], (index - 0.4, 0.8),
                          facecolors=[COLOURS[kind] for _, _, kind in bars])
     axes.set_yticks(range(len(by_row)), list(by_row))

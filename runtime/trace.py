@@ -239,6 +239,17 @@ class Overlap:
                 f"ideal {self.ideal_ms:.3f} ms, efficiency {efficiency}, wall/ideal {ratio}")
 
 
+def efficiency_note(device_clock: bool) -> str:
+    """What the report's efficiency means, printed after its lines."""
+    note = ("efficiency: eta = (comm + compute - wall) / min(comm, compute): 1 when the shorter is hidden "
+            "entirely behind the longer, 0 when none of it is, below 0 when wall exceeds comm + compute "
+            "(time in neither: host work and waits between ops)")
+    if not device_clock:
+        note += ("; CPU ranks have host timestamps only: an op's host time stands for its work and gloo "
+                 "collectives block the host, so eta measures the host's steps, usually below 0, not device overlap")
+    return note
+
+
 def union_length(intervals: Sequence[tuple[float, float]]) -> float:
     """The total length covered by the intervals (overlaps counted once)."""
     total, reach = 0.0, float("-inf")

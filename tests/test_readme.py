@@ -8,7 +8,8 @@
 - ```console blocks: `$ command` lines, each followed by the output it prints; every shown
   line matches a line of the output, in order (`...` stands for any text). The command exits
   1 when its output shows an `error:`, else 0.
-- ```python blocks run as scripts (`__main__`) from the checkout.
+- ```python blocks run as scripts (`__main__`) from the checkout, print a fusion's IR at
+  most once (the ranks they spawn re-import them) and warn of nothing.
 - ```mlir blocks parse and verify: a module as written, or one tensor type per line.
 
 `hostir-opt` and `hostir-run` run in this process (their console entry points, as the
@@ -27,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from hostir_dialect import parse_module
 from hostir.passes import opt
 from hostir.runtime import cli
+from hostir_dialect import parse_module
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -129,6 +130,12 @@ def test_python_block(index: int, tmp_path: Path) -> None:
     script.write_text(blocks("python")[index])
     result = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("fusion.func") <= 1, result.stdout  # spawned ranks print nothing again
+    assert "warn" not in result.stderr.lower(), result.stderr  # torch's numpy warning among others
+
+
+def test_the_python_block_prints_its_ir() -> None:
+    assert "print(fd)" in blocks("python")[0]
 
 
 @pytest.mark.parametrize("index", range(len(blocks("mlir"))))

@@ -221,7 +221,7 @@ class FunctionCompiler:
     def emit(self, *lines: str) -> None:
         """Lines of the op being compiled, at the current depth."""
         for text in lines:
-            self.lines.append(_Line(self.depth, text, self.op_being_compiled))  # type: ignore[arg-type]
+            self.lines.append(_Line(self.depth, text, self.op_being_compiled))  # type: ignore[arg-type]  # emit runs while an op is compiled
 
     @contextmanager
     def nested(self) -> Iterator[None]:

@@ -74,7 +74,7 @@ def _is_dense(value: SSAValue) -> bool:
     if isinstance(owner, fusion.ComputeOp) and owner.out is not None:
         return _is_dense(owner.out)
     if isinstance(owner, hir.PostOnStreamOp) and owner.outs:
-        return _is_dense(owner.outs[value.index])  # type: ignore[attr-defined]
+        return _is_dense(owner.outs[value.index])  # type: ignore[attr-defined]  # a result of the post: an OpResult
     return True
 
 

@@ -32,14 +32,9 @@ import tempfile
 import threading
 import time
 import traceback
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-
-# Spawned ranks import this module as their __main__; hostir-run's own __main__ imports
-# `runtime` first, which silences torch's numpy warning before torch loads: do the same.
-warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parent
@@ -238,9 +233,10 @@ def _where(error: BaseException) -> str:
 
 
 def worker() -> None:
-    from hostir import runtime  # noqa: F401 -- first: it silences torch's numpy warning before torch loads
     from xdsl.ir import Attribute
     from xdsl.utils.diagnostic import Diagnostic
+
+    from hostir import runtime  # noqa: F401 -- loaded once, before the requests
 
     requests = os.fdopen(os.dup(0), "r")
     replies = os.fdopen(os.dup(1), "w")

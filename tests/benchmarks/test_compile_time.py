@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hostir_dialect.context import parse_module
 from hostir.passes import PIPELINES, lower
+from hostir_dialect.context import parse_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import compile_time  # noqa: E402

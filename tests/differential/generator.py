@@ -688,7 +688,7 @@ def _draw_definition(w: _Writer) -> list[str]:
 
 def _make_some_inputs_dynamic(w: _Writer, program: Program) -> Program:
     """Declare an extent of some inputs as -1; kept only if the whole program still builds."""
-    for index, (var, shape, dtype) in enumerate(program.inputs):
+    for var, shape, dtype in program.inputs:
         axes = [i for i, e in enumerate(shape) if e > 1]
         if not axes or not w.chance(0.1):
             continue

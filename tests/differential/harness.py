@@ -69,16 +69,16 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import runtime
+from hostir.passes import PIPELINES
+from hostir.passes.pipeline import PassManagerOptions
+from hostir.passes.sharding_policy import is_annotated
+from hostir.runtime.communicator import DONE, Communicator
+from hostir.runtime.evaluator import find_function
+from hostir.runtime.hazards import ENVIRONMENT
+from hostir.runtime.layouts import logical_shape, torch_dtype
 from hostir_dialect import FusionDefinitionError, hir
 from hostir_dialect.diagnostics import HostIRError
-from hostir.passes.sharding_policy import is_annotated
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType
-from hostir.passes.pipeline import PassManagerOptions
-from hostir.passes import PIPELINES
-from hostir.runtime.communicator import DONE, Communicator
-from hostir.runtime.hazards import ENVIRONMENT
-from hostir.runtime.evaluator import find_function
-from hostir.runtime.layouts import logical_shape, torch_dtype
 
 from .generator import Program, build, pipelines, program_from_source, programs
 

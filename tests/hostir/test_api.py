@@ -8,11 +8,9 @@ from pathlib import Path
 
 import torch
 
-from hostir import passes
-from hostir import runtime
-from hostir import DeviceMesh, FusionDefinition, ParallelType, Tensor
-from hostir_dialect import hir
+from hostir import DeviceMesh, FusionDefinition, ParallelType, Tensor, passes, runtime
 from hostir.runtime import executor_cache
+from hostir_dialect import hir
 
 
 def test_lower_gives_a_host_program_and_execute_matches_torch():

@@ -14,12 +14,12 @@ from xdsl.printer import Printer
 from xdsl.traits import get_effects
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination, dce, region_dce
 
+from hostir.passes.pipeline import run_passes
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, verify_located
 from hostir_dialect.fusion import ReduceKind
 from hostir_dialect.tensor_type import Axis, IterKind, Mesh, ParallelKind, Piece, TensorType
-from hostir.passes.pipeline import run_passes
 
 
 def tensor(*axes: int | Axis, element=f32, mesh: Mesh | None = None) -> TensorType:

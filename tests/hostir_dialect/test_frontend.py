@@ -8,17 +8,7 @@ import pytest
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
-from hostir_dialect import (
-    DataType,
-    DeviceMesh,
-    FusionDefinition,
-    FusionDefinitionError,
-    ParallelType,
-    Scalar,
-    TensorType,
-    parse_module,
-)
-from hostir_dialect import fusion
+from hostir_dialect import DataType, DeviceMesh, FusionDefinition, FusionDefinitionError, ParallelType, Scalar, TensorType, fusion, parse_module
 from hostir_dialect.tensor_type import ParallelKind as PT
 
 
@@ -452,7 +442,7 @@ def test_type_of_an_incompletely_scheduled_tensor_is_an_error():
     fd, out = build(lambda fd, a: fd.ops.set(a), [2, 8])
     out.axis(0).parallelize(ParallelType.DIDx)
     with raises("T1: didx axis on a tensor without a device mesh"):
-        out.type
+        _ = out.type
     out.set_device_mesh(DeviceMesh([0, 1]))
     assert out.type.local_shape(0) == (1, 8)
 

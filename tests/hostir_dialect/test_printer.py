@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from xdsl import printer as xdsl_printer
 
+from hostir.passes import lower
 from hostir_dialect.context import parse_module
 from hostir_dialect.printer import Printer
-from hostir.passes import lower
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -1,13 +1,16 @@
 """choose-pipelining's estimate: a two-stage pipeline against running whole, with the host's
 time per chunk counted only where it exceeds the GPU's (lit_tests/passes/choose_pipelining.mlir
-checks the decisions on IR)."""
+checks the decisions on IR); the remarks that report each decision (`hostir-opt --remarks`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from hostir.passes import opt
 from hostir.passes.choose_pipelining import Stages
 
 # Four chunks of a function whose communication and matmuls take 1 ms each, whole.
@@ -45,3 +48,38 @@ def test_a_pipeline_pays_the_fixed_part_of_its_transfers_once():
     # 4 x 0.05 ms, and the starts overlap the other chunks' transfers.
     latency_bound = replace(BALANCED, matmuls=0.1, matmuls_per_chunk=0.025, latency_per_chunk=0.2)
     assert latency_bound.pipelined_ms(0.0) == pytest.approx(4 * 0.05 + 0.2 + 0.025)
+
+
+# --------------------------------------------------------------------------- #
+# Remarks: each decision of transport=auto, located, with its estimates
+# --------------------------------------------------------------------------- #
+
+AG_MATMUL = str(Path(__file__).resolve().parents[2] / "examples/fusions/ag_matmul.mlir")
+
+
+def remarks_of(capsys, *options: str) -> list[str]:
+    assert opt.main([AG_MATMUL, *options]) == 0
+    return [line for line in capsys.readouterr().err.splitlines() if " remark: " in line]
+
+
+def test_hostir_opt_remarks_say_why_auto_drops_the_readme_examples_pipeline(capsys):
+    dropped, transport = remarks_of(capsys, "-p", "hostir-lower{transport=auto}", "--remarks")
+    assert re.fullmatch(rf"{re.escape(AG_MATMUL)}:11:3: remark: choose-pipelining: pipeline dropped: "
+                        r"estimated \d+\.\d{3} ms whole vs \d+\.\d{3} ms in 4 chunks", dropped), dropped
+    assert re.fullmatch(rf"{re.escape(AG_MATMUL)}:12:5: remark: convert-op-to-communication: hir\.allgather on "
+                        r"(nccl|copy_engine): estimated \d+\.\d{3} ms vs \d+\.\d{3} ms on (nccl|copy_engine) \(1 post\(s\)\)",
+                        transport), transport
+
+
+def test_remarks_are_printed_only_when_asked_and_only_for_decisions(capsys):
+    assert remarks_of(capsys, "-p", "hostir-lower{transport=auto}") == []
+    assert remarks_of(capsys, "-p", "hostir-lower{transport=nccl}", "--remarks") == []  # as declared: nothing decided
+
+
+def test_a_kept_pipeline_and_one_the_model_cannot_estimate_are_remarks_too(capsys):
+    allgather = AG_MATMUL.replace("ag_matmul", "allgather")
+    assert opt.main([allgather, "-p", "choose-pipelining{transport=auto cuda-graph=true}", "--remarks"]) == 0
+    assert "remark: choose-pipelining: pipeline kept: estimated " in capsys.readouterr().err
+    (unknown,) = remarks_of(capsys, "-p", "choose-pipelining{transport=auto}", "--remarks")  # shardings not propagated
+    assert unknown.endswith("remark: choose-pipelining: pipeline of 4 chunks kept as declared: the cost model cannot "
+                            "estimate it (a dynamic shape, or a communication it does not know)")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hostir_dialect import hir
 from hostir.passes import cost_model
 from hostir.passes.cost_model import FALLBACK_MACHINE, Machine, detected_gpus, detected_machine
+from hostir_dialect import hir
 
 COPY_ENGINE, NCCL = hir.Transport.COPY_ENGINE, hir.Transport.NCCL
 

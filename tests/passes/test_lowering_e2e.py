@@ -20,13 +20,12 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from hostir import passes
-from hostir import runtime
+from hostir import passes, runtime
+from hostir.passes import PIPELINES, PassManagerOptions
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from hostir.passes import PIPELINES, PassManagerOptions
 
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 

@@ -14,9 +14,6 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 
-from hostir_dialect import hir
-from hostir_dialect.context import make_context, parse_module
-from hostir_dialect.diagnostics import HostIRError
 from hostir.passes import PIPELINES
 from hostir.passes.pipeline import (
     ALL,
@@ -27,6 +24,9 @@ from hostir.passes.pipeline import (
     expand_specs,
     run_passes,
 )
+from hostir_dialect import hir
+from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.diagnostics import HostIRError
 
 # --------------------------------------------------------------------------- #
 # The pass manager, with passes defined here

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_lowering_e2e import (  # the CPU cases, rerun with NCCL
+    CASES,
+    assert_matches,
+    prepare,
+)
+from test_stream_pipelines_e2e import GPU_TOLERANCE, lowered, overlapping, p2p_ag_matmul, profile_job, random_inputs
 
 from hostir import runtime
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
-from test_lowering_e2e import CASES, assert_matches, prepare  # the CPU cases, rerun with NCCL
-from test_stream_pipelines_e2e import GPU_TOLERANCE, lowered, overlapping, p2p_ag_matmul, profile_job, random_inputs
 
 pytestmark = [
     pytest.mark.gpu,

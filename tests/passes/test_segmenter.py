@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from hostir.passes.lower_to_host import lower_module
+from hostir.passes.segmenter import Group, segment, should_merge_segmented_groups
 from hostir_dialect import fusion
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
-from hostir.passes.lower_to_host import lower_module
-from hostir.passes.segmenter import Group, segment, should_merge_segmented_groups
 
 T = "!fusion.tensor<f32[4, 8]>"
 

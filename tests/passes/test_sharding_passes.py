@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hostir_dialect.context import make_context, parse_module
-from hostir_dialect.diagnostics import verify_located
 from hostir.passes.decompose_reshardings import DecomposeReshardings
 from hostir.passes.finalize_multidevice_domains import FinalizeMultideviceDomains
 from hostir.passes.propagate_shardings import PropagateShardings
 from hostir.passes.reorder_sharded_axis import ReorderShardedAxisPass
 from hostir.runtime.layouts import torch_dtype
 from hostir.runtime.reference import run_fusion
+from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.diagnostics import verify_located
 
 TOLERANCE = dict(rtol=1e-5, atol=1e-5)  # float32 sums over at most 16 terms, reassociated
 
@@ -171,9 +171,9 @@ def test_passes_are_idempotent(fusion: str, pipeline: str) -> None:
 
 def test_decompose_leaves_only_single_communications() -> None:
     """After decompose-reshardings every resharding op is a set or a one-axis reduce."""
+    from hostir.passes.sharding_policy import communication_problem
     from hostir_dialect.fusion import ReduceOp, SetOp
     from hostir_dialect.sharding import is_resharding
-    from hostir.passes.sharding_policy import communication_problem
 
     for text in FUSIONS.values():
         module = parse_module(text)
@@ -186,9 +186,9 @@ def test_decompose_leaves_only_single_communications() -> None:
 def test_reorder_leaves_every_communication_laid_out_for_its_collective() -> None:
     """After reorder-sharded-axis no communication has a layout problem, in its stream
     loop's chunks where it has one; and the test is not vacuous: some had one before."""
+    from hostir.passes.sharding_policy import layout_problem
     from hostir_dialect.fusion import ReduceOp, SetOp
     from hostir_dialect.sharding import communicates
-    from hostir.passes.sharding_policy import layout_problem
 
     def problems(module) -> list[str]:
         return [

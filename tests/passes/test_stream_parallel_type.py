@@ -3,6 +3,7 @@ exact op sequences are in lit_tests/passes/stream_parallel_type*.mlir)."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +12,13 @@ import pytest
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import f32
 
+from hostir.passes import build_passes
+from hostir.passes.chunking import sliced_type
+from hostir.passes.stream_parallel_type import StreamParallelType, group
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import TensorType
-from hostir.passes import build_passes
-from hostir.passes.stream_parallel_type import StreamParallelType, group, sliced_type
 
 
 def t(shape: str) -> str:
@@ -181,8 +183,13 @@ def test_a_stream_axis_of_an_input_is_sliced_chunk_by_chunk():
     ],
 )
 def test_an_op_that_cannot_compute_chunks_runs_whole(op, result):
-    """Stream schedules and never changes what is computed: no loop, no refusal."""
-    prog = lowered(program(f"  %b = {op}\n  hir.return %b : {result}", results=result))
+    """Stream schedules and never changes what is computed: no loop, no refusal (a
+    Stream on a split axis with a warning that says so)."""
+    from hostir.passes.stream_parallel_type import UnpipelinedStreamWarning
+
+    split = "(2 stream" in result
+    with pytest.warns(UnpipelinedStreamWarning) if split else contextlib.nullcontext():
+        prog = lowered(program(f"  %b = {op}\n  hir.return %b : {result}", results=result))
     assert not loops(prog)
 
 
@@ -258,3 +265,25 @@ def test_a_did_to_stream_program_no_ring_computes_runs_whole_and_matches_eager(n
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "max error vs reference 0" in done.stdout, done.stdout
+
+
+def test_a_stream_on_a_split_axis_is_not_ignored_silently():
+    """nvFuser's spelling of chunking, outer_split then Stream on the outer piece: the op
+    runs whole (the values are right) and the lowering says so, located."""
+    import warnings
+
+    from hostir import FusionDefinition, ParallelType
+    from hostir.passes.stream_parallel_type import UnpipelinedStreamWarning
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([8, 4])
+        y = fd.ops.relu(x)
+        fd.add_output(y)
+    y.outer_split(0, 2)
+    y.axis(0).parallelize(ParallelType.Stream)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = fd.lower(pipeline="hostir-lower{transport=nccl}")
+    (warning,) = [w for w in caught if issubclass(w.category, UnpipelinedStreamWarning)]
+    assert "'hir.post_on_stream' op runs whole: a Stream piece of a split axis is not pipelined" in str(warning.message)
+    assert "scf.for" not in str(program)

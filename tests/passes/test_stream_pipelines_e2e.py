@@ -17,12 +17,12 @@ import torch
 import torch.distributed as dist
 
 from hostir import runtime
-from hostir_dialect import hir
-from hostir_dialect.context import make_context, parse_module
-from hostir_dialect.tensor_type import TensorType
 from hostir.passes import build_passes, run_passes
 from hostir.runtime.graphs import CUDA_GRAPH
 from hostir.runtime.launcher import Job, device_for, launch, run_spmd_batch
+from hostir_dialect import hir
+from hostir_dialect.context import make_context, parse_module
+from hostir_dialect.tensor_type import TensorType
 
 PIPELINE = "hostir-lower{transport=nccl}"
 """Every collective on NCCL and every Stream pipeline as written (no cost model)."""

@@ -13,13 +13,13 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
 
+from hostir.passes import lower, verify_collective_order
+from hostir.passes.verify_collective_order import VerifyCollectiveOrder
+from hostir.runtime.communicator import CollectiveError, Communicator
 from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, LocatingParser, verify_located
 from hostir_dialect.tensor_type import TensorType
-from hostir.passes import lower, verify_collective_order
-from hostir.passes.verify_collective_order import VerifyCollectiveOrder
-from hostir.runtime.communicator import CollectiveError, Communicator
 
 FUSIONS = Path(__file__).resolve().parents[2] / "examples" / "fusions"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from hostir_dialect import hir
-from hostir_dialect.context import parse_module
 from hostir.passes import lower
 from hostir.runtime import Evaluator, run_fusion
 from hostir.runtime.buffers import BufferUses
+from hostir_dialect import hir
+from hostir_dialect.context import parse_module
 
 T = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"

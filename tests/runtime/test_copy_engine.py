@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from hostir_dialect.fusion import ReduceKind
 from hostir.runtime.copy_engine import (
     CopyEngineAllgather,
     CopyEngineAllreduce,
@@ -16,6 +15,7 @@ from hostir.runtime.copy_engine import (
 )
 from hostir.runtime.launcher import launch
 from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
+from hostir_dialect.fusion import ReduceKind
 
 RUNS = 3  # the same slots, buffers and flags serve every run
 

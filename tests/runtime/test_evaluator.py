@@ -7,11 +7,11 @@ import warnings
 import pytest
 import torch
 
+from hostir.runtime import Evaluator, ExecutionError, InputError, execute, run_fusion
+from hostir.runtime.compile import MAX_NUMBER_OF_STREAMS
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.fusion import ARITHMETIC_FUNCTIONS, COMPARISON_FUNCTIONS
-from hostir.runtime import Evaluator, ExecutionError, InputError, execute, run_fusion
-from hostir.runtime.compile import MAX_NUMBER_OF_STREAMS
 
 F = "!fusion.tensor<f32[8, 64]>"
 B = "!fusion.tensor<i1[8, 64]>"

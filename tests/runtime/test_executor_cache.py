@@ -7,9 +7,9 @@ from __future__ import annotations
 import torch
 
 from hostir import passes
-from hostir_dialect.context import parse_module
-from hostir.runtime import executor_cache, execute, launcher
+from hostir.runtime import execute, executor_cache, launcher
 from hostir.runtime.executor_cache import LruCache
+from hostir_dialect.context import parse_module
 
 T = "!fusion.tensor<f32[2, 4]>"
 DOUBLE = f"""hir.program @main(%x: {T}) -> {T} {{

@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from hostir_dialect.context import parse_module
-from hostir.runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
 from test_collectives import (  # the CPU cases, rerun with NCCL
     RING,
     cases,
@@ -20,6 +17,9 @@ from test_collectives import (  # the CPU cases, rerun with NCCL
     shift_program,
     shift_teams,
 )
+
+from hostir.runtime import Job, execute, run_fusion, run_spmd_batch, shard_tensor, unshard
+from hostir_dialect.context import parse_module
 
 pytestmark = [
     pytest.mark.gpu,

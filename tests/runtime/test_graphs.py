@@ -10,14 +10,14 @@ import torch
 import torch.distributed as dist
 
 from hostir import DeviceMesh, FusionDefinition, ParallelType
-from hostir_dialect import hir
-from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import HostIRError
 from hostir.runtime import Evaluator, RankResult, execute, launch, shard_tensor
 from hostir.runtime.cli import report
 from hostir.runtime.evaluator import InputError
 from hostir.runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
 from hostir.runtime.launcher import device_for
+from hostir_dialect import hir
+from hostir_dialect.context import parse_module
+from hostir_dialect.diagnostics import HostIRError
 
 T = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from hostir_dialect import parse_module
 from hostir.runtime import Job, SpmdError, cli, launcher, run_spmd, run_spmd_batch
 from hostir.runtime.cli import console_main
 from hostir.runtime.launcher import RankResult, launch
+from hostir_dialect import parse_module
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -176,7 +176,7 @@ def test_killing_a_rank_in_a_collective_stops_hostir_run_and_names_it(tmp_path):
         _, stderr = tool.communicate(timeout=100)
     assert time.monotonic() - killed < 30, "the other rank waited for the collective timeout"
     assert tool.returncode == 1
-    last_line = stderr.splitlines()[-1]  # ranks may warn first (torch without numpy)
+    last_line = stderr.splitlines()[-1]
     expected = rf"hostir-run: error: rank [01] failed: killed by signal SIGKILL \(pid {victim}\)"
     assert re.fullmatch(expected, last_line), stderr
     assert all(gone(pid) for pid in [tool.pid, *pids])
@@ -243,10 +243,10 @@ def test_hostir_run_reports_bad_ir_at_its_location(tmp_path, capsys, text, where
 def test_a_rank_error_in_a_lowered_fusion_names_the_users_file():
     # The ranks read the lowered program as text; its ops keep the user's locations, so
     # the division's failure points at line 3 of user.mlir, not into the generated text.
-    I = "!fusion.tensor<i32[2 didx, 4], mesh=[0, 1]>"
-    fusion = f"""fusion.func @f(%a: {I}, %b: {I}) -> {I} {{
-  %q = fusion.div %a, %b : {I}, {I} -> {I}
-  fusion.return %q : {I}
+    I32 = "!fusion.tensor<i32[2 didx, 4], mesh=[0, 1]>"
+    fusion = f"""fusion.func @f(%a: {I32}, %b: {I32}) -> {I32} {{
+  %q = fusion.div %a, %b : {I32}, {I32} -> {I32}
+  fusion.return %q : {I32}
 }}"""
     shards = [[torch.ones(1, 4, dtype=torch.int32), torch.zeros(1, 4, dtype=torch.int32)]] * 2
     with pytest.raises(SpmdError, match=r"rank \d failed: ExecutionError: user.mlir:2:3: error: 'fusion.div' op failed"):

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from hostir_dialect.context import parse_module
 from hostir.runtime.layouts import shard_tensor, unshard
+from hostir_dialect.context import parse_module
 
 
 def tensor_type(text: str):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from hostir_dialect.context import parse_module
 from hostir.runtime import Evaluator
 from hostir.runtime.streams import CpuStreams
+from hostir_dialect.context import parse_module
 
 F = "!fusion.tensor<f32[4, 8]>"
 ROW = "!fusion.tensor<f32[8]>"

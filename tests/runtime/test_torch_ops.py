@@ -64,8 +64,8 @@ def test_a_scalar_lhs_never_goes_to_the_device():
     argument): a tensor made on the device would be a host-to-device copy per call, which a
     CUDA graph cannot capture. Built for a CUDA device and run on CPU tensors, the kernel
     must not touch the device (this torch may have none)."""
-    from hostir_dialect.context import parse_module
     from hostir.runtime.torch_ops import OpContext, build_kernel
+    from hostir_dialect.context import parse_module
 
     t = "!fusion.tensor<f32[4]>"
     module = parse_module(f"""fusion.func @f(%x: {t}) -> {t} {{
@@ -160,8 +160,8 @@ def test_a_slice_along_an_axis_sharded_over_one_device_is_computed():
 def test_an_integer_contraction_is_refused_on_gpus_and_computed_on_cpus(op):
     """torch has no CUDA kernel for integer GEMMs (found by the GPU differential profile):
     refused when a program for a GPU is compiled, computed on CPUs."""
-    from hostir_dialect.context import parse_module
     from hostir.runtime.torch_ops import OpContext, UnsupportedOp, build_kernel
+    from hostir_dialect.context import parse_module
 
     a, b, c = "!fusion.tensor<i64[2, 3]>", "!fusion.tensor<i64[3, 3]>", "!fusion.tensor<i64[2, 3, r3]>"
     module = parse_module(f"""fusion.func @f(%a: {a}, %b: {b}) -> {c} {{

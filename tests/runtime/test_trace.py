@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from hostir import FusionDefinition
-from hostir_dialect.context import parse_module
 from hostir.passes import lower
 from hostir.runtime import Evaluator, execute
 from hostir.runtime.cli import console_main
@@ -25,11 +24,13 @@ from hostir.runtime.trace import (
     HOST_CLOCK_NOTE,
     OUTSIDE,
     Trace,
+    efficiency_note,
     name_device_work,
     overlap,
     traced_run,
     union_length,
 )
+from hostir_dialect.context import parse_module
 
 
 def test_a_traced_run_names_every_op_by_its_source(tmp_path):
@@ -121,6 +122,11 @@ def test_the_overlap_report_of_a_device_trace():
                              "ideal 0.050 ms, efficiency 0.00, wall/ideal 2.00")
 
 
+def test_the_efficiency_note_names_the_host_clock_only_for_cpu_ranks():
+    assert "host timestamps" in efficiency_note(device_clock=False)
+    assert "host timestamps" not in efficiency_note(device_clock=True)
+
+
 def test_efficiency_needs_both_kinds_of_work():
     trace = Trace(0, "main", [{"ph": "X", "name": "hir.program @main", "ts": 0, "dur": 10},
                               {"ph": "X", "name": "fusion.neg a:1:1", "ts": 1, "dur": 5}],
@@ -145,6 +151,9 @@ def test_hostir_run_traces_reports_and_draws_a_graph_mode_run_on_two_cpu_ranks(t
     reports = [line for line in lines if line.startswith("overlap @f rank ")]
     assert [r.split(" (")[0] for r in reports] == ["overlap @f rank 0", "overlap @f rank 1"]
     assert all("(host clock)" in r for r in reports) and lines[-1] == f"trace: {HOST_CLOCK_NOTE}"
+    (legend,) = [line for line in lines if line.startswith("efficiency: ")]
+    assert lines.index(legend) == lines.index(reports[-1]) + 1  # right after the lines it explains
+    assert "eta = (comm + compute - wall) / min(comm, compute)" in legend and "CPU ranks have host timestamps" in legend
     events = json.loads(trace_path.read_text())["traceEvents"]
     ranks = {e["args"]["name"].split(":")[0] for e in events if e.get("name") == "process_name"}
     assert ranks == {"rank 0", "rank 1"}

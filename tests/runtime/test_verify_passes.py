@@ -17,14 +17,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from hostir.passes import PIPELINES, opt
+from hostir.passes.pipeline import PassManagerOptions, build_passes, run_passes
+from hostir.runtime.verify_passes import NumericalCheck
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import make_context, parse_module
 from hostir_dialect.diagnostics import HostIRError, located_like
 from hostir_dialect.fusion import ReduceKind, ReduceKindAttr
 from hostir_dialect.tensor_type import tensor_type
-from hostir.passes import PIPELINES, opt
-from hostir.passes.pipeline import PassManagerOptions, build_passes, run_passes
-from hostir.runtime.verify_passes import NumericalCheck
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FUSIONS, HOST_PROGRAMS = EXAMPLES / "fusions", EXAMPLES / "host_programs"

@@ -7,9 +7,9 @@ import pytest
 from xdsl.ir import Dialect
 
 from hostir import runtime
-from hostir_dialect import fusion, hir
 from hostir.runtime import cli, launcher
 from hostir.runtime.compile import DEFAULT_NUMBER_OF_STREAMS, HANDLERS, control_flow, fusion_compute, hir_buffers, hir_communication
+from hostir_dialect import fusion, hir
 
 GROUPS = {
     "fusion_compute": fusion_compute.HANDLERS,

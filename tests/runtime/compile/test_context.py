@@ -4,12 +4,12 @@ lines are the ops' torch calls; a failure names the op whose line raised."""
 import pytest
 import torch
 
-from hostir_dialect.context import parse_module
 from hostir.runtime import Evaluator, ExecutionError, run_spmd, shard_tensor, unshard
 from hostir.runtime.compile.context import OUTLINING_DEPTH, identifier
+from hostir_dialect.context import parse_module
 
 F = "!fusion.tensor<f32[4, 8]>"
-I = "!fusion.tensor<i32[4]>"
+I32 = "!fusion.tensor<i32[4]>"
 
 
 def program(body: str, args: str, results: str, units: str = "") -> str:
@@ -61,20 +61,20 @@ def test_loop_carried_values_are_assigned_at_once():
 
 
 def test_a_failure_in_a_unit_names_the_units_op():
-    units = f"""fusion.func @divide(%x: {I}, %y: {I}) -> {I} {{
-  %q = fusion.div %x, %y : {I}, {I} -> {I}
-  fusion.return %q : {I}
+    units = f"""fusion.func @divide(%x: {I32}, %y: {I32}) -> {I32} {{
+  %q = fusion.div %x, %y : {I32}, {I32} -> {I32}
+  fusion.return %q : {I32}
 }}"""
-    body = f"""  %r = hir.post_on_stream @divide(%a, %b) : ({I}, {I}) -> ({I})
-  hir.return %r : {I}"""
-    evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I, units), "units.mlir"))
+    body = f"""  %r = hir.post_on_stream @divide(%a, %b) : ({I32}, {I32}) -> ({I32})
+  hir.return %r : {I32}"""
+    evaluator = Evaluator(parse_module(program(body, f"%a: {I32}, %b: {I32}", I32, units), "units.mlir"))
     with pytest.raises(ExecutionError, match=r"^units.mlir:6:3: error: 'fusion.div' op failed: .*[Zz]ero"):
         evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
 
 
 def test_a_failure_in_a_loop_names_the_op_of_the_failing_line():
-    body = loop(f"""    %q = fusion.div %a, %b : {I}, {I} -> {I}""") + f"\n  hir.return %a : {I}"
-    evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I), "loop.mlir"))
+    body = loop(f"""    %q = fusion.div %a, %b : {I32}, {I32} -> {I32}""") + f"\n  hir.return %a : {I32}"
+    evaluator = Evaluator(parse_module(program(body, f"%a: {I32}, %b: {I32}", I32), "loop.mlir"))
     with pytest.raises(ExecutionError, match=r"^loop.mlir:7:5: error: 'fusion.div' op failed"):
         evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
     (same,) = evaluator.run([torch.ones(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)])
@@ -90,15 +90,15 @@ def test_loops_nested_deeper_than_python_compiles_in_one_function_run(depth, mon
     body = f"""  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c3 = arith.constant 3 : index
-{opening}%b = hir.allocate : {I}
-%s = fusion.add %acc, %one into %b : {I}, {I} -> {I}
-%t = fusion.set %s into %acc : {I} -> {I}
+{opening}%b = hir.allocate : {I32}
+%s = fusion.add %acc, %one into %b : {I32}, {I32} -> {I32}
+%t = fusion.set %s into %acc : {I32} -> {I32}
 {"}" * depth}
-  hir.return %acc : {I}"""
+  hir.return %acc : {I32}"""
     allocations = []
     real_empty = torch.empty
     monkeypatch.setattr(torch, "empty", lambda *a, **k: allocations.append(a) or real_empty(*a, **k))
-    evaluator = Evaluator(parse_module(program(body, f"%acc: {I}, %one: {I}", I)))
+    evaluator = Evaluator(parse_module(program(body, f"%acc: {I32}, %one: {I32}", I32)))
     (total,) = evaluator.run([torch.zeros(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32)])
     assert total.tolist() == [3] * 4 and len(allocations) == 1
     assert evaluator.compiled.source.count("for ") == min(depth, OUTLINING_DEPTH - 1)  # the body is one block
@@ -109,10 +109,10 @@ def test_a_failure_in_an_outlined_loop_names_its_op():
     opening = "".join(f"scf.for %i{k} = %c0 to %c1 step %c1 {{\n" for k in range(depth))
     body = f"""  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-{opening}%q = fusion.div %a, %b : {I}, {I} -> {I}
+{opening}%q = fusion.div %a, %b : {I32}, {I32} -> {I32}
 {"}" * depth}
-  hir.return %a : {I}"""
-    evaluator = Evaluator(parse_module(program(body, f"%a: {I}, %b: {I}", I), "deep.mlir"))
+  hir.return %a : {I32}"""
+    evaluator = Evaluator(parse_module(program(body, f"%a: {I32}, %b: {I32}", I32), "deep.mlir"))
     with pytest.raises(ExecutionError, match=rf"^deep.mlir:{depth + 4}:1: error: 'fusion.div' op failed"):
         evaluator.run([torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)])
 
