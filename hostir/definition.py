@@ -78,7 +78,7 @@ class FusionDefinition(FusionDefinitionIR):
         """The outputs' types as `pipeline` lowers them: the mesh and sharding of what
         `execute` returns."""
         (program,) = symbols.programs(self._lowered_program(pipeline))
-        return list(program.function_type.outputs.data)
+        return [t for t in program.function_type.outputs.data if isinstance(t, TensorType)]  # a program returns tensors
 
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name

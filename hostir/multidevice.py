@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 from hostir import runtime
 from hostir_dialect import DeviceMesh as MeshIR
-from hostir_dialect.frontend import Tensor, FusionView
+from hostir_dialect.frontend import FusionView, Tensor
 
 
 class Communicator:

@@ -26,14 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from types import FrameType
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
-    FileLineColLoc,
     FloatAttr,
     IntAttr,
     IntegerAttr,
@@ -649,15 +650,15 @@ _OWN_FILES = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve()
 def _caller_location() -> Location | None:
     """The file, line and column of the innermost call outside hostir's own code (the
     user's `fd.ops.x(..)` line), as an op location."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
         frame = frame.f_back
     if frame is None:
         return None
     positions = list(frame.f_code.co_positions())
     index = frame.f_lasti // 2  # one position per 2-byte code unit
-    column = positions[index][2] if index < len(positions) and positions[index][2] is not None else 0
-    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr(column + 1))
+    column = positions[index][2] if index < len(positions) else None
+    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr((column or 0) + 1))
 
 
 @dataclass(eq=False)
@@ -1041,9 +1042,10 @@ class Ops:
     def _cast_to(self, value: _Value, dtype: DataType, what: str) -> _Value:
         """A tensor operand cast to `dtype` where it has another type (nvFuser's
         promoteValues); scalars keep theirs, as the ops take scalars of a lower kind."""
-        if isinstance(value, Tensor) and value.dtype != dtype:
-            return self._unary(fusion.CastOp, what, value, dtype.element_type)
-        return value
+        return self._cast_tensor(value, dtype, what) if isinstance(value, Tensor) else value
+
+    def _cast_tensor(self, t: Tensor, dtype: DataType, what: str) -> Tensor:
+        return t if t.dtype == dtype else self._unary(fusion.CastOp, what, t, dtype.element_type)
 
     def gelu(self, t: Tensor, approximate: str = "none") -> Tensor:
         """Elementwise gelu (fusion.gelu): `approximate="none"` (erf) or `"tanh"`, as torch's."""
@@ -1111,7 +1113,7 @@ class Ops:
         if target == DataType.Null and kind in (fusion.ReduceKind.SUM, fusion.ReduceKind.PROD) and not t.dtype.is_float:
             target = DataType.Int  # nvFuser sums integers and predicates into Int
         if target != DataType.Null:
-            t = self._cast_to(t, target, what)
+            t = self._cast_tensor(t, target, what)
         result = self._fd._define(what, [t], lambda v, r: fusion.ReduceOp(kind, v[0], dims, r), t.element_type)
         return self._keep_dims(result, t, dims, keepdim)
 
@@ -1358,7 +1360,7 @@ class Ops:
             raise FusionDefinitionError(f"{what}: tensors must be a non-empty list of Tensors, got {tensors!r}")
         values = [self._tensor(t, what) for t in tensors]
         common = _promoted_type(values, _Promotion.NONE, what)
-        values = [self._cast_to(t, common, what) for t in values]
+        values = [self._cast_tensor(t, common, what) for t in values]
         return self._fd._define(what, values, lambda v, r: fusion.CatOp(list(v), dim, r), common.element_type)  # type: ignore[arg-type]
 
     def where(self, pred: object, a: object, b: object) -> Tensor:
@@ -1403,7 +1405,7 @@ class Ops:
     def _statistic(self, what: str, arg: object, build_op: Callable, dims: object) -> tuple[Tensor, Tensor, list[int]]:
         """(input promoted as nvFuser's float ops, the reduction, its dims)."""
         t = self._tensor(arg, what)
-        t = self._cast_to(t, _promoted_type([t], _Promotion.FLOAT, what), what)  # type: ignore[assignment]
+        t = self._cast_tensor(t, _promoted_type([t], _Promotion.FLOAT, what), what)
         dims = list(range(t.ndim)) if dims is None else _ints(what, dims)
         return t, self._fd._define(what, [t], lambda v, r: build_op(v[0], dims, r), t.element_type), dims  # type: ignore[return-value]
 
@@ -1475,7 +1477,8 @@ class Ops:
             element_type = Float32Type() if kind == fusion.AttentionOutput.LOGSUMEXP else q.element_type
 
             def build(x: Sequence[SSAValue], r: Attribute, kind=kind) -> Operation:
-                return fusion.SdpfaFwdOp(kind, *x, *attributes, r)  # type: ignore[arg-type]
+                q, k, v, seed, offset = x
+                return fusion.SdpfaFwdOp(kind, q, k, v, seed, offset, *attributes, r)  # type: ignore[arg-type]  # r: the result's TensorType
 
             outputs.append(self._fd._define(what, [q, k, v, seed, offset], build, element_type))
         outputs[0]._follow_layout(q)  # nvFuser's attention output is laid out as its query
@@ -1493,14 +1496,16 @@ class Ops:
         for kind, source in zip(fusion.AttentionGradient, operands[1:4]):
 
             def build(x: Sequence[SSAValue], r: Attribute, kind=kind) -> Operation:
-                return fusion.SdpfaBwdOp(kind, *x, *attributes, r)  # type: ignore[arg-type]
+                grad, q, k, v, out, lse, seed, offset = x
+                return fusion.SdpfaBwdOp(kind, grad, q, k, v, out, lse, seed, offset, *attributes, r)  # type: ignore[arg-type]  # r: the result's TensorType
 
             gradient = self._fd._define(what, operands, build, source.element_type)
             gradient._follow_layout(source)
             gradients.append(gradient)
         return gradients[0], gradients[1], gradients[2]
 
-    def _attention_attributes(self, what: str, dropout_p: object, is_causal: object, scale: object) -> tuple:
+    def _attention_attributes(self, what: str, dropout_p: object, is_causal: object,
+                              scale: object) -> tuple[float, bool, float | None]:
         """(dropout_p, is_causal, scale) as constants (None: 0, False, 1/sqrt(E))."""
         dropout = 0.0 if dropout_p is None else self._constant(what, dropout_p, "dropout_p", (int, float))
         causal = False if is_causal is None else self._constant(what, is_causal, "is_causal", (bool,))

@@ -1547,8 +1547,8 @@ class UniformOp(RandomOp):
     name = "fusion.uniform"
     low = operand_def(Float16Type | BFloat16Type | Float32Type | Float64Type | IntegerType)
     high = operand_def(Float16Type | BFloat16Type | Float32Type | Float64Type | IntegerType)
-    seed = opt_operand_def(IntegerType | IndexType)
-    offset = opt_operand_def(IntegerType | IndexType)
+    seed = opt_operand_def(base(IntegerType) | base(IndexType))
+    offset = opt_operand_def(base(IntegerType) | base(IndexType))
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
         "$low `,` $high (`seed` $seed^)? (`offset` $offset^)? `stream` $stream (`into` $out^)? attr-dict `:` "

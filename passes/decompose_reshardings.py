@@ -366,8 +366,8 @@ class SumsForShardedStatistics(RewritePattern):
 
 def _scaled(value: SSAValue, factor: float, rewriter: PatternRewriter, like: Operation) -> SSAValue:
     """`value * factor`, of `value`'s value type."""
-    constant = located_like(arith.ConstantOp(FloatAttr(factor, Float64Type())), like)
-    rewriter.insert(constant)
+    constant = arith.ConstantOp(FloatAttr(factor, Float64Type()))
+    rewriter.insert(located_like(constant, like))
     return _emit(rewriter, like, MulOp(value, constant.result, tensor_type(value).value_type()))
 
 

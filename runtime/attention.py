@@ -69,7 +69,7 @@ class Attention:
                 no_state, torch.empty(0, dtype=torch.uint64, device=q.device), scale=self.scale)[:3]
         with torch.enable_grad():
             inputs = [x.detach().requires_grad_() for x in (q, k, v)]
-            result, _ = self._math(*inputs, mask)
+            result, _ = self._math(inputs[0], inputs[1], inputs[2], mask)
             grads = torch.autograd.grad(result, inputs, grad.to(result.dtype))
         return tuple(g.to(x.dtype) for g, x in zip(grads, (q, k, v)))
 

@@ -583,7 +583,8 @@ def _sdpfa_bwd(op: fusion.SdpfaBwdOp, ctx: OpContext) -> Kernel:
     def fresh(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
               lse: torch.Tensor, seed: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
         mask = _dropout(op, ctx, attention, q, k, seed, offset)
-        grads = attention.backward(*map(batched, (grad, q, k, v, out)), lse.reshape(-1, *lse.shape[-2:]), mask)
+        grads = attention.backward(batched(grad), batched(q), batched(k), batched(v), batched(out),
+                                   lse.reshape(-1, *lse.shape[-2:]), mask)
         return grads[which].reshape((q, k, v)[which].shape)
 
     return Kernel(fresh, lambda out, *args: copy_into(out, fresh(*args)))

@@ -11,8 +11,8 @@ import socket
 import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 import torch

@@ -8,7 +8,17 @@ import pytest
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
-from hostir_dialect import DataType, DeviceMesh, FusionDefinition, FusionDefinitionError, ParallelType, Scalar, TensorType, fusion, parse_module
+from hostir_dialect import (
+    DataType,
+    DeviceMesh,
+    FusionDefinition,
+    FusionDefinitionError,
+    ParallelType,
+    Scalar,
+    TensorType,
+    fusion,
+    parse_module,
+)
 from hostir_dialect.tensor_type import ParallelKind as PT
 
 

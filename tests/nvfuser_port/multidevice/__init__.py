@@ -2,7 +2,7 @@
 # All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
 
-from enum import auto, Enum
+from enum import Enum, auto
 
 
 class Parallelism(Enum):

@@ -2,13 +2,14 @@
 # All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
 
-import hostir as nvfuser
-from hostir import FusionDefinition
 from collections.abc import Iterable
+from typing import Callable, TypeAlias, cast
+
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.placement_types import Placement, Shard
-from typing import Callable, cast, TypeAlias
 
+import hostir as nvfuser
+from hostir import FusionDefinition
 
 DTensorsKey: TypeAlias = tuple[tuple[str, str], ...]
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from dataclasses import dataclass
-from enum import auto, Enum
+from enum import Enum, auto
 from functools import lru_cache
 from typing import Iterable
 
@@ -13,6 +13,7 @@ from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.placement_types import Placement
 
 from hostir import DataType, FusionDefinition
+
 from .fusion_definition_wrapper import FusionDefinitionWrapper
 
 

@@ -5,13 +5,14 @@
 
 # This file contains certain building blocks of the AlphaFold3 model.
 
-import pytest
-import torch
 from dataclasses import dataclass
 from enum import Enum, auto
 
+import pytest
+import torch
+
 import hostir as nvfuser
-from hostir import FusionDefinition, DataType, TensorView
+from hostir import DataType, FusionDefinition, TensorView
 
 
 @dataclass

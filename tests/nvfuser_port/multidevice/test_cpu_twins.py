@@ -18,6 +18,7 @@ import hostir as nvfuser
 from hostir import CommunicatorBackend, DataType, FusionDefinition, runtime
 from hostir.pytorch_utils import torch_dtype_to_nvfuser_dtype
 
+from ..direct_utils import create_sdpa_rng_tensors
 from . import Parallelism
 from .fusion_definition_wrapper import FusionDefinitionWrapper
 from .linear import LinearFunction
@@ -29,7 +30,6 @@ from .test_transformer import (
     transformer_forward_definition,
     transformer_forward_multidevice_schedule,
 )
-from ..direct_utils import create_sdpa_rng_tensors
 
 
 def assert_like_unsharded(fd, inputs, outputs, rank):

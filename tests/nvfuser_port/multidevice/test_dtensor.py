@@ -3,15 +3,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import pytest
-
 import torch
 import torch.distributed as dist
-
 from torch.distributed.tensor import DTensor
-from torch.distributed.tensor.placement_types import Shard, Replicate
+from torch.distributed.tensor.placement_types import Replicate, Shard
+
+from hostir import DataType, FusionDefinition
+
 from .fusion_definition_wrapper import FusionDefinitionWrapper
 from .linear import LinearFunction
-from hostir import FusionDefinition, DataType
 
 
 @pytest.mark.mpi

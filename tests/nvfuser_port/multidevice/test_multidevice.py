@@ -2,13 +2,15 @@
 # All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
 
+from enum import Enum, auto
+
 import pytest
 import torch
-from enum import Enum, auto
 from torch.nn.attention import SDPBackend
 
 import hostir as nvfuser
 from hostir import DataType, FusionDefinition
+
 from ..direct_utils import is_pre_ampere
 
 

@@ -2,17 +2,18 @@
 # All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
 
-import pytest
 import os
 
+import pytest
 import torch
 import torch.distributed as dist
-from torch.distributed.tensor import distribute_tensor, Shard
+from torch.distributed.tensor import Shard, distribute_tensor
 
 import hostir as nvfuser
-from .benchmark_utils import get_benchmark_fns
-from hostir import DataType, FusionDefinition, CommunicatorBackend, TensorView
+from hostir import CommunicatorBackend, DataType, FusionDefinition, TensorView
 from hostir.pytorch_utils import torch_dtype_to_nvfuser_dtype
+
+from .benchmark_utils import get_benchmark_fns
 
 
 def row_parallel_linear_forward(

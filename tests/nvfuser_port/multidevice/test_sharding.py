@@ -3,7 +3,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import pytest
-
 import torch
 
 import hostir as nvfuser

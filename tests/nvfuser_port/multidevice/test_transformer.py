@@ -2,18 +2,18 @@
 # All rights reserved.
 # SPDX-License-Identifier: BSD-3-Clause
 import pytest
-
 import torch
 import torch.nn.functional as F
 
 import hostir as nvfuser
-from . import Parallelism
-from .benchmark_utils import get_benchmark_fns
 from hostir import DataType, FusionDefinition
+
 from ..direct_utils import (
     create_sdpa_rng_tensors,
     is_pre_ampere,
 )
+from . import Parallelism
+from .benchmark_utils import get_benchmark_fns
 
 
 @pytest.mark.mpi
