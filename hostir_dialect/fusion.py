@@ -2046,6 +2046,15 @@ COMPUTE_OPS: list[type[ComputeOp]] = [
     *PARITY_OPS,
 ]
 
+
+def moves_no_data(func: FuncOp) -> bool:
+    """Does the function only relabel its inputs' elements (reshape, permute, broadcast,
+    squeeze: the layout ops an rFactor puts in front of a matmul)? Run eagerly, such a
+    kernel unit gives views of its inputs wherever torch can."""
+    layout_ops = (ReshapeOp, PermuteOp, BroadcastOp, SqueezeOp, ReturnOp)
+    return all(isinstance(op, layout_ops) for op in func.body.block.ops)
+
+
 Fusion = Dialect(
     "fusion", [FuncOp, ReturnOp, *COMPUTE_OPS],
     [TensorType, ReduceKindAttr, GeluApproximationAttr, EpilogueAttr, GroupingAttr, AttentionOutputAttr,

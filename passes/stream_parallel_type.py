@@ -522,9 +522,11 @@ class _LoopBuilder:
         self.ring = loop.ring
         body_ops = {s.op for s in loop.slicings}
         self.results = [r for s in loop.slicings for r in s.axes]
-        self.loop_local = {
-            r for r in self.results if bounded_intermediates and all(use.operation in body_ops for use in r.uses)
-        }
+        read_in_loop_only = {r for r in self.results if all(use.operation in body_ops for use in r.uses)}
+        self.views = {r for r in read_in_loop_only if _relabels(r.owner)}
+        """Results of kernel units that only relabel elements, read in the loop only: no
+        buffer at all, each iteration's chunk is the unit's value (a view of its input)."""
+        self.loop_local = {r for r in read_in_loop_only - self.views if bounded_intermediates}
 
     def located(self, op: Operation) -> Operation:
         return located_like(op, self.anchor)
@@ -534,7 +536,7 @@ class _LoopBuilder:
             hoisted.detach()
             Rewriter.insert_op(hoisted, InsertPoint.before(self.anchor))
         lower, step, upper = self.bounds()
-        buffers = {r: self.allocate(r) for r in self.results if r not in self.loop_local}
+        buffers = {r: self.allocate(r) for r in self.results if r not in self.loop_local | self.views}
         user = self.located(hir.GetCurrentStreamOp()).results[0]
         user.name_hint = "user_stream"
         sync = self.for_loop(lower, upper, step, self.sync_body(user))
@@ -671,8 +673,10 @@ class _Chunks:
 
     def emit(self, slicing: Slicing, buffers: dict[SSAValue, Operation]) -> None:
         chunks = {v: self.select(v, a, self.strided_index(*stride)) for v, a, stride in slicing.inputs() if a is not None}
-        outs = [self.destination(r, a, buffers) for r, a in slicing.axes.items()]
         op = slicing.op
+        if all(r in self.builder.views for r in slicing.axes):
+            return self.relabel(slicing, chunks)
+        outs = [self.destination(r, a, buffers) for r, a in slicing.axes.items()]
         if slicing.ring is not None:
             assert isinstance(op, fusion.SetOp)
             self.shift(op.input, outs[0], slicing.ring)
@@ -687,11 +691,29 @@ class _Chunks:
             chunked.attributes.update(op.attributes)
         self.block.add_op(self.builder.located(chunked))
 
+    def relabel(self, slicing: Slicing, chunks: dict[SSAValue, SSAValue]) -> None:
+        """A unit that only relabels elements, on this iteration's chunks, without outs: its
+        results are this iteration's chunks of its outputs (the runtime gives views)."""
+        op = slicing.op
+        assert isinstance(op, hir.PostOnStreamOp)
+        name = self.builder.units.chunk_unit(op, slicing.unit_axes)
+        types = [sliced_type(tensor_type(r), a) for r, a in slicing.axes.items()]
+        chunked = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], types)
+        self.block.add_op(self.builder.located(chunked))
+        for (result, axis), value in zip(slicing.axes.items(), chunked.results):
+            value.name_hint = _chunk_name(result)
+            self.cache[(result, axis, self.index)] = value
+
     def shift(self, source: SSAValue, out: SSAValue, team: tuple[int, ...]) -> None:
         """Member p's whole shard into chunk p: a shift by the iteration number."""
         shift = hir.ShiftOp(source, out, team, self.block.args[0])
         shift.work.name_hint = "w"
         self.block.add_ops([self.builder.located(shift), self.builder.located(hir.WaitOp(shift.work))])
+
+
+def _relabels(op: Operation | None) -> bool:
+    """A kernel unit's post whose unit only relabels elements (fusion.moves_no_data)."""
+    return isinstance(op, hir.PostOnStreamOp) and fusion.moves_no_data(op.unit())
 
 
 def _check_nothing_to_lower(module: ModuleOp) -> None:

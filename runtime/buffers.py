@@ -5,7 +5,7 @@ which ones the function returns. The capture check and the evaluator's views ask
 
 from __future__ import annotations
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from hostir.passes.insert_deallocations import alias_source
 from hostir_dialect import fusion, hir
@@ -63,3 +63,29 @@ class BufferUses:
         dense buffers) and the function does not return it: a view of another immutable
         value can stand for it."""
         return self.unwritten(value) and self.root[value] not in self.communicated and self.root[value] not in self.returned
+
+    def unwritten_while_read(self, op: Operation) -> bool:
+        """From `op` to the last use of its results, does nothing write the buffers `op`
+        reads, nor communicate or return its results? Then results that are views of its
+        inputs stay valid as long as they are read. Its results must be read in `op`'s
+        block only (a loop body: the next iteration's writes come after this one's reads)."""
+        block = op.parent_block()
+        assert block is not None
+        position = {o: i for i, o in enumerate(block.ops)}
+        last = position[op]
+        for result in op.results:
+            for use in result.uses:
+                user = _ancestor_in(use.operation, block)
+                if user is None or isinstance(user, (hir.CollectiveOp, hir.PointToPointOp, hir.ReturnOp)):
+                    return False  # a returned buffer or a communicated one is laid out as its type says
+                last = max(last, position[user])
+        read = {self.root[v] for v in op.operands if v in self.root}
+        between = [o for o in block.ops if position[op] < position[o] <= last]
+        return not any(self.root.get(w) in read for o in between for inner in o.walk() for w in written_operands(inner))
+
+
+def _ancestor_in(op: Operation, block: Block) -> Operation | None:
+    """`op`, or the op of `block` that holds it (None if `block` holds neither)."""
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()  # type: ignore[assignment]  # None ends the loop
+    return op

@@ -129,11 +129,13 @@ class Evaluator:
             stream_log=self.stream_log, trace=trace, hazards=self.hazards, unit_backend=self.unit_backend,
         )
         self.trace_kinds = self.context.trace_kinds
-        self.compiled = compile_function(self.context, self.function, BufferUses(self.function).immutable)
+        buffers = BufferUses(self.function)
+        self.context.program_buffers = buffers
+        self.compiled = compile_function(self.context, self.function, buffers.immutable)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
         self.graph_mode = graph_mode(cuda_graph, self.device, self.function if self.is_program else None)
-        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, copy_outputs=cuda_graph is None)  # type: ignore[arg-type]  # graph mode runs on CUDA streams
+        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, for_callers=cuda_graph is None)  # type: ignore[arg-type]  # graph mode runs on CUDA streams
                        if self.graph_mode == CUDA_GRAPH else None)
 
     def _copy_engine(self, program: hir.ProgramOp) -> CopyEngineProgram | None:

@@ -19,7 +19,9 @@ The contract:
   does): a caller that keeps results across runs clones them. By default (`cuda_graph`
   left None: a graph wherever the program is on a GPU and capturable) every replay
   returns copies, so that replaying is never visible to a caller who did not ask for it;
-  the copy costs one write of each output.
+  the copy costs one write of each output. In that mode a caller who passes the same
+  tensors a second time in a row gets them bound (the program is captured once more on
+  them, and the graph that copied them is dropped): its replays copy nothing in.
 - The first capture of an evaluator follows one eager run, on every rank at the same call
   (every rank runs its programs in the same order), which creates what capture cannot: NCCL
   communicators, cuBLAS handles, worker streams. Symmetric buffers and their flags exist
@@ -45,6 +47,7 @@ graph's fixed addresses cannot express:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -136,24 +139,33 @@ class _Captured:
 
 
 class CudaGraphs:
-    """The graphs of one evaluator's program, by input signature."""
+    """The graphs of one evaluator's program, by input signature.
 
-    def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams, copy_outputs: bool = False):
-        """`copy_outputs`: each replay returns copies of the graph's output buffers."""
+    With `for_callers` (the Evaluator's default graph mode) the caller never sees the
+    graph: each replay returns copies of its outputs, and a caller who passes the same
+    tensors again (weights, a buffer refilled in place) gets them bound as
+    `Evaluator.bind_inputs` binds them: the graph is captured once more, on the caller's
+    own tensors, and its replays copy nothing in while the caller keeps passing them."""
+
+    def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams, for_callers: bool = False):
         self._run_eagerly = run_eagerly
         self._streams = streams
-        self._copy_outputs = copy_outputs
+        self._for_callers = for_callers
         self._graphs: dict[tuple, _Captured] = {}
+        self._bound: dict[tuple, _Captured] = {}
+        """Graphs captured on a caller's own tensors, by signature."""
+        self._previous: list[Any] = []
+        """Weak references to the tensors of the previous run (for_callers)."""
         self._warm = False
 
     def __len__(self) -> int:
-        return len(self._graphs)
+        return len(self._graphs) + len(self._bound)
 
     def run(self, inputs: Sequence[Any]) -> list:
-        outputs = self._captured(inputs).replay(inputs)
-        if self._copy_outputs:
-            return [x.clone() if isinstance(x, torch.Tensor) else x for x in outputs]
-        return outputs
+        if not self._for_callers:
+            return self._captured(inputs).replay(inputs)
+        outputs = self._for_caller(inputs).replay(inputs)
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in outputs]
 
     def bind(self, inputs: Sequence[Any]) -> list:
         """The input buffers of the graph of `inputs`' signature (captured now if it is
@@ -167,8 +179,23 @@ class CudaGraphs:
             captured = self._graphs[key] = self._capture(inputs)
         return captured
 
-    def _capture(self, inputs: Sequence[Any]) -> _Captured:
-        static = [_static_copy(x) for x in inputs]
+    def _for_caller(self, inputs: Sequence[Any]) -> _Captured:
+        """The graph bound to these very tensors, bound now if the caller passes the
+        same ones a second time in a row, else the graph that copies them in."""
+        key = signature(inputs)
+        bound = self._bound.get(key)
+        if bound is not None and _same_objects(bound.inputs, inputs):
+            return bound
+        repeated = _same_objects([ref() if isinstance(ref, weakref.ref) else ref for ref in self._previous], inputs)
+        self._previous = [weakref.ref(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        if not repeated:
+            return self._captured(inputs)
+        bound = self._bound[key] = self._capture(inputs, bind=True)
+        self._graphs.pop(key, None)  # its input copies and memory pool are not needed any more
+        return bound
+
+    def _capture(self, inputs: Sequence[Any], bind: bool = False) -> _Captured:
+        static = list(inputs) if bind else [_static_copy(x) for x in inputs]
         if not self._warm:
             self._warm_up(static)
         graph = torch.cuda.CUDAGraph()
@@ -186,6 +213,12 @@ class CudaGraphs:
             self._run_eagerly(static)
         current.wait_stream(side)
         self._warm = True
+
+
+def _same_objects(previous: Sequence[Any], inputs: Sequence[Any]) -> bool:
+    """The same tensor objects (and equal other values) as before, in order."""
+    return len(previous) == len(inputs) and all(
+        (p is x) if isinstance(x, torch.Tensor) else (p == x) for p, x in zip(previous, inputs))
 
 
 def _static_copy(value: Any) -> Any:

@@ -182,7 +182,7 @@ class Hazards:
         """`op` hands `tensor`'s memory back to the allocator on `stream`, which gives it
         to that stream's next allocation: every access of it must be ordered before (and
         none of them can conflict with the memory's next use)."""
-        if isinstance(tensor, torch.Tensor):
+        if isinstance(tensor, torch.Tensor) and _owns_its_storage(tensor):  # a view returns no memory
             self._check_ordered_before(stream, op, tensor, "frees")
             self._accesses.pop(Region.of(tensor).key, None)
 
@@ -213,6 +213,11 @@ class Hazards:
         remote = self.new_stream(f"the push of the member at position {peer}", since)
         self.access(remote, op, writes=[region], what=f"the push of the member at position {peer}")
         self.join(stream, self.mark(remote))
+
+
+def _owns_its_storage(tensor: torch.Tensor) -> bool:
+    """Does `tensor` span its whole storage (as an allocation does, unlike a view of part)?"""
+    return tensor.storage_offset() == 0 and tensor.numel() * tensor.element_size() == tensor.untyped_storage().nbytes()
 
 
 def _where(op: Operation | None) -> str:

@@ -29,6 +29,7 @@ from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.tensor_type import TensorType
 
+from ..buffers import BufferUses
 from ..communicator import CollectiveError, Communicator
 from ..copy_engine import CopyEngineProgram
 from ..hazards import Hazards, StreamHazard
@@ -124,6 +125,8 @@ class CompileContext:
     unit_backend: str = "eager"
     """How a `hir.post_on_stream` runs its unit: "eager" (op by op, one torch call each)
     or "compiled" (fused kernels, runtime/compile/unit_backends.py)."""
+    program_buffers: BufferUses | None = None
+    """What the program does with its buffers (for views a unit may return)."""
     manages_streams: bool = True
     """Whether the lines make the program's current stream torch's before device work (a
     unit compiled into fused kernels runs inside its post, which already did)."""

@@ -77,7 +77,8 @@ def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
     if not c.on_rank([*op.inputs, *op.outs, *op.outputs]):
         return
     if not op.outs:
-        compiled = unit(c, op, outs=0, direct=False, views=all(map(c.may_view, [*op.inputs, *op.outputs])))
+        compiled = unit(c, op, outs=0, direct=False, views=all(map(c.may_view, [*op.inputs, *op.outputs]))
+                        or relabels_while_read(c, op))
         emit_unit_call(c, compiled, op.outputs, op.inputs)
         return c.record_accesses(op, op.inputs, op.outputs)
     # Writing straight into an out buffer that is also an input could clobber the
@@ -88,6 +89,13 @@ def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:
     c.emit(f"if {' or '.join(f'{o} is None' for o in outs)}: raise _Unbound('an outs buffer is not bound (allocate it first)')")
     emit_unit_call(c, compiled, op.outputs, [*op.inputs, *op.outs])
     c.record_accesses(op, op.inputs, op.outputs)
+
+
+def relabels_while_read(c: FunctionCompiler, op: hir.PostOnStreamOp) -> bool:
+    """A unit that only relabels elements (the layout ops an rFactor puts before a matmul)
+    may return views of its inputs where nothing writes them while its results are read."""
+    buffers = c.context.program_buffers
+    return fusion.moves_no_data(op.unit()) and buffers is not None and buffers.unwritten_while_read(op)
 
 
 def emit_unit_call(c: FunctionCompiler, compiled: CompiledFunction | CompiledUnit, outputs: Sequence[SSAValue],
@@ -102,7 +110,7 @@ def unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int, direct: bool,
     unit backend (runtime/compile/unit_backends.py). With `views` (nothing in the program
     writes the post's inputs, nor its results when it has no `outs`), the unit's values
     may be views of each other where the unit does not write them."""
-    if c.context.unit_backend == "compiled" and not moves_no_data(op.unit()):
+    if c.context.unit_backend == "compiled" and not fusion.moves_no_data(op.unit()):
         return compiled_unit(c, op, outs)
     key = (op.callee_name(), outs, direct, views)
     if key not in c.context.units:
@@ -110,17 +118,6 @@ def unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int, direct: bool,
         may_view = BufferUses(function).unwritten if views else _never
         c.context.units[key] = FunctionCompiler(c.context, c.handlers, may_view).function(function, outs, direct)
     return c.context.units[key]
-
-
-LAYOUT_OPS = (fusion.ReshapeOp, fusion.PermuteOp, fusion.BroadcastOp, fusion.SqueezeOp)
-"""Ops that only relabel their input's elements (torch gives views where it can)."""
-
-
-def moves_no_data(unit: fusion.FuncOp) -> bool:
-    """A unit of layout ops only (the reshape and permute an rFactor puts in front of a
-    matmul): run eagerly it costs no kernel where its results may be views, which no
-    compiled kernel beats."""
-    return all(isinstance(o, (*LAYOUT_OPS, fusion.ReturnOp)) for o in unit.body.block.ops)
 
 
 def compiled_unit(c: FunctionCompiler, op: hir.PostOnStreamOp, outs: int) -> CompiledUnit:

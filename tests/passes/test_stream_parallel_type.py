@@ -287,3 +287,33 @@ def test_a_stream_on_a_split_axis_is_not_ignored_silently():
     (warning,) = [w for w in caught if issubclass(w.category, UnpipelinedStreamWarning)]
     assert "'hir.post_on_stream' op runs whole: a Stream piece of a split axis is not pipelined" in str(warning.message)
     assert "scf.for" not in str(program)
+
+
+def test_a_unit_that_only_relabels_elements_gives_views_in_the_loop():
+    """The reshape + permute an rFactor puts between two matmuls (here written by hand):
+    inside the loop the unit has no buffer of its own (no outs) and runs as views of the
+    first matmul's chunk, which nothing writes while the second matmul reads them; the
+    values are eager torch's."""
+    import torch
+
+    from hostir import FusionDefinition, ParallelType
+    from hostir.runtime import Evaluator
+
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 8, 16])
+        w1 = fd.define_tensor([16, 12])
+        w2 = fd.define_tensor([12, 6])
+        g = fd.ops.matmul(x, w1)
+        t = fd.ops.permute(fd.ops.reshape(g, [4, 8, 3, 4]), [0, 2, 1, 3])  # [4, 3, 8, 4]
+        y = fd.ops.matmul(fd.ops.reshape(fd.ops.permute(t, [0, 2, 1, 3]), [4, 8, 12]), w2)
+        fd.add_output(y)
+    for tensor in (g, y):
+        tensor.axis(0).parallelize(ParallelType.Stream)
+    program = fd.lower(pipeline="hostir-lower{transport=nccl}")
+    text = str(program)
+    assert text.count("scf.for") == 2 and "hir.post_on_stream" in text and "outs(" not in text, text
+    evaluator = Evaluator(program)
+    assert [key[3] for key in evaluator.context.units] == [True]  # (callee, outs, direct, views)
+    xs = [torch.randn(4, 8, 16), torch.randn(16, 12), torch.randn(12, 6)]
+    (out,) = evaluator.run(xs)
+    torch.testing.assert_close(out, xs[0] @ xs[1] @ xs[2])

@@ -90,3 +90,35 @@ def test_the_broadcast_unit_of_matmul_reduce_scatter_is_a_view():
     (got,), clones = clones_in_one_run(Evaluator(host), [x, w])
     torch.testing.assert_close(got, run_fusion(parse_module(fusion_text), [x, w])[0])
     assert clones == 0
+
+
+RELABEL = "!fusion.tensor<f32[8, 4]>"
+
+
+def relabelling(between: str) -> str:
+    """A unit that only relabels %buf's elements (a permute), read after `between`."""
+    return f"""hir.program @main(%a: {T}, %b: {T}) -> {T} {{
+  %buf = hir.allocate : {T}
+  %n = fusion.neg %a into %buf : {T} -> {T}
+  %p = hir.post_on_stream @relabel(%buf) : ({T}) -> {RELABEL}
+{between}
+  %q = fusion.permute %p dims [1, 0] : {RELABEL} -> {T}
+  %r = fusion.add %q, %b : {T}, {T} -> {T}
+  hir.return %r : {T}
+}}
+fusion.func @relabel(%x: {T}) -> {RELABEL} {{
+  %y = fusion.permute %x dims [1, 0] : {T} -> {RELABEL}
+  fusion.return %y : {RELABEL}
+}}"""
+
+
+def test_a_relabelling_unit_gives_views_only_while_nothing_writes_its_input():
+    """Views of the unit's input stay valid while its results are read only if nothing
+    writes the input's buffer in between: there the unit copies, and the value is right."""
+    a, b = torch.randn(4, 8), torch.randn(4, 8)
+    for between, views in (("", True), (f"  %o = fusion.abs %b into %buf : {T} -> {T}", False)):
+        program = the_program(relabelling(between))
+        post = next(op for op in program.walk() if isinstance(op, hir.PostOnStreamOp))
+        assert BufferUses(program).unwritten_while_read(post) is views
+        (got,) = Evaluator(program.parent_op()).run([a, b])
+        torch.testing.assert_close(got, -a + b)

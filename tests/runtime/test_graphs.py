@@ -13,7 +13,7 @@ from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.runtime import Evaluator, RankResult, execute, launch, shard_tensor
 from hostir.runtime.cli import report
 from hostir.runtime.evaluator import InputError
-from hostir.runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, check_capturable, graph_mode, signature
+from hostir.runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, CudaGraphs, check_capturable, graph_mode, signature
 from hostir.runtime.launcher import device_for
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
@@ -249,3 +249,39 @@ def test_gpu_a_stream_pipeline_on_one_device_replays_with_the_graph_launch_alone
     a, b = torch.randn(4, 64, 32), torch.randn(32, 16)
     (result,) = launch(second_replay_host_work, 1, (str(fd.lower()), [[a, b]]), backend="nccl")
     assert_second_replay_posts_only_the_launch(result, a @ b)
+
+
+class _FakeCaptured:
+    """A captured graph on CPU: records what it was captured on."""
+
+    def __init__(self, inputs, bound):
+        self.inputs, self.bound, self.replays = list(inputs), bound, 0
+
+    def replay(self, inputs):
+        self.replays += 1
+        return [inputs[0] * 1]
+
+
+def test_the_default_graph_mode_binds_tensors_passed_again_and_copies_outputs(monkeypatch):
+    """Evaluator's default graph mode (CudaGraphs(for_callers=True)): the first run of a
+    signature captures a graph that copies its inputs in; the same tensors passed again
+    are bound (captured once more on them, the copying graph dropped) and then reused;
+    other tensors of that signature go back to a copying graph. Outputs are copies."""
+    captures = []
+
+    def capture(self, inputs, bind=False):
+        captures.append(_FakeCaptured(inputs, bind))
+        return captures[-1]
+
+    monkeypatch.setattr(CudaGraphs, "_capture", capture)
+    graphs = CudaGraphs(lambda inputs: [], None, for_callers=True)
+    weights, x, y = torch.ones(2), torch.zeros(2), torch.full((2,), 3.0)
+    out = graphs.run([x, weights])
+    assert [c.bound for c in captures] == [False] and out[0] is not x
+    graphs.run([x, weights])  # the same tensors again: bound
+    assert [c.bound for c in captures] == [False, True] and captures[1].inputs[0] is x and len(graphs) == 1
+    graphs.run([x, weights])
+    graphs.run([x, weights])
+    assert len(captures) == 2 and captures[1].replays == 3
+    graphs.run([y, weights])  # another tensor of the same signature: a copying graph again
+    assert [c.bound for c in captures] == [False, True, False] and captures[1].replays == 3
