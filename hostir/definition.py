@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes, runtime
+from hostir.profiler import PythonProfiler
+from hostir.runtime.trace import traced_run
 from hostir_dialect import FusionDefinition as FusionDefinitionIR
+from hostir_dialect import TensorType, symbols
+
+NO_EFFECT_OPTIONS = frozenset(("host_ir_lowering", "infer_contiguity", "resize_scheduler"))
+"""nvFuser options its multi-device tests pass to `execute` that change how nvFuser
+schedules, not what it computes: hostir always lowers to a host program, lays inputs out
+itself and has no resize scheduler."""
 
 
 class FusionDefinition(FusionDefinitionIR):
@@ -33,21 +41,44 @@ class FusionDefinition(FusionDefinitionIR):
         return passes.lower(self.to_module(), options, pipeline)
 
     def execute(self, inputs: Sequence[object], *, pipeline: str = "hostir-lower",
-                trace: str | os.PathLike | None = None, **options) -> list:
+                trace: str | os.PathLike | None = None, _enable_options: Sequence[str] = (),
+                _disable_options: Sequence[str] = (), **options) -> list:
         """Lower with `pipeline`, then run on this rank (`rank=`, `world_size=`,
         `number_of_streams=`, `cuda_graph=`, `unit_backend=`, `trace=PATH`, ... as
         `runtime.execute`): local shards in, local shards out. On GPUs it replays from a
-        CUDA graph and runs kernel units as fused kernels unless told otherwise. For
+        CUDA graph and runs kernel units as fused kernels unless told otherwise. Started by
+        torchrun, a process joins its world on the first call (without `rank`). For
         several ranks at once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N,
-        lower=True)`.
+        lower=True)`. `_enable_options`/`_disable_options` take nvFuser's options that
+        change how nvFuser schedules, not what it computes (NO_EFFECT_OPTIONS).
 
         As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
         are kept, by the definition's revision (any definition or scheduling call makes a
         new one), the pipeline and the options: calling again with the same ones only
         runs it."""
+        for name in (*_enable_options, *_disable_options):
+            if name not in NO_EFFECT_OPTIONS:
+                known = ", ".join(sorted(NO_EFFECT_OPTIONS))
+                raise ValueError(f"nvFuser option {name!r} has no meaning in hostir; it takes {known}")
+        if options.get("rank") is None:
+            runtime.join_torchrun_world()
+        profiler = PythonProfiler.active
+        traced = trace is not None or profiler is not None
         evaluator = self._executors.evaluator((self._version(), pipeline), lambda: self._lowered_program(pipeline),
-                                              trace=trace is not None, **options)
-        return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
+                                              trace=traced, **options)
+        if profiler is None:
+            return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
+        outputs, ran = traced_run(evaluator, list(inputs))
+        profiler.record(ran)
+        if trace is not None:
+            ran.save(trace)
+        return outputs
+
+    def output_types(self, pipeline: str = "hostir-lower") -> list[TensorType]:
+        """The outputs' types as `pipeline` lowers them: the mesh and sharding of what
+        `execute` returns."""
+        (program,) = symbols.programs(self._lowered_program(pipeline))
+        return [t for t in program.function_type.outputs.data if isinstance(t, TensorType)]  # a program returns tensors
 
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name

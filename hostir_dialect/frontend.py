@@ -20,20 +20,28 @@ disagree about shapes.
 from __future__ import annotations
 
 import math
+import operator
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
+from types import FrameType
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
+    IntAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    Signedness,
+    StringAttr,
     i1,
     i32,
     i64,
@@ -43,12 +51,19 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import fusion
 from .fusion import AxisShape
-from .tensor_type import DYNAMIC, INT64_MAX, Axis, IterKind, Mesh, Piece, TensorDesc, TensorType
+from .tensor_type import DYNAMIC, INT64_MAX, MAX_MESH_DIMENSIONS, Axis, IterKind, Mesh, Piece, TensorDesc, TensorType, tensor_type
 from .tensor_type import ParallelKind as _PT
 
 
 class FusionDefinitionError(ValueError):
-    """A mistake in a fusion definition, reported when the offending call is made."""
+    """A mistake in a fusion definition, reported when the offending call is made, at the
+    user's line: `test.py:12:9: fd.ops.add: ...` (`reason` is the message without it)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        location = _caller_location()
+        where = "" if location is None else f"{location.filename.data}:{location.line.data}:{location.column.data}: "
+        super().__init__(where + reason)
 
 
 # --------------------------------------------------------------------------- #
@@ -64,15 +79,32 @@ class ParallelType:
     Stream = _PT.STREAM
     DIDx = _PT.DIDX
     DIDy = _PT.DIDY
+    DIDz = _PT.DIDZ
     # nvFuser's Python bindings also spell them like this
     serial = _PT.SERIAL
     stream = _PT.STREAM
     mesh_x = _PT.DIDX
     mesh_y = _PT.DIDY
+    mesh_z = _PT.DIDZ
+
+
+class MemoryType(Enum):
+    """nvFuser's memory types (`tv.set_memory_type`)."""
+
+    Local = "local"
+    Shared = "shared"
+    Global = "global"
+    Symmetric = "symmetric"
+    # nvFuser's Python bindings also spell them like this
+    local = Local
+    shared = Shared
+    global_ = Global
+    symmetric = Symmetric
 
 
 class DataType(Enum):
-    """nvFuser's data types; the value is the torch name (`torch.float32` -> "float32")."""
+    """nvFuser's data types; the value is the torch name (`torch.float32` -> "float32").
+    `Null` is nvFuser's "no type" (`fd.ops.sum(x, dtype=DataType.Null)` keeps the default)."""
 
     Double = "float64"
     Float = "float32"
@@ -81,14 +113,27 @@ class DataType(Enum):
     Int = "int64"
     Int32 = "int32"
     Bool = "bool"
+    UInt64 = "uint64"
+    Null = "null"
+
+    def __call__(self) -> DataType:
+        """nvFuser's `tv.dtype()` is a method: `t.dtype` and `t.dtype()` are the same."""
+        return self
 
     @property
     def element_type(self) -> Attribute:
+        if self is DataType.Null:
+            raise FusionDefinitionError("DataType.Null is no element type")
         return _ELEMENT_TYPES[self]
 
     @property
     def is_float(self) -> bool:
         return isinstance(self.element_type, (Float16Type, BFloat16Type, Float32Type, Float64Type))
+
+    @property
+    def is_integer(self) -> bool:
+        """An integer type, not Bool."""
+        return self in (DataType.Int, DataType.Int32, DataType.UInt64)
 
 
 _ELEMENT_TYPES: dict[DataType, Attribute] = {
@@ -99,6 +144,7 @@ _ELEMENT_TYPES: dict[DataType, Attribute] = {
     DataType.Int: i64,
     DataType.Int32: i32,
     DataType.Bool: i1,
+    DataType.UInt64: IntegerType(64, Signedness.UNSIGNED),
 }
 _DTYPE_NAMES: dict[str, DataType] = {
     **{d.value: d for d in DataType},
@@ -128,15 +174,19 @@ def _data_type_of(element_type: Attribute) -> DataType:
 
 
 class DeviceMesh:
-    """Device ids in a 1-D (`DeviceMesh([0, 1])`) or 2-D (`DeviceMesh([[0, 1], [2, 3]])`) grid."""
+    """Device ids in a 1-D (`DeviceMesh([0, 1])`), 2-D (`DeviceMesh([[0, 1], [2, 3]])`) or
+    3-D grid; as in nvFuser, a torch tensor of ids (`torch.arange(4).reshape(2, 2)`) or a
+    range works too."""
 
     def __init__(self, devices: Sequence[int] | Sequence[Sequence[int]]):
         try:
             self.mesh = Mesh.of(_device_grid(devices))
             # A tensor without axes reports exactly the mesh's own problems.
             problems = list(TensorDesc(i1, (), self.mesh).problems())
-        except (VerifyException, FusionDefinitionError) as error:
+        except VerifyException as error:
             problems = [str(error)]
+        except FusionDefinitionError as error:
+            problems = [error.reason]
         if problems:
             raise FusionDefinitionError(f"invalid device mesh {devices!r}: {problems[0]}")
 
@@ -162,16 +212,20 @@ class DeviceMesh:
         return f"DeviceMesh({self.mesh})"
 
 
-def _device_grid(devices: object) -> list[int] | list[list[int]]:
-    """The device ids of a 1-D list or a 2-D list of rows, checked to be integers."""
+def _device_grid(devices: object, depth: int = 0) -> list:
+    """The device ids of a list, a list of rows or a list of planes (or anything with
+    `tolist()`, such as a torch tensor), checked to be integers."""
+    if hasattr(devices, "tolist"):
+        devices = devices.tolist()  # type: ignore[union-attr]
+    if isinstance(devices, range):
+        devices = list(devices)
     if _is_list(devices) and all(_is_int(d) for d in devices):
         return list(devices)
-    if _is_list(devices) and devices and all(_is_list(row) for row in devices):
-        if any(_is_list(d) for row in devices for d in row):
-            raise FusionDefinitionError("device meshes have at most 2 dimensions")
-        if all(_is_int(d) for row in devices for d in row):
-            return [list(row) for row in devices]
-    raise FusionDefinitionError("device ids must be integers, in a list or a list of rows")
+    if _is_list(devices) and devices and all(_is_list(part) for part in devices):
+        if depth + 1 >= MAX_MESH_DIMENSIONS:
+            raise FusionDefinitionError(f"device meshes have at most {MAX_MESH_DIMENSIONS} dimensions")
+        return [_device_grid(part, depth + 1) for part in devices]
+    raise FusionDefinitionError("device ids must be integers, in a list, a list of rows or a list of planes")
 
 
 def _is_list(value: object) -> bool:
@@ -221,10 +275,14 @@ class IterDomain:
             )
         if parallel != _PT.SERIAL:
             for index, other in enumerate(tensor.loop_domain):
-                if other is not self and other.parallel_type == parallel:
+                # A device type may shard one reduction axis beside one iteration axis:
+                # nvFuser's request for a reduce-scatter.
+                beside = parallel.is_device and other.is_reduction != self.is_reduction
+                if other is not self and other.parallel_type == parallel and not beside:
                     raise FusionDefinitionError(
                         f"{tensor.name}: loop axis {index} is already parallelized on {parallel}; "
                         f"a tensor has at most one {parallel} axis"
+                        + (" (and one on a reduction axis)" if parallel.is_device else "")
                     )
         self.parallel_type = parallel
         tensor._fd._revise()
@@ -239,7 +297,7 @@ def _parallel_type(value: object) -> _PT:
     if isinstance(value, str) and value in set(_PT):
         return _PT(value)
     raise FusionDefinitionError(
-        f"unknown parallel type {value!r}; use ParallelType.Serial, Stream, DIDx or DIDy"
+        f"unknown parallel type {value!r}; use ParallelType.Serial, Stream, DIDx, DIDy or DIDz"
     )
 
 
@@ -276,6 +334,20 @@ class Scalar(_Value):
         return f"{self.name}: {self.value!r} : {self.dtype.value}"
 
 
+class Extent:
+    """nvFuser's `fd.ops.size(t, dim)` of a dynamic axis: its extent, known at run time.
+    It stands for that extent in shapes (`broadcast_in_dim`, `expand`: a dimension of that
+    extent) and in slice bounds (the axis's own extent: to its end)."""
+
+    def __init__(self, tensor: Tensor, axis: int):
+        self.tensor = tensor
+        self.axis = axis
+        """A value axis of `tensor`."""
+
+    def __repr__(self) -> str:
+        return f"fd.ops.size({self.tensor.name}, {self.axis})"
+
+
 class Tensor(_Value):
     """A tensor of a FusionDefinition, with nvFuser's scheduling methods."""
 
@@ -287,6 +359,16 @@ class Tensor(_Value):
             logical = _LogicalAxis(extent, kind)
             logical.pieces.append(IterDomain(self, logical, extent))
             self._axes.append(logical)
+        self._unexpanded: Tensor | None = None
+        """What `fd.ops.expand` made this tensor of: a tensor with extent-1 axes where this
+        one has expanded ones (nvFuser's expanded broadcast axes, which an elementwise op
+        still broadcasts to another extent)."""
+        self._extent_ids = [fd._new_extent_id() if extent == DYNAMIC else None for extent, _ in axes]
+        """A symbol for each dynamic logical axis; axes the definition proves equal share
+        one (FusionDefinition._same_extent)."""
+        self._loop: list[IterDomain] = [piece for axis in self._axes for piece in axis.pieces]
+        """The loop domain in nvFuser's order: the pieces in logical order until a
+        `reorder` moves them (the type keeps each axis's pieces in logical order)."""
         self.device_mesh: DeviceMesh | None = None
         self._alloc_order: tuple[int, ...] | None = None
 
@@ -306,7 +388,7 @@ class Tensor(_Value):
 
     @property
     def loop_domain(self) -> list[IterDomain]:
-        return [piece for axis in self._axes for piece in axis.pieces]
+        return list(self._loop)
 
     @property
     def type(self) -> TensorType:
@@ -328,6 +410,16 @@ class Tensor(_Value):
         """The type without scheduling: all that shape rules look at."""
         return TensorType.of(self.element_type, [Axis(a.extent, a.kind) for a in self._axes])
 
+    def _value_axis(self, index: int) -> int:
+        """The logical axis of value axis `index`."""
+        return [i for i, a in enumerate(self._axes) if a.kind != IterKind.REDUCTION][index]
+
+    def _follow_layout(self, other: Tensor) -> None:
+        """Take `other`'s allocation order (of a tensor of its rank), as nvFuser's
+        attention results take their inputs'."""
+        if other._alloc_order is not None and len(other._axes) == len(self._axes):
+            self.set_allocation_order(other._alloc_order)
+
     def __repr__(self) -> str:
         return f"Tensor({self.name}, shape={list(self.shape)}, dtype={self.dtype.value})"
 
@@ -344,26 +436,139 @@ class Tensor(_Value):
 
     def outer_split(self, axis: int, factor: int) -> Tensor:
         """Split loop axis `axis` into an outer axis of extent `factor` and the remainder."""
-        index = self._loop_index(axis, "outer_split axis")
-        piece = self.loop_domain[index]
+        return self._split("outer_split", axis, factor, inner=False)
+
+    def inner_split(self, axis: int, factor: int) -> Tensor:
+        """Split loop axis `axis` into the remainder and an inner axis of extent `factor`."""
+        return self._split("inner_split", axis, factor, inner=True)
+
+    def split(self, axis: int, factor: int, inner_split: bool = True) -> Tensor:
+        """nvFuser's `tv.split(axis, factor, inner_split=True)`: `factor` is the inner
+        extent, or the outer one with `inner_split=False`."""
+        if not isinstance(inner_split, bool):
+            raise FusionDefinitionError(f"{self.name}.split: inner_split must be a bool, got {inner_split!r}")
+        return self._split("split", axis, factor, inner=inner_split)
+
+    def _split(self, what: str, axis: int, factor: int, inner: bool) -> Tensor:
+        index = self._loop_index(axis, f"{what} axis")
+        piece = self._loop[index]
         if isinstance(factor, bool) or not isinstance(factor, int) or factor <= 0:
-            raise FusionDefinitionError(f"{self.name}.outer_split: factor must be a positive int, got {factor!r}")
+            raise FusionDefinitionError(f"{self.name}.{what}: factor must be a positive int, got {factor!r}")
         if piece.parallel_type != _PT.SERIAL:
             raise FusionDefinitionError(
-                f"{self.name}.outer_split: loop axis {index} is parallelized on {piece.parallel_type}; "
+                f"{self.name}.{what}: loop axis {index} is parallelized on {piece.parallel_type}; "
                 "split before parallelizing"
             )
         if piece.extent != DYNAMIC and piece.extent % factor:
             raise FusionDefinitionError(
-                f"{self.name}.outer_split: factor {factor} does not divide extent {piece.extent} "
+                f"{self.name}.{what}: factor {factor} does not divide extent {piece.extent} "
                 f"of loop axis {index}"
             )
         logical = piece._logical
-        inner = DYNAMIC if piece.extent == DYNAMIC else piece.extent // factor
+        rest = DYNAMIC if piece.extent == DYNAMIC else piece.extent // factor
+        extents = (rest, factor) if inner else (factor, rest)
+        if DYNAMIC in extents and any(p.extent == DYNAMIC for p in logical.pieces if p is not piece):
+            raise FusionDefinitionError(f"{self.name}.{what}: an axis of dynamic extent may have one piece of dynamic extent")
+        pieces = [IterDomain(self, logical, e) for e in extents]
         at = logical.pieces.index(piece)
-        logical.pieces[at : at + 1] = [IterDomain(self, logical, factor), IterDomain(self, logical, inner)]
+        logical.pieces[at : at + 1] = pieces
+        self._loop[index : index + 1] = pieces
         self._fd._revise()
         return self
+
+    def shard(self, axis: int, parallel_type: object, devices: int) -> Tensor:
+        """Shard logical axis `axis` over `devices` on `parallel_type`: split its innermost
+        piece outer by `devices` and parallelize the outer part (a DTensor's `Shard(axis)`;
+        a second call nests a shard inside the first, as DTensor does for a later mesh axis)."""
+        if not _is_int(axis) or not -len(self._axes) <= axis < len(self._axes):
+            raise FusionDefinitionError(f"{self.name}.shard: axis {axis!r} is out of range for {len(self._axes)} axes")
+        piece = self._axes[axis].pieces[-1]
+        position = self._loop.index(piece)
+        if piece.extent != devices:
+            self.outer_split(position, devices)
+        self._loop[position].parallelize(parallel_type)
+        return self
+
+    def reorder(self, old_to_new: dict[int, int]) -> Tensor:
+        """nvFuser's `tv.reorder({old: new, ..})`: move loop axes; the others keep their
+        order in the remaining places. Only the loop order changes (`axis(i)`), never the
+        logical axes, their pieces or the layout."""
+        size = len(self._loop)
+        if not isinstance(old_to_new, dict):
+            raise FusionDefinitionError(f"{self.name}.reorder expects a dict {{old: new}}, got {old_to_new!r}")
+        moves = {self._loop_index(old, "reorder axis"): self._loop_index(new, "reorder position")
+                 for old, new in old_to_new.items()}
+        if len(set(moves.values())) != len(moves):
+            raise FusionDefinitionError(f"{self.name}.reorder: {old_to_new} moves two axes to one place")
+        order: list[IterDomain | None] = [None] * size
+        for old, new in moves.items():
+            order[new] = self._loop[old]
+        rest = iter(piece for i, piece in enumerate(self._loop) if i not in moves)
+        self._loop = [piece if piece is not None else next(rest) for piece in order]
+        self._fd._revise()
+        return self
+
+    def set_allocation_domain(self, axes: Sequence[IterDomain], new_contiguity: object = True) -> None:
+        """nvFuser's allocation domain over loop axes. hostir lays a buffer out by its
+        logical axes, each whole (device pieces hold one element each, so they may stand
+        anywhere): the other pieces of one logical axis must come together and in order."""
+        what = f"{self.name}.set_allocation_domain"
+        if not _is_list(axes) or sorted(map(id, axes)) != sorted(map(id, self._loop)):
+            raise FusionDefinitionError(f"{what}: axes must be this tensor's loop axes, each once")
+        if not isinstance(new_contiguity, bool) and not (
+            _is_list(new_contiguity) and all(c is None or isinstance(c, bool) for c in new_contiguity)
+        ):
+            raise FusionDefinitionError(f"{what}: new_contiguity must be a bool or a list of bools, got {new_contiguity!r}")
+        order: list[int] = []
+        for piece in axes:
+            if piece.parallel_type.is_device:
+                continue
+            logical = self._axes.index(piece._logical)
+            if order and order[-1] == logical:
+                continue
+            if logical in order:
+                raise FusionDefinitionError(
+                    f"{what}: the pieces of logical axis {logical} are apart; hostir allocates each logical axis whole"
+                )
+            order.append(logical)
+        order += [i for i in range(len(self._axes)) if i not in order]  # axes of device pieces alone
+        for logical, axis in enumerate(self._axes):
+            kept = [p for p in axes if p._logical is axis and not p.parallel_type.is_device]
+            if kept != [p for p in axis.pieces if not p.parallel_type.is_device]:
+                raise FusionDefinitionError(f"{what}: the pieces of logical axis {logical} are out of order")
+        self.set_allocation_order(order)
+
+    def rfactor(self, axes: Sequence[int]) -> RFactor:
+        """nvFuser's rFactor of a reduction: the reduction pieces at loop positions `axes`
+        are reduced first, in a new tensor whose other reduction pieces are iterations, and
+        this tensor reduces those. hostir's decompose-reshardings rFactors a reduction by
+        itself wherever a reduction piece is device-parallel, so the returned view schedules
+        this tensor: a device type on one of the other pieces is the partial per device."""
+        what = f"{self.name}.rfactor"
+        positions = [self._loop_index(a, "rfactor axis") for a in _ints(what, axes, "axes")]
+        if not positions or not all(self._loop[p].is_reduction for p in positions):
+            raise FusionDefinitionError(f"{what}: axes {list(axes)} must be reduction axes of the loop domain")
+        kept = [piece for piece in self._loop if piece.is_reduction and self._loop.index(piece) not in positions]
+        if not kept:
+            raise FusionDefinitionError(f"{what}: axes {list(axes)} are every reduction axis; nothing is left to reduce after")
+        return RFactor(self, [self._loop[p] for p in positions])
+
+    def swizzle1d(self, axis: int, parallel_type: object) -> Tensor:
+        """nvFuser's rotation of a loop axis by the device index on `parallel_type` (each
+        rank starts a stream loop at its own chunk: a collective permute). An iteration
+        order, never a value: hostir's stream-parallel-type already starts each rank's ring
+        over a device axis turned Stream at its own shard, so this only checks its arguments."""
+        self._loop_index(axis, "swizzle1d axis")
+        if not _parallel_type(parallel_type).is_device:
+            raise FusionDefinitionError(f"{self.name}.swizzle1d rotates by a device index; {parallel_type!r} is no device type")
+        return self
+
+    def set_memory_type(self, memory_type: object) -> None:
+        """nvFuser's memory types: hostir places buffers itself; refused."""
+        raise FusionDefinitionError(
+            f"{self.name}.set_memory_type({memory_type!r}) is not supported: hostir allocates symmetric buffers "
+            "where a collective runs on the copy engines (hostir-lower{transport=copy-engine})"
+        )
 
     def set_allocation_order(self, order: Sequence[int]) -> None:
         """Lay the local buffer out with logical axes in this (major-to-minor) order."""
@@ -393,12 +598,67 @@ class Tensor(_Value):
         return next(self._desc().problems(), None)
 
 
+class RFactor:
+    """The tensor `Tensor.rfactor` makes, as a view of the tensor it rFactors: its loop
+    axes are that tensor's, and scheduling them schedules that tensor (see rfactor)."""
+
+    def __init__(self, tensor: Tensor, rfactored: list[IterDomain]):
+        self._tensor = tensor
+        self._rfactored = rfactored
+
+    def axis(self, index: int) -> _RFactoredAxis:
+        return _RFactoredAxis(self._tensor.axis(index), self._rfactored)
+
+    def set_device_mesh(self, mesh: DeviceMesh) -> None:
+        tensor = self._tensor
+        if tensor.device_mesh not in (None, mesh):
+            raise FusionDefinitionError(f"{tensor.name}.rfactor(..): its mesh {mesh} differs from {tensor.name}'s {tensor.device_mesh}")
+        tensor.set_device_mesh(mesh)
+
+    def __getattr__(self, name: str) -> object:
+        raise FusionDefinitionError(f"{self._tensor.name}.rfactor(..).{name} is not supported: schedule the rFactor "
+                                    "with set_device_mesh and axis(i).parallelize")
+
+
+class _RFactoredAxis:
+    """A loop axis of an rFactor: a reduction piece left to the tensor rFactored becomes
+    a partial per device when parallelized on a device type."""
+
+    def __init__(self, piece: IterDomain, rfactored: list[IterDomain]):
+        self._piece = piece
+        self._rfactored = rfactored
+
+    def parallelize(self, parallel_type: object) -> None:
+        if self._piece in self._rfactored and _parallel_type(parallel_type).is_device:
+            raise FusionDefinitionError("a device type on a piece the rFactor reduces is not supported; "
+                                        "parallelize a piece left to the tensor rFactored")
+        self._piece.parallelize(parallel_type)
+
+
 # --------------------------------------------------------------------------- #
 # The definition
 # --------------------------------------------------------------------------- #
 
+Location = FileLineColLoc
 Builder = Callable[[Sequence[SSAValue], Attribute], Operation]
 """Builds an op from its operand values and result type."""
+
+_OWN_FILES = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "hostir"))
+"""The frontend and the `hostir` package: a call inside them is not the user's."""
+
+
+def _caller_location() -> Location | None:
+    """The file, line and column of the innermost call outside hostir's own code (the
+    user's `fd.ops.x(..)` line), as an op location."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2  # one position per 2-byte code unit
+    column = positions[index][2] if index < len(positions) else None
+    return FileLineColLoc(StringAttr(frame.f_code.co_filename), IntAttr(frame.f_lineno), IntAttr((column or 0) + 1))
 
 
 @dataclass(eq=False)
@@ -406,6 +666,8 @@ class _Node:
     operands: list[_Value]
     build: Builder
     result: _Value
+    location: Location | None = None
+    """Where the user's code made the op: what a pass refusing it names."""
 
 
 class FusionDefinition:
@@ -419,6 +681,9 @@ class FusionDefinition:
         self._outputs: list[Tensor] = []
         self._nodes: list[_Node] = []
         self._count = 0
+        self._extent_parent: list[int] = []
+        """Union-find over the symbols of dynamic extents."""
+        self._random_streams = 0
         self.revision = 0
         """Changes whenever the definition or a schedule does, so that what was built
         from this definition (a lowered program, a compiled one) knows it is stale."""
@@ -433,24 +698,52 @@ class FusionDefinition:
         self._state = "closed"
 
     # -- definition -----------------------------------------------------------------
-    def define_tensor(self, shape: Sequence[int], dtype: object = DataType.Float) -> Tensor:
-        """A fusion input. -1 is a dynamic extent; extent 1 is a broadcast axis (as nvFuser)."""
+    def define_tensor(
+        self,
+        shape: Sequence[int],
+        contiguity: bool | Sequence[bool | None] | None = None,
+        dtype: object = DataType.Float,
+        is_cpu: bool = False,
+        stride_order: Sequence[int] | None = None,
+    ) -> Tensor:
+        """A fusion input, as nvFuser's `define_tensor(shape, contiguity, dtype, is_cpu,
+        stride_order)`. -1 is a dynamic extent; extent 1 is a broadcast axis. The
+        evaluator lays every input out densely itself, so `contiguity` is checked but
+        changes nothing; `stride_order` (nvFuser's: entry i is the rank of axis i's
+        stride, the largest outermost) is the allocation order."""
         self._check_open("define_tensor")
+        axes = _extents("define_tensor", shape)
+        _check_contiguity(contiguity, len(axes))
+        if is_cpu is not False:
+            raise FusionDefinitionError(
+                "define_tensor: is_cpu=True (a CPU scalar input) is not supported; pass it on the program's device"
+            )
         element_type = data_type(dtype).element_type
-        tensor = Tensor(self, self._next_name("T"), element_type, _extents("define_tensor", shape))
+        tensor = Tensor(self, self._next_name("T"), element_type, axes)
+        if stride_order:
+            tensor.set_allocation_order(_allocation_order_of_strides("define_tensor", stride_order, len(axes)))
         self._inputs.append(tensor)
         self._revise()
         return tensor
 
-    def define_scalar(self, value: bool | int | float, dtype: object = None) -> Scalar:
-        """A constant; dtype defaults as nvFuser's: bool -> Bool, int -> Int, float -> Double."""
+    @property
+    def fusion(self) -> FusionView:
+        """nvFuser's `fd.fusion`: `inputs()` and `outputs()`."""
+        return FusionView(self)
+
+    def define_scalar(self, value: bool | int | float | None = None, dtype: object = None) -> Scalar:
+        """A constant; dtype defaults as nvFuser's: bool -> Bool, int -> Int, float -> Double.
+        nvFuser's scalar inputs (no value) are refused: a program's inputs are tensors."""
         self._check_open("define_scalar")
+        if value is None:
+            raise FusionDefinitionError("define_scalar without a value (a scalar input known at run time) is not "
+                                        "supported; use a constant or a 0-D tensor input")
         if dtype is None:
             dtype = _default_scalar_type(value)
         try:
             scalar = Scalar(self, value, data_type(dtype))
         except FusionDefinitionError as error:
-            raise FusionDefinitionError(f"define_scalar: {error}") from None
+            raise FusionDefinitionError(f"define_scalar: {error.reason}") from None
         self._record_constant(scalar)
         return scalar
 
@@ -489,7 +782,9 @@ class FusionDefinition:
 
     def _record_constant(self, scalar: Scalar) -> None:
         scalar.name = self._next_name("S")
-        self._nodes.append(_Node([], lambda _operands, _type: arith.ConstantOp(scalar.attribute), scalar))
+        self._nodes.append(
+            _Node([], lambda _operands, _type: arith.ConstantOp(scalar.attribute), scalar, _caller_location())
+        )
         self._revise()
 
     def _define(
@@ -519,9 +814,78 @@ class FusionDefinition:
             if isinstance(operand, Scalar) and not operand.name:
                 self._record_constant(operand)
         result = Tensor(self, self._next_name("T"), element_type, result_axes)
-        self._nodes.append(_Node(list(operands), build, result))
+        self._link_extents(build(placeholders, result_type), placeholders, operands, result)
+        self._nodes.append(_Node(list(operands), build, result, _caller_location()))
         self._revise()
         return result
+
+    # -- dynamic extents ------------------------------------------------------------
+    def _new_extent_id(self) -> int:
+        self._extent_parent.append(len(self._extent_parent))
+        return len(self._extent_parent) - 1
+
+    def _root(self, symbol: int) -> int:
+        while self._extent_parent[symbol] != symbol:
+            symbol = self._extent_parent[symbol]
+        return symbol
+
+    def _link_extents(self, op: Operation, placeholders: Sequence[SSAValue], operands: Sequence[_Value], result: Tensor) -> None:
+        """Give the result's dynamic axes the symbols of the operand axes they keep the
+        extent of, as nvFuser's exact mapping does."""
+        for placeholder, operand in zip(placeholders, operands):
+            if not isinstance(operand, Tensor):
+                continue
+            for source, target in _extent_keeping_axes(op, placeholder).items():  # type: ignore[arg-type]
+                ids = operand._extent_ids[source], result._extent_ids[target]
+                if None not in ids:
+                    self._extent_parent[self._root(ids[1])] = self._root(ids[0])  # type: ignore[arg-type]
+
+    def _equate_extents(self, a: Tensor, a_axis: int, b: Tensor, b_axis: int) -> None:
+        """Two value axes the definition says have one extent."""
+        x, y = a._extent_ids[a._value_axis(a_axis)], b._extent_ids[b._value_axis(b_axis)]
+        if x is not None and y is not None:
+            self._extent_parent[self._root(x)] = self._root(y)
+
+    def _same_extent(self, a: Tensor, a_axis: int, b: Tensor, b_axis: int) -> bool:
+        """Are two value axes known to have one extent?"""
+        x, y = a._extent_ids[a._value_axis(a_axis)], b._extent_ids[b._value_axis(b_axis)]
+        if x is None or y is None:
+            return x is None and y is None and a.shape[a_axis] == b.shape[b_axis]
+        return self._root(x) == self._root(y)
+
+    def _static_extent(self, value: object, what: str) -> int:
+        """An extent given as an int, a constant integer Scalar, or -1."""
+        if isinstance(value, Scalar) and value.dtype.is_integer:
+            value = value.value
+        if isinstance(value, Extent):
+            raise FusionDefinitionError(f"{what}: {value!r} is known only at run time; this shape needs static extents")
+        if not _is_int(value):
+            raise FusionDefinitionError(f"{what}: an extent must be an int or an integer Scalar, got {value!r}")
+        return value  # type: ignore[return-value]
+
+    def _shape_entry(self, value: object, what: str) -> int | Extent:
+        """An entry of a target shape: a static extent, or an `Extent` of this definition."""
+        if isinstance(value, Extent):
+            self._check_own(value.tensor, what)
+            return value
+        return self._static_extent(value, what)
+
+    def _slice_bound(self, t: Tensor, axis: int, value: object, what: str) -> int:
+        """A slice bound: static, or the axis's own extent (to its end)."""
+        if not isinstance(value, Extent):
+            return self._static_extent(value, what)
+        self._check_own(value.tensor, what)
+        if axis < t.ndim and self._same_extent(t, axis, value.tensor, value.axis):
+            return fusion.SLICE_TO_END
+        raise FusionDefinitionError(
+            f"{what}: bound {value!r} of axis {axis} of {t.name} is not known to be that axis's extent; "
+            "hostir slices to static bounds or to the end of an axis"
+        )
+
+    def _next_random_stream(self) -> int:
+        """A number for each random op, so that ops drawing without a seed draw apart."""
+        self._random_streams += 1
+        return self._random_streams - 1
 
     # -- emission ---------------------------------------------------------------------
     def to_module(self) -> ModuleOp:
@@ -534,6 +898,8 @@ class FusionDefinition:
             values[tensor] = arg
         for node in self._nodes:
             op = node.build([values[o] for o in node.operands], types[node.result])
+            if node.location is not None:
+                op.location = node.location
             op.results[0].name_hint = node.result.name
             func.body.block.add_op(op)
             values[node.result] = op.results[0]
@@ -555,6 +921,54 @@ def _extents(what: str, shape: object) -> list[AxisShape]:
             f"{what}: shape must be a list of extents >= 0 (or -1 for dynamic) that fit in 64 bits, got {shape!r}"
         )
     return [_axis_shape(e) for e in shape]
+
+
+def _extent_keeping_axes(op: Operation, operand: SSAValue) -> dict[int, int]:
+    """Logical axes of `operand` -> the result axes of the same extent: the axis map, but
+    for a reshape only its groups of one axis each side and for a slice only the axes it
+    keeps whole."""
+    positions = tensor_type(operand).value_positions()
+    if isinstance(op, fusion.ReshapeOp):
+        return {positions[s[0]]: t[0] for s, t in op.groups() if len(s) == len(t) == 1}
+    if isinstance(op, fusion.SliceOp):
+        return {positions[k]: k for k in op.whole_axes()}
+    return op.axis_map(operand)  # type: ignore[attr-defined]
+
+
+def _check_contiguity(contiguity: object, rank: int) -> None:
+    """nvFuser's contiguity: None, one bool, or one bool per axis (None for a broadcast one)."""
+    if contiguity is None or isinstance(contiguity, bool):
+        return
+    if not _is_list(contiguity) or len(contiguity) != rank or not all(c is None or isinstance(c, bool) for c in contiguity):
+        raise FusionDefinitionError(
+            f"define_tensor: contiguity must be a bool or one bool (or None) per axis, got {contiguity!r}"
+        )
+
+
+def _allocation_order_of_strides(what: str, stride_order: object, rank: int) -> list[int]:
+    """Logical axes from the largest stride to the smallest, from nvFuser's stride order
+    (entry i: the rank of axis i's stride among all, 0 the innermost)."""
+    order = _ints(what, stride_order, "stride_order")
+    if sorted(order) != list(range(rank)):
+        raise FusionDefinitionError(f"{what}: stride_order {order} is not a permutation of {rank} axes")
+    return sorted(range(rank), key=lambda axis: -order[axis])
+
+
+class FusionView:
+    """nvFuser's `fd.fusion`: the definition's inputs and outputs."""
+
+    def __init__(self, fd: FusionDefinition):
+        self._fd = fd
+
+    @property
+    def definition(self) -> FusionDefinition:
+        return self._fd
+
+    def inputs(self) -> list[Tensor]:
+        return list(self._fd._inputs)
+
+    def outputs(self) -> list[Tensor]:
+        return list(self._fd._outputs)
 
 
 def _axis_shape(extent: int) -> AxisShape:
@@ -599,10 +1013,18 @@ def _ints(what: str, values: object, name: str = "dims") -> list[int]:
 
 
 class Ops:
-    """`fd.ops`: every fusion op, named and called as in nvFuser's Python frontend."""
+    """`fd.ops`: every fusion op, named and called as in nvFuser's Python frontend, with
+    its type promotion: operands of different element types are cast to a common one,
+    half-precision floats compute in float32, and ops of scalars alone are folded."""
 
     def __init__(self, fd: FusionDefinition):
         self._fd = fd
+
+    def __getattr__(self, name: str) -> object:
+        """An nvFuser op hostir does not have: a FusionDefinitionError naming it."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise FusionDefinitionError(f"fd.ops.{name} is not supported (docs/nvfuser_parity.md lists nvFuser's ops and hostir's)")
 
     def _tensor(self, value: object, what: str) -> Tensor:
         return self._fd._check_tensor(value, what)
@@ -617,6 +1039,14 @@ class Ops:
     def cast(self, t: Tensor, dtype: object) -> Tensor:
         return self._unary(fusion.CastOp, "fd.ops.cast", t, data_type(dtype).element_type)
 
+    def _cast_to(self, value: _Value, dtype: DataType, what: str) -> _Value:
+        """A tensor operand cast to `dtype` where it has another type (nvFuser's
+        promoteValues); scalars keep theirs, as the ops take scalars of a lower kind."""
+        return self._cast_tensor(value, dtype, what) if isinstance(value, Tensor) else value
+
+    def _cast_tensor(self, t: Tensor, dtype: DataType, what: str) -> Tensor:
+        return t if t.dtype == dtype else self._unary(fusion.CastOp, what, t, dtype.element_type)
+
     def gelu(self, t: Tensor, approximate: str = "none") -> Tensor:
         """Elementwise gelu (fusion.gelu): `approximate="none"` (erf) or `"tanh"`, as torch's."""
         if approximate not in set(fusion.GeluApproximation):
@@ -628,53 +1058,83 @@ class Ops:
         return self._fd._define("fd.ops.gelu", [t], lambda v, r: fusion.GeluOp(v[0], r, approximate=mode),
                                 t.element_type)
 
-    def _binary(self, function: str, lhs: object, rhs: object) -> Tensor:
+    def _elementwise(self, function: str, operands: Sequence[object], promotion: _Promotion) -> _Value:
+        """`function` (a unary or binary function of the dialect) of promoted operands, or
+        a Scalar folded from scalar operands."""
         what = f"fd.ops.{function}"
-        op = fusion.BINARY_OPS[function]
-        tensors = [x for x in (lhs, rhs) if isinstance(x, Tensor)]
-        if not tensors:
-            raise FusionDefinitionError(f"{what}: at least one operand must be a Tensor, got {lhs!r} and {rhs!r}")
-        for t in tensors:
-            self._fd._check_own(t, what)
-        element_type = tensors[0].element_type
-        operands = [self._operand(x, element_type, what) for x in (lhs, rhs)]
-        result_type = op.result_element_type(element_type)
-        return self._fd._define(what, operands, lambda v, r: op(v[0], v[1], r), result_type)
+        values = [self._operand(x, what) for x in operands]
+        common = _promoted_type(values, promotion, what)
+        if not any(isinstance(v, Tensor) for v in values):
+            return self._folded(function, values, common, what)
+        values = [self._cast_to(v, common, what) for v in self._broadcasting(values)]
+        if function in fusion.UNARY_OPS:
+            op = fusion.UNARY_OPS[function]
+            return self._fd._define(what, values, lambda v, r: op(v[0], r), common.element_type)
+        binary = fusion.BINARY_OPS[function]
+        result_type = binary.result_element_type(common.element_type)
+        return self._fd._define(what, values, lambda v, r: binary(v[0], v[1], r), result_type)
 
-    def _operand(self, value: object, element_type: Attribute, what: str) -> _Value:
-        """A Tensor or Scalar as is; a Python number becomes a constant of the tensor's type."""
+    def _operand(self, value: object, what: str) -> _Value:
+        """A Tensor or Scalar as is; a Python number becomes a constant of nvFuser's type
+        for it (bool -> Bool, int -> Int, float -> Double)."""
         if isinstance(value, _Value):
+            self._fd._check_own(value, what)
             return value
         if isinstance(value, (bool, int, float)):
             try:
-                return Scalar(self._fd, value, _data_type_of(element_type))
+                return Scalar(self._fd, value, _default_scalar_type(value))
             except FusionDefinitionError as error:
-                raise FusionDefinitionError(f"{what}: {error}") from None
+                raise FusionDefinitionError(f"{what}: {error.reason}") from None
         raise FusionDefinitionError(f"{what}: operand {value!r} is neither a Tensor, a Scalar nor a number")
 
-    def _reduce(self, kind: fusion.ReduceKind, t: Tensor, dims: object, keepdim: bool) -> Tensor:
+    def _folded(self, function: str, values: Sequence[_Value], dtype: DataType, what: str) -> Scalar:
+        """The constant an op of constants computes (nvFuser evaluates scalar ops on the
+        host, in double for floats)."""
+        numbers = [v.value for v in values]  # type: ignore[attr-defined]
+        try:
+            result = _SCALAR_FUNCTIONS[function](*numbers)
+        except (ArithmeticError, ValueError) as error:
+            raise FusionDefinitionError(f"{what}: {error} for scalars {numbers}") from None
+        if function in fusion.COMPARISON_OPS:
+            dtype = DataType.Bool
+        elif dtype.is_integer:
+            result = int(result)
+        scalar = Scalar(self._fd, result, dtype)
+        self._fd._record_constant(scalar)
+        return scalar
+
+    def _reduce(self, kind: fusion.ReduceKind, t: Tensor, dims: object, keepdim: bool, dtype: object = DataType.Null) -> Tensor:
         what = f"fd.ops.{kind}"
         t = self._tensor(t, what)
         if not isinstance(keepdim, bool):
             raise FusionDefinitionError(f"{what}: keepdim must be a bool, got {keepdim!r}")
         dims = list(range(t.ndim)) if dims is None else _ints(what, dims)
+        target = data_type(dtype)
+        if target == DataType.Null and kind in (fusion.ReduceKind.SUM, fusion.ReduceKind.PROD) and not t.dtype.is_float:
+            target = DataType.Int  # nvFuser sums integers and predicates into Int
+        if target != DataType.Null:
+            t = self._cast_tensor(t, target, what)
         result = self._fd._define(what, [t], lambda v, r: fusion.ReduceOp(kind, v[0], dims, r), t.element_type)
+        return self._keep_dims(result, t, dims, keepdim)
+
+    def _keep_dims(self, result: Tensor, source: Tensor, dims: Sequence[int], keepdim: bool) -> Tensor:
         if not keepdim:
             return result
-        kept = {d % t.ndim for d in dims}
-        return self.broadcast(result, [i in kept for i in range(t.ndim)])
+        kept = {d % source.ndim for d in dims}
+        return self.broadcast(result, [i in kept for i in range(source.ndim)])
 
-    def sum(self, t: Tensor, dims: object = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(fusion.ReduceKind.SUM, t, dims, keepdim)
+    def sum(self, arg: Tensor, dims: object = None, keepdim: bool = False, dtype: object = DataType.Null) -> Tensor:
+        """nvFuser's sum: `dtype` casts first; integers and predicates sum into Int."""
+        return self._reduce(fusion.ReduceKind.SUM, arg, dims, keepdim, dtype)
 
-    def prod(self, t: Tensor, dims: object = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(fusion.ReduceKind.PROD, t, dims, keepdim)
+    def prod(self, arg: Tensor, dims: object = None, keepdim: bool = False, dtype: object = DataType.Null) -> Tensor:
+        return self._reduce(fusion.ReduceKind.PROD, arg, dims, keepdim, dtype)
 
-    def max(self, t: Tensor, dims: object = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(fusion.ReduceKind.MAX, t, dims, keepdim)
+    def max(self, arg: Tensor, dims: object = None, keepdim: bool = False, dtype: object = DataType.Null) -> Tensor:
+        return self._reduce(fusion.ReduceKind.MAX, arg, dims, keepdim, dtype)
 
-    def min(self, t: Tensor, dims: object = None, keepdim: bool = False) -> Tensor:
-        return self._reduce(fusion.ReduceKind.MIN, t, dims, keepdim)
+    def min(self, arg: Tensor, dims: object = None, keepdim: bool = False, dtype: object = DataType.Null) -> Tensor:
+        return self._reduce(fusion.ReduceKind.MIN, arg, dims, keepdim, dtype)
 
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
         a, b = self._tensor(a, "fd.ops.matmul"), self._tensor(b, "fd.ops.matmul")
@@ -707,7 +1167,7 @@ class Ops:
         dims = _ints("fd.ops.permute", dims)
         return self._fd._define("fd.ops.permute", [t], lambda v, r: fusion.PermuteOp(v[0], dims, r), t.element_type)
 
-    def squeeze(self, t: Tensor, dims: Sequence[int]) -> Tensor:
+    def squeeze(self, t: Tensor, dims: Sequence[int], squeeze_expanded: bool = False) -> Tensor:
         t = self._tensor(t, "fd.ops.squeeze")
         dims = _ints("fd.ops.squeeze", dims)
         return self._fd._define("fd.ops.squeeze", [t], lambda v, r: fusion.SqueezeOp(v[0], dims, r), t.element_type)
@@ -716,7 +1176,7 @@ class Ops:
         """Reshape to `new_shape`; one -1 is inferred from a static input, else dynamic."""
         what = "fd.ops.reshape"
         t = self._tensor(t, what)
-        axes = _extents(what, new_shape)
+        axes = _extents(what, [self._fd._static_extent(e, what) for e in new_shape] if _is_list(new_shape) else new_shape)
         extents = [e for e, _ in axes]
         if extents.count(DYNAMIC) > 1:
             raise FusionDefinitionError(f"{what}: only one extent of {list(new_shape)} can be -1 (inferred)")
@@ -737,12 +1197,25 @@ class Ops:
         start_indices: Sequence[int],
         end_indices: Sequence[int],
         strides: Sequence[int] | None = None,
+        manual_normalization: bool = False,
     ) -> Tensor:
+        """nvFuser's slice. Bounds may be `fd.ops.size` extents: the axis's own extent
+        slices to its end. Without `manual_normalization`, negative bounds count from the
+        end and bounds past the end are clamped to it, as in Python."""
         what = "fd.ops.slice"
         t = self._tensor(t, what)
-        starts = _ints(what, start_indices, "start_indices")
-        stops = _ints(what, end_indices, "end_indices")
-        steps = [1] * len(starts) if strides is None else _ints(what, strides, "strides")
+        if not _is_list(start_indices) or not _is_list(end_indices) or len(start_indices) != len(end_indices):
+            raise FusionDefinitionError(f"{what}: start_indices and end_indices need one entry per axis, got "
+                                        f"{start_indices!r} and {end_indices!r}")
+        steps = [1] * len(start_indices) if strides is None else _ints(what, strides, "strides")
+        starts, stops = [], []
+        for axis, (start, stop) in enumerate(zip(start_indices, end_indices)):
+            extent = t.shape[axis] if axis < t.ndim else DYNAMIC
+            start, stop = self._fd._slice_bound(t, axis, start, what), self._fd._slice_bound(t, axis, stop, what)
+            if not manual_normalization and extent != DYNAMIC:
+                start, stop = (_normalized_bound(b, extent) for b in (start, stop))
+            starts.append(start)
+            stops.append(stop)
 
         def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
             return fusion.SliceOp(v[0], starts, stops, steps, r)  # type: ignore[arg-type]  # r: the TensorType _define passes
@@ -772,21 +1245,407 @@ class Ops:
 
         return self._fd._define(what, [t, index], build, t.element_type)
 
+    # -- nvFuser's ops of the multi-device tests -------------------------------------
+    def size(self, arg: Tensor, dim: int) -> int | Extent:
+        """The extent of axis `dim` of the value: an int when static, else an `Extent`
+        standing for it in shapes and slice bounds."""
+        arg = self._tensor(arg, "fd.ops.size")
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -arg.ndim <= dim < arg.ndim:
+            raise FusionDefinitionError(f"fd.ops.size: dim {dim!r} is out of range for {arg.name} of rank {arg.ndim}")
+        extent = arg.shape[dim]
+        return Extent(arg, dim % arg.ndim) if extent == DYNAMIC else extent
+
+    def shape(self, arg: Tensor) -> list[int | Extent]:
+        """The extents of every axis of the value (see `size`)."""
+        arg = self._tensor(arg, "fd.ops.shape")
+        return [self.size(arg, i) for i in range(arg.ndim)]
+
+    def broadcast_in_dim(self, arg: Tensor, shape: Sequence[object], broadcast_dims: Sequence[int]) -> Tensor:
+        """nvFuser's broadcast_in_dim: axis i of `arg` becomes axis broadcast_dims[i] of a
+        tensor of `shape`; the others are new, and every axis of extent 1 of `arg` or new
+        expands to `shape`'s extent (fusion.broadcast, then fusion.expand)."""
+        what = "fd.ops.broadcast_in_dim"
+        arg = self._tensor(arg, what)
+        if not _is_list(shape):
+            raise FusionDefinitionError(f"{what}: shape must be a list, got {shape!r}")
+        rank = len(shape)
+        dims = [d % rank if _is_int(d) and -rank <= d < rank else d for d in _ints(what, broadcast_dims, "broadcast_dims")]
+        if len(dims) != arg.ndim or sorted(set(dims)) != sorted(dims) or not all(_is_int(d) and 0 <= d < rank for d in dims):
+            raise FusionDefinitionError(
+                f"{what}: broadcast_dims needs one distinct output axis in [0, {rank}) per axis of {arg.name} "
+                f"({arg.ndim}), got {list(broadcast_dims)}"
+            )
+        if dims != sorted(dims):
+            raise FusionDefinitionError(f"{what}: broadcast_dims {dims} must keep the axes in order")
+        flags = [i not in dims for i in range(rank)]
+        broadcast = self.broadcast(arg, flags) if any(flags) else arg
+        return self._expanded(what, broadcast, shape)
+
+    def expand(self, arg: Tensor, shape: Sequence[object]) -> Tensor:
+        """nvFuser's expand: every axis of extent 1 takes `shape`'s extent (-1 keeps one)."""
+        what = "fd.ops.expand"
+        arg = self._tensor(arg, what)
+        if not _is_list(shape) or len(shape) != arg.ndim:
+            raise FusionDefinitionError(f"{what}: shape needs one extent per axis of {arg.name} ({arg.ndim}), got {shape!r}")
+        return self._expanded(what, arg, shape)
+
+    def _expanded(self, what: str, t: Tensor, shape: Sequence[object]) -> Tensor:
+        """`t` expanded to `shape` where its axes have extent 1 (a view; `t` itself when
+        nothing expands). An `Extent` of another tensor is read from that tensor."""
+        result_axes: list[AxisShape] = []
+        like: Tensor | None = None
+        sources: list[int] = []
+        for axis, (extent, entry) in enumerate(zip(t.shape, shape)):
+            target = self._fd._shape_entry(entry, what)
+            if extent != 1 or target in (-1, 1):
+                if _is_int(target) and target not in (-1, extent) and extent != DYNAMIC:
+                    raise FusionDefinitionError(f"{what}: axis {axis} has extent {extent}, which cannot become {target}")
+                if isinstance(target, Extent):  # nvFuser checks the two are equal when it runs
+                    self._fd._equate_extents(t, axis, target.tensor, target.axis)
+                result_axes.append((extent, t._axes[t._value_axis(axis)].kind))
+                sources.append(-1)
+            elif isinstance(target, Extent):
+                if like not in (None, target.tensor):
+                    raise FusionDefinitionError(f"{what}: the extents of {shape!r} come from several tensors; "
+                                                "hostir expands to the extents of one")
+                like = target.tensor
+                result_axes.append((DYNAMIC, IterKind.ITERATION))
+                sources.append(target.axis)
+            else:
+                result_axes.append(_axis_shape(target))
+                sources.append(-1)
+        if all(s == -1 for s in sources) and [e for e, _ in result_axes] == list(t.shape):
+            return t
+        operands: list[_Value] = [t] if like is None else [t, like]
+
+        def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
+            if like is None:
+                return fusion.ExpandOp(v[0], r)  # type: ignore[arg-type]
+            return fusion.ExpandOp(v[0], r, v[1], sources)  # type: ignore[arg-type]
+
+        expanded = self._fd._define(what, operands, build, t.element_type, result_axes=result_axes)
+        expanded._unexpanded = t
+        return expanded
+
+    def _broadcasting(self, values: list[_Value]) -> list[_Value]:
+        """Operands of an elementwise op: an expanded tensor whose expanded extent differs
+        from another operand's is read unexpanded, so its axis broadcasts to that extent
+        (as nvFuser broadcasts an expanded broadcast axis)."""
+        tensors = [v for v in values if isinstance(v, Tensor)]
+
+        def clashes(v: Tensor) -> bool:
+            return any(
+                len(o.shape) == len(v.shape) and any(a not in (b, 1, DYNAMIC) and b not in (1, DYNAMIC)
+                                                     for a, b in zip(v.shape, o.shape))
+                for o in tensors if o is not v
+            )
+
+        return [v._unexpanded if isinstance(v, Tensor) and v._unexpanded is not None and clashes(v) else v
+                for v in values]
+
+    def stride_order(self, arg: Tensor, stride_order: Sequence[int]) -> Tensor:
+        """nvFuser's stride_order: a copy laid out in `stride_order` (see define_tensor)."""
+        result = self.set(arg)
+        if stride_order:
+            result.set_allocation_order(_allocation_order_of_strides("fd.ops.stride_order", stride_order, result.ndim))
+        return result
+
+    def cat(self, tensors: Sequence[Tensor], dim: int = 0, manual_padding: bool = False) -> Tensor:
+        """Concatenate along `dim` (nvFuser's cat; `manual_padding`, nvFuser's promise that
+        the inputs are already padded, is refused)."""
+        what = "fd.ops.cat"
+        if manual_padding:
+            raise FusionDefinitionError(f"{what}: manual_padding=True (inputs padded by the caller) is not supported")
+        if not _is_list(tensors) or not tensors:
+            raise FusionDefinitionError(f"{what}: tensors must be a non-empty list of Tensors, got {tensors!r}")
+        values = [self._tensor(t, what) for t in tensors]
+        common = _promoted_type(values, _Promotion.NONE, what)
+        values = [self._cast_tensor(t, common, what) for t in values]
+        return self._fd._define(what, values, lambda v, r: fusion.CatOp(list(v), dim, r), common.element_type)  # type: ignore[arg-type]
+
+    def where(self, pred: object, a: object, b: object) -> Tensor:
+        """`pred ? a : b`, elementwise: `pred` of Bool, `a` and `b` promoted to a common type
+        (half precision kept, as nvFuser's where does)."""
+        what = "fd.ops.where"
+        condition = self._operand(pred, what)
+        values = [self._operand(x, what) for x in (a, b)]
+        if not any(isinstance(v, Tensor) for v in (condition, *values)):
+            raise FusionDefinitionError(f"{what}: at least one operand must be a Tensor")
+        if condition.dtype != DataType.Bool:  # type: ignore[attr-defined]
+            raise FusionDefinitionError(f"{what}: the condition must be of DataType.Bool, got {condition.dtype.value}")  # type: ignore[attr-defined]
+        common = _promoted_type(values, _Promotion.NONE, what)
+        condition, *values = self._broadcasting([condition, *values])
+        values = [self._cast_to(v, common, what) for v in values]
+
+        def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
+            return fusion.WhereOp(v[0], v[1], v[2], r)  # type: ignore[arg-type]
+
+        return self._fd._define(what, [condition, *values], build, common.element_type)
+
+    def iota(self, length: object, start: object = None, step: object = None, dtype: object = DataType.Int) -> Tensor:
+        """[start, start + step, ..] of `length` elements (nvFuser's iota; start 0 and step 1
+        by default)."""
+        what = "fd.ops.iota"
+        extent = self._fd._static_extent(length, what)
+        bounds = [self._operand(default if given is None else given, what) for given, default in ((start, 0), (step, 1))]
+
+        def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
+            return fusion.IotaOp(v[0], v[1], r)  # type: ignore[arg-type]
+
+        return self._fd._define(what, bounds, build, data_type(dtype).element_type, result_axes=[_axis_shape(extent)])
+
+    def triu(self, arg: Tensor, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two axes (torch.triu)."""
+        what = "fd.ops.triu"
+        arg = self._tensor(arg, what)
+        if not _is_int(diagonal):
+            raise FusionDefinitionError(f"{what}: diagonal must be an int, got {diagonal!r}")
+        return self._fd._define(what, [arg], lambda v, r: fusion.TriuOp(v[0], diagonal, r), arg.element_type)
+
+    def _statistic(self, what: str, arg: object, build_op: Callable, dims: object) -> tuple[Tensor, Tensor, list[int]]:
+        """(input promoted as nvFuser's float ops, the reduction, its dims)."""
+        t = self._tensor(arg, what)
+        t = self._cast_tensor(t, _promoted_type([t], _Promotion.FLOAT, what), what)
+        dims = list(range(t.ndim)) if dims is None else _ints(what, dims)
+        return t, self._fd._define(what, [t], lambda v, r: build_op(v[0], dims, r), t.element_type), dims  # type: ignore[return-value]
+
+    def mean(self, arg: Tensor, dims: object = None, keepdim: bool = False) -> Tensor:
+        t, mean, dims = self._statistic("fd.ops.mean", arg, fusion.MeanOp, dims)
+        return self._keep_dims(mean, t, dims, keepdim)
+
+    def var(self, arg: Tensor, dims: object = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        if not _is_int(correction) or correction < 0:
+            raise FusionDefinitionError(f"fd.ops.var: correction must be an int >= 0, got {correction!r}")
+        t, var, dims = self._statistic(
+            "fd.ops.var", arg, lambda x, d, r: fusion.VarOp(x, d, correction, r), dims
+        )
+        return self._keep_dims(var, t, dims, keepdim)
+
+    def var_mean(self, arg: Tensor, dims: object = None, correction: int = 1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+        """nvFuser's var_mean: (variance with `correction`, mean) over `dims`."""
+        return self.var(arg, dims, correction, keepdim), self.mean(arg, dims, keepdim)
+
+    def uniform(self, minval: object, maxval: object, shape: Sequence[object], *, rng_seed: object = None,
+                rng_offset: object = None, dtype: object = DataType.Float) -> Tensor:
+        """Numbers uniform in [minval, maxval) (nvFuser's uniform). With `rng_seed` and
+        `rng_offset` the numbers are those of that seed and offset, at their positions in
+        the tensor, on every layout; without, each run draws new ones (see fusion.uniform)."""
+        what = "fd.ops.uniform"
+        if (rng_seed is None) != (rng_offset is None):
+            raise FusionDefinitionError(f"{what}: give rng_seed and rng_offset together, or neither")
+        bounds = [self._operand(x, what) for x in (minval, maxval)]
+        seeds = [] if rng_seed is None else [self._operand(x, what) for x in (rng_seed, rng_offset)]
+        axes = _extents(what, [self._fd._static_extent(e, what) for e in shape] if _is_list(shape) else shape)
+        stream = self._fd._next_random_stream()
+
+        def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
+            seed, offset = (v[2], v[3]) if len(v) > 2 else (None, None)
+            return fusion.UniformOp(v[0], v[1], r, stream, seed, offset)  # type: ignore[arg-type]
+
+        element_type = data_type(dtype).element_type
+        return self._fd._define(what, [*bounds, *seeds], build, element_type, result_axes=axes)
+
+    def grouped_mm(self, mat1: Tensor, mat2: Tensor, offsets: Tensor) -> Tensor:
+        """nvFuser's grouped_mm: [M, K] x [G, K, N] (M in groups), [G, M, K] x [K, N] (N in
+        groups) or [M, K] x [K, N] (K in groups, result [G, M, N]); `offsets` [G] holds where
+        each group ends, at run time."""
+        what = "fd.ops.grouped_mm"
+        a, b, offsets = (self._tensor(x, what) for x in (mat1, mat2, offsets))
+        grouping = {(2, 3): fusion.Grouping.M, (3, 2): fusion.Grouping.N, (2, 2): fusion.Grouping.K}.get((a.ndim, b.ndim))
+        if grouping is None:
+            raise FusionDefinitionError(f"{what}: operand ranks {a.ndim} and {b.ndim}; use 2 and 3, 3 and 2, or 2 and 2 "
+                                        "(two 3-D operands are a batched matmul)")
+
+        def build(v: Sequence[SSAValue], r: Attribute) -> Operation:
+            return fusion.GroupedMmOp(v[0], v[1], v[2], grouping, r)  # type: ignore[arg-type]
+
+        return self._fd._define(what, [a, b, offsets], build, a.element_type)
+
+    def sdpfa_fwd(self, query: Tensor, key: Tensor, value: Tensor, bias: object = None, mask: object = None,
+                  dropout_p: object = None, is_causal: object = None, scale: object = None) -> tuple[Tensor, ...]:
+        """nvFuser's sdpfa_fwd: (output, logsumexp, philox seed, philox offset). The seed and
+        offset are this run's random state (fusion.rng_seed), which sdpfa_bwd takes to
+        replay the dropout."""
+        what = "fd.ops.sdpfa_fwd"
+        if bias is not None or mask is not None:
+            raise FusionDefinitionError(f"{what}: an attention bias or mask is not supported; use is_causal")
+        q, k, v = (self._tensor(x, what) for x in (query, key, value))
+        attributes = self._attention_attributes(what, dropout_p, is_causal, scale)
+        seed, offset = self._random_state(what)
+        outputs = []
+        for kind in fusion.AttentionOutput:
+            element_type = Float32Type() if kind == fusion.AttentionOutput.LOGSUMEXP else q.element_type
+
+            def build(x: Sequence[SSAValue], r: Attribute, kind=kind) -> Operation:
+                q, k, v, seed, offset = x
+                return fusion.SdpfaFwdOp(kind, q, k, v, seed, offset, *attributes, r)  # type: ignore[arg-type]  # r: the result's TensorType
+
+            outputs.append(self._fd._define(what, [q, k, v, seed, offset], build, element_type))
+        outputs[0]._follow_layout(q)  # nvFuser's attention output is laid out as its query
+        return outputs[0], outputs[1], seed, offset
+
+    def sdpfa_bwd(self, grad_output: Tensor, query: Tensor, key: Tensor, value: Tensor, output: Tensor,
+                  logsumexp: Tensor, dropout_p: object, is_causal: object, philox_seed: Tensor,
+                  philox_offset: Tensor, scale: object = None) -> tuple[Tensor, Tensor, Tensor]:
+        """nvFuser's sdpfa_bwd: (grad_query, grad_key, grad_value), each laid out as its input."""
+        what = "fd.ops.sdpfa_bwd"
+        operands = [self._tensor(x, what) for x in (grad_output, query, key, value, output, logsumexp, philox_seed,
+                                                     philox_offset)]
+        attributes = self._attention_attributes(what, dropout_p, is_causal, scale)
+        gradients = []
+        for kind, source in zip(fusion.AttentionGradient, operands[1:4]):
+
+            def build(x: Sequence[SSAValue], r: Attribute, kind=kind) -> Operation:
+                grad, q, k, v, out, lse, seed, offset = x
+                return fusion.SdpfaBwdOp(kind, grad, q, k, v, out, lse, seed, offset, *attributes, r)  # type: ignore[arg-type]  # r: the result's TensorType
+
+            gradient = self._fd._define(what, operands, build, source.element_type)
+            gradient._follow_layout(source)
+            gradients.append(gradient)
+        return gradients[0], gradients[1], gradients[2]
+
+    def _attention_attributes(self, what: str, dropout_p: object, is_causal: object,
+                              scale: object) -> tuple[float, bool, float | None]:
+        """(dropout_p, is_causal, scale) as constants (None: 0, False, 1/sqrt(E))."""
+        dropout = 0.0 if dropout_p is None else self._constant(what, dropout_p, "dropout_p", (int, float))
+        causal = False if is_causal is None else self._constant(what, is_causal, "is_causal", (bool,))
+        factor = None if scale is None else float(self._constant(what, scale, "scale", (int, float)))
+        return float(dropout), bool(causal), factor
+
+    def _constant(self, what: str, value: object, name: str, kinds: tuple[type, ...]) -> object:
+        """A Python constant, or the value of a constant Scalar."""
+        if isinstance(value, Scalar):
+            value = value.value
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise FusionDefinitionError(f"{what}: {name} must be a constant {' or '.join(k.__name__ for k in kinds)}, "
+                                        f"got {value!r}")
+        return value
+
+    def _random_state(self, what: str) -> tuple[Tensor, Tensor]:
+        """This run's (seed, offset) tensors: fusion.rng_seed and its element 1."""
+        stream = self._fd._next_random_stream()
+        seed = self._fd._define(what, [], lambda v, r: fusion.RngSeedOp(stream, r), fusion.RNG_STATE_TYPE,
+                                result_axes=[(2, IterKind.ITERATION)])
+        return seed, self.select(seed, 1, 0)
+
+
+class _Promotion(Enum):
+    """nvFuser's type promotion configs (csrc/type_promotion.h)."""
+
+    NONE = "none"
+    """A common type, kept (cat)."""
+    DEFAULT = "default"
+    """A common type, half precision computed in float32 (add, neg, where, comparisons)."""
+    FLOAT = "float"
+    """As DEFAULT, integers and predicates in float32 too (exp, sqrt, ...)."""
+
+
+def _promoted_type(values: Sequence[_Value], promotion: _Promotion, what: str) -> DataType:
+    """The type nvFuser computes `values` in (computeTypes): the one they share, or
+    torch's result type of tensors of rank > 0, then of rank 0, then of scalars (whose
+    half precision counts as float32), by category (bool < integer < float)."""
+    dtypes = {v.dtype for v in values}  # type: ignore[attr-defined]
+    if len(dtypes) == 1:
+        (common,) = dtypes
+    else:
+        ranked = [[v.dtype for v in values if isinstance(v, Tensor) and v.ndim > 0],
+                  [v.dtype for v in values if isinstance(v, Tensor) and v.ndim == 0],
+                  [_FULL_PRECISION.get(v.dtype, v.dtype) for v in values if not isinstance(v, Tensor)]]  # type: ignore[attr-defined]
+        results = [_promote_all(group, what) for group in ranked]
+        common = _combine_categories(results[0], _combine_categories(results[1], results[2], what), what)  # type: ignore[arg-type]
+    if promotion == _Promotion.FLOAT and not common.is_float:
+        common = DataType.Float
+    if promotion != _Promotion.NONE:
+        common = _FULL_PRECISION.get(common, common)
+    return common
+
+
+_FULL_PRECISION = {DataType.Half: DataType.Float, DataType.BFloat16: DataType.Float}
+
+_CATEGORY = {DataType.Bool: 0, DataType.Int32: 1, DataType.Int: 1, DataType.UInt64: 1,
+             DataType.Half: 2, DataType.BFloat16: 2, DataType.Float: 2, DataType.Double: 2}
+_WIDTH = {DataType.Bool: 1, DataType.Int32: 32, DataType.Int: 64, DataType.UInt64: 64,
+          DataType.Half: 16, DataType.BFloat16: 16, DataType.Float: 32, DataType.Double: 64}
+
+
+def _promote(a: DataType, b: DataType, what: str) -> DataType:
+    """torch.promote_types of two types."""
+    if a == b:
+        return a
+    if _CATEGORY[a] != _CATEGORY[b]:
+        return a if _CATEGORY[a] > _CATEGORY[b] else b
+    if {a, b} == {DataType.Half, DataType.BFloat16}:
+        return DataType.Float
+    if DataType.UInt64 in (a, b):
+        raise FusionDefinitionError(f"{what}: uint64 and {(b if a == DataType.UInt64 else a).value} have no common type; cast one")
+    return a if _WIDTH[a] > _WIDTH[b] else b
+
+
+def _promote_all(dtypes: Sequence[DataType], what: str) -> DataType | None:
+    result = None
+    for dtype in dtypes:
+        result = dtype if result is None else _promote(result, dtype, what)
+    return result
+
+
+def _combine_categories(higher: DataType | None, lower: DataType | None, what: str) -> DataType | None:
+    """nvFuser's combineCategories: the types of higher-ranked operands win, unless a
+    lower-ranked one is of a higher category."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_float:
+        return higher
+    if higher == DataType.Bool or lower.is_float:
+        return _promote(higher, lower, what)
+    return higher
+
+
+def _normalized_bound(bound: int, extent: int) -> int:
+    """A Python slice bound of an axis of `extent`: negative counts from the end, clamped."""
+    if bound == fusion.SLICE_TO_END:
+        return bound
+    if bound < 0:
+        bound += extent
+    return min(max(bound, 0), extent)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+_SCALAR_FUNCTIONS: dict[str, Callable[..., float | int | bool]] = {
+    "neg": operator.neg, "abs": abs, "relu": lambda x: max(x, 0), "exp": math.exp, "log": math.log,
+    "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "sin": math.sin, "cos": math.cos, "tanh": math.tanh,
+    "sigmoid": _sigmoid, "reciprocal": lambda x: 1.0 / x, "silu": lambda x: x * _sigmoid(x),
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "div": lambda a, b: a / b if isinstance(a, float) or isinstance(b, float) else int(a / b),
+    "maximum": max, "minimum": min, "pow": operator.pow,
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+}
+"""What each elementwise function computes on Python numbers (integer division truncates)."""
+
+_FLOAT_FUNCTIONS = frozenset(("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal"))
+"""nvFuser's float ops: integers are computed in float32 too."""
+_KEPT_TYPE_FUNCTIONS = frozenset(("abs", "relu", "silu"))
+"""nvFuser's unary ops without type promotion."""
+
 
 def _add_elementwise_ops() -> None:
-    """fd.ops.<f> for every unary and binary function of the dialect."""
-    for function, op in fusion.UNARY_OPS.items():
+    """fd.ops.<f> for every unary and binary function of the dialect, with nvFuser's promotion."""
+    for function in fusion.UNARY_OPS:
+        promotion = (_Promotion.FLOAT if function in _FLOAT_FUNCTIONS
+                     else _Promotion.NONE if function in _KEPT_TYPE_FUNCTIONS else _Promotion.DEFAULT)
 
-        def unary(self: Ops, t: Tensor, op=op, function=function) -> Tensor:
-            return self._unary(op, f"fd.ops.{function}", t)
+        def unary(self: Ops, t: object, function=function, promotion=promotion) -> _Value:
+            return self._elementwise(function, [t], promotion)
 
         unary.__name__ = unary.__qualname__ = function
-        unary.__doc__ = f"Elementwise {function} (fusion.{function})."
+        unary.__doc__ = f"Elementwise {function} (fusion.{function}); of a Scalar, a Scalar."
         setattr(Ops, function, unary)
     for function in fusion.BINARY_OPS:
 
-        def binary(self: Ops, lhs: object, rhs: object, function=function) -> Tensor:
-            return self._binary(function, lhs, rhs)
+        def binary(self: Ops, lhs: object, rhs: object, function=function) -> _Value:
+            return self._elementwise(function, [lhs, rhs], _Promotion.DEFAULT)
 
         binary.__name__ = binary.__qualname__ = function
         binary.__doc__ = f"Elementwise {function} (fusion.{function}); numbers and Scalars allowed."

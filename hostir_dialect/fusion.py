@@ -27,13 +27,16 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
+    BoolAttr,
     DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
+    Signedness,
     i1,
     i64,
 )
@@ -51,6 +54,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.traits import EffectInstance, HasParent, IsTerminator, MemoryEffect, MemoryEffectKind, OpTrait
 from xdsl.utils.exceptions import VerifyException
@@ -61,7 +65,7 @@ from .attributes import i64_attr
 from .building import init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp
-from .tensor_type import DYNAMIC, Axis, IterKind, TensorType, tensor_type
+from .tensor_type import DYNAMIC, INT64_MAX, Axis, IterKind, TensorType, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Shape rules
@@ -1052,39 +1056,23 @@ class SqueezeOp(DimsComputeOp, StreamSliceable):
         return SqueezeOp(_chunk(chunks, self.input), dims, result_type, out)
 
 
-@op_definition
-class ReduceOp(ComputeOp, StreamSliceable):
-    """%r = fusion.reduce sum %x dims [1] : T<[4, 8]> -> R<[4, r8]>
+class AxesReduction(ComputeOp, StreamSliceable):
+    """An op reducing the axes `dims` of one tensor. The reduced axes stay in the
+    result's logical domain, marked as reduction axes (as nvFuser does); consumers do not
+    see them."""
 
-    The reduced axes stay in the result's logical domain, marked as reduction axes
-    (as nvFuser does); consumers do not see them.
-    """
-
-    name = "fusion.reduce"
-    kind = prop_def(ReduceKindAttr)
     input = operand_def(TensorType)
     dims = prop_def(DenseArrayBase[I64])
     traits = traits_def(StandaloneHostOp())
-    assembly_format = "$kind $input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, kind: ReduceKind, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
-        init_flat(
-            self, [input, out], [result_type], {"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)}
-        )
 
     def reduced_axes(self) -> list[int]:
         rank = len(tensor_type(self.input).value_axes())
         return sorted({_normalize(d, rank) for d in self.dims.get_values()})
 
-    def verify_element_type(self) -> None:
-        if self.kind.data in (ReduceKind.SUM, ReduceKind.PROD):
-            _refuse_predicates(self)  # max and min of predicates are "any" and "all"
-        super().verify_element_type()
-
     def infer_axes(self) -> list[AxisShape]:
         axes = tensor_type(self.input).value_axes()
         if not len(self.dims):
-            raise VerifyException("reduce needs at least one axis in dims")
+            raise VerifyException(f"{self.name.removeprefix('fusion.')} needs at least one axis in dims")
         for d in self.dims.get_values():
             _check_axis(d, len(axes), "reduction axis")
         if len(self.reduced_axes()) != len(self.dims):
@@ -1098,7 +1086,33 @@ class ReduceOp(ComputeOp, StreamSliceable):
     ) -> ComputeOp:
         gone = _removed_position(self.input, removed)
         dims = [d - (d > gone) for d in self.reduced_axes()]
-        return ReduceOp(self.kind.data, _chunk(chunks, self.input), dims, result_type, out)
+        return self.reducing(_chunk(chunks, self.input), dims, result_type, out)
+
+    @abc.abstractmethod
+    def reducing(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None) -> ComputeOp:
+        """This op (its kind, its other properties) reducing `dims` of `input`."""
+
+
+@op_definition
+class ReduceOp(AxesReduction):
+    """%r = fusion.reduce sum %x dims [1] : T<[4, 8]> -> R<[4, r8]>"""
+
+    name = "fusion.reduce"
+    kind = prop_def(ReduceKindAttr)
+    assembly_format = "$kind $input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, kind: ReduceKind, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
+        init_flat(
+            self, [input, out], [result_type], {"kind": ReduceKindAttr(kind), "dims": DenseArrayBase.from_list(i64, dims)}
+        )
+
+    def verify_element_type(self) -> None:
+        if self.kind.data in (ReduceKind.SUM, ReduceKind.PROD):
+            _refuse_predicates(self)  # max and min of predicates are "any" and "all"
+        super().verify_element_type()
+
+    def reducing(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None) -> ComputeOp:
+        return ReduceOp(self.kind.data, input, dims, result_type, out)
 
 
 @op_definition
@@ -1196,7 +1210,11 @@ def _verify_epilogue(op: Operation) -> None:
 
 @op_definition
 class LinearOp(ComputeOp, StreamSliceable):
-    """%y = fusion.linear %x, %w (bias %b)? : X<[..., K]>, W<[N, K]>(, B<[N]>)? -> Y<[..., N, rK]>"""
+    """%y = fusion.linear %x, %w (bias %b)? : X<[..., K]>, W<[G.., N, K]>(, B<[G.., N]>)? -> Y<[G.., ..., N, rK]>
+
+    `x @ w^T + b`. A weight of rank above 2 (nvFuser's linear) is a stack of weights:
+    its leading axes G.. come first in the result, one linear per weight, and a bias has
+    them too."""
 
     name = "fusion.linear"
     input = operand_def(TensorType)
@@ -1215,17 +1233,23 @@ class LinearOp(ComputeOp, StreamSliceable):
                  out: SSAValue | None = None, epilogue: Epilogue | None = None):
         init_segmented(self, [input, weight, bias, out], [result_type], {"epilogue": _epilogue_attr(epilogue)})
 
+    def stacked_axes(self) -> int:
+        """How many leading axes the weight has before [N, K]."""
+        return len(tensor_type(self.weight).value_axes()) - 2
+
     def infer_axes(self) -> list[AxisShape]:
         x, w = tensor_type(self.input).value_axes(), tensor_type(self.weight).value_axes()
-        if len(x) < 1 or len(w) != 2:
-            raise VerifyException(f"linear needs an input of rank >= 1 and a [N, K] weight, got ranks {len(x)} and {len(w)}")
-        if not _extents_match(x[-1].extent, w[1].extent):
-            raise VerifyException(f"inner dimensions do not match: input has K={x[-1].extent}, weight has K={w[1].extent}")
+        if len(x) < 1 or len(w) < 2:
+            raise VerifyException(f"linear needs an input of rank >= 1 and a [.., N, K] weight, got ranks {len(x)} and {len(w)}")
+        if not _extents_match(x[-1].extent, w[-1].extent):
+            raise VerifyException(f"inner dimensions do not match: input has K={x[-1].extent}, weight has K={w[-1].extent}")
         if self.bias is not None:
             bias = tensor_type(self.bias).value_axes()
-            if len(bias) != 1 or not _extents_match(bias[0].extent, w[0].extent):
-                raise VerifyException(f"bias must have shape [{w[0].extent}] (N), got {[a.extent for a in bias]}")
-        return axis_shapes(x[:-1]) + [(w[0].extent, IterKind.ITERATION), (x[-1].extent, IterKind.REDUCTION)]
+            expected = [a.extent for a in w[:-1]]
+            if len(bias) != len(expected) or not all(map(_extents_match, [a.extent for a in bias], expected)):
+                raise VerifyException(f"bias must have shape {expected} (the weight's without K), got {[a.extent for a in bias]}")
+        stacked = axis_shapes(w[:-2])
+        return stacked + axis_shapes(x[:-1]) + [(w[-2].extent, IterKind.ITERATION), (x[-1].extent, IterKind.REDUCTION)]
 
     def verify_element_type(self) -> None:
         _refuse_predicates(self)
@@ -1235,11 +1259,12 @@ class LinearOp(ComputeOp, StreamSliceable):
     def value_axis_targets(self, operand: SSAValue) -> list[int]:
         rank = tensor_type(self.result).rank
         n, k = rank - 2, rank - 1
+        stacked = list(range(self.stacked_axes()))
         if operand is self.input:
-            return list(range(n)) + [k]
+            return list(range(len(stacked), n)) + [k]
         if operand is self.weight:
-            return [n, k]
-        return [n]
+            return stacked + [n, k]
+        return stacked + [n]
 
     def sharding_reference_operands(self) -> list[SSAValue]:
         """The weight decides the layout of the result, then the bias, then the input."""
@@ -1253,9 +1278,17 @@ class LinearOp(ComputeOp, StreamSliceable):
         return LinearOp(_chunk(chunks, self.input), _chunk(chunks, self.weight), bias, result_type, out, epilogue_of(self))
 
 
+SLICE_TO_END = INT64_MAX
+"""A slice's stop that means "to the end of the axis", whatever its extent at run time
+(nvFuser's stop given as the axis's own symbolic extent)."""
+
+
 @op_definition
 class SliceOp(ComputeOp, StreamSliceable):
-    """%r = fusion.slice %x starts [0, 2] stops [4, 8] steps [1, 2] : T -> R"""
+    """%r = fusion.slice %x starts [0, 2] stops [4, 8] steps [1, 2] : T -> R
+
+    A stop of 9223372036854775807 (SLICE_TO_END) slices to the end of the axis: of a
+    dynamic axis, the result's extent is dynamic."""
 
     name = "fusion.slice"
     input = operand_def(TensorType)
@@ -1282,6 +1315,12 @@ class SliceOp(ComputeOp, StreamSliceable):
         """(starts, stops, steps), one entry per value axis of the input."""
         return self.starts.get_values(), self.stops.get_values(), self.steps.get_values()
 
+    def whole_axes(self) -> list[int]:
+        """The value axes the slice keeps whole: from 0 to the end by 1."""
+        axes = tensor_type(self.input).value_axes()
+        return [k for k, (start, stop, step) in enumerate(zip(*self.bounds()))
+                if start == 0 and step == 1 and stop in (SLICE_TO_END, axes[k].extent)]
+
     def infer_axes(self) -> list[AxisShape]:
         axes = tensor_type(self.input).value_axes()
         starts, stops, steps = self.bounds()
@@ -1291,6 +1330,11 @@ class SliceOp(ComputeOp, StreamSliceable):
         for i, (axis, start, stop, step) in enumerate(zip(axes, starts, stops, steps)):
             if step < 1:
                 raise VerifyException(f"axis {i}: step {step} must be positive")
+            if stop == SLICE_TO_END:
+                stop = axis.extent
+                if stop == DYNAMIC:
+                    result.append((DYNAMIC, IterKind.ITERATION))
+                    continue
             if not 0 <= start <= stop or (axis.extent != DYNAMIC and stop > axis.extent):
                 raise VerifyException(f"axis {i}: slice [{start}, {stop}) is out of bounds for extent {axis.extent}")
             result.append((-(-(stop - start) // step), IterKind.ITERATION))
@@ -1381,6 +1425,733 @@ class SelectOp(ComputeOp, StreamSliceable):
 
 
 # --------------------------------------------------------------------------- #
+# nvFuser's other ops: concatenation, expansion, selection by predicate, index and
+# random tensors, mean and variance, grouped GEMM, fused attention
+# --------------------------------------------------------------------------- #
+
+
+@op_definition
+class CatOp(ComputeOp, StreamSliceable):
+    """%r = fusion.cat %a, %b dim 1 : A, B -> R   (torch.cat: extents along `dim` add up)
+
+    Every other axis maps to the result's; the concatenated one maps nowhere, since the
+    shards of its inputs would interleave in the result: a sharded one is gathered first
+    (decompose-reshardings), and a result sharded on it is sharded after."""
+
+    name = "fusion.cat"
+    inputs = var_operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = "$inputs `dim` $dim (`into` $out^)? attr-dict `:` type($inputs) `->` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int, result_type: TensorType, out: SSAValue | None = None):
+        init_segmented(self, [list(inputs), out], [result_type], {"dim": i64_attr(dim)})
+
+    @property
+    def axis(self) -> int:
+        return _normalize(self.dim.value.data, tensor_type(self.result).rank)
+
+    def infer_axes(self) -> list[AxisShape]:
+        operands = [tensor_type(v).value_axes() for v in self.inputs]
+        if not operands:
+            raise VerifyException("cat needs at least one tensor")
+        ranks = {len(axes) for axes in operands}
+        if len(ranks) > 1 or not operands[0]:
+            raise VerifyException(f"cat needs tensors of one rank >= 1, got ranks {sorted(ranks)}")
+        rank = len(operands[0])
+        _check_axis(self.dim.value.data, rank, "cat dim")
+        dim = _normalize(self.dim.value.data, rank)
+        result = []
+        for i in range(rank):
+            extents = [axes[i].extent for axes in operands]
+            if i == dim:
+                total = DYNAMIC if DYNAMIC in extents else sum(extents)
+                result.append((total, IterKind.ITERATION))
+            elif not all(_extents_match(e, extents[0]) for e in extents):
+                raise VerifyException(f"axis {i} has extents {extents}; only axis {dim} may differ")
+            else:
+                known = max(extents)
+                kind = IterKind.BROADCAST if all(axes[i].is_broadcast for axes in operands) else IterKind.ITERATION
+                result.append((known, kind))
+        return result
+
+    def verify_element_type(self) -> None:
+        element_types = {tensor_type(v).element_type for v in [*self.inputs, self.result]}
+        if len(element_types) > 1:
+            raise VerifyException(f"cat needs one element type, got {sorted(map(str, element_types))}")
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        rank = len(tensor_type(operand).value_axes())
+        return [-1 if i == self.axis else i for i in range(rank)]
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
+
+    def derived_axes(self, operand: SSAValue) -> set[int]:
+        return set(self.axis_map(operand).values()) | {self.axis}
+
+    def slices_along(self, axis: int) -> bool:
+        return axis != self.axis
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        dim = self.axis - (self.axis > removed[self.result])
+        return CatOp([_chunk(chunks, v) for v in self.inputs], dim, result_type, out)
+
+
+@op_definition
+class ExpandOp(ComputeOp, StreamSliceable):
+    """%r = fusion.expand %x : T<[b1, 4]> -> R<[8, 4]>
+    %r = fusion.expand %x like %t axes [0, -1] : T<[b1, 4]>, L<[?, 3]> -> R<[?, 4]>
+
+    A broadcast axis of the input takes any extent in the result (a view repeating its
+    one element, torch's `expand`); every other axis keeps its extent. `like %t axes
+    [..]`: result axis i takes its extent from axis axes[i] of %t (-1: from the result's
+    type), for extents only known at run time. The extent is read, never %t's values."""
+
+    name = "fusion.expand"
+    input = operand_def(TensorType)
+    like = opt_operand_def(TensorType)
+    like_axes = opt_prop_def(DenseArrayBase[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$input (`like` $like^ `axes` $like_axes)? (`into` $out^)? attr-dict `:` type($input) (`,` type($like)^)? "
+        "`->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, result_type: TensorType, like: SSAValue | None = None,
+                 like_axes: Sequence[int] | None = None, out: SSAValue | None = None):
+        axes = None if like_axes is None else DenseArrayBase.from_list(i64, like_axes)
+        init_segmented(self, [input, like, out], [result_type], {"like_axes": axes})
+
+    def extent_sources(self) -> list[int]:
+        """For each result axis, the axis of `like` giving its extent (-1: none)."""
+        rank = tensor_type(self.result).rank
+        return list(self.like_axes.get_values()) if self.like_axes is not None else [-1] * rank
+
+    def infer_axes(self) -> list[AxisShape]:
+        source, result = tensor_type(self.input).value_axes(), tensor_type(self.result).axes
+        if (self.like is None) != (self.like_axes is None):
+            raise VerifyException("expand takes `like %t` and `axes [..]` together")
+        sources = self.extent_sources()
+        like = tensor_type(self.like).value_axes() if self.like is not None else []
+        if len(source) != len(result) or len(sources) != len(result):
+            raise VerifyException(f"expand keeps the rank ({len(source)}); `axes` needs one entry per result axis")
+        shapes = []
+        for i, (a, r, s) in enumerate(zip(source, result, sources)):
+            if s >= len(like) or s < -1:
+                raise VerifyException(f"axes[{i}] = {s} is not an axis of the `like` tensor")
+            if s >= 0 and not _extents_match(like[s].extent, r.extent):
+                raise VerifyException(f"result axis {i} has extent {r.extent} but axis {s} of `like` has {like[s].extent}")
+            if not a.is_broadcast:
+                if s >= 0:
+                    raise VerifyException(f"axis {i} is not a broadcast axis; only those take an extent from `like`")
+                shapes.append((a.extent, a.kind))
+            elif r.extent == DYNAMIC and s < 0:
+                raise VerifyException(f"axis {i} expands to a dynamic extent; take it from a tensor: `like %t axes [..]`")
+            else:
+                shapes.append((r.extent, IterKind.BROADCAST if r.extent == 1 else IterKind.ITERATION))
+        return shapes
+
+    def verify_element_type(self) -> None:
+        source, result = tensor_type(self.input).element_type, tensor_type(self.result).element_type
+        if source != result:
+            raise VerifyException(f"result element type {result} differs from the input's {source}")
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        if operand is self.input:
+            return super().value_axis_targets(operand)
+        rank = len(tensor_type(operand).value_axes())
+        targets = [-1] * rank
+        for result_axis, source in enumerate(self.extent_sources()):
+            if source >= 0:
+                targets[source] = result_axis
+        return targets
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
+
+    def sharding_reference_operands(self) -> list[SSAValue]:
+        """The tensor giving the extents first: the result is as large as it is."""
+        return [v for v in (self.like, self.input) if v is not None]
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        gone = removed[self.result]
+        if self.like is None:
+            return ExpandOp(_chunk(chunks, self.input), result_type, out=out)
+        like_gone = removed.get(self.like)
+        like_gone = None if like_gone is None else _removed_position(self.like, removed)
+        sources = [s - (like_gone is not None and s > like_gone) if s >= 0 else s
+                   for i, s in enumerate(self.extent_sources()) if i != gone]
+        return ExpandOp(_chunk(chunks, self.input), result_type, _chunk(chunks, self.like), sources, out)
+
+
+@op_definition
+class WhereOp(ComputeOp, StreamSliceable):
+    """%r = fusion.where %c, %a, %b : C, A, B -> R   (elementwise `c ? a : b`)
+
+    %c is a predicate (i1); %a and %b tensors or scalars of the result's element type
+    (of a kind no higher than it, as binary ops' scalars); tensors broadcast alike."""
+
+    name = "fusion.where"
+    condition = operand_def()
+    lhs = operand_def()
+    rhs = operand_def()
+    assembly_format = (
+        "$condition `,` $lhs `,` $rhs (`into` $out^)? attr-dict `:` type($condition) `,` type($lhs) `,` "
+        "type($rhs) `->` type($result)"
+    )
+
+    def __init__(self, condition: SSAValue, lhs: SSAValue, rhs: SSAValue, result_type: TensorType, out: SSAValue | None = None):
+        init_flat(self, [condition, lhs, rhs, out], [result_type])
+
+    def infer_axes(self) -> list[AxisShape]:
+        for operand in (self.condition, self.lhs, self.rhs):
+            if not isinstance(operand.type, (TensorType, *SCALAR_TYPES)):
+                raise VerifyException(f"operand of type {operand.type} is neither a tensor nor a scalar")
+        tensors = self.tensor_inputs()
+        if not tensors:
+            raise VerifyException("at least one operand must be a tensor")
+        return broadcast_axes([tensor_type(t).value_axes() for t in tensors], self.name)
+
+    def verify_element_type(self) -> None:
+        condition = self.condition.type
+        if not is_predicate(tensor_type(self.condition).element_type if isinstance(condition, TensorType) else condition):
+            raise VerifyException(f"the condition must be a predicate (i1), got {condition}")
+        result = tensor_type(self.result).element_type
+        for operand in (self.lhs, self.rhs):
+            if isinstance(operand.type, TensorType) and operand.type.element_type != result:
+                raise VerifyException(f"operand of type {operand.type} does not have the result's element type {result}")
+            if not isinstance(operand.type, TensorType) and _scalar_kind(operand.type) > _scalar_kind(result):
+                raise VerifyException(f"scalar of type {operand.type} does not fit element type {result}")
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return WhereOp(_chunk(chunks, self.condition), _chunk(chunks, self.lhs), _chunk(chunks, self.rhs), result_type, out)
+
+
+class PositionalOp(ComputeOp):
+    """An op whose values depend on the global position of each element (an index, a
+    random number, a triangle): on a rank, a shard computes from its elements' positions
+    in the unsharded tensor, so every layout gives the values of one device."""
+
+    def infer_axes(self) -> list[AxisShape]:
+        return axis_shapes(tensor_type(self.result).axes)
+
+
+@op_definition
+class IotaOp(PositionalOp):
+    """%r = fusion.iota %start, %step : i64, i64 -> !fusion.tensor<i64[8]>
+
+    `start + step * i` at position i (nvFuser's iota; the length is the result's extent)."""
+
+    name = "fusion.iota"
+    start = operand_def(IntegerType | IndexType | Float16Type | BFloat16Type | Float32Type | Float64Type)
+    step = operand_def(IntegerType | IndexType | Float16Type | BFloat16Type | Float32Type | Float64Type)
+    assembly_format = "$start `,` $step (`into` $out^)? attr-dict `:` type($start) `,` type($step) `->` type($result)"
+
+    def __init__(self, start: SSAValue, step: SSAValue, result_type: TensorType, out: SSAValue | None = None):
+        init_flat(self, [start, step, out], [result_type])
+
+    def infer_axes(self) -> list[AxisShape]:
+        axes = tensor_type(self.result).axes
+        if len(axes) != 1 or axes[0].is_reduction:
+            raise VerifyException("iota makes a tensor of rank 1")
+        return super().infer_axes()
+
+    def verify_element_type(self) -> None:
+        result = tensor_type(self.result).element_type
+        if is_predicate(result):
+            raise VerifyException("iota makes numbers, not predicates")
+        for operand in (self.start, self.step):
+            if _scalar_kind(operand.type) > _scalar_kind(result):
+                raise VerifyException(f"scalar of type {operand.type} does not fit element type {result}")
+
+
+class RandomOp(PositionalOp):
+    """A random op: the numbers at global position p are a hash of (seed, offset + p),
+    so they are the same on every layout. Without `seed`/`offset` operands the seed is
+    torch's initial seed mixed with `stream` (each random op of a fusion has its own) and
+    the offset counts the op's runs, so each run draws new numbers."""
+
+    stream = prop_def(IntegerAttr[I64])
+
+
+@op_definition
+class UniformOp(RandomOp):
+    """%r = fusion.uniform %lo, %hi (seed %s offset %o)? stream 0 : f64, f64 (, i64, i64)? -> R
+
+    Numbers uniform in [lo, hi) (nvFuser's uniform; rounding to the element type may
+    reach hi)."""
+
+    name = "fusion.uniform"
+    low = operand_def(Float16Type | BFloat16Type | Float32Type | Float64Type | IntegerType)
+    high = operand_def(Float16Type | BFloat16Type | Float32Type | Float64Type | IntegerType)
+    seed = opt_operand_def(base(IntegerType) | base(IndexType))
+    offset = opt_operand_def(base(IntegerType) | base(IndexType))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$low `,` $high (`seed` $seed^)? (`offset` $offset^)? `stream` $stream (`into` $out^)? attr-dict `:` "
+        "type($low) `,` type($high) (`,` type($seed)^)? (`,` type($offset)^)? `->` type($result)"
+    )
+
+    def __init__(self, low: SSAValue, high: SSAValue, result_type: TensorType, stream: int,
+                 seed: SSAValue | None = None, offset: SSAValue | None = None, out: SSAValue | None = None):
+        init_segmented(self, [low, high, seed, offset, out], [result_type], {"stream": i64_attr(stream)})
+
+    def verify_element_type(self) -> None:
+        if (self.seed is None) != (self.offset is None):
+            raise VerifyException("uniform takes a seed and an offset together, or neither")
+        result = tensor_type(self.result).element_type
+        if not isinstance(result, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+            raise VerifyException(f"uniform makes floating-point numbers, got element type {result}")
+
+
+@op_definition
+class RngSeedOp(RandomOp):
+    """%s = fusion.rng_seed stream 0 : !fusion.tensor<ui64[2]>
+
+    The (seed, offset) that a random op drawing without explicit ones would use on this
+    run, as a tensor: what nvFuser's sdpfa_fwd returns as its philox seed, so that
+    sdpfa_bwd replays the forward's dropout."""
+
+    name = "fusion.rng_seed"
+    assembly_format = "`stream` $stream (`into` $out^)? attr-dict `:` type($result)"
+
+    def __init__(self, stream: int, result_type: TensorType, out: SSAValue | None = None):
+        init_flat(self, [out], [result_type], {"stream": i64_attr(stream)})
+
+    def infer_axes(self) -> list[AxisShape]:
+        if tensor_type(self.result).shape != (2,):
+            raise VerifyException("rng_seed makes a tensor of 2 elements: (seed, offset)")
+        return super().infer_axes()
+
+    def verify_element_type(self) -> None:
+        if tensor_type(self.result).element_type != RNG_STATE_TYPE:
+            raise VerifyException(f"rng_seed makes {RNG_STATE_TYPE} numbers")
+
+
+RNG_STATE_TYPE = IntegerType(64, Signedness.UNSIGNED)
+"""The element type of random states (torch's philox seed and offset are uint64)."""
+
+
+@op_definition
+class TriuOp(ComputeOp, StreamSliceable):
+    """%r = fusion.triu %x diagonal 0 : T -> R
+
+    The upper triangle of the last two axes (torch.triu): elements below diagonal
+    `diagonal` become zero, by their global positions."""
+
+    name = "fusion.triu"
+    input = operand_def(TensorType)
+    diagonal = prop_def(IntegerAttr[I64])
+    assembly_format = "$input `diagonal` $diagonal (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, diagonal: int, result_type: TensorType, out: SSAValue | None = None):
+        init_flat(self, [input, out], [result_type], {"diagonal": i64_attr(diagonal)})
+
+    def infer_axes(self) -> list[AxisShape]:
+        axes = tensor_type(self.input).value_axes()
+        if len(axes) < 2:
+            raise VerifyException(f"triu needs a tensor of rank >= 2, got rank {len(axes)}")
+        return axis_shapes(axes)
+
+    def slices_along(self, axis: int) -> bool:
+        """Along a batch axis: the rows and columns of a chunk are those of the whole."""
+        return axis < tensor_type(self.result).rank - 2
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return TriuOp(_chunk(chunks, self.input), self.diagonal.value.data, result_type, out)
+
+
+def _refuse_integers(op: ComputeOp) -> None:
+    source = tensor_type(op.tensor_inputs()[0]).element_type
+    if not isinstance(source, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        raise VerifyException(f"{op.name} takes a floating-point tensor, got {source}; cast it first")
+
+
+@op_definition
+class MeanOp(AxesReduction):
+    """%r = fusion.mean %x dims [1] : T<[4, 8]> -> R<[4, r8]>"""
+
+    name = "fusion.mean"
+    assembly_format = "$input `dims` $dims (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None = None):
+        init_flat(self, [input, out], [result_type], {"dims": DenseArrayBase.from_list(i64, dims)})
+
+    def verify_element_type(self) -> None:
+        _refuse_integers(self)
+        super().verify_element_type()
+
+    def reducing(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None) -> ComputeOp:
+        return MeanOp(input, dims, result_type, out)
+
+
+@op_definition
+class VarOp(AxesReduction):
+    """%r = fusion.var %x dims [1] correction 1 : T<[4, 8]> -> R<[4, r8]>
+
+    The variance over `dims`: the sum of squared deviations from the mean divided by
+    N - correction (torch.var's `correction`)."""
+
+    name = "fusion.var"
+    correction = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `dims` $dims `correction` $correction (`into` $out^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue, dims: Sequence[int], correction: int, result_type: TensorType, out: SSAValue | None = None):
+        init_flat(self, [input, out], [result_type], {"dims": DenseArrayBase.from_list(i64, dims),
+                                                       "correction": i64_attr(correction)})
+
+    def verify_element_type(self) -> None:
+        _refuse_integers(self)
+        super().verify_element_type()
+
+    def reducing(self, input: SSAValue, dims: Sequence[int], result_type: TensorType, out: SSAValue | None) -> ComputeOp:
+        return VarOp(input, dims, self.correction.value.data, result_type, out)
+
+
+class Grouping(StrEnum):
+    """Which axis a grouped GEMM's offsets cut into groups (torch._grouped_mm's cases)."""
+
+    M = "m"
+    """a [B.., M, K] with M in groups, b [B.., G, K, N]: result [B.., M, N]."""
+    N = "n"
+    """a [B.., G, M, K], b [B.., K, N] with N in groups: result [B.., M, N]."""
+    K = "k"
+    """a [B.., M, K], b [B.., K, N], K in groups: result [B.., G, M, N]."""
+
+
+@irdl_attr_definition
+class GroupingAttr(EnumAttribute[Grouping], SpacedOpaqueSyntaxAttribute):
+    """`m`, `n` or `k` in a grouped_mm."""
+
+    name = "fusion.grouping"
+
+
+@op_definition
+class GroupedMmOp(ComputeOp, StreamSliceable):
+    """%r = fusion.grouped_mm %a, %b, %offsets groups m : A, B, O -> R
+
+    One GEMM per group (nvFuser's grouped_mm, torch._grouped_mm): `offsets` [G] holds
+    where each group ends along the grouped axis (a cumulative sum, read at run time).
+    Batch axes B.. lead both operands and the result. The grouped axis maps nowhere:
+    its groups are known only at run time, so a shard of it would cut them."""
+
+    name = "fusion.grouped_mm"
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    offsets = operand_def(TensorType)
+    groups = prop_def(GroupingAttr)
+    traits = traits_def(StandaloneHostOp())
+    assembly_format = (
+        "$a `,` $b `,` $offsets `groups` $groups (`into` $out^)? attr-dict `:` type($a) `,` type($b) `,` "
+        "type($offsets) `->` type($result)"
+    )
+
+    def __init__(self, a: SSAValue, b: SSAValue, offsets: SSAValue, groups: Grouping, result_type: TensorType,
+                 out: SSAValue | None = None):
+        init_flat(self, [a, b, offsets, out], [result_type], {"groups": GroupingAttr(groups)})
+
+    @property
+    def grouping(self) -> Grouping:
+        return self.groups.data
+
+    def core_ranks(self) -> tuple[int, int]:
+        """The ranks of a and b without batch axes."""
+        return {Grouping.M: (2, 3), Grouping.N: (3, 2), Grouping.K: (2, 2)}[self.grouping]
+
+    def batch(self) -> int:
+        return len(tensor_type(self.a).value_axes()) - self.core_ranks()[0]
+
+    def infer_axes(self) -> list[AxisShape]:
+        a, b = tensor_type(self.a).value_axes(), tensor_type(self.b).value_axes()
+        offsets = tensor_type(self.offsets).value_axes()
+        core_a, core_b = self.core_ranks()
+        batch = len(a) - core_a
+        if batch < 0 or len(b) - core_b != batch:
+            raise VerifyException(f"grouped_mm groups {self.grouping} needs ranks {core_a} and {core_b} (plus as many "
+                                  f"batch axes on each), got {len(a)} and {len(b)}")
+        if len(offsets) != 1:
+            raise VerifyException(f"offsets must have rank 1, got {len(offsets)}")
+        groups = offsets[0].extent
+        k_a, k_b = a[-1].extent, b[-2].extent
+        if not _extents_match(k_a, k_b):
+            raise VerifyException(f"inner dimensions do not match: a has K={k_a}, b has K={k_b}")
+        if self.grouping == Grouping.M and not _extents_match(b[batch].extent, groups):
+            raise VerifyException(f"b has {b[batch].extent} groups but offsets has {groups}")
+        if self.grouping == Grouping.N and not _extents_match(a[batch].extent, groups):
+            raise VerifyException(f"a has {a[batch].extent} groups but offsets has {groups}")
+        shapes = broadcast_axes([a[:batch], b[:batch]], "grouped_mm batch") if batch else []
+        if self.grouping == Grouping.K:
+            shapes.append((groups, IterKind.ITERATION))
+        shapes += [(a[-2].extent, IterKind.ITERATION), (b[-1].extent, IterKind.ITERATION)]
+        return shapes + [(k_a, IterKind.REDUCTION)]
+
+    def verify_element_type(self) -> None:
+        a, b = tensor_type(self.a).element_type, tensor_type(self.b).element_type
+        offsets = tensor_type(self.offsets).element_type
+        if a != b:
+            raise VerifyException("grouped_mm operands have different element types")
+        if not isinstance(offsets, IntegerType) or is_predicate(offsets):
+            raise VerifyException(f"offsets must be integers, got {offsets}")
+        _refuse_predicates(self)
+        if tensor_type(self.result).element_type != a:
+            raise VerifyException(f"result element type {tensor_type(self.result).element_type} differs from the operands' {a}")
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        batch = self.batch()
+        rank = tensor_type(self.result).rank
+        m, n, k = rank - 3, rank - 2, rank - 1
+        grouped = list(range(batch))  # batch axes map to themselves
+        if operand is self.offsets:
+            return [m - 1] if self.grouping == Grouping.K else [-1]
+        if operand is self.a:
+            core = {Grouping.M: [-1, k], Grouping.N: [-1, m, k], Grouping.K: [m, -1]}[self.grouping]
+        else:
+            core = {Grouping.M: [-1, k, n], Grouping.N: [k, -1], Grouping.K: [-1, n]}[self.grouping]
+        return grouped + core
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
+
+    def derived_axes(self, operand: SSAValue) -> set[int]:
+        """The result's rows come from a's, its columns from b's (mapped or not)."""
+        rank = tensor_type(self.result).rank
+        own = {self.a: {rank - 3}, self.b: {rank - 2}}.get(operand, set())
+        return set(self.axis_map(operand).values()) | own
+
+    def sharding_reference_operands(self) -> list[SSAValue]:
+        """b decides the layout of the result (it holds the weights), then a."""
+        return [self.b, self.a, self.offsets]
+
+    def slices_along(self, axis: int) -> bool:
+        """Along a batch axis only: the groups span M, N or K."""
+        return axis < self.batch()
+
+    def stream_chunk(
+        self, chunks: Mapping[SSAValue, SSAValue], removed: Mapping[SSAValue, int], result_type: TensorType,
+        out: SSAValue | None = None,
+    ) -> ComputeOp:
+        return GroupedMmOp(_chunk(chunks, self.a), _chunk(chunks, self.b), self.offsets, self.grouping, result_type, out)
+
+
+class AttentionOutput(StrEnum):
+    """Which result of nvFuser's sdpfa_fwd an op gives."""
+
+    OUTPUT = "output"
+    LOGSUMEXP = "logsumexp"
+
+
+class AttentionGradient(StrEnum):
+    """Which result of nvFuser's sdpfa_bwd an op gives."""
+
+    QUERY = "query"
+    KEY = "key"
+    VALUE = "value"
+
+
+@irdl_attr_definition
+class AttentionOutputAttr(EnumAttribute[AttentionOutput], SpacedOpaqueSyntaxAttribute):
+    name = "fusion.attention_output"
+
+
+@irdl_attr_definition
+class AttentionGradientAttr(EnumAttribute[AttentionGradient], SpacedOpaqueSyntaxAttribute):
+    name = "fusion.attention_gradient"
+
+
+class AttentionOp(ComputeOp):
+    """Scaled dot-product attention, softmax(q k^T * scale + causal mask) v, with dropout
+    of probability `dropout_p` replayable from the (seed, offset) tensors (a
+    `fusion.rng_seed` and its offset). q [N.., H, L, E], k [N.., H, S, E], v [N.., H, S, Ev].
+    Only the batch and head axes N.., H map to the result: each head attends on its own,
+    so a sharding over heads (or batches) computes locally, and any other sharded axis of
+    an operand is gathered first."""
+
+    dropout_p = prop_def(FloatAttr[Float64Type])
+    is_causal = prop_def(BoolAttr)
+    scale = opt_prop_def(FloatAttr[Float64Type])
+
+    def query(self) -> SSAValue:
+        raise NotImplementedError
+
+    def heads_and_batch(self) -> int:
+        """How many leading axes (N.., H) every operand shares."""
+        return len(tensor_type(self.query()).value_axes()) - 2
+
+    def check_operands(self, q: SSAValue, k: SSAValue, v: SSAValue, seed: SSAValue, offset: SSAValue) -> None:
+        qa, ka, va = (tensor_type(x).value_axes() for x in (q, k, v))
+        if len(qa) < 3 or len(ka) != len(qa) or len(va) != len(qa):
+            raise VerifyException(f"attention needs q, k, v of one rank >= 3, got {len(qa)}, {len(ka)} and {len(va)}")
+        lead = [[a.extent for a in axes[:-2]] for axes in (qa, ka, va)]
+        if not all(all(map(_extents_match, other, lead[0])) for other in lead[1:]):
+            raise VerifyException(f"q, k and v need the same batch and head axes, got {lead}")
+        if not _extents_match(qa[-1].extent, ka[-1].extent) or not _extents_match(ka[-2].extent, va[-2].extent):
+            raise VerifyException("k needs q's head size and v's sequence length")
+        if tensor_type(seed).value_shape() != (2,) or tensor_type(offset).value_shape() != ():
+            raise VerifyException("the random state is a seed of 2 elements and an offset of none")
+        if not 0.0 <= self.dropout_p.value.data < 1.0:
+            raise VerifyException(f"dropout probability {self.dropout_p.value.data} is not in [0, 1)")
+        for x in (seed, offset):
+            if tensor_type(x).element_type != RNG_STATE_TYPE:
+                raise VerifyException(f"the random state has element type {RNG_STATE_TYPE}")
+        element_types = {tensor_type(x).element_type for x in (q, k, v)}
+        if len(element_types) > 1 or not isinstance(next(iter(element_types)), (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+            raise VerifyException(f"q, k and v need one floating-point element type, got {sorted(map(str, element_types))}")
+
+    def value_axis_targets(self, operand: SSAValue) -> list[int]:
+        lead = self.heads_and_batch()
+        rank = len(tensor_type(operand).value_axes())
+        return [i if i < lead and rank > lead else -1 for i in range(rank)]
+
+    def axis_map(self, operand: SSAValue) -> dict[int, int]:
+        return {k: v for k, v in super().axis_map(operand).items() if v >= 0}
+
+    def derived_axes(self, operand: SSAValue) -> set[int]:
+        """Every result axis is made of the tensors attended over, none of the random state."""
+        if operand in self.random_state():
+            return set()
+        return set(range(tensor_type(self.result).rank))
+
+    def random_state(self) -> tuple[SSAValue, SSAValue]:
+        raise NotImplementedError
+
+    def sharding_reference_operands(self) -> list[SSAValue]:
+        return [self.query(), *by_parallelism([v for v in self.tensor_inputs() if v is not self.query()])]
+
+
+def _attention_properties(dropout_p: float, is_causal: bool, scale: float | None) -> dict[str, Attribute | None]:
+    return {"dropout_p": FloatAttr(dropout_p, Float64Type()), "is_causal": BoolAttr.from_bool(is_causal),
+            "scale": None if scale is None else FloatAttr(scale, Float64Type())}
+
+
+@op_definition
+class SdpfaFwdOp(AttentionOp):
+    """%o = fusion.sdpfa_fwd output %q, %k, %v, %seed, %offset dropout_p .. is_causal .. : .. -> O<[N.., H, L, Ev]>
+    %l = fusion.sdpfa_fwd logsumexp ...                                                  -> L<f32[N.., H, L]>
+
+    nvFuser's sdpfa_fwd, one result per op: `output` (q's element type) or `logsumexp`
+    (f32, the log of each softmax row's denominator, which sdpfa_bwd reads)."""
+
+    name = "fusion.sdpfa_fwd"
+    result_kind = prop_def(AttentionOutputAttr)
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    seed = operand_def(TensorType)
+    offset = operand_def(TensorType)
+    traits = traits_def(StandaloneHostOp())
+    assembly_format = (
+        "$result_kind $q `,` $k `,` $v `,` $seed `,` $offset `dropout_p` $dropout_p `is_causal` $is_causal "
+        "(`scale` $scale^)? (`into` $out^)? attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($seed) `,` "
+        "type($offset) `->` type($result)"
+    )
+
+    def __init__(self, result_kind: AttentionOutput, q: SSAValue, k: SSAValue, v: SSAValue, seed: SSAValue,
+                 offset: SSAValue, dropout_p: float, is_causal: bool, scale: float | None, result_type: TensorType,
+                 out: SSAValue | None = None):
+        properties = {"result_kind": AttentionOutputAttr(result_kind), **_attention_properties(dropout_p, is_causal, scale)}
+        init_flat(self, [q, k, v, seed, offset, out], [result_type], properties)
+
+    def query(self) -> SSAValue:
+        return self.q
+
+    def random_state(self) -> tuple[SSAValue, SSAValue]:
+        return self.seed, self.offset
+
+    def infer_axes(self) -> list[AxisShape]:
+        self.check_operands(self.q, self.k, self.v, self.seed, self.offset)
+        q, v = tensor_type(self.q).value_axes(), tensor_type(self.v).value_axes()
+        rows = axis_shapes(q[:-1])
+        return rows if self.result_kind.data == AttentionOutput.LOGSUMEXP else rows + [(v[-1].extent, IterKind.ITERATION)]
+
+    def verify_element_type(self) -> None:
+        expected = Float32Type() if self.result_kind.data == AttentionOutput.LOGSUMEXP else tensor_type(self.q).element_type
+        if tensor_type(self.result).element_type != expected:
+            raise VerifyException(f"the {self.result_kind.data} of attention has element type {expected}")
+
+
+@op_definition
+class SdpfaBwdOp(AttentionOp):
+    """%dq = fusion.sdpfa_bwd query %grad, %q, %k, %v, %o, %l, %seed, %offset dropout_p .. is_causal .. : .. -> Q
+
+    nvFuser's sdpfa_bwd, one gradient per op (`query`, `key` or `value`), from the
+    forward's output %o and logsumexp %l and its random state."""
+
+    name = "fusion.sdpfa_bwd"
+    gradient = prop_def(AttentionGradientAttr)
+    grad_output = operand_def(TensorType)
+    q = operand_def(TensorType)
+    k = operand_def(TensorType)
+    v = operand_def(TensorType)
+    output = operand_def(TensorType)
+    logsumexp = operand_def(TensorType)
+    seed = operand_def(TensorType)
+    offset = operand_def(TensorType)
+    traits = traits_def(StandaloneHostOp())
+    assembly_format = (
+        "$gradient $grad_output `,` $q `,` $k `,` $v `,` $output `,` $logsumexp `,` $seed `,` $offset "
+        "`dropout_p` $dropout_p `is_causal` $is_causal (`scale` $scale^)? (`into` $out^)? attr-dict `:` "
+        "type($grad_output) `,` type($q) `,` type($k) `,` type($v) `,` type($output) `,` type($logsumexp) `,` "
+        "type($seed) `,` type($offset) `->` type($result)"
+    )
+
+    def __init__(self, gradient: AttentionGradient, grad_output: SSAValue, q: SSAValue, k: SSAValue, v: SSAValue,
+                 output: SSAValue, logsumexp: SSAValue, seed: SSAValue, offset: SSAValue, dropout_p: float,
+                 is_causal: bool, scale: float | None, result_type: TensorType, out: SSAValue | None = None):
+        properties = {"gradient": AttentionGradientAttr(gradient), **_attention_properties(dropout_p, is_causal, scale)}
+        init_flat(self, [grad_output, q, k, v, output, logsumexp, seed, offset, out], [result_type], properties)
+
+    def query(self) -> SSAValue:
+        return self.q
+
+    def random_state(self) -> tuple[SSAValue, SSAValue]:
+        return self.seed, self.offset
+
+    def differentiated(self) -> SSAValue:
+        return {AttentionGradient.QUERY: self.q, AttentionGradient.KEY: self.k, AttentionGradient.VALUE: self.v}[
+            self.gradient.data]
+
+    def infer_axes(self) -> list[AxisShape]:
+        self.check_operands(self.q, self.k, self.v, self.seed, self.offset)
+        q, v = tensor_type(self.q).value_axes(), tensor_type(self.v).value_axes()
+        expected = [*q[:-1], v[-1]]
+        for name, value, axes in (("grad_output", self.grad_output, expected), ("output", self.output, expected),
+                                  ("logsumexp", self.logsumexp, q[:-1])):
+            got = [a.extent for a in tensor_type(value).value_axes()]
+            if len(got) != len(axes) or not all(map(_extents_match, got, [a.extent for a in axes])):
+                raise VerifyException(f"{name} has shape {got}; the forward's is {[a.extent for a in axes]}")
+        return axis_shapes(tensor_type(self.differentiated()).value_axes())
+
+    def verify_element_type(self) -> None:
+        expected = tensor_type(self.q).element_type
+        for value in (self.grad_output, self.output, self.result):
+            if tensor_type(value).element_type != expected:
+                raise VerifyException(f"the gradient, the output and the result need q's element type {expected}")
+        if tensor_type(self.logsumexp).element_type != Float32Type():
+            raise VerifyException("logsumexp has element type f32")
+
+
+PARITY_OPS: list[type[ComputeOp]] = [
+    CatOp, ExpandOp, WhereOp, IotaOp, UniformOp, RngSeedOp, TriuOp, MeanOp, VarOp, GroupedMmOp, SdpfaFwdOp, SdpfaBwdOp,
+]
+"""The ops that nvFuser's multi-device Python tests use beyond the ones above."""
+
+
+# --------------------------------------------------------------------------- #
 # Functions
 # --------------------------------------------------------------------------- #
 
@@ -1419,7 +2190,9 @@ COMPUTE_OPS: list[type[ComputeOp]] = [
     SetOp, CastOp, PermuteOp, ReshapeOp, BroadcastOp, SqueezeOp, ReduceOp,
     MatmulOp, LinearOp, SliceOp, SelectOp,
     *UNARY_OPS.values(), GeluOp, *BINARY_OPS.values(),
+    *PARITY_OPS,
 ]
+
 
 def moves_no_data(func: FuncOp) -> bool:
     """Does the function only relabel its inputs' elements (reshape, permute, broadcast,
@@ -1429,4 +2202,8 @@ def moves_no_data(func: FuncOp) -> bool:
     return all(isinstance(op, layout_ops) for op in func.body.block.ops)
 
 
-Fusion = Dialect("fusion", [FuncOp, ReturnOp, *COMPUTE_OPS], [TensorType, ReduceKindAttr, GeluApproximationAttr, EpilogueAttr])
+Fusion = Dialect(
+    "fusion", [FuncOp, ReturnOp, *COMPUTE_OPS],
+    [TensorType, ReduceKindAttr, GeluApproximationAttr, EpilogueAttr, GroupingAttr, AttentionOutputAttr,
+     AttentionGradientAttr],
+)

@@ -150,9 +150,12 @@ class Team:
         """Each device's team (one tuple per team, shared by its members)."""
         if self.along is None:
             return dict.fromkeys(self.mesh.devices, self.mesh.devices)
-        rows = [tuple(row) for row in self.mesh.rows()]
-        slices = rows if self.mesh.axis_of(self.along) == 1 else list(zip(*rows))
-        return {device: team for team in slices for device in team}
+        teams: dict[int, tuple[int, ...]] = {}
+        for device in self.mesh.devices:
+            if device not in teams:
+                team = self.mesh.slice(device, self.along)
+                teams.update(dict.fromkeys(team, team))
+        return teams
 
     def problem(self) -> str | None:
         """Why this is no team (None if it is one)."""
@@ -163,10 +166,13 @@ class Team:
             return f"team {self} names a negative device id"
         if self.mesh.has_duplicates:
             return f"team {self} repeats a device"
-        if self.mesh.ndim == 2 and self.along is None:
-            return f"team {self} is a 2-D mesh: say which of its slices a team is (`along didx` or `along didy`)"
-        if self.mesh.ndim != 2 and self.along is not None:
-            return f"team {self} slices a mesh that is not 2-D"
+        if self.mesh.ndim > 1 and self.along is None:
+            return (f"team {self} is a {self.mesh.ndim}-D mesh: say which of its slices a team is "
+                    "(`along didx`, `along didy` or `along didz`)")
+        if self.mesh.ndim == 1 and self.along is not None:
+            return f"team {self} slices a 1-D mesh"
+        if self.along is not None and self.mesh.axis_of(self.along) is None:
+            return f"team {self} slices along {self.along}, which the mesh has no axis for"
         return None
 
     def __str__(self) -> str:

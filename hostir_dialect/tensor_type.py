@@ -12,6 +12,10 @@ Textual form (element type first, as nvFuser prints `T0_float[...]`):
     !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
     !fusion.tensor<f32[512 didx, 8], mesh=[0, ..., 511]>
                                                      devices 0 to 511 (see `Mesh`)
+    !fusion.tensor<f32[2 didz, 2 didy, 2 didx], mesh=[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]>
+    !fusion.tensor<f32[8, 4(2 didx, 2), r8(2 didx, 4)], mesh=[0, 1]>
+                                                     a partial sum per device, to be
+                                                     reduce-scattered on axis 1
     !fusion.tensor<f32[8 stream, 64], alloc=[0 stream, 1]>
                                                      allocated one stream chunk at a time
 
@@ -55,7 +59,7 @@ from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.str_enum import StrEnum
 
-from .parsing import next_token, skip_to, source_text
+from .parsing import next_token, skip_to, source_text, token_at
 
 DYNAMIC = -1
 """Extent of an axis whose size is only known at run time (printed `?`)."""
@@ -75,13 +79,18 @@ class ParallelKind(StrEnum):
     STREAM = "stream"
     DIDX = "didx"
     DIDY = "didy"
+    DIDZ = "didz"
 
     @property
     def is_device(self) -> bool:
-        return self in (ParallelKind.DIDX, ParallelKind.DIDY)
+        return self in DEVICE_KINDS
 
 
-DEVICE_KINDS = (ParallelKind.DIDX, ParallelKind.DIDY)
+DEVICE_KINDS = (ParallelKind.DIDX, ParallelKind.DIDY, ParallelKind.DIDZ)
+"""Innermost mesh axis first: DIDx is the last axis of a mesh, DIDy the one before, DIDz
+the one before that (nvFuser's mesh_x, mesh_y, mesh_z)."""
+
+MAX_MESH_DIMENSIONS = len(DEVICE_KINDS)
 
 
 @dataclass(frozen=True)
@@ -110,8 +119,11 @@ class Axis:
 
     @property
     def split_factor(self) -> int:
-        """The product of the outer pieces' extents (static): what the extent must be a
-        multiple of; 1 for an axis that is not split."""
+        """What the extent must be a multiple of: the product of the outer pieces'
+        extents, or of every static piece where an outer one is dynamic (an inner split);
+        1 for an axis that is not split."""
+        if any(p.extent == DYNAMIC for p in self.pieces[:-1]):
+            return math.prod(p.extent for p in self.pieces if p.extent != DYNAMIC)
         return math.prod(p.extent for p in self.pieces[:-1])
 
     @property
@@ -142,27 +154,29 @@ ELIDED_RUN = 5
 
 @dataclass(frozen=True)
 class Mesh:
-    """Device ids laid out in a 1-D or 2-D grid (row-major).
+    """Device ids laid out in a 1-D, 2-D or 3-D grid (row-major).
 
-    Text: the ids, row by row (`[0, 1]`, `[[0, 1], [2, 3]]`), where `...` stands for the
-    run between its neighbours: the ids between two ids (`[0, ..., 511]`: 0 to 511), or the
-    rows that continue two rows of consecutive ids row-major (`[[0, ..., 63], ..., [448, ...,
-    511]]`: an 8x64 grid of 0 to 511). Printed with every run of `ELIDED_RUN` ids or rows or
-    more elided, so the text of a regular mesh does not grow with its size; an irregular
-    one is listed.
+    Text: the ids, row by row (`[0, 1]`, `[[0, 1], [2, 3]]`, a 3-D mesh plane by plane:
+    `[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]`), where `...` stands for the run between its
+    neighbours: the ids between two ids (`[0, ..., 511]`: 0 to 511), or the rows that
+    continue two rows of consecutive ids row-major (`[[0, ..., 63], ..., [448, ...,
+    511]]`: an 8x64 grid of 0 to 511). Printed with every run of `ELIDED_RUN` ids or rows
+    or more elided, so the text of a regular mesh does not grow with its size; an
+    irregular one is listed.
     """
 
     devices: tuple[int, ...]
     shape: tuple[int, ...]
 
     @staticmethod
-    def of(devices: Sequence[int] | Sequence[Sequence[int]]) -> Mesh:
+    def of(devices: Sequence) -> Mesh:
+        """From nested lists: a list of ids, a list of rows, or a list of 2-D planes."""
         if devices and not isinstance(devices[0], int):
-            rows = [tuple(r) for r in devices]  # type: ignore[arg-type]  # rows: the first element is not an int
-            if len({len(r) for r in rows}) > 1:
-                raise VerifyException("2-D device mesh rows must have equal lengths")
-            return Mesh(tuple(d for r in rows for d in r), (len(rows), len(rows[0])))
-        return Mesh(tuple(devices), (len(devices),))  # type: ignore[arg-type]  # ints: the first element is one
+            parts = [Mesh.of(part) for part in devices]
+            if len({part.shape for part in parts}) > 1:
+                raise VerifyException(f"{parts[0].ndim + 1}-D device mesh rows must have equal lengths")
+            return Mesh(tuple(d for part in parts for d in part.devices), (len(parts), *parts[0].shape))
+        return Mesh(tuple(devices), (len(devices),))
 
     def __getstate__(self) -> dict:
         """Pickled without the tables it worked out."""
@@ -189,8 +203,9 @@ class Mesh:
         return len(self._positions) != self.size
 
     def axis_of(self, parallel: ParallelKind) -> int | None:
-        """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one before."""
-        index = self.ndim - 1 - (0 if parallel == ParallelKind.DIDX else 1)
+        """The mesh axis a device-parallel type maps to: DIDx the last, DIDy the one
+        before, DIDz the one before that."""
+        index = self.ndim - 1 - DEVICE_KINDS.index(parallel)
         return index if index >= 0 else None
 
     def axis_size(self, parallel: ParallelKind) -> int:
@@ -222,11 +237,16 @@ class Mesh:
             team.append(self.devices[self._flat(coordinate)])
         return tuple(team)
 
-    def rows(self) -> list[list[int]]:
-        if self.ndim == 1:
-            return [list(self.devices)]
-        width = self.shape[1]
-        return [list(self.devices[r * width : (r + 1) * width]) for r in range(self.shape[0])]
+    def nested(self) -> list:
+        """The device ids as nested lists, one level per mesh axis."""
+
+        def part(devices: tuple[int, ...], shape: tuple[int, ...]) -> list:
+            if len(shape) == 1:
+                return list(devices)
+            size = len(devices) // shape[0]
+            return [part(devices[i * size : (i + 1) * size], shape[1:]) for i in range(shape[0])]
+
+        return part(self.devices, self.shape)
 
     def _flat(self, coordinate: Sequence[int]) -> int:
         flat = 0
@@ -242,7 +262,11 @@ class Mesh:
         """The text, worked out once: every type and team of the mesh prints it."""
         if self.ndim == 1:
             return _elided(self.devices, _follows, str)
-        return _elided([tuple(r) for r in self.rows()], _continues, lambda row: _elided(row, _follows, str))
+        if self.ndim == 3:
+            plane = self.size // self.shape[0]
+            return "[" + ", ".join(str(Mesh(self.devices[i * plane:(i + 1) * plane], self.shape[1:]))
+                                   for i in range(self.shape[0])) + "]"
+        return _elided([tuple(r) for r in self.nested()], _continues, lambda row: _elided(row, _follows, str))
 
 
 def _follows(previous: int, device: int) -> bool:
@@ -276,7 +300,7 @@ INT64_MAX = 2**63 - 1
 
 
 def is_supported_element_type(t: Attribute) -> bool:
-    """Has a torch dtype: f16 bf16 f32 f64, signless i1 i8 i16 i32 i64, ui8 (what
+    """Has a torch dtype: f16 bf16 f32 f64, signless i1 i8 i16 i32 i64, ui8 and ui64 (what
     runtime/layouts.py's `torch_dtype` maps)."""
     if isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
         return True
@@ -285,17 +309,17 @@ def is_supported_element_type(t: Attribute) -> bool:
     width, signedness = t.width.data, t.signedness.data
     if signedness == Signedness.SIGNLESS:
         return width in (1, 8, 16, 32, 64)
-    return signedness == Signedness.UNSIGNED and width == 8
+    return signedness == Signedness.UNSIGNED and width in (8, 64)
 
 
 def _axis_with(axes: Sequence[Axis], parallel: ParallelKind, include_reduction: bool = True) -> int | None:
-    """The logical axis owning the piece parallelized on `parallel`, if any."""
-    for index, axis in enumerate(axes):
-        if axis.is_reduction and not include_reduction:
-            continue
-        if any(p.parallel == parallel for p in axis.pieces):
+    """The logical axis owning the piece parallelized on `parallel`, if any: an iteration
+    axis before a reduction axis (a type may be on one of each, see _parallel_problems)."""
+    owners = [index for index, axis in enumerate(axes) if any(p.parallel == parallel for p in axis.pieces)]
+    for index in owners:
+        if not axes[index].is_reduction:
             return index
-    return None
+    return owners[0] if owners and include_reduction else None
 
 
 @dataclass(frozen=True)
@@ -348,15 +372,23 @@ class TensorDesc:
             yield f"negative device id in mesh {self.mesh}"
         if any(d > INT64_MAX for d in self.mesh.devices):
             yield f"device id {max(self.mesh.devices)} does not fit in 64 bits"
-        if self.mesh.ndim > 2:
-            yield "device meshes have at most 2 dimensions"
+        if self.mesh.ndim > MAX_MESH_DIMENSIONS:
+            yield f"device meshes have at most {MAX_MESH_DIMENSIONS} dimensions"
 
     def _parallel_problems(self) -> Iterator[str]:
+        """At most one piece of each parallel type among the iteration axes, and one more
+        of a device type among the reduction axes: nvFuser's way to ask for a partial
+        result per device that a reduce-scatter combines (`[.., 4(2 didx, 2), r8(2 didx, 4)]`)."""
         pieces = [p for axis in self.axes for p in axis.pieces]
         for parallel in ParallelKind:
+            if parallel == ParallelKind.SERIAL:
+                continue
             count = sum(p.parallel == parallel for p in pieces)
-            if parallel != ParallelKind.SERIAL and count > 1:
+            reduced = sum(p.parallel == parallel for axis in self.axes if axis.is_reduction for p in axis.pieces)
+            if not parallel.is_device and count > 1:
                 yield f"{count} {parallel} axes; at most one is allowed"
+            elif count > 1 and not (count == 2 and reduced == 1):
+                yield f"{count} {parallel} axes; at most one is allowed, and one more on a reduction axis"
         for piece in pieces:
             if not piece.parallel.is_device:
                 continue
@@ -395,6 +427,11 @@ def _axis_problems(index: int, axis: Axis) -> Iterator[str]:
             yield f"{where}: its one loop axis has extent {_fmt(axis.pieces[0].extent)}, not the axis extent {_fmt(axis.extent)}"
         return
     *outer, inner = axis.pieces
+    if axis.extent == DYNAMIC and inner.extent != DYNAMIC:  # an inner split: the free piece is outer
+        free = [p for p in axis.pieces if p.extent == DYNAMIC]
+        if len(free) != 1 or any(p.extent <= 0 for p in axis.pieces if p.extent != DYNAMIC):
+            yield f"{where}: a split of a dynamic axis has one piece of dynamic extent and positive static others"
+        return
     remaining = axis.extent
     for piece in outer:
         if piece.extent == DYNAMIC or piece.extent <= 0:
@@ -845,13 +882,15 @@ def _parse_axis(parser: AttrParser) -> Axis:
 
 
 def parse_mesh(parser: AttrParser) -> Mesh:
-    """A mesh's text (see `Mesh`): `[0, 1]`, `[[0, 1], [2, 3]]`, `[0, ..., 511]`. Its
-    problems (an empty mesh, a duplicate id) are the verifier's, except rows of different
-    lengths and a `...` that stands for no run."""
+    """A mesh's text (see `Mesh`): `[0, 1]`, `[[0, 1], [2, 3]]`, `[0, ..., 511]`, a 3-D
+    mesh's planes. Its problems (an empty mesh, a duplicate id) are the verifier's, except
+    rows or planes of different shapes and a `...` that stands for no run."""
     start = parser.pos
     if next_token(parser).kind != MLIRTokenKind.L_SQUARE:
         parser.raise_error("expected a device mesh like [0, 1] or [[0, 1], [2, 3]]")
     entries = _parse_entries(parser, lambda: _parse_row(parser) if _at_row(parser) else _parse_device(parser))
+    if any(isinstance(e, Mesh) for e in entries):
+        return _planes(parser, entries, start)
     rows = [e for e in entries if isinstance(e, tuple)]
     if not rows:
         return Mesh.of(_expanded(parser, entries, _ids_between))
@@ -867,8 +906,23 @@ def _at_row(parser: AttrParser) -> bool:
     return next_token(parser).kind == MLIRTokenKind.L_SQUARE
 
 
-def _parse_row(parser: AttrParser) -> tuple[int, ...]:
+def _parse_row(parser: AttrParser) -> tuple[int, ...] | Mesh:
+    """A row of ids, or (in a 3-D mesh) a plane of rows."""
+    if token_at(parser, next_token(parser).span.end).kind == MLIRTokenKind.L_SQUARE:
+        return parse_mesh(parser)
     return tuple(_expanded(parser, _parse_entries(parser, lambda: _parse_device(parser)), _ids_between))
+
+
+def _planes(parser: AttrParser, entries: list, start: int) -> Mesh:
+    """A mesh of 3 axes (or more, which the verifier refuses) from its planes, of one shape
+    (no `...` between planes)."""
+    if not all(isinstance(e, Mesh) for e in entries):
+        parser.raise_error("a 3-D device mesh lists planes of device ids, and no `...` between them",
+                           start, parser.pos)
+    try:
+        return Mesh.of([plane.nested() for plane in entries])
+    except VerifyException as error:
+        parser.raise_error(str(error), start, parser.pos)
 
 
 def _parse_entries(parser: AttrParser, parse_item) -> list:

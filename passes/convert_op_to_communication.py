@@ -211,7 +211,7 @@ def _check_1d(op: Operation, mesh: Mesh, message: str) -> None:
         raise op_error(op, f"{message}, got mesh {mesh}")
 
 
-_SPELLED = {ParallelKind.DIDX: "DIDx", ParallelKind.DIDY: "DIDy"}
+_SPELLED = {ParallelKind.DIDX: "DIDx", ParallelKind.DIDY: "DIDy", ParallelKind.DIDZ: "DIDz"}
 
 
 def _check_parallelization(op: fusion.SetOp | fusion.ReduceOp, source: TensorType, target: TensorType) -> None:

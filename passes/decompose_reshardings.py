@@ -25,11 +25,13 @@ In order:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float64Type, FloatAttr, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -44,17 +46,24 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from hostir_dialect.diagnostics import HostIRError, located_like, op_error
 from hostir_dialect.fusion import (
     AddOp,
+    AxesReduction,
     BroadcastOp,
     ComputeOp,
     FuncOp,
+    GroupedMmOp,
+    Grouping,
     LinearOp,
     MatmulOp,
+    MeanOp,
+    MulOp,
     PermuteOp,
     ReduceKind,
     ReduceOp,
     ReshapeOp,
     SetOp,
     SqueezeOp,
+    SubOp,
+    VarOp,
     by_parallelism,
 )
 from hostir_dialect.sharding import have_different_shardings, is_resharding, reduces_sharded_axis
@@ -162,25 +171,28 @@ def _emit(rewriter: PatternRewriter, like: Operation, op: ComputeOp) -> SSAValue
 # --------------------------------------------------------------------------- #
 
 
-def contraction_operands(op: MatmulOp | LinearOp) -> tuple[SSAValue, SSAValue]:
+Contraction = MatmulOp | LinearOp | GroupedMmOp
+
+
+def contraction_operands(op: Contraction) -> tuple[SSAValue, SSAValue]:
     """(a, b) of `a @ b`: a linear's input and weight [N, K] (transposed by the rFactor)."""
-    return (op.a, op.b) if isinstance(op, MatmulOp) else (op.input, op.weight)
+    return (op.input, op.weight) if isinstance(op, LinearOp) else (op.a, op.b)
 
 
-def contracted_axis(op: MatmulOp | LinearOp, operand: SSAValue) -> int:
+def contracted_axis(op: Contraction, operand: SSAValue) -> int:
     """The value axis of `operand` that `op` contracts (K)."""
     rank = len(tensor_type(operand).value_axes())
-    if isinstance(op, MatmulOp) and operand is op.b and rank >= 2:
+    if isinstance(op, MatmulOp | GroupedMmOp) and operand is op.b and rank >= 2:
         return rank - 2
     return rank - 1
 
 
-def operand_splits(op: MatmulOp | LinearOp) -> list[DeviceSplit | None]:
+def operand_splits(op: Contraction) -> list[DeviceSplit | None]:
     """The device split of the contracted axis K of each operand (a, b)."""
     return [device_split(op, tensor_type(v), contracted_axis(op, v)) for v in contraction_operands(op)]
 
 
-def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
+def contraction_split(op: Contraction) -> DeviceSplit | None:
     """The device split of the contracted axis K, which both operands must share
     (ShardContractionOperand makes them); a static one where one operand's K is dynamic,
     which gives the partial product's reduction axis its extent."""
@@ -190,6 +202,8 @@ def contraction_split(op: MatmulOp | LinearOp) -> DeviceSplit | None:
         return None
     if not _shard_alike(*splits):
         raise op_error(op, "a contraction over a device-parallel axis needs both operands sharded alike on it")
+    if isinstance(op, LinearOp) and op.stacked_axes():
+        raise op_error(op, "a linear with a stack of weights over a device-parallel K is not supported; shard the stack or N")
     return next((s for s in splits if s is not None and s.local.extent != DYNAMIC), splits[0])
 
 
@@ -218,7 +232,7 @@ class ShardContractionOperand(RewritePattern):
     collective does."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MatmulOp | LinearOp, rewriter: PatternRewriter):
+    def match_and_rewrite(self, op: MatmulOp | LinearOp | GroupedMmOp, rewriter: PatternRewriter):
         splits = operand_splits(op)
         if splits == [None, None] or _shard_alike(*splits):
             return
@@ -234,7 +248,7 @@ class ShardContractionOperand(RewritePattern):
         rewriter.notify_op_modified(op)
 
 
-def _sharded_on_contraction(op: MatmulOp | LinearOp, sharded: SSAValue, plain: SSAValue) -> TensorType:
+def _sharded_on_contraction(op: Contraction, sharded: SSAValue, plain: SSAValue) -> TensorType:
     """`plain`'s value axes on `sharded`'s mesh, its K split as `sharded`'s (every device
     type of it: an inner one is refused); its other axes keep the device types that mesh
     has alike, but those K takes. A broadcast K (of one element, on one device) too."""
@@ -261,9 +275,9 @@ class ReduceWholeAxesLocally(RewritePattern):
     across devices, and consumers see the same value."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
-        if isinstance(op, ReduceOp):
+        if isinstance(op, AxesReduction):
             local = not device_parallel_reduced_axes(op)
-        elif isinstance(op, MatmulOp | LinearOp):
+        elif isinstance(op, MatmulOp | LinearOp | GroupedMmOp):
             local = operand_splits(op) == [None, None]
         else:
             return
@@ -272,6 +286,36 @@ class ReduceWholeAxesLocally(RewritePattern):
         result = tensor_type(op.result)
         axes = tuple(_without(a, set(DEVICE_KINDS)) if a.is_reduction else a for a in result.axes)
         rewriter.replace_value_with_new_type(op.result, result.with_(axes=axes))
+
+
+class StackedLinearAsMatmul(RewritePattern):
+    """y = linear x[M, K], w[G.., N, K] (bias b[G.., N])?   (K device-parallel)
+    ->  y = matmul x, (permute w [G.., K, N]) (+ broadcast b [G.., 1, N])
+    A linear with a stack of weights is a batched matmul of the one input: the rFactor of
+    a contraction then applies. An input of rank above 2 would have to be flattened first,
+    whose shards a reshape may not keep: refused."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter):
+        if not op.stacked_axes() or operand_splits(op) == [None, None]:
+            return
+        if len(tensor_type(op.input).value_axes()) > 2:
+            raise op_error(op, "a linear with a stack of weights over a device-parallel K takes an input of rank <= 2")
+        weight = tensor_type(op.weight)
+        rank = len(weight.value_axes())
+        order = [*range(rank - 2), rank - 1, rank - 2]
+        transposed = _emit(rewriter, op, PermuteOp(op.weight, order, _tensor(weight, [weight.value_axes()[i] for i in order])))
+        result = tensor_type(op.result)
+        if op.bias is None:
+            rewriter.replace(op, located_like(MatmulOp(op.input, transposed, result), op))
+            return
+        product = _emit(rewriter, op, MatmulOp(op.input, transposed, result))
+        bias = tensor_type(op.bias)
+        rows = len(result.value_axes()) - rank + 1  # the input's rows, between the stack and N
+        axes = [*bias.value_axes()[:-1], *[Axis(1, IterKind.BROADCAST)] * rows, bias.value_axes()[-1]]
+        new = list(range(rank - 2, rank - 2 + rows))
+        broadcast = _emit(rewriter, op, BroadcastOp(op.bias, new, _tensor(bias, axes))) if rows else op.bias
+        rewriter.replace(op, located_like(AddOp(product, broadcast, result.value_type()), op))
 
 
 class SplitShardedLinearBias(RewritePattern):
@@ -293,6 +337,43 @@ class SplitShardedLinearBias(RewritePattern):
             bias_value = op.bias
         add = located_like(AddOp(y0, bias_value, result.value_type()), op)
         rewriter.replace(op, add)
+
+
+class SumsForShardedStatistics(RewritePattern):
+    """m = mean x dims D        (an axis of D device-parallel in x)
+    ->  s = reduce sum x dims D ; m = mul s, 1/N                 (N: the elements reduced)
+    v = var x dims D correction c
+    ->  m (as above) ; d = sub x, broadcast m ; v = mul (reduce sum (mul d, d) dims D), 1/(N - c)
+    Sums are what the rFactor below splits into a local sum and one communication; the
+    variance takes two passes over x, as torch.var does."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if not isinstance(op, MeanOp | VarOp) or not device_parallel_reduced_axes(op):
+            return
+        source = tensor_type(op.input)
+        extents = [source.value_axes()[d].extent for d in op.reduced_axes()]
+        if DYNAMIC in extents:
+            raise op_error(op, f"a {op.name} over a device-parallel axis needs static extents to divide by, got {extents}")
+        count = math.prod(extents)
+        result = tensor_type(op.result)
+        mean = _scaled(_emit(rewriter, op, ReduceOp(ReduceKind.SUM, op.input, op.reduced_axes(), result)), 1 / count, rewriter, op)
+        if isinstance(op, VarOp):
+            values = source.value_axes()
+            broadcast_axes = [Axis(1, IterKind.BROADCAST) if d in op.reduced_axes() else a for d, a in enumerate(values)]
+            centered = _emit(rewriter, op, BroadcastOp(mean, op.reduced_axes(), _tensor(source, broadcast_axes)))
+            deviation = _emit(rewriter, op, SubOp(op.input, centered, _value_type(source)))
+            squares = _emit(rewriter, op, MulOp(deviation, deviation, _value_type(source)))
+            total = _emit(rewriter, op, ReduceOp(ReduceKind.SUM, squares, op.reduced_axes(), result))
+            divisor = count - op.correction.value.data
+            mean = _scaled(total, 1 / divisor if divisor else math.inf, rewriter, op)
+        rewriter.replace(op, [], [mean])
+
+
+def _scaled(value: SSAValue, factor: float, rewriter: PatternRewriter, like: Operation) -> SSAValue:
+    """`value * factor`, of `value`'s value type."""
+    constant = arith.ConstantOp(FloatAttr(factor, Float64Type()))
+    rewriter.insert(located_like(constant, like))
+    return _emit(rewriter, like, MulOp(value, constant.result, tensor_type(value).value_type()))
 
 
 # --------------------------------------------------------------------------- #
@@ -380,6 +461,31 @@ class RFactorShardedContraction(RewritePattern):
             rewriter.replace(op, located_like(SqueezeOp(reduced.result, inserted, result.value_type()), op))
         else:
             rewriter.replace(op, [], [reduced.result])
+
+
+class RFactorShardedGroupedMm(RewritePattern):
+    """c = grouped_mm a[B.., M, K(D didx, K/D)], b[B.., G, K(D didx, K/D), N], o   (or N in groups)
+    ->  a' = permute(reshape a)  [D didx, B.., M, K/D]
+        b' = permute(reshape b)  [D didx, B.., G, K/D, N]
+        p  = grouped_mm a', b', o  [D didx, B.., M, N, r(K/D)]   (local partial, D a batch axis)
+        c  = reduce sum p dims [0]  [rD, B.., M, N]                (one communication)
+    as RFactorShardedContraction does for a matmul; K in groups cannot be cut by devices."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: GroupedMmOp, rewriter: PatternRewriter):
+        split = contraction_split(op)
+        if split is None:
+            return
+        if op.grouping == Grouping.K:
+            raise op_error(op, "a grouped_mm with K in groups cannot contract over a device-parallel K: devices would cut the groups")
+        a, b = (_device_axis_first(v, contracted_axis(op, v), split, rewriter, op) for v in contraction_operands(op))
+        result = tensor_type(op.result)
+        on_a = tensor_type(a)
+        values = [_without(axis, _lost_types({split.parallel}, result, on_a)) for axis in result.value_axes()]
+        partial_type = _tensor(result, [split.device_axis, *values, Axis(split.local.extent, IterKind.REDUCTION)], on_a.mesh)
+        partial = _emit(rewriter, op, GroupedMmOp(a, b, op.offsets, op.grouping, partial_type))
+        final = _final_reduce(ReduceKind.SUM, partial, 0, result, rewriter, op)
+        rewriter.replace(op, [], [final.result])
 
 
 def _partial_type(a: SSAValue, b: SSAValue, split: DeviceSplit, result: TensorType, positions: list[int]) -> TensorType:
@@ -535,19 +641,21 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
 
 
 class SplitByParallelType(RewritePattern):
-    """y = set x   changing DIDx and DIDy within one mesh
-    ->  t = set x  (one type changed, the other as in x) ; y = set t  (the other changed)
-    DIDx first when that gives two single-type sets, else DIDy first; t keeps y's Stream
-    sharding, so both sets land in y's stream loop."""
+    """y = set x   changing several device types within one mesh
+    ->  t = set x  (one type changed, the others as in x) ; y = set t  (the others changed)
+    DIDx first when that gives a single-type set, else DIDy, else DIDz (the second set
+    is split again while it changes more than one); t keeps y's Stream sharding, so
+    every set lands in y's stream loop."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
         source, target = tensor_type(op.input), tensor_type(op.result)
         axis_map = op.axis_map(op.input)
-        if source.mesh != target.mesh or len(sharding_changes(source, target, axis_map)) < 2:
+        changed = sharding_changes(source, target, axis_map)
+        if source.mesh != target.mesh or len(changed) < 2:
             return
-        for first, second in (DEVICE_KINDS, DEVICE_KINDS[::-1]):
-            middle = _changed_alone(source, target, axis_map, first, second)
+        for first in changed:
+            middle = _changed_alone(source, target, axis_map, first, [t for t in changed if t != first])
             if middle is not None:
                 step = SetOp(op.input, middle)
                 rewriter.insert(located_like(step, op), InsertPoint.before(op))
@@ -557,18 +665,18 @@ class SplitByParallelType(RewritePattern):
 
 
 def _changed_alone(
-    source: TensorType, target: TensorType, axis_map: dict[int, int], first: ParallelKind, second: ParallelKind
+    source: TensorType, target: TensorType, axis_map: dict[int, int], first: ParallelKind, rest: list[ParallelKind]
 ) -> TensorType | None:
-    """`target`'s axes with `first` placed as in `target` and `second` as in `source`, if
-    going through it changes `first` alone and then `second` alone."""
+    """`target`'s axes with `first` placed as in `target` and every other device type as in
+    `source`, if going through it changes `first` alone and then the `rest`."""
     identity = {i: i for i in range(target.rank)}
     plain = _tensor(target, [a.unparallelized() for a in target.axes])
     try:
-        middle = propagate_parallel_types(source, plain, axis_map, (second,))
+        middle = propagate_parallel_types(source, plain, axis_map, [t for t in DEVICE_KINDS if t != first])
         middle = propagate_parallel_types(target, middle, identity, (first, ParallelKind.STREAM))
     except ShardingError:
         return None
-    if sharding_changes(source, middle, axis_map) != [first] or sharding_changes(middle, target, identity) != [second]:
+    if sharding_changes(source, middle, axis_map) != [first] or sharding_changes(middle, target, identity) != rest:
         return None
     return middle
 
@@ -627,7 +735,9 @@ class DecomposeReshardings(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         stages: list[list[RewritePattern]] = [
-            [ShardContractionOperand(), ReduceWholeAxesLocally(), SplitShardedLinearBias(), RFactorShardedReduce(), RFactorShardedContraction()],
+            [ShardContractionOperand(), ReduceWholeAxesLocally(), SumsForShardedStatistics(), StackedLinearAsMatmul(),
+             SplitShardedLinearBias(),
+             RFactorShardedReduce(), RFactorShardedContraction(), RFactorShardedGroupedMm()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in fusions_to_lower(op):

@@ -9,7 +9,9 @@ reads from outside, outputs: the values used outside it) and called with
 A module that already holds a `hir.program` and no fusion left to lower is returned
 unchanged; `fusion.func`s called by a `hir.post_on_stream` are kernel units, and one with
 the signature of a program is that program's reference (hostir_dialect/symbols.py):
-neither is lowered. A fusion input with a stream axis is refused at the fusion.
+neither is lowered. A fusion input may have a stream axis (stream-parallel-type slices it
+chunk by chunk, nvFuser's row-parallel overlap), but not be allocated one stream chunk at
+a time: the caller passes whole tensors.
 """
 
 from __future__ import annotations
@@ -44,12 +46,12 @@ def lower_module(module: ModuleOp, should_merge: MergePredicate = should_merge_s
 
 
 def _check_inputs(func: fusion.FuncOp) -> None:
-    """Inputs are the caller's buffers: stream-parallel-type pipelines results only
-    (nvFuser's StreamParallelType rejects stream-parallel inputs too)."""
+    """Inputs are the caller's buffers, whole: a stream axis of an input is sliced chunk by
+    chunk, but no input holds one stream chunk at a time."""
     for index, arg in enumerate(func.args):
-        if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
+        if isinstance(arg.type, TensorType) and arg.type.stream_allocated:
             name = f" (%{arg.name_hint})" if arg.name_hint else ""
-            raise op_error(func, f"input {index}{name} has a stream axis; only results may be stream-parallel")
+            raise op_error(func, f"input {index}{name} is allocated one stream chunk at a time; the caller passes whole tensors")
 
 
 class _ProgramBuilder:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import hir
-from hostir_dialect.fusion import ComputeOp, ReduceOp, SetOp, ShapeTable
+from hostir_dialect.fusion import AxesReduction, ComputeOp, ReduceOp, SetOp, ShapeTable
 from hostir_dialect.sharding import communicates, have_different_shardings, is_resharding, placement, reduces_sharded_axis
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, Piece, TensorType, tensor_type
 
@@ -28,7 +28,7 @@ def is_inner_split(axis: Axis, parallel: ParallelKind) -> bool:
 # Propagation (propagate-shardings, decompose-reshardings)
 # --------------------------------------------------------------------------- #
 
-PROPAGATED_TYPES = (ParallelKind.DIDX, ParallelKind.DIDY, ParallelKind.STREAM)
+PROPAGATED_TYPES = (*DEVICE_KINDS, ParallelKind.STREAM)
 
 
 class ShardingError(Exception):
@@ -134,7 +134,7 @@ def sharding_changes(
     ]
 
 
-def device_parallel_reduced_axes(op: ReduceOp) -> list[int]:
+def device_parallel_reduced_axes(op: AxesReduction) -> list[int]:
     """Reduced input axes (value positions) that carry a device-parallel piece."""
     axes = tensor_type(op.input).value_axes()
     return [d for d in op.reduced_axes() if axes[d].parallel_types() & set(DEVICE_KINDS)]

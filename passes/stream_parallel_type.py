@@ -11,7 +11,8 @@ pipelines standalone host ops). A stream-parallel op that cannot be sliced -- a 
 axis that is split or reduced, a chunk that would cut a device-parallel axis, an op
 whose chunks are not the op of chunks -- runs whole, outside any loop: Stream only says
 how to schedule a computation, never what it computes, so this pass refuses nothing
-but stream axes on program inputs (the caller's contract, as in nvFuser). Four steps:
+but inputs allocated one stream chunk at a time (the caller passes whole tensors; a stream
+axis of an input is sliced chunk by chunk, as nvFuser's row-parallel overlap does). Four steps:
 
 1. group: adjacent sliced ops whose stream axes map (through the axis maps, broadcast
    axes included), or that read nothing the loop computes and have its extent, share
@@ -119,15 +120,15 @@ from .chunking import operand_axis, sliced_type
 
 
 def check_program_inputs(program: hir.ProgramOp) -> None:
-    """An input with a stream axis that a host op still to be lowered reads: this pass
-    pipelines results only. (A host program that slices such an input itself, with
-    `hir.alias_select` in its own loops, is already lowered and left alone.)"""
+    """An input allocated one stream chunk at a time that a host op still to be lowered
+    reads: the caller passes whole tensors. (A host program that slices such an input
+    itself, with `hir.alias_select` in its own loops, is already lowered and left alone.)"""
     for index, arg in enumerate(program.args):
-        if isinstance(arg.type, TensorType) and arg.type.stream_axis() is not None:
+        if isinstance(arg.type, TensorType) and arg.type.stream_allocated:
             if any(is_to_lower(use.operation) for use in arg.uses):
                 raise op_error(
                     program,
-                    f"expected no stream axis in the program inputs, but input {index} has type {arg.type}",
+                    f"input {index} of type {arg.type} is allocated one stream chunk at a time; the caller passes whole tensors",
                 )
 
 

@@ -3,11 +3,11 @@
 
 from .evaluator import Evaluator, ExecutionError, InputError, compile_program
 from .executor_cache import ExecutorCache, execute
-from .launcher import Job, RankResult, SpmdError, launch, run_spmd, run_spmd_batch
+from .launcher import Job, RankResult, SpmdError, join_torchrun_world, launch, run_spmd, run_spmd_batch
 from .layouts import shard_tensor, unshard
 from .reference import run_fusion
 
 __all__ = [
     "Evaluator", "ExecutionError", "ExecutorCache", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute", "launch",
-    "run_fusion", "run_spmd", "run_spmd_batch", "shard_tensor", "unshard",
+    "join_torchrun_world", "run_fusion", "run_spmd", "run_spmd_batch", "shard_tensor", "unshard",
 ]

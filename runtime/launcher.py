@@ -146,6 +146,28 @@ def device_for(backend: str, rank: int) -> torch.device:
     return torch.device("cpu")
 
 
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+"""What torchrun (and mpirun wrappers, SLURM scripts) set for torch.distributed's env://."""
+
+
+def join_torchrun_world() -> bool:
+    """Join the torch.distributed world this process was started in, if it was started by
+    torchrun (or anything setting RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT) and has not
+    joined yet: NCCL with one GPU per local rank where there are enough, else gloo. True
+    when a world is initialized afterwards."""
+    if dist.is_initialized():
+        return True
+    if not dist.is_available() or not all(name in os.environ for name in TORCHRUN_VARIABLES):
+        return False
+    local_rank = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"]))
+    backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= local_world else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group(backend)
+    return True
+
+
 # --------------------------------------------------------------------------- #
 # Running jobs on this rank
 # --------------------------------------------------------------------------- #

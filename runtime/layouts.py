@@ -19,6 +19,7 @@ from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, ParallelKind, Tens
 
 _FLOATS = {Float16Type: torch.float16, BFloat16Type: torch.bfloat16, Float32Type: torch.float32, Float64Type: torch.float64}
 _SIGNED = {1: torch.bool, 8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}
+_UNSIGNED = {8: torch.uint8, 64: torch.uint64}
 
 
 def torch_dtype(element_type) -> torch.dtype:
@@ -28,8 +29,8 @@ def torch_dtype(element_type) -> torch.dtype:
         return _FLOATS[type(element_type)]
     if isinstance(element_type, IntegerType):
         width = element_type.width.data
-        if element_type.signedness.data == Signedness.UNSIGNED and width == 8:
-            return torch.uint8
+        if element_type.signedness.data == Signedness.UNSIGNED and width in _UNSIGNED:
+            return _UNSIGNED[width]
         if width in _SIGNED:
             return _SIGNED[width]
     raise ValueError(f"element type {element_type} has no torch equivalent")
@@ -135,6 +136,37 @@ def _shard_index(t: TensorType, global_shape: Sequence[int], rank: int):
             else:
                 index.append(slice(None))
     return piece_shape, tuple(index)
+
+
+def global_positions(t: TensorType, rank: int | None, axis: int, local_extent: int,
+                     device: torch.device) -> tuple[torch.Tensor, int]:
+    """Where the elements of value axis `axis` of `rank`'s buffer of `t` sit along that axis
+    in the unsharded tensor (`rank` None: the unsharded tensor itself), as int64, and the
+    axis's unsharded extent."""
+    logical = t.value_positions()[axis]
+    mesh, pieces = t.mesh, t.axes[logical].pieces
+    devices = [mesh.axis_size(p.parallel) for p in pieces if p.parallel.is_device] if mesh and rank is not None else []
+    extent = local_extent * math.prod(devices)
+    positions = torch.arange(extent, device=device)
+    if not devices:
+        return positions, extent
+    assert mesh is not None and rank is not None
+    extents = _piece_extents(t, logical, extent, {pt: mesh.axis_size(pt) for pt in DEVICE_KINDS})
+    index = tuple(
+        slice(mesh.index_along(rank, p.parallel), mesh.index_along(rank, p.parallel) + 1) if p.parallel.is_device
+        else slice(None) for p in pieces
+    )
+    return positions.reshape(extents)[index].reshape(-1), extent
+
+
+def global_linear_index(t: TensorType, rank: int | None, local_shape: Sequence[int], device: torch.device) -> torch.Tensor:
+    """The row-major position in the unsharded tensor of every element of `rank`'s buffer
+    of `t` (of logical shape `local_shape`), as int64: what positional ops compute from."""
+    index = torch.zeros((), dtype=torch.int64, device=device)
+    for axis, local_extent in enumerate(local_shape):
+        positions, extent = global_positions(t, rank, axis, local_extent, device)
+        index = index.unsqueeze(-1) * extent + positions
+    return index
 
 
 def random_tensor(t: TensorType, generator: torch.Generator) -> torch.Tensor:

@@ -15,7 +15,7 @@ and compute ops on local shards in a host program (`ctx.rank` set). A compiled b
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -27,7 +27,9 @@ from hostir_dialect import fusion
 from hostir_dialect.fusion import ComputeOp, ReduceKind
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
-from .layouts import logical_shape, torch_dtype
+from . import random_numbers
+from .attention import Attention, batched, dropout_keep
+from .layouts import global_linear_index, global_positions, logical_shape, torch_dtype
 
 
 class UnsupportedOp(Exception):
@@ -223,9 +225,11 @@ def _squeeze(op: fusion.SqueezeOp, ctx: OpContext) -> Kernel:
 
 
 def _sharded_axes(value: SSAValue) -> set[int]:
-    """Value axes (torch dims) of `value` that have a device-parallel piece."""
-    axes = tensor_type(value).value_axes()
-    return {k for k, a in enumerate(axes) if any(p.parallel.is_device for p in a.pieces)}
+    """Value axes (torch dims) of `value` split over several devices: a device-parallel
+    piece on a mesh axis of one device splits nothing."""
+    t = tensor_type(value)
+    return {k for k, a in enumerate(t.value_axes())
+            if any(p.parallel.is_device and t.mesh is not None and t.mesh.axis_size(p.parallel) > 1 for p in a.pieces)}
 
 
 def _slice(op: fusion.SliceOp, ctx: OpContext) -> Kernel:
@@ -277,7 +281,8 @@ def _contraction_into(function: Callable[..., torch.Tensor], out_variant: Callab
     return into
 
 
-def _refuse_integer_contraction_on_gpus(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext) -> None:
+def _refuse_integer_contraction_on_gpus(op: fusion.MatmulOp | fusion.LinearOp | fusion.GroupedMmOp,
+                                       ctx: OpContext) -> None:
     """torch multiplies integer matrices on CPUs only ("addmm_cuda" not implemented):
     refused when the program is compiled, on every rank, from the types."""
     dtype = ctx.dtype(op.result)
@@ -317,6 +322,15 @@ def _matrix_times_broadcast_matrix(kn: tuple[int, ...], result_shape: tuple[int,
     return Kernel(fresh, _contraction_into(fresh, into_dense))
 
 
+def _stacked_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """A linear with a stack of weights [G.., N, K]: one per weight, stacked first."""
+    stacked, batch = w.shape[:-2], x.shape[:-1]
+    out = torch.matmul(x.reshape(-1, x.shape[-1]), w.transpose(-1, -2)).reshape(*stacked, *batch, w.shape[-2])
+    if b is not None:
+        out = out + b.reshape(*stacked, *[1] * len(batch), w.shape[-2])
+    return out
+
+
 def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
     _refuse_integer_contraction_on_gpus(op, ctx)
     return _with_epilogue(op, ctx, _linear_product(op))
@@ -324,6 +338,8 @@ def _linear(op: fusion.LinearOp, ctx: OpContext) -> Kernel:
 
 def _linear_product(op: fusion.LinearOp) -> Kernel:
     linear = torch.nn.functional.linear
+    if op.stacked_axes():
+        return Kernel(_stacked_linear, lambda out, *operands: copy_into(out, _stacked_linear(*operands)))
     if len(tensor_type(op.input).value_axes()) == 1:
         # aten.linear.out re-strides the destination of a 1-D input: compute, then copy.
         return Kernel(linear, lambda out, *operands: copy_into(out, linear(*operands)))
@@ -364,6 +380,8 @@ def _gemm_with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, e
     if isinstance(op, fusion.MatmulOp):
         a_shape, b_shape = ctx.shape(op.a), ctx.shape(op.b)
         matrix_shape = b_shape[-2:]
+    elif op.stacked_axes():
+        return None  # one product per weight of the stack
     else:
         a_shape, b_shape = ctx.shape(op.input), ctx.shape(op.weight)
         matrix_shape = b_shape[::-1]
@@ -394,6 +412,229 @@ def _gemm_with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, e
 
 KernelBuilder = Callable[[Any, OpContext], Kernel]
 
+
+# -- nvFuser's other ops ------------------------------------------------------
+# Positional ops (iota, triu, the random ones) compute from each element's position in
+# the unsharded tensor (runtime/layouts.py), so a shard holds what one device would.
+
+
+def _linear_positions(ctx: OpContext, t: TensorType, shape: Sequence[int]) -> torch.Tensor:
+    return global_linear_index(t, ctx.rank, shape, ctx.device)
+
+
+def _cat(op: fusion.CatOp, ctx: OpContext) -> Kernel:
+    dim = op.axis
+    return Kernel(lambda *xs: torch.cat(xs, dim), lambda out, *xs: torch.cat(xs, dim, out=out))
+
+
+def _expand(op: fusion.ExpandOp, ctx: OpContext) -> Kernel:
+    shape, sources = ctx.shape(op.result), op.extent_sources()
+
+    def view(x: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+        target = [like.shape[s] if s >= 0 and like is not None else e for e, s in zip(shape, sources)]
+        return x.expand(target)
+
+    return _view_kernel(view)
+
+
+def _where(op: fusion.WhereOp, ctx: OpContext) -> Kernel:
+    dtype = ctx.dtype(op.result)
+
+    def fresh(c: Any, a: Any, b: Any) -> torch.Tensor:
+        condition = c if isinstance(c, torch.Tensor) else torch.tensor(bool(c), device=ctx.device)
+        return torch.where(condition, a, b).to(dtype)
+
+    return Kernel(fresh, lambda out, c, a, b: copy_into(out, fresh(c, a, b)))
+
+
+def _iota(op: fusion.IotaOp, ctx: OpContext) -> Kernel:
+    t, dtype = tensor_type(op.result), ctx.dtype(op.result)
+
+    def fresh(start: Any, step: Any) -> torch.Tensor:
+        positions, _ = global_positions(t, ctx.rank, 0, ctx.shape(op.result)[0], ctx.device)
+        return (start + step * positions).to(dtype)
+
+    return Kernel(fresh, lambda out, start, step: copy_into(out, fresh(start, step)))
+
+
+def _triu(op: fusion.TriuOp, ctx: OpContext) -> Kernel:
+    t, diagonal = tensor_type(op.result), op.diagonal.value.data
+    rank = len(t.value_axes())
+
+    def fresh(x: torch.Tensor) -> torch.Tensor:
+        rows, _ = global_positions(t, ctx.rank, rank - 2, x.shape[-2], x.device)
+        columns, _ = global_positions(t, ctx.rank, rank - 1, x.shape[-1], x.device)
+        upper = columns.unsqueeze(0) - rows.unsqueeze(1) >= diagonal
+        return torch.where(upper, x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+    return Kernel(fresh, lambda out, x: copy_into(out, fresh(x)))
+
+
+def _mean(op: fusion.MeanOp, ctx: OpContext) -> Kernel:
+    dims = tuple(op.reduced_axes())
+    return Kernel(lambda x: torch.mean(x, dims), lambda out, x: torch.mean(x, dims, out=out))
+
+
+def _var(op: fusion.VarOp, ctx: OpContext) -> Kernel:
+    dims, correction = tuple(op.reduced_axes()), op.correction.value.data
+    return Kernel(lambda x: torch.var(x, dims, correction=correction),
+                  lambda out, x: torch.var(x, dims, correction=correction, out=out))
+
+
+class _Runs:
+    """Counts the runs of a random op drawing without a seed (each run draws new numbers)."""
+
+    def __init__(self, stream: int):
+        self.stream = stream
+        self.count = 0
+
+    def next_state(self) -> tuple[int, int]:
+        self.count += 1
+        return random_numbers.default_state(self.stream, self.count - 1)
+
+
+def _uniform(op: fusion.UniformOp, ctx: OpContext) -> Kernel:
+    t, dtype, shape = tensor_type(op.result), ctx.dtype(op.result), ctx.shape(op.result)
+    runs = _Runs(op.stream.value.data)
+
+    def fresh(low: Any, high: Any, seed: Any = None, offset: Any = None) -> torch.Tensor:
+        seed, offset = runs.next_state() if seed is None else (int(seed), int(offset))
+        numbers = random_numbers.uniform(seed, offset, _linear_positions(ctx, t, shape))
+        return (low + (high - low) * numbers).to(dtype)
+
+    return Kernel(fresh, lambda out, *args: copy_into(out, fresh(*args)))
+
+
+def _rng_seed(op: fusion.RngSeedOp, ctx: OpContext) -> Kernel:
+    runs = _Runs(op.stream.value.data)
+
+    def fresh() -> torch.Tensor:
+        return random_numbers.as_uint64(list(runs.next_state()), ctx.device)
+
+    return Kernel(fresh, lambda out: copy_into(out, fresh()))
+
+
+def _grouped_mm(op: fusion.GroupedMmOp, ctx: OpContext) -> Kernel:
+    _refuse_integer_contraction_on_gpus(op, ctx)
+    grouping, batch = op.grouping, op.batch()
+
+    def one(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        if _grouped_gemm_runs(a, b):
+            return torch._grouped_mm(a, b, offs=offsets.to(torch.int32))
+        return _grouped_matmuls(a, b, offsets, grouping)
+
+    def fresh(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        if not batch:
+            return one(a, b, offsets)
+        shape = torch.broadcast_shapes(a.shape[:batch], b.shape[:batch])
+        a_, b_ = a.expand(*shape, *a.shape[batch:]), b.expand(*shape, *b.shape[batch:])
+        results = [one(x, y, offsets) for x, y in zip(a_.reshape(-1, *a.shape[batch:]), b_.reshape(-1, *b.shape[batch:]))]
+        return torch.stack(results).reshape(*shape, *results[0].shape)
+
+    return Kernel(fresh, lambda out, a, b, offsets: copy_into(out, fresh(a, b, offsets)))
+
+
+def _grouped_gemm_runs(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Does torch's grouped GEMM take these operands: a dtype it computes in, 16-byte
+    aligned data, and matrices whose rows (or columns) are dense with a leading stride of a
+    multiple of 16 bytes (its own check)?"""
+    return all(x.dtype in (torch.float16, torch.bfloat16, torch.float32) and x.data_ptr() % 16 == 0
+               and _aligned_matrices(x) for x in (a, b))
+
+
+def _aligned_matrices(x: torch.Tensor) -> bool:
+    size = x.element_size()
+    (rows, columns), (row_stride, column_stride) = x.shape[-2:], x.stride()[-2:]
+    dense = (column_stride == 1 and row_stride * size % 16 == 0 and row_stride >= max(columns, 1)) or (
+        row_stride == 1 and column_stride * size % 16 == 0 and column_stride >= max(rows, 1))
+    return dense and all(stride * size % 16 == 0 for stride in x.stride()[:-2])
+
+
+def _grouped_matmuls(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, grouping: fusion.Grouping) -> torch.Tensor:
+    """One matmul per group, where torch's grouped GEMM does not run (float64, odd strides)."""
+    ends = offsets.tolist()
+    bounds = list(zip([0, *ends[:-1]], ends))
+    if grouping == fusion.Grouping.M:
+        out = torch.zeros(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
+        for g, (start, end) in enumerate(bounds):
+            out[start:end] = a[start:end] @ b[g]
+        return out
+    if grouping == fusion.Grouping.N:
+        out = torch.zeros(a.shape[1], b.shape[-1], dtype=a.dtype, device=a.device)
+        for g, (start, end) in enumerate(bounds):
+            out[:, start:end] = a[g] @ b[:, start:end]
+        return out
+    return torch.stack([a[:, start:end] @ b[start:end] for start, end in bounds])
+
+
+def _attention_positions(ctx: OpContext, query: SSAValue, q: torch.Tensor, keys: int) -> torch.Tensor:
+    """The global positions of the attention weights [N.., H, L, S] of a rank's heads."""
+    t = tensor_type(query)
+    index = torch.zeros((), dtype=torch.int64, device=q.device)
+    for axis, local_extent in enumerate(q.shape[:-2]):
+        positions, extent = global_positions(t, ctx.rank, axis, local_extent, q.device)
+        index = index.unsqueeze(-1) * extent + positions
+    for extent in (q.shape[-2], keys):
+        index = index.unsqueeze(-1) * extent + torch.arange(extent, device=q.device)
+    return index.reshape(-1, *index.shape[-3:])
+
+
+def _attention_of(op: fusion.AttentionOp) -> Attention:
+    scale = None if op.scale is None else op.scale.value.data
+    return Attention(op.dropout_p.value.data, bool(op.is_causal.value.data), scale)
+
+
+def _dropout(op: fusion.AttentionOp, ctx: OpContext, attention: Attention, q: torch.Tensor, k: torch.Tensor,
+             seed: torch.Tensor, offset: torch.Tensor) -> torch.Tensor | None:
+    """The dropout mask of `op`, from its random state (None without dropout)."""
+    if not attention.dropout_p:
+        return None
+    state = random_numbers.from_uint64(seed[0]), random_numbers.from_uint64(seed[1]) + random_numbers.from_uint64(offset)
+    return dropout_keep(attention, *state, _attention_positions(ctx, op.query(), q, k.shape[-2]))
+
+
+def _sdpfa_fwd(op: fusion.SdpfaFwdOp, ctx: OpContext) -> Kernel:
+    attention = _attention_of(op)
+    logsumexp = op.result_kind.data == fusion.AttentionOutput.LOGSUMEXP
+
+    def fresh(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seed: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        mask = _dropout(op, ctx, attention, q, k, seed, offset)
+        out, lse = attention.forward(batched(q), batched(k), batched(v), mask)
+        return lse.reshape(q.shape[:-1]) if logsumexp else out.reshape(*q.shape[:-1], v.shape[-1])
+
+    return Kernel(fresh, lambda out, *args: copy_into(out, fresh(*args)))
+
+
+def _sdpfa_bwd(op: fusion.SdpfaBwdOp, ctx: OpContext) -> Kernel:
+    attention = _attention_of(op)
+    which = list(fusion.AttentionGradient).index(op.gradient.data)
+
+    def fresh(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+              lse: torch.Tensor, seed: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        mask = _dropout(op, ctx, attention, q, k, seed, offset)
+        grads = attention.backward(batched(grad), batched(q), batched(k), batched(v), batched(out),
+                                   lse.reshape(-1, *lse.shape[-2:]), mask)
+        return grads[which].reshape((q, k, v)[which].shape)
+
+    return Kernel(fresh, lambda out, *args: copy_into(out, fresh(*args)))
+
+
+PARITY_KERNELS: dict[type[ComputeOp], KernelBuilder] = {
+    fusion.CatOp: _cat,
+    fusion.ExpandOp: _expand,
+    fusion.WhereOp: _where,
+    fusion.IotaOp: _iota,
+    fusion.TriuOp: _triu,
+    fusion.MeanOp: _mean,
+    fusion.VarOp: _var,
+    fusion.UniformOp: _uniform,
+    fusion.RngSeedOp: _rng_seed,
+    fusion.GroupedMmOp: _grouped_mm,
+    fusion.SdpfaFwdOp: _sdpfa_fwd,
+    fusion.SdpfaBwdOp: _sdpfa_bwd,
+}
+
+
 KERNELS: dict[type[ComputeOp], KernelBuilder] = {
     fusion.SetOp: _set,
     fusion.CastOp: _cast,
@@ -411,6 +652,7 @@ KERNELS: dict[type[ComputeOp], KernelBuilder] = {
     fusion.SiluOp: _silu,
     fusion.GeluOp: _gelu,
     **{fusion.BINARY_OPS[name]: _binary(f) for name, f in _BINARY.items()},
+    **PARITY_KERNELS,
 }
 
 

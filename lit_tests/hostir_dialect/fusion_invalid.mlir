@@ -249,15 +249,30 @@ fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[4, 2]>) {
 }
 // -----
 // CHECK: // {{-----}}
+fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[4]>) {
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op linear needs an input of rank >= 1 and a [.., N, K] weight, got ranks 2 and 1
+  %c = fusion.linear %a, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8, r4]>
+  fusion.return
+}
+// -----
+// A stack of weights comes first in the result; its bias has the stack's axes too.
+// CHECK: // {{-----}}
 fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[3, 2, 4]>) {
-  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op linear needs an input of rank >= 1 and a [N, K] weight, got ranks 2 and 3
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op result axes [8, 3, r4] do not match the expected [3, 8, 2, r4]
   %c = fusion.linear %a, %w : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 2, 4]> -> !fusion.tensor<f32[8, 3, r4]>
   fusion.return
 }
 // -----
 // CHECK: // {{-----}}
+fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[3, 2, 4]>, %b: !fusion.tensor<f32[2]>) {
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op bias must have shape [3, 2] (the weight's without K), got [2]
+  %c = fusion.linear %a, %w bias %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 2, 4]>, !fusion.tensor<f32[2]> -> !fusion.tensor<f32[3, 8, 2, r4]>
+  fusion.return
+}
+// -----
+// CHECK: // {{-----}}
 fusion.func @f(%a: !fusion.tensor<f32[]>, %w: !fusion.tensor<f32[3, 4]>) {
-  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op linear needs an input of rank >= 1 and a [N, K] weight, got ranks 0 and 2
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op linear needs an input of rank >= 1 and a [.., N, K] weight, got ranks 0 and 2
   %c = fusion.linear %a, %w : !fusion.tensor<f32[]>, !fusion.tensor<f32[3, 4]> -> !fusion.tensor<f32[3, r4]>
   fusion.return
 }
@@ -271,14 +286,14 @@ fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[3, 5]>) {
 // -----
 // CHECK: // {{-----}}
 fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[3, 4]>, %bias: !fusion.tensor<f32[4]>) {
-  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op bias must have shape [3] (N), got [4]
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op bias must have shape [3] (the weight's without K), got [4]
   %c = fusion.linear %a, %w bias %bias : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8, 3, r4]>
   fusion.return
 }
 // -----
 // CHECK: // {{-----}}
 fusion.func @f(%a: !fusion.tensor<f32[8, 4]>, %w: !fusion.tensor<f32[3, 4]>, %bias: !fusion.tensor<f32[1, 3]>) {
-  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op bias must have shape [3] (N), got [1, 3]
+  // CHECK-NEXT: {{.*}}fusion_invalid.mlir:[[# @LINE + 1]]:3: error: 'fusion.linear' op bias must have shape [3] (the weight's without K), got [1, 3]
   %c = fusion.linear %a, %w bias %bias : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[3, 4]>, !fusion.tensor<f32[1, 3]> -> !fusion.tensor<f32[8, 3, r4]>
   fusion.return
 }

@@ -462,14 +462,14 @@ hir.program @p() {
 // A team of a 2-D mesh is one of its slices, and only a 2-D mesh is sliced.
 // CHECK: // {{-----}}
 hir.program @p() {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [[0, 1], [2, 3]] is a 2-D mesh: say which of its slices a team is (`along didx` or `along didy`)
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.team_position' op team [[0, 1], [2, 3]] is a 2-D mesh: say which of its slices a team is (`along didx`, `along didy` or `along didz`)
   %p = hir.team_position team [[0, 1], [2, 3]]
   hir.return
 }
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[4], mesh=[0, 1]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op team [0, 1] along didx slices a mesh that is not 2-D
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op team [0, 1] along didx slices a 1-D mesh
   %w = hir.allreduce %x -> %x team [0, 1] along didx op sum : !fusion.tensor<f32[4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>
   hir.wait %w
   hir.return

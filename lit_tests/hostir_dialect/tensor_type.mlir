@@ -42,6 +42,14 @@
 %grid = hir.allocate : !fusion.tensor<f32[8 didy, 64 didx], mesh=[[0, ..., 63], [64, ..., 127], ..., [448, ..., 511]]>
 // CHECK-NEXT: %irregular = hir.allocate : !fusion.tensor<f32[7 didx], mesh=[9, 0, ..., 4, 7]>
 %irregular = hir.allocate : !fusion.tensor<f32[7 didx], mesh=[9, 0, 1, 2, 3, 4, 7]>
+// A 3-D mesh: DIDz is its first axis.
+// CHECK-NEXT: %mesh3 = hir.allocate : !fusion.tensor<f32[2 didz, 4(2 didy, 2), 2 didx], mesh={{\[}}{{\[}}[0, 1], [2, 3]], {{\[}}[4, 5], [6, 7]]]>
+%mesh3 = hir.allocate : !fusion.tensor<f32[2 didz, 4(2 didy, 2), 2 didx], mesh=[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]>
+// A device type on a reduction axis beside an iteration axis: partial sums to reduce-scatter.
+// CHECK-NEXT: %partial = hir.allocate : !fusion.tensor<f32[8, 4(2 didx, 2), r8(2 didx, 4)], mesh=[0, 1]>
+%partial = hir.allocate : !fusion.tensor<f32[8, 4(2 didx, 2), r8(2 didx, 4)], mesh=[0, 1]>
+// CHECK-NEXT: %unsigned = hir.allocate : !fusion.tensor<ui64[2]>
+%unsigned = hir.allocate : !fusion.tensor<ui64[2]>
 // CHECK-NEXT: %split = hir.allocate : !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
 %split = hir.allocate : !fusion.tensor<f32[64(2 didx, 32), 8], mesh=[0, 1]>
 // CHECK-NEXT: %split3 = hir.allocate : !fusion.tensor<f32[64(2 didx, 4 stream, 8)], mesh=[0, 1]>

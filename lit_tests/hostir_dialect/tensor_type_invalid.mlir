@@ -73,8 +73,13 @@
 // -----
 
 // CHECK: // {{-----}}
-// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:35: error: invalid tensor type: 2 didx axes; at most one is allowed
+// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:35: error: invalid tensor type: 2 didx axes; at most one is allowed, and one more on a reduction axis
 %t = hir.allocate : !fusion.tensor<f32[2 didx, 2 didx], mesh=[0, 1]>
+// -----
+
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:35: error: invalid tensor type: 2 didx axes; at most one is allowed, and one more on a reduction axis
+%t = hir.allocate : !fusion.tensor<f32[r2 didx, r2 didx], mesh=[0, 1]>
 // -----
 
 // Device-parallel axes need a mesh with a matching axis of matching size.
@@ -91,6 +96,11 @@
 // CHECK: // {{-----}}
 // CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:35: error: invalid tensor type: didy axis but mesh [0, 1] has no such axis
 %t = hir.allocate : !fusion.tensor<f32[2 didy, 4], mesh=[0, 1]>
+// -----
+
+// CHECK: // {{-----}}
+// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:35: error: invalid tensor type: didz axis but mesh [[0, 1], [2, 3]] has no such axis
+%t = hir.allocate : !fusion.tensor<f32[2 didz, 4], mesh=[[0, 1], [2, 3]]>
 // -----
 
 // CHECK: // {{-----}}
@@ -152,8 +162,8 @@
 // -----
 
 // CHECK: // {{-----}}
-// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:51: error: Expected integer literal
-%t = hir.allocate : !fusion.tensor<f32[4], mesh=[[[0]]]>
+// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:35: error: invalid tensor type: device meshes have at most 3 dimensions
+%t = hir.allocate : !fusion.tensor<f32[4], mesh=[[[[0]]]]>
 // -----
 
 // CHECK: // {{-----}}
@@ -177,7 +187,7 @@
 // -----
 
 // CHECK: // {{-----}}
-// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:42: error: Expected `serial`, `stream`, `didx`, or `didy`.
+// CHECK-NEXT: {{.*}}tensor_type_invalid.mlir:[[# @LINE + 1]]:42: error: Expected `serial`, `stream`, `didx`, `didy`, or `didz`.
 %t = hir.allocate : !fusion.tensor<f32[4 vectorize]>
 // -----
 

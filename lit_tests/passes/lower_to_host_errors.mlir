@@ -19,9 +19,9 @@ fusion.func @loop(%x: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
 
 // -----
 
-// Inputs are the caller's buffers: only results may be stream-parallel.
-// CHECK: lower_to_host_errors.mlir:[[# @LINE + 1]]:1: error: 'fusion.func' op input 0 (%a) has a stream axis; only results may be stream-parallel
-fusion.func @stream_input(%a: !fusion.tensor<f32[4 stream, 8]>) -> !fusion.tensor<f32[4 stream, 8]> {
-  %b = fusion.neg %a : !fusion.tensor<f32[4 stream, 8]> -> !fusion.tensor<f32[4 stream, 8]>
+// Inputs are the caller's whole buffers: one may have a stream axis, not hold one chunk.
+// CHECK: lower_to_host_errors.mlir:[[# @LINE + 1]]:1: error: 'fusion.func' op input 0 (%a) is allocated one stream chunk at a time; the caller passes whole tensors
+fusion.func @stream_input(%a: !fusion.tensor<f32[4 stream, 8], alloc=[0 stream, 1]>) -> !fusion.tensor<f32[4 stream, 8]> {
+  %b = fusion.neg %a : !fusion.tensor<f32[4 stream, 8], alloc=[0 stream, 1]> -> !fusion.tensor<f32[4 stream, 8]>
   fusion.return %b : !fusion.tensor<f32[4 stream, 8]>
 }

@@ -40,7 +40,8 @@ REDUCTIONS = ("sum", "max", "min", "prod")
 EXTENTS = {1: (2, 4, 8, 3, 6, 1), 2: (2, 4, 8, 4, 2, 8, 6, 3, 1), 4: (4, 8, 4, 8, 2, 6, 1, 3)}
 """Extents by world size, most of them divisible by the devices of the meshes."""
 OP_KINDS = ("unary", "binary", "binary", "reduce", "matmul", "linear", "broadcast", "permute",
-            "reshape", "squeeze", "slice", "select", "cast", "set", "compare")
+            "reshape", "squeeze", "slice", "select", "cast", "set", "compare", "parity", "parity", "parity")
+"""`parity`: one of the ops of nvFuser's multi-device tests (issue 28), PARITY_OPS."""
 MAX_OPS = 12
 _INPUT_LINE = re.compile(r"(\w+) = fd\.define_tensor\((\[[-\d, ]*\]), dtype='(\w+)'\)(?:\s*# concrete: (\[[\d, ]*\]))?")
 
@@ -405,12 +406,161 @@ def op_set(w: _Writer, x: str) -> str | None:
     return w.op(f"fd.ops.set({x})", w.exact[x])
 
 
+def op_cat(w: _Writer, x: str) -> str | None:
+    shape = w.shape(x)
+    if not shape:
+        return None
+    dim = w.draw(st.integers(0, len(shape) - 1))
+    other = list(shape)
+    other[dim] = w.pick(w.extents)
+    y = w.input(tuple(other), w.dtype(x))
+    return None if y is None else w.op(f"fd.ops.cat([{x}, {y}], dim={dim})", w.exact[x])
+
+
+def op_expand(w: _Writer, x: str) -> str | None:
+    """broadcast_in_dim: a new axis (or an axis of extent 1) expanded to an extent above 1."""
+    shape = list(w.shape(x))
+    at = w.draw(st.integers(0, len(shape)))
+    target = shape[:at] + [w.pick(w.extents[:-1])] + shape[at:]
+    kept = [i for i in range(len(target)) if i != at]
+    return w.op(f"fd.ops.broadcast_in_dim({x}, shape={target}, broadcast_dims={kept})", w.exact[x])
+
+
+def op_where(w: _Writer, x: str) -> str | None:
+    if not w.exact[x]:
+        return None
+    predicate = w.op(f"fd.ops.{w.pick(COMPARISONS)}({x}, {_scalar(w, x, (0.0, 0.25), (0, 1))})")
+    if predicate is None:
+        return None
+    other = _second_operand(w, x) if w.chance(0.5) else _scalar(w, x)
+    return None if other is None else w.op(f"fd.ops.where({predicate}, {x}, {other})", w.exact[x] and w.exact.get(other, True))
+
+
+def op_positional(w: _Writer, x: str) -> str | None:
+    """triu, or x combined with a seeded uniform tensor or an iota along its last axis."""
+    shape = w.shape(x)
+    form = w.pick(("triu", "uniform", "iota"))
+    if form == "triu":
+        return w.op(f"fd.ops.triu({x}, {w.pick((0, 1, -1))})", w.exact[x]) if len(shape) >= 2 else None
+    if not _is_float(w, x) or not shape:
+        return None
+    if form == "uniform":
+        made = w.op(f"fd.ops.uniform(-1.0, 1.0, {list(shape)}, rng_seed={w.pick((1, 7))}, rng_offset={w.pick((0, 5))}, "
+                    f"dtype={w.dtype(x)!r})")
+    else:
+        flags = [True] * (len(shape) - 1) + [False]
+        iota = w.op(f"fd.ops.iota({shape[-1]}, 1, 1, dtype={w.dtype(x)!r})")
+        made = None if iota is None else w.op(f"fd.ops.broadcast({iota}, {flags})")
+    return None if made is None else w.op(f"fd.ops.mul({x}, {made})", w.exact[x])
+
+
+def op_statistics(w: _Writer, x: str) -> str | None:
+    shape = w.shape(x)
+    if not shape or not _is_float(w, x):
+        return None
+    dims = sorted(w.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape))))
+    var = f"t{w.count}"
+    w.count += 1
+    keepdim = w.chance(0.3)
+    if not w.run(f"{var}, {var}_mean = fd.ops.var_mean({x}, dims={dims}, correction={w.pick((0, 1))}, keepdim={keepdim})",
+                 w.definition):
+        return None
+    for name in (var, f"{var}_mean"):
+        w.tensors.append(name)
+        w.exact[name] = False
+    return var
+
+
+def op_grouped_mm(w: _Writer, x: str) -> str | None:
+    """[M, K] x [G, K, N] with M in equal groups, offsets made by iota (inputs are values in
+    [-1, 1), no offsets); x of another rank is flattened to [M, K] first."""
+    shape = w.shape(x)
+    if not shape or not _is_float(w, x):
+        return None
+    if len(shape) != 2:
+        x = w.op(f"fd.ops.reshape({x}, [{_product(shape[:-1])}, {shape[-1]}])", w.exact[x])
+        if x is None:
+            return None
+    m, k = w.shape(x)
+    groups = [g for g in (2, 4, 3) if m % g == 0]
+    if not groups:
+        return None
+    g = w.pick(groups)
+    b = w.input((g, k, w.pick(w.extents[:-1])), w.dtype(x))
+    offsets = w.op(f"fd.ops.iota({g}, {m // g}, {m // g}, dtype='int32')")
+    return None if b is None or offsets is None else w.op(f"fd.ops.grouped_mm({x}, {b}, {offsets})", False)
+
+
+def op_attention(w: _Writer, x: str) -> str | None:
+    """Causal or not attention of x [.., H, L, E] (a matrix gets one head) over two new
+    inputs, and its backward (without dropout: its default seed follows torch's in each
+    process)."""
+    if len(w.shape(x)) == 2:
+        x = w.op(f"fd.ops.broadcast({x}, [True, False, False])", w.exact[x])
+    shape = w.shape(x) if x is not None else ()
+    if len(shape) < 3 or not _is_float(w, x):
+        return None
+    k, v = (w.input(shape, w.dtype(x)) for _ in range(2))
+    if k is None or v is None:
+        return None
+    names = [f"t{w.count + i}" for i in range(4)]
+    w.count += 4
+    causal = w.pick((True, False))
+    if not w.run(f"{', '.join(names)} = fd.ops.sdpfa_fwd({x}, {k}, {v}, is_causal={causal})", w.definition):
+        return None
+    out, logsumexp = names[:2]
+    for name in (out, logsumexp):
+        w.tensors.append(name)
+        w.exact[name] = False
+    if not w.chance(0.5):
+        return out
+    grad = w.input(shape, w.dtype(x))
+    grads = [f"t{w.count + i}" for i in range(3)]
+    w.count += 3
+    if grad is None or not w.run(f"{', '.join(grads)} = fd.ops.sdpfa_bwd({grad}, {x}, {k}, {v}, {out}, {logsumexp}, "
+                                 f"0.0, {causal}, {names[2]}, {names[3]})", w.definition):
+        return out
+    for name in grads:
+        w.tensors.append(name)
+        w.exact[name] = False
+    return grads[0]
+
+
+def op_stacked_linear(w: _Writer, x: str) -> str | None:
+    """A linear with a stack of weights, of an input of rank <= 2 (the one a device-parallel
+    K is lowered for)."""
+    shape = w.shape(x)
+    if not shape or len(shape) > 2:
+        return None
+    stack, n = w.pick((2, 3)), w.pick(w.extents[:-1])
+    weight = w.input((stack, n, shape[-1]), w.dtype(x))
+    if weight is None:
+        return None
+    if w.chance(0.5):
+        bias = w.input((stack, n), w.dtype(x))
+        return None if bias is None else w.op(f"fd.ops.linear({x}, {weight}, {bias})", False)
+    return w.op(f"fd.ops.linear({x}, {weight})", False)
+
+
 OPS = {
     "unary": op_unary, "binary": op_binary, "compare": op_compare, "reduce": op_reduce,
     "matmul": op_matmul, "linear": op_linear, "broadcast": op_broadcast, "permute": op_permute,
     "reshape": op_reshape, "squeeze": op_squeeze, "slice": op_slice, "select": op_select,
     "cast": op_cast, "set": op_set,
 }
+PARITY_OPS = {
+    "cat": op_cat, "expand": op_expand, "where": op_where, "positional": op_positional, "statistics": op_statistics,
+    "grouped_mm": op_grouped_mm, "attention": op_attention, "stacked_linear": op_stacked_linear,
+}
+"""The ops of nvFuser's multi-device tests. Random numbers are seeded: a default seed
+follows torch's in each process, and the harness's and the ranks' differ."""
+
+
+def op_parity(w: _Writer, x: str) -> str | None:
+    return PARITY_OPS[w.pick(PARITY_OPS)](w, x)
+
+
+OPS["parity"] = op_parity
 
 
 def _product(values) -> int:
@@ -426,15 +576,19 @@ def _product(values) -> int:
 
 MAIN_MESHES = {1: ("None", "[0]"), 2: ("[0, 1]",), 4: ("[0, 1, 2, 3]", "[[0, 1], [2, 3]]")}
 OTHER_MESHES = {1: ("[0]",), 2: ("[1, 0]", "[0]", "[1]"), 4: ("[0, 1]", "[2, 3]", "[1, 2]", "[0]", "[[0, 1], [2, 3]]",
+                                                             "[[[0, 1]], [[2, 3]]]",
                                                              "[0, 1, 2, 3]")}
 
 
 def _mesh_axes(mesh: str) -> list[tuple[str, int]]:
-    """(parallel type, devices along it) for a mesh literal; DIDx is the last mesh axis."""
+    """(parallel type, devices along it) for a mesh literal; DIDx is the last mesh axis,
+    DIDy the one before, DIDz the one before that."""
     value = eval(mesh)  # noqa: S307 -- one of our literals above
-    if value and isinstance(value[0], list):
-        return [("DIDx", len(value[0])), ("DIDy", len(value))]
-    return [("DIDx", len(value))]
+    sizes = []
+    while isinstance(value, list):
+        sizes.append(len(value))
+        value = value[0] if value else None
+    return list(zip(("DIDx", "DIDy", "DIDz"), reversed(sizes)))
 
 
 def _serial_axes(w: _Writer, var: str, divisible_by: int) -> list[int]:

@@ -704,4 +704,22 @@ t6.axis(1).parallelize(ParallelType.DIDx)
 t9.axis(1).parallelize(ParallelType.Stream)
 t12.axis(1).parallelize(ParallelType.Stream)
 """, "correct"),
+    # torch's fused attention kernels assume operands dense along their last axis (its
+    # scaled_dot_product_attention makes them so): a key laid out transposed gave another
+    # logsumexp than the unscheduled fusion (issue 28).
+    "attention_of_a_key_laid_out_transposed": Regression(2, """
+with FusionDefinition() as fd:
+    t11 = fd.define_tensor([8, 4], dtype='float32')
+    t18 = fd.ops.broadcast(t11, [True, False, False])
+    t19 = fd.define_tensor([1, 8, 4], dtype='float32')
+    t20 = fd.define_tensor([1, 8, 4], dtype='float32')
+    t21, t22, t23, t24 = fd.ops.sdpfa_fwd(t18, t19, t20, is_causal=True)
+    fd.add_output(t22)
+mesh = DeviceMesh([0, 1])
+t19.set_device_mesh(mesh)
+t19.outer_split(2, 2)
+t19.axis(2).parallelize(ParallelType.DIDx)
+t19.set_allocation_order([0, 2, 1])
+t22.set_allocation_order([1, 0])
+""", "correct"),
 }

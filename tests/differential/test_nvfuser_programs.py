@@ -175,10 +175,11 @@ for _d in (2, 4):
         f"replicated_plus_sharded_{_d}": (replicated_plus_sharded(_d), _d, {"local_shard": 1}),
     }
 CASES |= {
-    # one all-reduce per mesh row (DIDx), one per mesh column (DIDy)
-    "reductions_on_a_2d_mesh_4": (REDUCTIONS_ON_A_2D_MESH, 4, {"allreduce": 4}),
-    # x's batch on DIDy, the hidden axis on DIDx: one all-reduce per mesh row, nothing else
-    "data_and_tensor_parallel_mlp_4": (DATA_AND_TENSOR_PARALLEL_MLP, 4, {"allreduce": 2}),
+    # one all-reduce along the mesh rows (DIDx), one along its columns (DIDy): each rank
+    # resolves its own row's or column's team (issue 30)
+    "reductions_on_a_2d_mesh_4": (REDUCTIONS_ON_A_2D_MESH, 4, {"allreduce": 2}),
+    # x's batch on DIDy, the hidden axis on DIDx: one all-reduce along the rows, nothing else
+    "data_and_tensor_parallel_mlp_4": (DATA_AND_TENSOR_PARALLEL_MLP, 4, {"allreduce": 1}),
 }
 
 _COMMUNICATION = re.compile(r"\bhir\.(allgather|allreduce|reduce_scatter|scatter|gather|broadcast|reduce|send_recv|"

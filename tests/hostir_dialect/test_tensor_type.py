@@ -23,7 +23,7 @@ from hostir_dialect.tensor_type import (
     TensorType,
 )
 
-STREAM, DIDX, DIDY = ParallelKind.STREAM, ParallelKind.DIDX, ParallelKind.DIDY
+STREAM, DIDX, DIDY, DIDZ = ParallelKind.STREAM, ParallelKind.DIDX, ParallelKind.DIDY, ParallelKind.DIDZ
 
 
 def parse(text: str) -> TensorType:
@@ -165,8 +165,30 @@ def test_2d_mesh() -> None:
     assert mesh.index_along(5, DIDX) == 2 and mesh.index_along(5, DIDY) == 1
     assert mesh.slice(4, DIDX) == (3, 4, 5)  # my row
     assert mesh.slice(4, DIDY) == (1, 4)  # my column
-    assert mesh.rows() == [[0, 1, 2], [3, 4, 5]]
+    assert mesh.nested() == [[0, 1, 2], [3, 4, 5]]
     assert str(mesh) == "[[0, 1, 2], [3, 4, 5]]"
+
+
+def test_3d_mesh() -> None:
+    mesh = Mesh.of([[[0, 1], [2, 3]], [[4, 5], [6, 7]]])
+    assert (mesh.shape, mesh.size, mesh.ndim) == ((2, 2, 2), 8, 3)
+    # DIDz is the first of three mesh axes (nvFuser's mesh_z)
+    assert (mesh.axis_of(DIDX), mesh.axis_of(DIDY), mesh.axis_of(DIDZ)) == (2, 1, 0)
+    assert mesh.coordinate(6) == (1, 1, 0)
+    assert mesh.index_along(6, DIDZ) == 1 and mesh.index_along(6, DIDY) == 1 and mesh.index_along(6, DIDX) == 0
+    assert mesh.slice(6, DIDZ) == (2, 6)
+    assert mesh.slice(6, DIDX) == (6, 7)
+    assert str(mesh) == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"
+    assert Mesh.of([0, 1]).axis_of(DIDZ) is None and Mesh.of([[0, 1]]).axis_size(DIDZ) == 1
+
+
+def test_a_device_type_may_shard_one_reduction_axis_beside_one_iteration_axis() -> None:
+    """nvFuser's request for a reduce-scatter: the partial sums stay per device (r8 didx)
+    and the result is sharded on axis 1 (the iteration axis comes first in queries)."""
+    d = desc("f32[8, 4(2 didx, 2), r8(2 didx, 4)], mesh=[0, 1]")
+    assert d.axis_with(DIDX) == 1 and d.axis_with(DIDX, include_reduction=False) == 1
+    assert desc("f32[r8(2 didx, 4), 4], mesh=[0, 1]").axis_with(DIDX) == 0
+    assert d.local_shape(0) == (8, 2)
 
 
 def test_2d_mesh_with_unordered_ids() -> None:
@@ -195,7 +217,7 @@ F8 = Axis(8)
         (TensorDesc(f32, (F8,), Mesh((), (0,))), "device mesh is empty"),
         (TensorDesc(f32, (F8,), Mesh.of([0, 0])), "duplicate device ids in mesh [0, 0]"),
         (TensorDesc(f32, (F8,), Mesh.of([-1])), "negative device id in mesh [-1]"),
-        (TensorDesc(f32, (F8,), Mesh((0, 1, 2, 3, 4, 5, 6, 7), (2, 2, 2))), "device meshes have at most 2 dimensions"),
+        (TensorDesc(f32, (F8,), Mesh(tuple(range(16)), (2, 2, 2, 2))), "device meshes have at most 3 dimensions"),
         (TensorDesc(f32, (Axis(-3),)), "axis 0 has negative extent -3"),
         (TensorDesc(f32, (F8, Axis(2, IterKind.BROADCAST))), "axis 1 is a broadcast axis of extent 2; broadcast axes have extent 1"),
         (TensorDesc(f32, (Axis(8, pieces=(Piece(DYNAMIC), Piece(8))),)), "axis 0: split factor must be a positive static integer, got ?"),
@@ -204,6 +226,8 @@ F8 = Axis(8)
         (TensorDesc(f32, (Axis(16, pieces=(Piece(2), Piece(2), Piece(3))),)), "axis 0: innermost piece has extent 3 but the split leaves 4"),
         (TensorDesc(f32, (Axis(8, pieces=(Piece(4),)),)), "axis 0: its one loop axis has extent 4, not the axis extent 8"),
         (TensorDesc(f32, (Axis(8, pieces=(Piece(8, STREAM),)), Axis(4, pieces=(Piece(4, STREAM),)))), "2 stream axes; at most one is allowed"),
+        (TensorDesc(f32, (Axis(2, pieces=(Piece(2, DIDX),)), Axis(2, pieces=(Piece(2, DIDX),))), Mesh.of([0, 1])), "2 didx axes; at most one is allowed, and one more on a reduction axis"),
+        (TensorDesc(f32, (Axis(2, IterKind.REDUCTION, (Piece(2, DIDX),)), Axis(2, IterKind.REDUCTION, (Piece(2, DIDX),))), Mesh.of([0, 1])), "2 didx axes; at most one is allowed, and one more on a reduction axis"),
         (TensorDesc(f32, (Axis(2, pieces=(Piece(2, DIDX),)),)), "didx axis on a tensor without a device mesh"),
         (TensorDesc(f32, (Axis(2, pieces=(Piece(2, DIDY),)),), Mesh.of([0, 1])), "didy axis but mesh [0, 1] has no such axis"),
         (TensorDesc(f32, (Axis(4, pieces=(Piece(4, DIDX),)),), Mesh.of([0, 1])), "didx axis of extent 4 does not match the 2 devices of mesh [0, 1] along it"),
@@ -249,6 +273,10 @@ ROUND_TRIPS = [
     "f32[8 didy, 64 didx], mesh=[[0, ..., 63], ..., [448, ..., 511]]",
     "f32[16 didy, 2 didx], mesh=[[512, 513], ..., [542, 543]]",
     "f32[8 didx], mesh=[7, 0, ..., 5, 9]",
+    "f32[2 didz, 4(2 didy, 2), 2 didx], mesh=[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]",
+    "f32[8, 4(2 didx, 2), r8(2 didx, 4)], mesh=[0, 1]",
+    "ui64[2]",
+    "f32[2 didz, 8 didx], mesh=[[[0, ..., 7]], [[8, ..., 15]]]",
     "f32[64(2 didx, 32), 8], mesh=[0, 1]",
     "f32[64(2 didx, 4 stream, 8)], mesh=[0, 1]",
     "f32[8(2, 4 stream)]",

@@ -154,12 +154,24 @@ def test_chunk_type_drops_the_axis_from_the_allocation_order():
 
 
 def test_precondition_errors_name_the_op_and_its_location():
+    chunked = "!fusion.tensor<f32[4 stream, 8], alloc=[0 stream, 1]>"
     text = program(f"""
-  %b = fusion.set %a : {t('4 stream, 8')} -> {t('4, 8')}
-  hir.return %b : {t('4, 8')}""", args=f"%a: {t('4 stream, 8')}", results=t("4, 8"))
+  %b = fusion.set %a : {chunked} -> {t('4, 8')}
+  hir.return %b : {t('4, 8')}""", args=f"%a: {chunked}", results=t("4, 8"))
     module = parse_module(text, "prog.mlir")
-    with pytest.raises(HostIRError, match=r"^prog.mlir:1:1: error: 'hir.program' op expected no stream axis in the program inputs"):
+    with pytest.raises(HostIRError, match=r"^prog.mlir:1:1: error: 'hir.program' op input 0 .* is allocated one stream chunk at a time"):
         StreamParallelType().apply(make_context(), module)
+
+
+def test_a_stream_axis_of_an_input_is_sliced_chunk_by_chunk():
+    """nvFuser's row-parallel overlap puts Stream on an input: the caller passes it whole,
+    each iteration reads its chunk."""
+    prog = lowered(program(f"""
+  %b = fusion.neg %a : {t('4 stream, 8')} -> {t('4 stream, 8')}
+  hir.return %b : {t('4 stream, 8')}""", args=f"%a: {t('4 stream, 8')}", results=t("4 stream, 8")))
+    (loop,) = [op for op in loops(prog) if any(isinstance(o, hir.AliasSelectOp) for o in op.walk())]
+    selected = {op.input for op in loop.walk() if isinstance(op, hir.AliasSelectOp)}
+    assert prog.args[0] in selected
 
 
 @pytest.mark.parametrize(

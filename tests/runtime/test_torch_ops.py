@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hostir import FusionDefinition, ParallelType
+from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.runtime import execute
 
 
@@ -51,7 +51,8 @@ def test_an_integer_reduction_keeps_its_element_type(reduction):
 
     with FusionDefinition() as fd:
         a = fd.define_tensor([4, 3], dtype="int32")
-        fd.add_output(getattr(fd.ops, reduction)(a, dims=[0]))
+        # nvFuser's default sums integers into int64; dtype keeps the IR's reduction in int32
+        fd.add_output(getattr(fd.ops, reduction)(a, dims=[0], dtype="int32"))
     x = torch.arange(1, 13, dtype=torch.int32).reshape(4, 3)
     expected = getattr(torch, reduction)(x, 0).to(torch.int32)
     for got in (run_fusion(fd.to_module(), [x])[0], execute(fd.lower(), [x])[0]):
@@ -100,6 +101,59 @@ def test_a_broadcast_matrix_operand_is_one_gemm_on_the_rows(into):
     torch.testing.assert_close(got, torch.matmul(a, b))
     ops = {event.name for event in profile.events()}
     assert "aten::mm" in ops and not {"aten::bmm", "aten::clone", "aten::expand"} & ops, ops
+
+
+def _grouped_mm_reference(a, b, ends, grouping):
+    starts = [0, *ends[:-1]]
+    if grouping == "m":
+        return torch.cat([a[s:e] @ b[g] for g, (s, e) in enumerate(zip(starts, ends))])
+    if grouping == "n":
+        return torch.cat([a[g] @ b[:, s:e] for g, (s, e) in enumerate(zip(starts, ends))], dim=1)
+    return torch.stack([a[:, s:e] @ b[s:e] for s, e in zip(starts, ends)])
+
+
+@pytest.mark.parametrize(("grouping", "a_shape", "b_shape"), [
+    ("m", (12, 16), (3, 16, 8)), ("n", (3, 4, 16), (16, 12)), ("k", (4, 12), (12, 8)),
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_grouped_mm_runs_torchs_grouped_gemm_or_a_matmul_per_group(grouping, a_shape, b_shape, dtype):
+    """float32 with 16-byte strides takes torch._grouped_mm; float64 a loop of matmuls."""
+    from hostir.runtime import run_fusion
+
+    ends = [4, 9, 12]
+    with FusionDefinition() as fd:
+        a, b = fd.define_tensor(list(a_shape), dtype=dtype), fd.define_tensor(list(b_shape), dtype=dtype)
+        offsets = fd.define_tensor([3], dtype="int32")
+        fd.add_output(fd.ops.grouped_mm(a, b, offsets))
+    x, y = torch.randn(a_shape, dtype=dtype), torch.randn(b_shape, dtype=dtype)
+    (got,) = run_fusion(fd.to_module(), [x, y, torch.tensor(ends, dtype=torch.int32)])
+    torch.testing.assert_close(got, _grouped_mm_reference(x, y, ends, grouping), rtol=1e-4, atol=1e-4)
+
+
+def test_a_linear_with_stacked_weights_is_one_linear_per_weight():
+    from hostir.runtime import run_fusion
+
+    with FusionDefinition() as fd:
+        x, w, b = fd.define_tensor([2, 3, 4]), fd.define_tensor([2, 5, 4]), fd.define_tensor([2, 5])
+        fd.add_output(fd.ops.linear(x, w, b))
+    xs, ws, bs = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5)
+    (got,) = run_fusion(fd.to_module(), [xs, ws, bs])
+    torch.testing.assert_close(got, torch.stack([torch.nn.functional.linear(xs, ws[g], bs[g]) for g in range(2)]))
+
+
+def test_a_slice_along_an_axis_sharded_over_one_device_is_computed():
+    """A device type on a mesh axis of one device splits nothing: the slice is local."""
+    from hostir.runtime import execute
+
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([4, 6])
+        fd.add_output(fd.ops.slice(a, [1, 0], [3, 6]))
+    a.set_device_mesh(DeviceMesh([0]))
+    a.outer_split(0, 1)
+    a.axis(0).parallelize(ParallelType.DIDx)
+    x = torch.randn(4, 6)
+    (out,) = execute(fd.lower(), [x], rank=0, world_size=1)
+    torch.testing.assert_close(out, x[1:3])
 
 
 @pytest.mark.parametrize("op", ["matmul", "linear"])

@@ -4,6 +4,7 @@ after the op that launched it, the report's arithmetic, and hostir-run's --trace
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 
@@ -52,16 +53,18 @@ def test_a_traced_run_names_every_op_by_its_source(tmp_path):
 
 
 def test_the_python_api_traces_a_run_with_op_names(tmp_path):
-    """Ops a FusionDefinition builds have no source: their ranges are named by the op alone."""
+    """Ops a FusionDefinition builds carry the user's line: their ranges are named by the
+    op and the line of the `fd.ops` call."""
     with FusionDefinition() as fd:
         x = fd.define_tensor([4, 8])
         fd.add_output(fd.ops.neg(x))
+        line = inspect.currentframe().f_lineno - 1
     path = tmp_path / "run.json"
     x_value = torch.randn(4, 8)
     (got,) = fd.execute([x_value], trace=path)
     torch.testing.assert_close(got, -x_value)
     names = {e["name"] for e in json.loads(path.read_text())["traceEvents"] if e.get("ph") == "X"}
-    assert "hir.post_on_stream" in names and "fusion.neg" in names
+    assert {f"hir.post_on_stream {__file__}:{line}:23", f"fusion.neg {__file__}:{line}:23"} <= names, names
 
 
 def test_union_length_counts_overlaps_once():

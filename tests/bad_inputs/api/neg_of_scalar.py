@@ -1,7 +1,7 @@
-# neg of a Scalar (unary ops take tensors).
-# EXPECT-RAISES: FusionDefinitionError: expected a Tensor
-from hostir import FusionDefinition, DeviceMesh, ParallelType
+# neg of a Scalar: a folded Scalar of its type, as nvFuser's scalar ops.
+from hostir import DataType, FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
     s = fd.define_scalar(2.0)
-    fd.ops.neg(s)
+    n = fd.ops.neg(s)
+    assert n.value == -2.0 and n.dtype == DataType.Double

@@ -1,5 +1,5 @@
-# An op nvFuser has but hostir does not (fd.ops.softmax): a clear AttributeError naming it.
-# EXPECT-RAISES: AttributeError: softmax
+# An op nvFuser has but hostir does not (fd.ops.softmax): a located error naming it.
+# EXPECT-RAISES: FusionDefinitionError: unknown_op\.py:6:\d+: fd\.ops\.softmax is not supported
 from hostir import FusionDefinition, DeviceMesh, ParallelType
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
