@@ -42,7 +42,9 @@ to the kernel as an argument, not copied to the device). What remains refused is
 graph's fixed addresses cannot express:
 - an op that writes into an argument of the program (or a view of one): a replay writes
   into the graph's copy of the argument, not into the caller's tensor;
-- returning an argument (or a view of one): the result would be the graph's copy.
+- returning an argument (or a view of one): the result would be the graph's copy;
+- random numbers without a seed operand (`fusion.rng_seed`, `fusion.uniform` without
+  `seed`): each run draws the next state of a host counter, which a replay would repeat.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from typing import Any
 import torch
 from xdsl.ir import SSAValue
 
-from hostir_dialect import hir
+from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import HostIRError, op_error
 
 from .buffers import BufferUses, written_operands
@@ -83,6 +85,7 @@ def graph_mode(cuda_graph: bool | None, device: torch.device, program: hir.Progr
 
 def check_capturable(program: hir.ProgramOp) -> None:
     """Refuse, at the op, what a CUDA graph of `program` could not replay (see the module doc)."""
+    _check_host_random_states(program)
     uses = BufferUses(program)
     for op in program.walk():
         for written in written_operands(op):
@@ -97,6 +100,14 @@ def check_capturable(program: hir.ProgramOp) -> None:
         if argument is not None:
             raise op_error(terminator, f"returns {_name(argument)}, an argument of @{program.sym_name.data} "
                                        "(or a view of it): a CUDA graph's outputs are its own buffers")
+
+
+def _check_host_random_states(program: hir.ProgramOp) -> None:
+    units = [op.unit() for op in program.walk() if isinstance(op, hir.PostOnStreamOp)]
+    for op in (op for function in (program, *units) for op in function.walk()):
+        if isinstance(op, fusion.RngSeedOp) or (isinstance(op, fusion.UniformOp) and op.seed is None):
+            raise op_error(op, "draws new random numbers at each run from a host counter, which a CUDA graph's "
+                               "replays would repeat; give it a seed operand, or run without a graph")
 
 
 def _name(value: SSAValue) -> str:

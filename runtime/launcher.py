@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import ModuleOp
 from hostir import passes
 from hostir.passes.pipeline import check_seconds
 from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import located_text
+from hostir_dialect.diagnostics import HostIRError, located_text
 from hostir_dialect.symbols import programs
 
 from .compile import DEFAULT_NUMBER_OF_STREAMS
@@ -91,6 +91,11 @@ class Job:
     """How kernel units run (`Evaluator`'s option; None: the device's default)."""
     copy_engine_streams: int = 1
     """`Evaluator`'s option: communication streams per phase of copy-engine collectives."""
+    refusal_is_a_result: bool = False
+    """A located refusal while the program compiles is this job's result
+    (`RankResult.refusal`) instead of failing the launch, so that the other jobs still run:
+    refusals are decided from the program text, so every rank refuses alike (a rank that
+    does not would wait for the others in its first collective, up to the time limit)."""
     reference: Reference | None = None
     """Computed by rank 0 after the runs (`RankResult.reference`)."""
 
@@ -107,6 +112,8 @@ class RankResult:
     trace: Trace | None = None
     reference: list | None = None
     """Rank 0's: the job's reference outputs, when it has a reference."""
+    refusal: str | None = None
+    """Why the program was refused while it compiled (`Job.refusal_is_a_result`); no runs."""
 
 
 BACKENDS = ("gloo", "nccl")
@@ -178,10 +185,16 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
     device = device_for(dist.get_backend(), rank) if dist.is_initialized() else torch.device("cpu")
     results = []
     for job in jobs:
-        evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
-                              number_of_streams=job.number_of_streams, device=device,
-                              record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace,
-                              unit_backend=job.unit_backend, copy_engine_streams=job.copy_engine_streams)
+        try:
+            evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
+                                  number_of_streams=job.number_of_streams, device=device,
+                                  record_streams=job.record_streams, cuda_graph=job.cuda_graph, trace=job.trace,
+                                  unit_backend=job.unit_backend, copy_engine_streams=job.copy_engine_streams)
+        except HostIRError as error:
+            if not job.refusal_is_a_result:
+                raise
+            results.append(RankResult([], [], None, refusal=str(error)))
+            continue
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
         for _ in range(max(job.repeat, 1)):

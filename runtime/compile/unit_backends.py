@@ -19,12 +19,13 @@ replays their kernels.
 
 from __future__ import annotations
 
+import types
 import warnings
 from collections.abc import Callable
 
 import torch
 
-from .context import CompiledFunction
+from .context import CompiledFunction, identifier
 
 UNIT_BACKENDS = ("eager", "compiled")
 
@@ -47,17 +48,8 @@ class CompiledUnit:
         self.name = name
         self.inputs = inputs
         self._eager = eager
-        self._fresh = fresh.run
-        self._compiled: Callable[..., tuple] | None = torch.compile(self._into_outs, fullgraph=True, dynamic=False)
-
-    def _into_outs(self, *args: torch.Tensor) -> tuple:
-        inputs, outs = args[:self.inputs], args[self.inputs:]
-        results = self._fresh(*inputs)
-        if not outs:
-            return results
-        for out, result in zip(outs, results):
-            out.copy_(result)
-        return tuple(outs)
+        self._compiled: Callable[..., tuple] | None = torch.compile(_into_outs(name, fresh.run, inputs),
+                                                                    fullgraph=True, dynamic=False)
 
     def run(self, *args: torch.Tensor) -> tuple:
         if self._compiled is not None:
@@ -71,6 +63,25 @@ class CompiledUnit:
                               RuntimeWarning, stacklevel=2)
                 self._compiled = None
         return self._eager().run(*args)
+
+
+def _into_outs(name: str, fresh: Callable[..., tuple], inputs: int) -> Callable[..., tuple]:
+    """`run(*inputs, *outs)` of the unit `name`, as a function with a code object of its own:
+    Dynamo keys what it compiles by code object (and recompiles at most 8 times per code
+    object), so units sharing one function would evict one another, and the ninth would run
+    op by op."""
+
+    def into_outs(*args: torch.Tensor) -> tuple:
+        results = fresh(*args[:inputs])
+        outs = args[inputs:]
+        if not outs:
+            return results
+        for out, result in zip(outs, results):
+            out.copy_(result)
+        return tuple(outs)
+
+    code = into_outs.__code__.replace(co_name=f"unit_{identifier(name)}")
+    return types.FunctionType(code, into_outs.__globals__, code.co_name, None, into_outs.__closure__)
 
 
 def _is_compile_failure(error: Exception) -> bool:

@@ -458,7 +458,8 @@ def _job(case: Case, shift: int, device: str) -> runtime.Job:
     repeat = 1 if device == "cpu" else 3 if case.lowering.cuda_graph else 2
     return runtime.Job("\n" * shift + case.text, case.per_rank_inputs, name=None,
                        number_of_streams=case.program.number_of_streams, repeat=repeat,
-                       cuda_graph=case.lowering.cuda_graph, unit_backend=case.lowering.unit_backend)
+                       cuda_graph=case.lowering.cuda_graph, unit_backend=case.lowering.unit_backend,
+                       refusal_is_a_result=True)
 
 
 def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None,
@@ -484,7 +485,9 @@ def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None,
             done[id(case)] = case.result(outcome, "spawn", _unshifted(message, stride), where)
             continue
         for case, per_rank in zip(pending, results):
-            done[id(case)] = [r.outputs for r in per_rank]
+            refusal = next((r.refusal for r in per_rank if r.refusal is not None), None)
+            done[id(case)] = ([r.outputs for r in per_rank] if refusal is None
+                              else case.result("refused", "compile", _unshifted(refusal, stride), ""))
         pending = []
     return done
 

@@ -47,7 +47,7 @@ def nccl_results():
     generator = torch.Generator().manual_seed(0)
     global_inputs = [torch.randn(t.value_shape(), generator=generator) for t in program.function_type.inputs.data]
     shards = [[shard_tensor(x, t, r) for x, t in zip(global_inputs, program.function_type.inputs.data)] for r in range(2)]
-    jobs.append(Job(str(module), shards, number_of_streams=2, record_streams=True, repeat=2))
+    jobs.append(Job(str(module), shards, number_of_streams=2, record_streams=True, repeat=2, cuda_graph=False))  # each run's streams
     results = run_spmd_batch(jobs + shift_jobs, 2, backend="nccl", timeout=300)
     shifts = (shifted, results[len(jobs):])
     return found, data, results[: len(jobs)], ring, (module, program, global_inputs), shifts

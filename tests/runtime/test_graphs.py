@@ -64,6 +64,13 @@ REFUSED = {
                      f"  %c = fusion.set %a : {T} -> {T}\n  hir.return %c : {T}", T),
         r"graph.mlir:3:3: error: 'hir.recv' op writes into %a, an argument of @main",
     ),
+    "random numbers of a host counter": (
+        program_text(f"%a: {T}", f"  %lo = arith.constant 0.0 : f64\n  %hi = arith.constant 1.0 : f64\n"
+                     f"  %u = fusion.uniform %lo, %hi stream 0 : f64, f64 -> {T}\n  %c = fusion.add %a, %u : {T}, {T} -> {T}\n"
+                     f"  hir.return %c : {T}", T),
+        r"graph.mlir:4:3: error: 'fusion.uniform' op draws new random numbers at each run from a host counter, which "
+        r"a CUDA graph's replays would repeat",
+    ),
     "returning an argument": (
         program_text(f"%a: {T}", f"  hir.return %a : {T}", T),
         r"graph.mlir:2:3: error: 'hir.return' op returns %a, an argument of @main \(or a view of it\): "

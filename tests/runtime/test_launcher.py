@@ -43,6 +43,21 @@ def test_run_spmd_returns_every_ranks_outputs():
     assert all(torch.equal(o[0], expected) for o in outputs)
 
 
+def test_a_job_refused_while_compiling_can_be_its_result_and_the_launch_goes_on():
+    # The differential harness launches many programs at once: one refused on every rank
+    # (here: a CUDA graph cannot return its argument, checked alike on CPU ranks) is that
+    # job's result, and the next job still runs.
+    returns_its_argument = f"hir.program @main(%x: {X}) -> {X} {{\n  hir.return %x : {X}\n}}"
+    shards = [[torch.full((1, 4), 1.0)], [torch.full((1, 4), 2.0)]]
+    jobs = [Job(returns_its_argument, shards, cuda_graph=True, refusal_is_a_result=True), Job(ALLGATHER, shards)]
+    refused, gathered = run_spmd_batch(jobs, world_size=2, backend="gloo")
+    assert [r.refusal for r in refused] == ["<job>:2:3: error: 'hir.return' op returns %x, an argument of @main (or a "
+                                            "view of it): a CUDA graph's outputs are its own buffers"] * 2
+    assert all(torch.equal(r.outputs[0], torch.tensor([[1.0] * 4, [2.0] * 4])) for r in gathered)
+    with pytest.raises(SpmdError, match="op returns %x, an argument of @main"):
+        run_spmd_batch([Job(returns_its_argument, shards, cuda_graph=True)], world_size=2, backend="gloo")
+
+
 def test_a_failing_rank_stops_the_others_and_is_named():
     # Rank 1 gets a wrongly shaped input and fails before posting; rank 0 would wait for
     # it in the allgather forever if the launcher did not stop it.

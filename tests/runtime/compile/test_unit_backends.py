@@ -69,3 +69,22 @@ def test_an_error_of_the_unit_itself_is_not_hidden_by_the_fallback(monkeypatch):
     monkeypatch.setattr(unit_backends.torch, "compile", broken_compile)
     with pytest.raises(Exception, match="a kernel failed"):
         Evaluator(gelu_block(), unit_backend="compiled").run([torch.randn(4, 8, 16), torch.randn(16, 32)])
+
+
+def test_each_unit_is_compiled_from_a_code_object_of_its_own(monkeypatch):
+    # Dynamo keys compiled code by code object and recompiles one at most 8 times: units
+    # sharing one function evicted one another, and from the ninth on ran op by op (found
+    # on GPUs: a program with many units, several programs in one process).
+    compiled = []
+
+    def recording_compile(function, **options):
+        compiled.append(function)
+        return function
+
+    monkeypatch.setattr(unit_backends.torch, "compile", recording_compile)
+    x, w = torch.randn(4, 8, 16), torch.randn(16, 32)
+    results = [Evaluator(gelu_block(), unit_backend="compiled").run([x, w])[0] for _ in range(2)]
+    assert len(compiled) == 2 and compiled[0].__code__ is not compiled[1].__code__
+    assert compiled[0].__code__.co_name == "unit_fusion__unit0"
+    for result in results:
+        torch.testing.assert_close(result, torch.nn.functional.gelu(x @ w, approximate="tanh"))
