@@ -91,6 +91,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     parser.add_argument("--hostir", nargs="+", choices=[label for label, _, _ in HOSTIR_VARIANTS],
                         help="run only these hostir variants (default: all)")
+    parser.add_argument("--ops", nargs="+", choices=list(CASES), help="run only these cases (default: all)")
     parser.add_argument("--copy-engine-streams", type=int, default=1,
                         help="the hostir variants' communication streams per copy-engine phase (default 1)")
     args = parser.parse_args(argv)
@@ -125,7 +126,9 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
     cost_model = Machine.load()  # this machine's constants (the copy engines' bandwidth)
     seeds = itertools.count(1)  # a fresh input per check, the same on every rank
     rows = []
-    for case_class in CASES.values():
+    for name, case_class in CASES.items():
+        if args.ops and name not in args.ops:
+            continue
         for m, k, n in args.shapes:
             case = case_class(Problem(m, k, n, dtype, device, dist.get_rank(), world))
             rows.append(measure_case(case, seeds, args, cost_model))
