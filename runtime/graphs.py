@@ -49,8 +49,10 @@ graph's fixed addresses cannot express:
 
 from __future__ import annotations
 
+import gc
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -211,7 +213,8 @@ class CudaGraphs:
             self._warm_up(static)
         graph = torch.cuda.CUDAGraph()
         # thread_local: the NCCL watchdog thread may query events while this thread captures.
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"), self._streams.capturing():
+        with _no_garbage_collection(), torch.cuda.graph(graph, capture_error_mode="thread_local"), \
+                self._streams.capturing():
             outputs = self._run_eagerly(static)
         return _Captured(graph, static, outputs)
 
@@ -224,6 +227,23 @@ class CudaGraphs:
             self._run_eagerly(static)
         current.wait_stream(side)
         self._warm = True
+
+
+@contextmanager
+def _no_garbage_collection() -> Iterator[None]:
+    """No cycle collection while a graph is captured: it may free a symmetric-memory
+    tensor of an unreachable earlier program, whose unmapping CUDA refuses during capture
+    (found on GPUs: a rank aborted with 'operation not permitted when stream is
+    capturing'). torch.cuda.graph collects before capturing; this keeps it from running
+    during the capture."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _same_objects(previous: Sequence[Any], inputs: Sequence[Any]) -> bool:

@@ -5,6 +5,9 @@ posts the graph launch alone, on one GPU and on two) and in test_gpu.py."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -13,7 +16,16 @@ from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.runtime import Evaluator, RankResult, execute, launch, shard_tensor
 from hostir.runtime.cli import report
 from hostir.runtime.evaluator import InputError
-from hostir.runtime.graphs import CUDA_GRAPH, EAGER, EAGER_ON_CPU, CudaGraphs, check_capturable, graph_mode, signature
+from hostir.runtime.graphs import (
+    CUDA_GRAPH,
+    EAGER,
+    EAGER_ON_CPU,
+    CudaGraphs,
+    _no_garbage_collection,
+    check_capturable,
+    graph_mode,
+    signature,
+)
 from hostir.runtime.launcher import device_for
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
@@ -292,3 +304,19 @@ def test_the_default_graph_mode_binds_tensors_passed_again_and_copies_outputs(mo
     assert len(captures) == 2 and captures[1].replays == 3
     graphs.run([y, weights])  # another tensor of the same signature: a copying graph again
     assert [c.bound for c in captures] == [False, True, False] and captures[1].replays == 3
+
+
+def test_no_cycle_is_collected_while_a_graph_is_captured():
+    # A collection during capture freed a symmetric-memory tensor of an earlier program,
+    # which CUDA refuses while a stream captures (a rank aborted on GPUs).
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+    collected = weakref.ref(Cycle())  # unreachable, but freed only by a collection
+    with _no_garbage_collection():
+        assert collected() is None and not gc.isenabled()
+        later = weakref.ref(Cycle())
+    assert gc.isenabled() and later() is not None
+    gc.collect()
+    assert later() is None
