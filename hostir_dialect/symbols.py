@@ -70,7 +70,7 @@ def fusions_to_lower(module: ModuleOp) -> list[FuncOp]:
     return [f for f in user_fusions(module) if f not in references]
 
 
-def devices_needed(module: ModuleOp) -> tuple[int, str, Operation | None]:
+def devices_needed(module: Operation) -> tuple[int, str, Operation | None]:
     """How many ranks the module's meshes and teams need (largest device id + 1; 0 when
     it names no device), the first mesh or team that needs that many, and its op."""
     needed, where, found = 0, "", None
@@ -80,7 +80,7 @@ def devices_needed(module: ModuleOp) -> tuple[int, str, Operation | None]:
     return needed, where, found
 
 
-def _named_devices(module: ModuleOp) -> Iterator[tuple[int, str, Operation]]:
+def _named_devices(module: Operation) -> Iterator[tuple[int, str, Operation]]:
     """(largest device id, "mesh [..]" or "team [..]", op) of every mesh and team in the module."""
     for op in module.walk():
         arguments = (arg for region in op.regions for block in region.blocks for arg in block.args)

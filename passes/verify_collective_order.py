@@ -51,7 +51,7 @@ from xdsl.passes import ModulePass
 from hostir_dialect import arith_semantics, hir
 from hostir_dialect.diagnostics import HostIRError, location_of, op_error
 from hostir_dialect.sharding import largest_device
-from hostir_dialect.symbols import ops_in, programs
+from hostir_dialect.symbols import devices_needed, ops_in, programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 UNROLL_BUDGET = 100_000
@@ -73,12 +73,21 @@ class VerifyCollectiveOrder(ModulePass):
             verify_program(program, self.world_size)
 
 
+MAX_VERIFIED_WORLD = 1 << 20
+"""The most ranks the pass replays: a program's world is its largest device id + 1, which
+one mesh of a tiny file can make 2**63 (each rank's projection is kept)."""
+
+
 def verify_program(program: hir.ProgramOp, world_size: int | None = None) -> None:
     """Raise a located HostIRError at the first communication the ranks would disagree on."""
     if world_size is None:
         world_size = (largest_device(program) or 0) + 1
     if world_size < 1:
         raise op_error(program, f"world-size must be at least 1, got {world_size}")
+    if world_size > MAX_VERIFIED_WORLD:
+        _, where, op = devices_needed(program)
+        raise op_error(op or program, f"a world of {world_size} ranks ({where}) is more than the {MAX_VERIFIED_WORLD} "
+                                      f"ranks {VerifyCollectiveOrder.name} replays")
     facts = OpFacts(program, world_size)
     try:
         _replay(program, facts, unroll=False)
