@@ -179,9 +179,13 @@ def main(argv: list[str] | None = None) -> dict:
         print("hostir-opt as a command, seconds (median of 7): " + ", ".join(
             f"{name} {s['wall']:.3f} wall, {s['cpu']:.3f} CPU" for name, s in results["cli_seconds"].items()))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
     return results
+
+
+def write_json(path: Path, results: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from compile_time import timed
+from compile_time import timed, write_json
 
 from hostir.passes import build_passes
 from hostir.passes.opt import garbage_collected_rarely
@@ -197,8 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"hostir-lower at D devices, CPU seconds (median of {args.repeat}; python {results['python']})")
     print(table(results))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
     return results
 
 
