@@ -8,7 +8,7 @@ Decision table, along the one device type P the op changes (DIDx or DIDy; DIDx w
 the mesh changes). in/out sharded = sharded along P over more than one device:
 
     op      in   out  meshes     collectives
-    set     no   yes  same       local_shard, one per P-slice of the mesh (nothing moves)
+    set     no   yes  same       local_shard on each P-slice of the mesh (nothing moves)
     set     no   yes  different  scatter, root = first sender device in the receiver mesh
     set     yes  no   same       allgather on each P-slice
     set     yes  no   different  gather, one per receiving device
