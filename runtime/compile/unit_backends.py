@@ -85,6 +85,9 @@ def _into_outs(name: str, fresh: Callable[..., tuple], inputs: int) -> Callable[
 
 
 def _is_compile_failure(error: Exception) -> bool:
-    """Raised by Dynamo or Inductor while compiling, not by a kernel while running."""
+    """Raised by Dynamo, Inductor or Triton while compiling, not by a kernel while running
+    (Inductor may compile a Triton kernel when it first runs: found on GPUs, a unit of
+    random numbers whose 64-bit hash constants Triton cannot represent)."""
     module = type(error).__module__
-    return module.startswith(("torch._dynamo", "torch._inductor")) or "BackendCompilerFailed" in type(error).__name__
+    return (module.startswith(("torch._dynamo", "torch._inductor", "triton.compiler"))
+            or "BackendCompilerFailed" in type(error).__name__)

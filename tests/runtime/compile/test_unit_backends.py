@@ -43,6 +43,19 @@ class _TracingFailed(Exception):
 _TracingFailed.__module__ = "torch._dynamo.exc"
 
 
+class _TritonFailed(Exception):
+    """Stands for Triton's compiler refusing a kernel Inductor generated."""
+
+
+_TritonFailed.__module__ = "triton.compiler.errors"
+
+
+@pytest.mark.parametrize("error", [_TracingFailed("cannot trace this"), _TritonFailed("Nonrepresentable integer")])
+def test_compiler_failures_are_told_from_kernel_failures(error):
+    assert unit_backends._is_compile_failure(error)
+    assert not unit_backends._is_compile_failure(RuntimeError("CUDA error: an illegal memory access"))
+
+
 def test_a_unit_torch_compile_cannot_trace_runs_op_by_op_with_a_warning(monkeypatch):
     def failing_compile(function, **options):
         def compiled(*args):
