@@ -10,7 +10,7 @@ from hostir_dialect.diagnostics import op_error
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from ..layouts import empty_buffer, logical_shape, shard_factor, torch_dtype, whole_dynamic_device_axes
-from .context import FunctionCompiler, Handler, on_current_stream
+from .context import FunctionCompiler, Handler, on_current_stream, value_name
 
 
 def allocate(c: FunctionCompiler, op: hir.AllocateOp) -> None:
@@ -49,6 +49,11 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> None:
         raise op_error(op, f"cannot allocate {t}: a dynamic device or stream piece leaves its local shape {shown} unknown")
     if not t.is_on_rank(c.rank):
         return
+    for extent in op.extents:
+        source = extent.owner
+        if isinstance(source, hir.ExtentOp) and not tensor_type(source.input).is_on_rank(c.rank):
+            raise op_error(op, f"cannot allocate {t} on rank {c.rank}: its extent is read from "
+                               f"{value_name(source.input)}, which this rank does not hold")
     positions = [t.value_position(a) for a in axes]
     factors = [t.axes[a].split_factor for a in axes]
     whole = whole_dynamic_device_axes(t)

@@ -603,6 +603,18 @@ def test_a_dynamic_buffer_without_its_extents_is_refused_by_every_rank():
             Evaluator(m, rank=rank, world_size=2)
 
 
+def test_a_buffer_sized_by_a_tensor_this_rank_does_not_hold_is_refused_where_it_is_allocated():
+    # Found by a long differential profile with verify-collective-order disabled (which
+    # refuses the loop such a program builds): rank 1 allocated with no extent, a TypeError.
+    A, X = "!fusion.tensor<f32[?, 4], mesh=[0, 1]>", "!fusion.tensor<f32[?, 4], mesh=[0]>"
+    body = f"%n = hir.extent %x axis 0 : {X}\n %b = hir.allocate(%n) : {A}\n hir.return %b : {A}"
+    m = parse_module(program(body, f"%x: {X}", A), "prog.mlir")
+    Evaluator(m, rank=0, world_size=2)
+    with pytest.raises(HostIRError, match=r"prog.mlir:3:2: error: 'hir.allocate' op cannot allocate .* on rank 1: its "
+                                          r"extent is read from %x, which this rank does not hold"):
+        Evaluator(m, rank=1, world_size=2)
+
+
 def test_an_input_is_laid_out_as_its_type_says_before_the_program_reads_it():
     T = "!fusion.tensor<f32[4, 6]>"
     a = torch.randn(6, 4).t()
