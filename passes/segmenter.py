@@ -99,7 +99,7 @@ class Group:
         seen: dict[SSAValue, None] = {}
         for op in self.ops:
             for operand in op.operands:
-                if isinstance(operand.type, TensorType) and operand.owner not in self:
+                if isinstance(operand.type, TensorType) and not (isinstance(operand.owner, Operation) and operand.owner in self):
                     seen.setdefault(operand)
         return list(seen)
 
@@ -155,7 +155,8 @@ class _Segmenter:
     def add(self, op: fusion.ComputeOp) -> None:
         group = Group([op])
         self.group_of[op] = group
-        self.producers[group] = {self.group_of[v.owner] for v in op.operands if v.owner in self.group_of}
+        self.producers[group] = {self.group_of[v.owner] for v in op.operands
+                                 if isinstance(v.owner, Operation) and v.owner in self.group_of}
         self.last[group] = self.order[op]
         while (producer := self.mergeable_producer(group)) is not None:
             group = self.merge(producer, group)

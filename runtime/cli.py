@@ -141,6 +141,7 @@ def world_size_for(module: ModuleOp, nproc: int | None, backend: str | None, max
     if backend == "gloo" and world_size > max_world:
         problem = f"more than the {max_world} CPU ranks hostir-run spawns (--max-world)"
         if nproc is None:
+            assert op is not None, "a world beyond one rank is asked for by a mesh or team of an op"
             raise op_error(op, f"uses {where}, a world of {needed} ranks: {problem}")
         raise UsageError(f"--nproc {nproc} is {problem}")
     return world_size
@@ -175,10 +176,7 @@ def host_and_reference(module: ModuleOp, name: str | None) -> tuple[ModuleOp, hi
 
 
 def global_inputs(program: hir.ProgramOp, paths: Sequence[str] | None, seed: int) -> list[torch.Tensor]:
-    types = list(program.function_type.inputs.data)
-    for index, t in enumerate(types):
-        if not isinstance(t, TensorType):
-            raise UsageError(f"argument {index} of @{program.sym_name.data} is not a tensor; hostir-run passes tensors only")
+    types = input_tensor_types(program)
     if paths is not None:
         if len(paths) != len(types):
             raise UsageError(f"@{program.sym_name.data} takes {len(types)} inputs, {len(paths)} files given")
@@ -229,8 +227,17 @@ def checked_reference(module: ModuleOp, function: fusion.FuncOp | None, inputs: 
     return Reference(located_text(module), function.sym_name.data, inputs)
 
 
+def input_tensor_types(program: hir.ProgramOp) -> list[TensorType]:
+    types = []
+    for index, t in enumerate(program.function_type.inputs.data):
+        if not isinstance(t, TensorType):
+            raise UsageError(f"argument {index} of @{program.sym_name.data} is not a tensor; hostir-run passes tensors only")
+        types.append(t)
+    return types
+
+
 def shards_per_rank(program: hir.ProgramOp, inputs: Sequence[torch.Tensor], world_size: int) -> list[list]:
-    types = list(program.function_type.inputs.data)
+    types = input_tensor_types(program)
     per_rank = []
     for rank in range(world_size):
         try:

@@ -73,7 +73,7 @@ class Region:
             return Region(tensor.untyped_storage(), 0, 0, tensor)
         first = tensor.storage_offset()
         last = first + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride()) if n > 0)
-        return Region(tensor.untyped_storage(), first * size, (last + 1) * size, tensor)
+        return Region(tensor.untyped_storage(), int(first) * size, (int(last) + 1) * size, tensor)
 
     @property
     def key(self) -> tuple[str, int]:

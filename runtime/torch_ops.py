@@ -115,8 +115,13 @@ _BINARY: dict[str, Callable[..., torch.Tensor]] = {
     "maximum": torch.maximum, "minimum": torch.minimum, "pow": torch.pow,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
 }
-_TENSOR_SCALAR = {torch.maximum: torch.clamp_min, torch.minimum: torch.clamp_max}
+_TENSOR_SCALAR: dict[Callable[..., torch.Tensor], Callable[..., torch.Tensor]] = {torch.maximum: torch.clamp_min, torch.minimum: torch.clamp_max}
 """maximum/minimum take two tensors only; with a scalar they are clamps."""
+
+
+def _truncating_div(a: Any, b: Any, **options: Any) -> torch.Tensor:
+    """Integer division as the fusion's integers divide: truncating toward zero."""
+    return torch.div(a, b, rounding_mode="trunc", **options)
 
 
 def _binary(function: Callable[..., torch.Tensor]):
@@ -125,7 +130,7 @@ def _binary(function: Callable[..., torch.Tensor]):
         rhs_tensor = isinstance(op.rhs.type, TensorType)
         f = function
         if f is torch.div and isinstance(tensor_type(op.result).element_type, IntegerType):
-            f = lambda a, b, **kw: torch.div(a, b, rounding_mode="trunc", **kw)  # noqa: E731 -- integer division truncates
+            f = _truncating_div
         if not rhs_tensor:
             f = _TENSOR_SCALAR.get(f, f)
         if lhs_tensor:

@@ -285,6 +285,7 @@ class FunctionCompiler:
         arguments (directly when `direct`, else by a final copy)."""
         block = func.body.block
         arguments = [self.name(a) for a in block.args]
+        assert block.last_op is not None, "a verified function ends with its return"
         returned = list(block.last_op.operands)
         out_names = [f"out{k}" for k in range(outs)]
         if direct:

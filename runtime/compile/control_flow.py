@@ -39,6 +39,7 @@ def scf_for(c: FunctionCompiler, op: scf.ForOp) -> None:
     c.loop_depth += 1
     c.emit_block(body)
     c.loop_depth -= 1
+    assert body.last_op is not None, "a verified loop body ends with its yield"
     with c.nested():
         c.assign(carried, list(map(c.name, body.last_op.operands)))
     c.assign(list(map(c.name, op.res)), carried)

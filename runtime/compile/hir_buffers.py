@@ -9,6 +9,7 @@ from hostir_dialect import hir
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
+from ..copy_engine import CopyEngineProgram
 from ..layouts import empty_buffer, logical_shape, shard_factor, torch_dtype, whole_dynamic_device_axes
 from .context import FunctionCompiler, Handler, on_current_stream, value_name
 
@@ -78,7 +79,13 @@ def allocate_dynamic(c: FunctionCompiler, op: hir.AllocateOp) -> None:
 def acquire_symmetric(c: FunctionCompiler, op: hir.AllocateOp) -> None:
     """Bind this rank's instance of the symmetric buffer (created once, when the
     program was compiled) once every peer is done with its own (docs/copy_engine.md)."""
-    c.emit(f"{c.name(op.result)} = {c.bind(c.context.copy_engine.acquire(op), 'acquire')}()")
+    c.emit(f"{c.name(op.result)} = {c.bind(_copy_engine(c).acquire(op), 'acquire')}()")
+
+
+def _copy_engine(c: FunctionCompiler) -> CopyEngineProgram:
+    copy_engine = c.context.copy_engine
+    assert copy_engine is not None, "a program with symmetric buffers has its copy-engine state"
+    return copy_engine
 
 
 def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> None:
@@ -89,7 +96,7 @@ def deallocate(c: FunctionCompiler, op: hir.DeallocateOp) -> None:
     if isinstance(owner, hir.AllocateOp) and owner.is_symmetric:
         if not tensor_type(op.buffer).is_on_rank(c.rank):
             return
-        c.emit(f"{c.bind(c.context.copy_engine.release(owner, op), 'release')}()")
+        c.emit(f"{c.bind(_copy_engine(c).release(owner, op), 'release')}()")
     else:
         c.record_free(op, op.buffer)
     c.emit(f"{' = '.join(map(c.name, op.freed_values()))} = None")
