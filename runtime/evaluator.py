@@ -105,21 +105,22 @@ class Evaluator:
         if cuda_graph and not isinstance(self.function, hir.ProgramOp):
             raise ValueError(f"cuda_graph runs a hir.program; @{self.name} is a fusion.func")
         device = checked_device(device) if device is not None else None
-        if self.is_program:
-            self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
-            self.rank: int | None = self.comm.rank
-            self.device = self.comm.device
+        program = self.function if isinstance(self.function, hir.ProgramOp) else None
+        self.comm: Communicator | None = None
+        self.rank: int | None = None
+        self.hazards: Hazards | None = None
+        self.copy_engine: CopyEngineProgram | None = None
+        if program is not None:
+            comm = self.comm = communicator or Communicator.for_current_process(rank, world_size, device)
+            self.rank = comm.rank
+            self.device = comm.device
             self.hazards = _hazards(check_hazards, self.device)
             self.streams = make_streams(self.device, self.hazards)
-            self.comm.create_groups(program_teams(self.function, self.comm))
-            self.copy_engine = self._copy_engine(self.function, copy_engine_streams)
+            comm.create_groups(program_teams(program, comm))
+            self.copy_engine = self._copy_engine(program, comm, copy_engine_streams)
         else:
-            self.comm = None
-            self.rank = None
             self.device = device or torch.device("cpu")
-            self.hazards = None
             self.streams = make_streams(self.device)
-            self.copy_engine = None
         if number_of_streams < 1:
             raise ValueError(f"number_of_streams must be at least 1, got {number_of_streams}")
         if number_of_streams > MAX_NUMBER_OF_STREAMS:
@@ -139,17 +140,17 @@ class Evaluator:
         self.compiled = compile_function(self.context, self.function, buffers.immutable)
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
-        self.graph_mode = graph_mode(cuda_graph, self.device, self.function if self.is_program else None)
+        self.graph_mode = graph_mode(cuda_graph, self.device, program)
         self.graphs = (CudaGraphs(self.run_eagerly, self.streams, for_callers=cuda_graph is None)  # type: ignore[arg-type]  # graph mode runs on CUDA streams
                        if self.graph_mode == CUDA_GRAPH else None)
 
-    def _copy_engine(self, program: hir.ProgramOp, lanes: int) -> CopyEngineProgram | None:
+    def _copy_engine(self, program: hir.ProgramOp, comm: Communicator, lanes: int) -> CopyEngineProgram | None:
         """The program's symmetric buffers and flags, if it has any (created collectively)."""
         if not any(isinstance(op, hir.AllocateOp) and op.is_symmetric for op in program.walk()):
             return None
-        timeout = self.comm.timeout.total_seconds() if self.comm.timeout else 60.0
+        timeout = comm.timeout.total_seconds() if comm.timeout else 60.0
         streams = self.streams
-        return CopyEngineProgram(program, self.comm.rank, self.comm.device, self.comm.group, timeout,
+        return CopyEngineProgram(program, comm.rank, comm.device, comm.group, timeout,
                                  lambda: streams.active, self.hazards, lanes)
 
     @property
@@ -282,10 +283,11 @@ class _SplitExtent:
     allocate: hir.AllocateOp
 
     def problem(self, spec: _ArgSpec, value: Any) -> str | None:
-        shards = shard_factor(spec.type, self.axis) if spec.type is not None else None
-        if value is None or shards is None:
+        t = spec.type
+        shards = shard_factor(t, self.axis) if t is not None else None
+        if value is None or t is None or shards is None:
             return None  # absent here, or an extent only the run knows (a dynamic stream piece)
-        extent = value.shape[spec.type.value_position(self.axis)] * shards
+        extent = value.shape[t.value_position(self.axis)] * shards
         if extent % self.factor == 0:
             return None
         where = location_of(self.allocate)
