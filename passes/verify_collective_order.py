@@ -456,7 +456,7 @@ def _transfer(p: Projection, op: hir.PointToPointOp) -> Iterable[Event]:
     if isinstance(peer, (Symbolic, Varying)):
         unknown = f"depends on {peer.origin}" if isinstance(peer, Varying) else f"is {peer}, unknown before the run"
         raise op_error(op, f"cannot be verified: its peer on rank {p.rank} {unknown}")
-    if not 0 <= peer < p.world_size or peer == p.rank:
+    if not isinstance(peer, int) or not 0 <= peer < p.world_size or peer == p.rank:
         raise op_error(op, f"on rank {p.rank}, peer {peer} is not another rank of the world of {p.world_size}")
     t = tensor_type(op.buffer)
     ends = (p.rank, peer) if isinstance(op, hir.SendOp) else (peer, p.rank)
@@ -468,9 +468,8 @@ def _transfer(p: Projection, op: hir.PointToPointOp) -> Iterable[Event]:
 
 def _loop(p: Projection, op: scf.ForOp) -> Iterable[Event]:
     body = op.body.block
-    bounds = (p.value(op.lb), p.value(op.ub), p.value(op.step))
-    if all(isinstance(b, int) for b in bounds):
-        lower, upper, step = bounds
+    bounds = lower, upper, step = (p.value(op.lb), p.value(op.ub), p.value(op.step))
+    if isinstance(lower, int) and isinstance(upper, int) and isinstance(step, int):
         if step == 0:
             raise op_error(op, "has step 0: every rank fails when it reaches it")
         trips = range(lower, upper, step)
@@ -630,7 +629,10 @@ class Replay:
                 raise op_error(event.op, f"ranks may disagree on it{_where(event)}: rank {rank} runs it with "
                                          f"{_show_key(event)} where rank {partner} runs it with {_show_key(other)}")
         if isinstance(event, Summary):
-            summaries = {rank: event, **heads}
+            summaries = {rank: event}
+            for partner, other in heads.items():
+                assert isinstance(other, Summary), "a loop's channel holds the summaries of that loop only"
+                summaries[partner] = other
             for index in range(len(event.bodies)):
                 self.run({member: summary.bodies[index] for member, summary in summaries.items()})
 
