@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import re
 import sys
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, IntegerAttr, ModuleOp, StringAttr
@@ -87,7 +87,10 @@ def parse_error(error: ParseError, line_offset: int = 0) -> HostIRError:
     return HostIRError(f"{where.file}:{where.line}:{where.col}: error: {error.msg}\n{context}")
 
 
-def located_like(new: Operation, original: Operation) -> Operation:
+OpT = TypeVar("OpT", bound=Operation)
+
+
+def located_like(new: OpT, original: Operation) -> OpT:
     new.location = original.location
     return new
 

@@ -99,7 +99,7 @@ class ReorderShardedAxis(RewritePattern):
             if stream is not None and stream == exchange.scattered:
                 # The axis has a device piece and a Stream piece, one of them inner.
                 raise ShardingError(INNER_SPLIT)
-            if _needs_split(op, exchange):
+            if isinstance(op, SetOp) and _needs_split(op, exchange):  # an all-to-all: a set
                 _split_scattered_axis(op, exchange, rewriter)
             else:
                 _copy_around(op, Layout.of(op, exchange), rewriter)

@@ -300,7 +300,7 @@ class _SlicingShape:
     def of(slicing: Slicing | None) -> _SlicingShape | None:
         if slicing is None:
             return None
-        results = list(slicing.op.results)
+        results: list[SSAValue] = list(slicing.op.results)
         return _SlicingShape(
             tuple((results.index(r), a) for r, a in slicing.axes.items()),
             tuple(slicing.operand_axes.items()), tuple(slicing.strides.items()), slicing.ring,
@@ -440,12 +440,12 @@ def _unit_chunk_axes(
         if not isinstance(op, fusion.ComputeOp) or op.result not in axes:
             continue  # a scalar, or a dead op (left out of the chunk unit)
         axis = axes[op.result]
-        if axis is None:
-            operand_axes: dict[SSAValue, int] | None = {}
-        else:
-            operand_axes = _operand_axes(op, axis, checks)
-            if operand_axes is None or tensor_type(op.result).axes[axis].is_reduction:
+        operand_axes: dict[SSAValue, int] = {}
+        if axis is not None:
+            found = _operand_axes(op, axis, checks)
+            if found is None or tensor_type(op.result).axes[axis].is_reduction:
                 return None
+            operand_axes = found
             assert isinstance(op, fusion.StreamSliceable)
             if any(op.operand_chunk_stride(v, a) != (0, 1) for v, a in operand_axes.items()):
                 return None
@@ -592,7 +592,8 @@ class _LoopBuilder:
         before the loop (without them, allocating refuses, located, on the ranks)."""
         full = tensor_type(tensor).with_(stream_allocated=False)
         sources = [same_extent_origin(tensor, axis, lambda v: v in self.results) for axis in full.dynamic_value_axes()]
-        extents = [self.located(hir.ExtentOp(*source)) for source in sources] if None not in sources else []
+        known = [source for source in sources if source is not None]
+        extents = [self.located(hir.ExtentOp(*source)) for source in known] if len(known) == len(sources) else []
         allocate = self.located(hir.AllocateOp(full, extents=[e.results[0] for e in extents]))
         allocate.results[0].name_hint = tensor.name_hint
         return [*extents, allocate]
@@ -600,6 +601,7 @@ class _LoopBuilder:
     def bounds(self) -> tuple[SSAValue, SSAValue, SSAValue]:
         lower = self.located(index_constant(0)).results[0]
         step = self.located(index_constant(1)).results[0]
+        upper: Operation
         if self.loop.extent != DYNAMIC:
             upper = index_constant(self.loop.extent)
         else:
@@ -724,7 +726,7 @@ class _Chunks:
             return
         if isinstance(op, hir.PostOnStreamOp):
             name = self.builder.units.chunk_unit(op, slicing.unit_axes)
-            chunked: Operation = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], [o.type for o in outs], outs)
+            chunked: Operation = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], [tensor_type(o) for o in outs], outs)
         else:
             assert isinstance(op, fusion.StreamSliceable)
             ((result, axis),) = slicing.axes.items()
@@ -752,7 +754,7 @@ class _Chunks:
         self.block.add_ops([self.builder.located(shift), self.builder.located(hir.WaitOp(shift.work))])
 
 
-def _relabels(op: Operation | None) -> bool:
+def _relabels(op: Operation | Block) -> bool:
     """A kernel unit's post whose unit only relabels elements (fusion.moves_no_data)."""
     return isinstance(op, hir.PostOnStreamOp) and fusion.moves_no_data(op.unit())
 

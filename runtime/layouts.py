@@ -223,7 +223,8 @@ def unshard(shards_by_rank: Sequence[torch.Tensor | None] | Mapping[int, torch.T
     ranks = [r for r in (mesh.devices if mesh else sorted(shards)) if shards.get(r) is not None]
     if not ranks:
         raise ValueError(f"no rank holds a shard of {tensor_type}")
-    first = shards[ranks[0]]
+    held = {r: shard for r in ranks if (shard := shards[r]) is not None}
+    first = held[ranks[0]]
     if not tensor_type.is_sharded():
         return first.clone()
     guess = _global_guess(first, tensor_type)
@@ -233,9 +234,10 @@ def unshard(shards_by_rank: Sequence[torch.Tensor | None] | Mapping[int, torch.T
     for rank in ranks:
         piece_shape, index = _shard_index(tensor_type, global_shape, rank)
         view = result.view(piece_shape)[index]
-        view.copy_(shards[rank].reshape(view.shape))
+        view.copy_(held[rank].reshape(view.shape))
         filled.add(_slots(index))
-    for rank in mesh.devices:  # a sharded tensor has a mesh
+    assert mesh is not None, "a sharded tensor has a mesh"
+    for rank in mesh.devices:
         if _slots(_shard_index(tensor_type, global_shape, rank)[1]) not in filled:
             raise ValueError(f"rank {rank} holds no shard of {tensor_type}, and no other rank holds its part")
     return result
