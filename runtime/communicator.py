@@ -117,7 +117,7 @@ class Communicator:
         self.world_size = world_size
         self.device = device
         self.timeout = datetime.timedelta(seconds=timeout) if timeout else None
-        self._groups: dict[tuple[int, ...], object] = {}
+        self._groups: dict[tuple[int, ...], dist.ProcessGroup | None] = {}
         self._orders: dict[tuple[int, ...], tuple[int, ...] | None] = {}
 
     @staticmethod
@@ -186,15 +186,14 @@ class Communicator:
 
     def point_to_point(self, op: hir.PointToPointOp) -> Callable[[torch.Tensor, int], Token]:
         perm = tensor_type(op.buffer).value_allocation_order()
-        function = dist.isend if isinstance(op, hir.SendOp) else dist.irecv
-        keyword = "dst" if isinstance(op, hir.SendOp) else "src"
+        sends = isinstance(op, hir.SendOp)
         rank = self.rank
 
         def post(buffer: torch.Tensor, peer: int) -> Token:
             if peer == rank or not 0 <= peer < self.world_size:
                 raise CollectiveError(f"peer {peer} is not another rank of the world of {self.world_size}")
             flat = flatten_in_allocation_order(buffer, perm, "the")
-            return Token(function(flat, **{keyword: peer}))
+            return Token(dist.isend(flat, dst=peer) if sends else dist.irecv(flat, src=peer))
 
         return post
 
@@ -205,7 +204,7 @@ _WORLD_COMMUNICATORS: dict[tuple[int, torch.device], Communicator] = {}
 _KEEPS_TEAM_ORDER = "sort_ranks" in inspect.signature(dist.new_group).parameters
 
 
-def _new_group(team: tuple[int, ...], timeout) -> tuple[object, tuple[int, ...] | None]:
+def _new_group(team: tuple[int, ...], timeout) -> tuple[dist.ProcessGroup | None, tuple[int, ...] | None]:
     if _KEEPS_TEAM_ORDER:
         return dist.new_group(list(team), timeout=timeout, sort_ranks=False), None
     ranks = sorted(team)
@@ -233,7 +232,7 @@ class Plan:
     root: int | None
     reduce_op: object
     reduce_kind: ReduceKind | None
-    group: object
+    group: dist.ProcessGroup | None
     order: tuple[int, ...] | None
     """Team positions by group rank; None when they coincide (see the module doc)."""
     in_perm: tuple[int, ...] | None
