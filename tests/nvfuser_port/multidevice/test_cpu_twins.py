@@ -217,84 +217,52 @@ def test_column_parallel_linear_forward(multidevice_test, parallelism: str):
 
 # test_overlap.py::test_overlap_allgather_matmul_stream_outermost and _shard_outermost, and
 # test_allgather_matmul_no_overlap
-@pytest.mark.mpi
-@pytest.mark.parametrize("s", [1, 8])
-def test_overlap_allgather_matmul_stream_outermost(multidevice_test, s):
-    def fusion_definition(fd, m, k, n, s, d):
-        x = fd.define_tensor(shape=[s, d, m // (s * d), k], contiguity=True, dtype=DataType.BFloat16)
-        weight = fd.define_tensor(shape=[n, k], contiguity=True, dtype=DataType.BFloat16)
-        bias = fd.define_tensor(shape=[n], contiguity=True, dtype=DataType.BFloat16)
-        out = fd.ops.linear(x, weight, bias)
-        fd.add_output(out)
-        return [x, weight, bias, out]
-
-    def multidevice_schedule(fd, tensors, num_devices) -> None:
-        mesh = nvfuser.multidevice.DeviceMesh(range(num_devices))
-        for tv in tensors:
-            tv.set_device_mesh(mesh)
-        x, weight, bias, out = tensors
-        x.axis(1).parallelize(nvfuser.ParallelType.mesh_x)
-        out.axis(0).parallelize(nvfuser.ParallelType.stream)
-
-    m, k, n, d = 2**7, 2**5, 2**5, multidevice_test.size
-    x_unsharded = torch.testing.make_tensor(s, d, m // (s * d), k, dtype=torch.bfloat16, device="cpu")
-    x = multidevice_test.shard_tensor_1d(x_unsharded, 1, nvfuser.multidevice.DeviceMesh(range(d)))
+def _allgathered_linear(multidevice_test, x_shape: list[int], sharded_axis: int, **executor_options) -> None:
+    """nvFuser's two all-gather + linear overlap tests: x sharded on `sharded_axis`, the
+    output's axis 0 on streams, run twice by a MultiDeviceExecutor with `executor_options`."""
+    k, n, d = x_shape[-1], 2**5, multidevice_test.size
+    mesh = nvfuser.multidevice.DeviceMesh(range(d))
+    x_unsharded = torch.testing.make_tensor(*x_shape, dtype=torch.bfloat16, device="cpu")
+    x = multidevice_test.shard_tensor_1d(x_unsharded, sharded_axis, mesh)
     weight = torch.testing.make_tensor(n, k, dtype=torch.bfloat16, device="cpu")
     bias = torch.testing.make_tensor(n, dtype=torch.bfloat16, device="cpu")
     out_ref = torch.nn.functional.linear(x_unsharded, weight, bias)
 
     with FusionDefinition() as fd:
-        tensors = fusion_definition(fd, m, k, n, s, d)
-        multidevice_schedule(fd, tensors, d)
+        tensors = [fd.define_tensor(shape=x_shape, contiguity=True, dtype=DataType.BFloat16),
+                   fd.define_tensor(shape=[n, k], contiguity=True, dtype=DataType.BFloat16),
+                   fd.define_tensor(shape=[n], contiguity=True, dtype=DataType.BFloat16)]
+        out = fd.ops.linear(*tensors)
+        fd.add_output(out)
+        for tv in (*tensors, out):
+            tv.set_device_mesh(mesh)
+        tensors[0].axis(sharded_axis).parallelize(nvfuser.ParallelType.mesh_x)
+        out.axis(0).parallelize(nvfuser.ParallelType.stream)
 
     params = nvfuser.multidevice.MultiDeviceExecutorParams()
     params.backend_type = CommunicatorBackend.nccl
+    for name, value in executor_options.items():
+        setattr(params, name, value)
     multidevice_executor = nvfuser.multidevice.MultiDeviceExecutor(fd.fusion, params)
     for _ in range(2):
         out = multidevice_executor.run([x, weight, bias])[0].cpu()
         assert out.dtype == torch.bfloat16
-        assert out.shape == torch.Size([s, d, m // (s * d), n])
+        assert out.shape == torch.Size([*x_shape[:-1], n])
         torch.testing.assert_close(out, out_ref, rtol=1e-1, atol=1e-1)
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("s", [1, 8])
+def test_overlap_allgather_matmul_stream_outermost(multidevice_test, s):
+    m, k, d = 2**7, 2**5, multidevice_test.size
+    _allgathered_linear(multidevice_test, [s, d, m // (s * d), k], 1)
+
+
+@pytest.mark.mpi
 def test_overlap_allgather_matmul_shard_outermost(multidevice_test):
-    def fusion_definition(fd, m, k, n, d):
-        x = fd.define_tensor(shape=[d, m // d, k], contiguity=True, dtype=DataType.BFloat16)
-        weight = fd.define_tensor(shape=[n, k], contiguity=True, dtype=DataType.BFloat16)
-        bias = fd.define_tensor(shape=[n], contiguity=True, dtype=DataType.BFloat16)
-        out = fd.ops.linear(x, weight, bias)
-        fd.add_output(out)
-        return [x, weight, bias, out]
-
-    def multidevice_schedule(fd, tensors, num_devices) -> None:
-        mesh = nvfuser.multidevice.DeviceMesh(range(num_devices))
-        for tv in tensors:
-            tv.set_device_mesh(mesh)
-        x, weight, bias, out = tensors
-        x.axis(0).parallelize(nvfuser.ParallelType.mesh_x)
-        out.axis(0).parallelize(nvfuser.ParallelType.stream)
-
-    m, k, n, d = 2**7, 2**5, 2**5, multidevice_test.size
-    x_unsharded = torch.testing.make_tensor(d, m // d, k, dtype=torch.bfloat16, device="cpu")
-    x = multidevice_test.shard_tensor_1d(x_unsharded, 0, nvfuser.multidevice.DeviceMesh(range(d)))
-    weight = torch.testing.make_tensor(n, k, dtype=torch.bfloat16, device="cpu")
-    bias = torch.testing.make_tensor(n, dtype=torch.bfloat16, device="cpu")
-    out_ref = torch.nn.functional.linear(x_unsharded, weight, bias)
-
-    with FusionDefinition() as fd:
-        tensors = fusion_definition(fd, m, k, n, d)
-        multidevice_schedule(fd, tensors, d)
-
-    params = nvfuser.multidevice.MultiDeviceExecutorParams()
-    params.backend_type = CommunicatorBackend.nccl
-    params.use_allocation_cache = True
-    params.offset_stream_indexing_by_rank = True
-    multidevice_executor = nvfuser.multidevice.MultiDeviceExecutor(fd.fusion, params)
-    for _ in range(2):
-        out = multidevice_executor.run([x, weight, bias])[0].cpu()
-        assert out.shape == torch.Size([d, m // d, n])
-        torch.testing.assert_close(out, out_ref, rtol=1e-1, atol=1e-1)
+    m, k, d = 2**7, 2**5, multidevice_test.size
+    _allgathered_linear(multidevice_test, [d, m // d, k], 0, use_allocation_cache=True,
+                        offset_stream_indexing_by_rank=True)
 
 
 @pytest.mark.mpi
