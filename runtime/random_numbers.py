@@ -36,11 +36,21 @@ def _wrapped(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def uniform(seed: int, offset: int, positions: torch.Tensor) -> torch.Tensor:
-    """Float64 numbers uniform in [0, 1), one per int64 position."""
-    counters = positions + _wrapped(offset + 1)
-    z = _mix(counters * _GOLDEN + _wrapped(seed))
+def uniform(seed: int | torch.Tensor, offset: int | torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """Float64 numbers uniform in [0, 1), one per int64 position. `seed` and `offset` may be
+    Python ints or one-element integer tensors (uint64 read as the int64 of the same bits):
+    tensors stay on the device, so a CUDA graph can capture the draw."""
+    counters = positions + as_int64(offset) + 1
+    z = _mix(counters * _GOLDEN + as_int64(seed))
     return _shift_right(z, 11).to(torch.float64) * 2.0**-53
+
+
+def as_int64(value: int | torch.Tensor) -> int | torch.Tensor:
+    """An int as the int64 of its low 64 bits; a tensor as int64 (uint64 reinterpreted,
+    since torch has little uint64 arithmetic; int64 arithmetic wraps as uint64 would)."""
+    if not isinstance(value, torch.Tensor):
+        return _wrapped(value)
+    return value.view(torch.int64) if value.dtype == torch.uint64 else value.to(torch.int64)
 
 
 def default_state(stream: int, run: int) -> tuple[int, int]:
@@ -52,8 +62,3 @@ def default_state(stream: int, run: int) -> tuple[int, int]:
 def as_uint64(values: list[int], device: torch.device) -> torch.Tensor:
     """A uint64 tensor of integers given as Python ints (negative ones as their low 64 bits)."""
     return torch.tensor([v & ((1 << 64) - 1) for v in values], dtype=torch.uint64, device=device)
-
-
-def from_uint64(value: torch.Tensor) -> int:
-    """A uint64 element as the int64 `uniform` takes."""
-    return _wrapped(int(value.item()))

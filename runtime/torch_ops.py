@@ -503,7 +503,7 @@ def _uniform(op: fusion.UniformOp, ctx: OpContext) -> Kernel:
     runs = _Runs(op.stream.value.data)
 
     def fresh(low: Any, high: Any, seed: Any = None, offset: Any = None) -> torch.Tensor:
-        seed, offset = runs.next_state() if seed is None else (int(seed), int(offset))
+        seed, offset = runs.next_state() if seed is None else (seed, offset)
         numbers = random_numbers.uniform(seed, offset, _linear_positions(ctx, t, shape))
         return (low + (high - low) * numbers).to(dtype)
 
@@ -556,20 +556,27 @@ def _aligned_matrices(x: torch.Tensor) -> bool:
 
 
 def _grouped_matmuls(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor, grouping: fusion.Grouping) -> torch.Tensor:
-    """One matmul per group, where torch's grouped GEMM does not run (float64, odd strides)."""
-    ends = offsets.tolist()
-    bounds = list(zip([0, *ends[:-1]], ends))
+    """One matmul per group, where torch's grouped GEMM does not run (float64, odd strides).
+    Each group's rows (columns, or K slice) are picked by a mask computed on the device, not
+    by reading the offsets on the host: that would synchronize, and a CUDA graph cannot
+    capture it. Rows past the last offset belong to no group and stay zero."""
+    ends = offsets.to(torch.int64)
+    starts = torch.cat([ends.new_zeros(1), ends[:-1]])
+    zero = torch.zeros((), dtype=a.dtype, device=a.device)
     if grouping == fusion.Grouping.M:
-        out = torch.zeros(a.shape[0], b.shape[-1], dtype=a.dtype, device=a.device)
-        for g, (start, end) in enumerate(bounds):
-            out[start:end] = a[start:end] @ b[g]
-        return out
+        rows = _group_masks(starts, ends, a.shape[0]).unsqueeze(-1)
+        return sum((torch.where(rows[g], a @ b[g], zero) for g in range(len(ends))), zero)
     if grouping == fusion.Grouping.N:
-        out = torch.zeros(a.shape[1], b.shape[-1], dtype=a.dtype, device=a.device)
-        for g, (start, end) in enumerate(bounds):
-            out[:, start:end] = a[g] @ b[:, start:end]
-        return out
-    return torch.stack([a[:, start:end] @ b[start:end] for start, end in bounds])
+        columns = _group_masks(starts, ends, b.shape[-1]).unsqueeze(1)
+        return sum((torch.where(columns[g], a[g] @ b, zero) for g in range(len(ends))), zero)
+    depth = _group_masks(starts, ends, a.shape[-1])
+    return torch.stack([torch.where(depth[g], a, zero) @ b for g in range(len(ends))])
+
+
+def _group_masks(starts: torch.Tensor, ends: torch.Tensor, extent: int) -> torch.Tensor:
+    """[G, extent]: True where position i lies in group g's [start, end)."""
+    positions = torch.arange(extent, device=starts.device)
+    return (positions >= starts.unsqueeze(-1)) & (positions < ends.unsqueeze(-1))
 
 
 def _attention_positions(ctx: OpContext, query: SSAValue, q: torch.Tensor, keys: int) -> torch.Tensor:
@@ -594,7 +601,7 @@ def _dropout(op: fusion.AttentionOp, ctx: OpContext, attention: Attention, q: to
     """The dropout mask of `op`, from its random state (None without dropout)."""
     if not attention.dropout_p:
         return None
-    state = random_numbers.from_uint64(seed[0]), random_numbers.from_uint64(seed[1]) + random_numbers.from_uint64(offset)
+    state = random_numbers.as_int64(seed[0]), random_numbers.as_int64(seed[1]) + random_numbers.as_int64(offset)
     return dropout_keep(attention, *state, _attention_positions(ctx, op.query(), q, k.shape[-2]))
 
 

@@ -53,4 +53,13 @@ def test_default_states_differ_by_stream_and_run_and_follow_torchs_seed():
 def test_uint64_states_round_trip():
     values = [-5, 2**40]
     state = random_numbers.as_uint64(values, torch.device("cpu"))
-    assert state.dtype == torch.uint64 and [random_numbers.from_uint64(x) for x in state] == values
+    assert state.dtype == torch.uint64 and [int(random_numbers.as_int64(x)) for x in state] == values
+
+
+@pytest.mark.parametrize(("seed", "offset"), [(-5, 2**63 - 1), (2**64 - 3, 7), (0, -1)])
+def test_seeds_held_in_tensors_draw_what_the_same_ints_draw(seed, offset):
+    """A draw from tensor seeds (as a CUDA graph captures it) equals the draw from ints."""
+    positions = torch.arange(50, dtype=torch.int64)
+    held = random_numbers.as_uint64([seed, offset], torch.device("cpu"))
+    torch.testing.assert_close(random_numbers.uniform(held[0], held[1], positions),
+                               random_numbers.uniform(seed, offset, positions), rtol=0, atol=0)

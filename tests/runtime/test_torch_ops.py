@@ -130,6 +130,22 @@ def test_grouped_mm_runs_torchs_grouped_gemm_or_a_matmul_per_group(grouping, a_s
     torch.testing.assert_close(got, _grouped_mm_reference(x, y, ends, grouping), rtol=1e-4, atol=1e-4)
 
 
+def test_a_grouped_mm_loop_keeps_each_groups_values_to_itself():
+    """float64 takes the per-group loop: rows past the last offset stay zero, and an inf in
+    one group's rows does not turn another group's rows into NaN."""
+    from hostir.runtime import run_fusion
+
+    ends = [4, 9, 10]
+    with FusionDefinition() as fd:
+        a, b = fd.define_tensor([12, 16], dtype="float64"), fd.define_tensor([3, 16, 8], dtype="float64")
+        fd.add_output(fd.ops.grouped_mm(a, b, fd.define_tensor([3], dtype="int32")))
+    x, y = torch.randn(12, 16, dtype=torch.float64), torch.randn(3, 16, 8, dtype=torch.float64)
+    x[2, 0] = float("inf")
+    (got,) = run_fusion(fd.to_module(), [x, y, torch.tensor(ends, dtype=torch.int32)])
+    torch.testing.assert_close(got[:10], _grouped_mm_reference(x, y, ends, "m"), equal_nan=True)
+    assert not got[4:].isnan().any() and not got[10:].any()
+
+
 def test_a_linear_with_stacked_weights_is_one_linear_per_weight():
     from hostir.runtime import run_fusion
 
