@@ -78,14 +78,16 @@ class Stages:
     chunk's own compute, its second (reduce, push, signal) beside the next chunk's, so
     only the last chunk's second phase is left once the matmuls are done."""
 
-    def pipelined_ms(self, host_ms_per_chunk: float) -> float:
+    def pipelined_ms(self, host_ms_per_chunk: float, gpu_ms_per_chunk: float = 0.0) -> float:
+        """`gpu_ms_per_chunk`: what each iteration adds on the GPU beyond its work (stream
+        and flag waits, launches in a graph), which favours fewer chunks."""
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
         communication = self.chunks * (c - self.latency_per_chunk) + self.latency_per_chunk
         matmuls = self.chunks * g
         # The matmuls run slower only while transfers run beside them.
         slowed = matmuls + self.slowdown * min(communication, matmuls)
         last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
-        gpu = max(communication, slowed) + min(last, g)
+        gpu = max(communication, slowed) + min(last, g) + self.chunks * gpu_ms_per_chunk
         return max(gpu, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
@@ -242,7 +244,8 @@ class ChoosePipelining(ModulePass):
                 remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: the cost model cannot "
                                         "estimate it (a dynamic shape, or a communication it does not know)")
             return
-        serial, pipelined = stages.serial_ms(host_ms_per_chunk), stages.pipelined_ms(host_ms_per_chunk)
+        serial = stages.serial_ms(host_ms_per_chunk)
+        pipelined = stages.pipelined_ms(host_ms_per_chunk, machine.gpu_us_per_chunk / 1e3)
         estimates = f"estimated {serial:.3f} ms whole vs {pipelined:.3f} ms in {stages.chunks} chunks"
         if serial < pipelined:
             unpipeline(func)

@@ -86,7 +86,7 @@ class Attention:
         return weights @ v.to(compute), lse
 
 
-def dropout_keep(attention: Attention, seed: int, offset: int, positions: torch.Tensor) -> torch.Tensor | None:
+def dropout_keep(attention: Attention, seed: int | torch.Tensor, offset: int | torch.Tensor, positions: torch.Tensor) -> torch.Tensor | None:
     """Which attention weights survive dropout, from their global positions (None: no dropout)."""
     if not attention.dropout_p:
         return None

@@ -9,9 +9,10 @@ peer's symmetric memory and NCCL's all-gather, reduce-scatter and all-reduce at 
 64 KiB to 256 MiB (a line through the times: latency + bytes / bandwidth, least squares);
 dense matmuls in bf16 and fp32 at several sizes (sustained rate, and the work at which the
 rate halves); a cross-rank signal's round trip with CUDA stream memory operations; how much
-longer a matmul takes beside a copy-engine transfer and beside an NCCL all-gather; and the
+longer a matmul takes beside a copy-engine transfer and beside an NCCL all-gather; the
 evaluator's host time per stream-loop iteration (a tiny all-gather + matmul pipeline at 8
-and at 2 chunks, run eagerly, wall-clock). Timing: CUDA events (wall-clock for the host),
+and at 2 chunks, run eagerly, wall-clock); and the GPU time an iteration adds (a tiny
+matmul + all-reduce pipeline at 8 and 2 chunks, replayed from a CUDA graph). Timing: CUDA events (wall-clock for the host),
 medians of 20 runs after warm-up, the maximum over the ranks. About a minute.
 """
 
@@ -157,7 +158,7 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     return {"copy_engine": round(copy / alone - 1, 3), "nccl": round(nccl / alone - 1, 3)}
 
 
-def _pipeline(chunks: int, world: int) -> FusionDefinition:
+def _allgather_matmul(chunks: int, world: int) -> FusionDefinition:
     """A tiny all-gather + matmul in `chunks` stream chunks: the GPU waits for the host."""
     with FusionDefinition("calibrate") as fd:
         a = fd.define_tensor([chunks, world, 2, 32], dtype="bfloat16")
@@ -172,20 +173,53 @@ def _pipeline(chunks: int, world: int) -> FusionDefinition:
     return fd
 
 
-def host_us_per_chunk(device: torch.device) -> float:
-    """The evaluator's host µs per stream-loop iteration, run eagerly: the slope of the
-    wall time of a tiny pipeline between 2 and 8 chunks."""
+def _matmul_allreduce(chunks: int, world: int) -> FusionDefinition:
+    """A tiny matmul + all-reduce in `chunks` stream chunks (K sharded, each chunk's rows
+    in one block per member, as benchmarks/overlap.py writes it): its two phases per
+    chunk wait on the most flags and streams of the three pipelines."""
+    with FusionDefinition("calibrate") as fd:
+        a = fd.define_tensor([chunks, world, world, 2, 32], dtype="bfloat16")
+        b = fd.define_tensor([world, 32, 16], dtype="bfloat16")
+        b_batched = fd.ops.broadcast(b, [True, False, True, False, False])
+        partial = fd.ops.matmul(a, b_batched)
+        c = fd.ops.sum(partial, dims=[1])
+        fd.add_output(c)
+    for tensor in (a, b, b_batched, partial, c):
+        tensor.set_device_mesh(DeviceMesh(list(range(world))))
+    for tensor in (a, b_batched, partial):
+        tensor.axis(1).parallelize(ParallelType.DIDx)
+    b.axis(0).parallelize(ParallelType.DIDx)
+    for tensor in (partial, c):
+        tensor.axis(0).parallelize(ParallelType.Stream)
+    return fd
+
+
+def _ms_per_chunk(pipeline: Callable[[int, int], FusionDefinition], device: torch.device, cuda_graph: bool) -> float:
+    """The slope of a tiny copy-engine pipeline's time between 2 and 8 chunks: wall-clock
+    run eagerly (the host is slower than the GPU's work), CUDA-event time replayed."""
     rank, world = dist.get_rank(), dist.get_world_size()
     times = {}
     for chunks in (2, 8):
-        module = lower(_pipeline(chunks, world).to_module(), pipeline="hostir-lower{transport=copy-engine}")
+        module = lower(pipeline(chunks, world).to_module(),
+                       pipeline=f"hostir-lower{{transport=copy-engine cuda-graph={str(cuda_graph).lower()}}}")
         evaluator = Evaluator(module, rank=rank, world_size=world, device=device, number_of_streams=chunks,
-                              cuda_graph=False)
+                              cuda_graph=cuda_graph)
         types = [t for t in evaluator.function.function_type.inputs.data if isinstance(t, TensorType)]
         shards = [shard_tensor(torch.randn(t.value_shape()).to(torch.bfloat16), t, rank) for t in types]
-        inputs = [s.to(device) for s in shards if s is not None]  # every rank holds a shard of both
-        times[chunks] = timed(lambda: evaluator.run(inputs), wall=True)
-    return round((times[8] - times[2]) / 6 * 1e3, 1)
+        inputs = [s.to(device) for s in shards if s is not None]  # every rank holds a shard of each
+        times[chunks] = timed(lambda: evaluator.run(inputs), wall=not cuda_graph)
+    return (times[8] - times[2]) / 6
+
+
+def host_us_per_chunk(device: torch.device) -> float:
+    """The evaluator's host µs per stream-loop iteration, run eagerly."""
+    return round(_ms_per_chunk(_allgather_matmul, device, cuda_graph=False) * 1e3, 1)
+
+
+def gpu_us_per_chunk(device: torch.device) -> float:
+    """The GPU µs a stream-loop iteration adds beyond its work, replayed from a CUDA graph:
+    the tiny matmul + all-reduce's slope (its work is a few µs per chunk)."""
+    return round(max(0.0, _ms_per_chunk(_matmul_allreduce, device, cuda_graph=True)) * 1e3, 1)
 
 
 def measure(rank: int, world_size: int, name: str) -> dict:
@@ -201,6 +235,7 @@ def measure(rank: int, world_size: int, name: str) -> dict:
     constants["signal_us"] = round(signal_round_trip(heap), 1)
     constants["matmul_slowdown"] = slowdowns(device, heap)
     constants["host_us_per_chunk"] = host_us_per_chunk(device)
+    constants["gpu_us_per_chunk"] = gpu_us_per_chunk(device)
     return constants
 
 

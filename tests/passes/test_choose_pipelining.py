@@ -4,6 +4,7 @@ checks the decisions on IR); the remarks that report each decision (`hostir-opt 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +38,25 @@ def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides()
     # A tenth slower only while they overlap: pipelining wins.
     assert replace(stages, slowdown=0.1).pipelined_ms(0.0) == pytest.approx(1.06)
     assert replace(stages, slowdown=0.1).pipelined_ms(0.0) < stages.serial_ms(0.0)
+
+
+def test_each_chunks_own_gpu_cost_favours_fewer_chunks():
+    # 0.2 ms per chunk of waits and signals: four chunks lose what overlap hid (1.25 + 0.8 > 2).
+    assert BALANCED.pipelined_ms(0.0, gpu_ms_per_chunk=0.2) == pytest.approx(2.05)
+    assert BALANCED.pipelined_ms(0.0, gpu_ms_per_chunk=0.2) > BALANCED.serial_ms(0.0)
+    two = replace(BALANCED, chunks=2, communication_per_chunk=0.5, matmuls_per_chunk=0.5)
+    assert two.pipelined_ms(0.0, gpu_ms_per_chunk=0.2) == pytest.approx(1.5 + 0.4)
+
+
+def test_a_machine_measured_before_the_per_chunk_gpu_cost_prices_it_at_zero(tmp_path, monkeypatch):
+    from hostir.passes.cost_model import MACHINES, Machine
+
+    data = json.loads((MACHINES / "h200x2.json").read_text())
+    data.pop("gpu_us_per_chunk", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (tmp_path / "hostir" / "machines").mkdir(parents=True)
+    (tmp_path / "hostir" / "machines" / "old.json").write_text(json.dumps(data))
+    assert Machine.load("old").gpu_us_per_chunk == 0.0
 
 
 def test_running_whole_pays_the_reorder_copies():
