@@ -77,17 +77,21 @@ class Stages:
     follows a chunk's compute. A copy-engine all-reduce's first phase runs beside the
     chunk's own compute, its second (reduce, push, signal) beside the next chunk's, so
     only the last chunk's second phase is left once the matmuls are done."""
+    phases_per_chunk: int = 0
+    """How many phases the chunk's collectives take (NCCL's one, a copy-engine all-reduce's
+    two): each adds a signal and a wait on the GPU (`Machine.gpu_us_per_phase`)."""
 
-    def pipelined_ms(self, host_ms_per_chunk: float, gpu_ms_per_chunk: float = 0.0) -> float:
-        """`gpu_ms_per_chunk`: what each iteration adds on the GPU beyond its work (stream
-        and flag waits, launches in a graph), which favours fewer chunks."""
+    def pipelined_ms(self, host_ms_per_chunk: float, gpu_ms_per_phase: float = 0.0) -> float:
+        """`gpu_ms_per_phase`: what each phase of a chunk's collectives adds on the GPU
+        beyond its transfer (a flag's signal and wait, the streams' events), which
+        favours fewer chunks."""
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
         communication = self.chunks * (c - self.latency_per_chunk) + self.latency_per_chunk
         matmuls = self.chunks * g
         # The matmuls run slower only while transfers run beside them.
         slowed = matmuls + self.slowdown * min(communication, matmuls)
         last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
-        gpu = max(communication, slowed) + min(last, g) + self.chunks * gpu_ms_per_chunk
+        gpu = max(communication, slowed) + min(last, g) + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
         return max(gpu, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
@@ -123,6 +127,7 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             matmuls += machine.matmul_ms(flops, element)
             per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
     communication = per_chunk_communication = last_phase = latency = slowdown = reorders = 0.0
+    phases_per_chunk = 0
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op) and not shards_locally(op):  # a local copy
             collective, size = _collective(op), _input_bytes(op)
@@ -143,10 +148,11 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             phases = machine.phases_ms(kind, transport, chunk, team_size, spans)
             per_chunk_communication += sum(phases)
             last_phase += phases[-1]
+            phases_per_chunk += len(phases)
             latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
-                  latency, reorders, last_phase)
+                  latency, reorders, last_phase, phases_per_chunk)
 
 
 def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], hir.Team, ParallelKind] | None:
@@ -245,7 +251,7 @@ class ChoosePipelining(ModulePass):
                                         "estimate it (a dynamic shape, or a communication it does not know)")
             return
         serial = stages.serial_ms(host_ms_per_chunk)
-        pipelined = stages.pipelined_ms(host_ms_per_chunk, machine.gpu_us_per_chunk / 1e3)
+        pipelined = stages.pipelined_ms(host_ms_per_chunk, machine.gpu_us_per_phase / 1e3)
         estimates = f"estimated {serial:.3f} ms whole vs {pipelined:.3f} ms in {stages.chunks} chunks"
         if serial < pipelined:
             unpipeline(func)

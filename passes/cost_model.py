@@ -155,10 +155,10 @@ class Machine:
     host_us_per_chunk: float
     """The evaluator's host time for one iteration of a stream loop (a collective, a
     matmul, the stream switches and events), run eagerly."""
-    gpu_us_per_chunk: float = 0.0
-    """The GPU time one iteration of a stream loop adds beyond its transfers and matmuls,
-    replayed from a CUDA graph (cross-stream waits, flag signals and waits between
-    ranks, kernel launches); 0 in constants measured before it was."""
+    gpu_us_per_phase: float = 0.0
+    """The GPU time each phase of a chunk's collectives adds beyond its transfer, replayed
+    from a CUDA graph (a flag's signal and wait between ranks, the streams' events); 0
+    in constants measured before it was."""
     inter_node: dict[str, Link] = field(default_factory=dict)
     """An NCCL collective whose team spans nodes, by op name (bytes: what each rank
     contributes), where measured (docs/multi_node.md); a machine without them cannot
@@ -182,7 +182,7 @@ class Machine:
             signal_us=data["signal_us"],
             matmul_slowdown=data["matmul_slowdown"],
             host_us_per_chunk=data["host_us_per_chunk"],
-            gpu_us_per_chunk=data.get("gpu_us_per_chunk", 0.0),
+            gpu_us_per_phase=data.get("gpu_us_per_phase", 0.0),
             inter_node={kind: Link(**link) for kind, link in data.get("inter_node", {}).items()},
         )
 

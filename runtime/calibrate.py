@@ -11,8 +11,9 @@ dense matmuls in bf16 and fp32 at several sizes (sustained rate, and the work at
 rate halves); a cross-rank signal's round trip with CUDA stream memory operations; how much
 longer a matmul takes beside a copy-engine transfer and beside an NCCL all-gather; the
 evaluator's host time per stream-loop iteration (a tiny all-gather + matmul pipeline at 8
-and at 2 chunks, run eagerly, wall-clock); and the GPU time an iteration adds (a tiny
-matmul + all-reduce pipeline at 8 and 2 chunks, replayed from a CUDA graph). Timing: CUDA events (wall-clock for the host),
+and at 2 chunks, run eagerly, wall-clock); and the GPU time each collective phase of a
+chunk adds (a tiny matmul + all-reduce pipeline at 8 and 2 chunks, replayed from a CUDA
+graph, per phase). Timing: CUDA events (wall-clock for the host),
 medians of 20 runs after warm-up, the maximum over the ranks. About a minute.
 """
 
@@ -216,10 +217,11 @@ def host_us_per_chunk(device: torch.device) -> float:
     return round(_ms_per_chunk(_allgather_matmul, device, cuda_graph=False) * 1e3, 1)
 
 
-def gpu_us_per_chunk(device: torch.device) -> float:
-    """The GPU µs a stream-loop iteration adds beyond its work, replayed from a CUDA graph:
-    the tiny matmul + all-reduce's slope (its work is a few µs per chunk)."""
-    return round(max(0.0, _ms_per_chunk(_matmul_allreduce, device, cuda_graph=True)) * 1e3, 1)
+def gpu_us_per_phase(device: torch.device) -> float:
+    """The GPU µs each phase of a chunk's collectives adds beyond its transfer, replayed
+    from a CUDA graph: half the tiny matmul + all-reduce's slope (two copy-engine phases
+    per chunk; its work is a few µs)."""
+    return round(max(0.0, _ms_per_chunk(_matmul_allreduce, device, cuda_graph=True)) / 2 * 1e3, 1)
 
 
 def measure(rank: int, world_size: int, name: str) -> dict:
@@ -235,7 +237,7 @@ def measure(rank: int, world_size: int, name: str) -> dict:
     constants["signal_us"] = round(signal_round_trip(heap), 1)
     constants["matmul_slowdown"] = slowdowns(device, heap)
     constants["host_us_per_chunk"] = host_us_per_chunk(device)
-    constants["gpu_us_per_chunk"] = gpu_us_per_chunk(device)
+    constants["gpu_us_per_phase"] = gpu_us_per_phase(device)
     return constants
 
 

@@ -40,23 +40,25 @@ def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides()
     assert replace(stages, slowdown=0.1).pipelined_ms(0.0) < stages.serial_ms(0.0)
 
 
-def test_each_chunks_own_gpu_cost_favours_fewer_chunks():
-    # 0.2 ms per chunk of waits and signals: four chunks lose what overlap hid (1.25 + 0.8 > 2).
-    assert BALANCED.pipelined_ms(0.0, gpu_ms_per_chunk=0.2) == pytest.approx(2.05)
-    assert BALANCED.pipelined_ms(0.0, gpu_ms_per_chunk=0.2) > BALANCED.serial_ms(0.0)
-    two = replace(BALANCED, chunks=2, communication_per_chunk=0.5, matmuls_per_chunk=0.5)
-    assert two.pipelined_ms(0.0, gpu_ms_per_chunk=0.2) == pytest.approx(1.5 + 0.4)
+def test_each_phase_of_each_chunk_costs_its_signal_and_wait():
+    # One phase per chunk, 0.2 ms each: four chunks lose what overlap hid (1.25 + 0.8 > 2).
+    one_phase = replace(BALANCED, phases_per_chunk=1)
+    assert one_phase.pipelined_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(2.05)
+    assert one_phase.pipelined_ms(0.0, gpu_ms_per_phase=0.2) > one_phase.serial_ms(0.0)
+    # Two chunks of an all-reduce's two phases pay four.
+    two = replace(BALANCED, chunks=2, communication_per_chunk=0.5, matmuls_per_chunk=0.5, phases_per_chunk=2)
+    assert two.pipelined_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(1.5 + 0.8)
 
 
-def test_a_machine_measured_before_the_per_chunk_gpu_cost_prices_it_at_zero(tmp_path, monkeypatch):
+def test_a_machine_measured_before_the_per_phase_gpu_cost_prices_it_at_zero(tmp_path, monkeypatch):
     from hostir.passes.cost_model import MACHINES, Machine
 
     data = json.loads((MACHINES / "h200x2.json").read_text())
-    data.pop("gpu_us_per_chunk", None)
+    data.pop("gpu_us_per_phase", None)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     (tmp_path / "hostir" / "machines").mkdir(parents=True)
     (tmp_path / "hostir" / "machines" / "old.json").write_text(json.dumps(data))
-    assert Machine.load("old").gpu_us_per_chunk == 0.0
+    assert Machine.load("old").gpu_us_per_phase == 0.0
 
 
 def test_running_whole_pays_the_reorder_copies():
@@ -104,9 +106,12 @@ def test_remarks_are_printed_only_when_asked_and_only_for_decisions(capsys):
     assert remarks_of(capsys, "-p", "hostir-lower{transport=nccl}", "--remarks") == []  # as declared: nothing decided
 
 
-def test_a_kept_pipeline_and_one_the_model_cannot_estimate_are_remarks_too(capsys):
-    allgather = AG_MATMUL.replace("ag_matmul", "allgather")
-    assert opt.main([allgather, "-p", "choose-pipelining{transport=auto cuda-graph=true}", "--remarks"]) == 0
+def test_a_kept_pipeline_and_one_the_model_cannot_estimate_are_remarks_too(capsys, tmp_path):
+    # The README example at a layer's size (16384 x 8192 x 4096 bf16): worth pipelining.
+    large = tmp_path / "ag_matmul_large.mlir"
+    large.write_text(Path(AG_MATMUL).read_text().replace("f32[", "bf16[").replace("2, 8]", "2048, 8192]")
+                     .replace("[8, 4]", "[8192, 4096]").replace("2, 4, r8]", "2048, 4096, r8192]"))
+    assert opt.main([str(large), "-p", "hostir-lower{transport=auto cuda-graph=true}", "--remarks"]) == 0
     assert "remark: choose-pipelining: pipeline kept: estimated " in capsys.readouterr().err
     (unknown,) = remarks_of(capsys, "-p", "choose-pipelining{transport=auto}", "--remarks")  # shardings not propagated
     assert unknown.endswith("remark: choose-pipelining: pipeline of 4 chunks kept as declared: the cost model cannot "
