@@ -357,7 +357,7 @@ class TensorAxisOp(HostOp):
         return self.axis.value.data
 
     def verify_(self) -> None:
-        rank = tensor_type(self.input).rank
+        rank = tensor_type(self.operands[0]).rank  # `input`, declared by each subclass
         if not 0 <= self.axis_index < rank:
             raise VerifyException(f"axis {self.axis_index} is out of range for rank {rank}")
 
@@ -679,8 +679,8 @@ class CollectiveOp(WaitedOp):
             raise VerifyException("input and output buffers have different element types")
         if problem := self.members_problem(source, dest):
             raise VerifyException(problem)
-        counts = _member_numel(source), _member_numel(dest)
-        if None not in counts and (problem := self.size_problem(*counts)):
+        sent, received = _member_numel(source), _member_numel(dest)
+        if sent is not None and received is not None and (problem := self.size_problem(sent, received)):
             raise VerifyException(problem)
 
     def members_problem(self, source: TensorType, dest: TensorType) -> str | None:
@@ -733,6 +733,7 @@ class CollectiveOp(WaitedOp):
             self.verify_via(algorithm)
 
     def verify_via(self, algorithm: CopyEngineAlgorithm) -> None:
+        assert self.via is not None  # verify_ calls it only with one
         input_type, via_type = tensor_type(self.input), tensor_type(self.via)
         if via_type.element_type != input_type.element_type:
             raise VerifyException("the via buffer and the input have different element types")

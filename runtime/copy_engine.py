@@ -199,6 +199,9 @@ class CopyEngineCollective:
     """
 
     ALGORITHM: CopyEngineAlgorithm
+    post: Callable[..., CopyEngineWork | AllgatherWork]
+    """Each algorithm's own: posts one run of the op on its flat buffers (input, output,
+    and the via buffer where the algorithm has one)."""
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
                  op: hir.CollectiveOp | None = None):

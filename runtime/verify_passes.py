@@ -30,12 +30,12 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 import torch
 import torch.distributed as dist
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -239,8 +239,14 @@ def random_inputs(function: FunctionLikeOp, seed: int) -> list[torch.Tensor]:
 
 
 def shards_per_rank(program: FunctionLikeOp, inputs: Sequence[torch.Tensor], world_size: int) -> list[list]:
-    types = program.function_type.inputs.data
+    types = _tensor_types(program.function_type.inputs.data)
     return [[shard_tensor(x, t, rank) for x, t in zip(inputs, types)] for rank in range(world_size)]
+
+
+def _tensor_types(types: Sequence[Attribute]) -> list[TensorType]:
+    """A function's argument or result types, all tensors where outputs are compared (a
+    random input is drawn for tensors only: random_inputs refuses any other)."""
+    return [cast(TensorType, t) for t in types]
 
 
 def run_in_turn(rank: int, world_size: int, runs: Sequence[Run], name: str, number_of_streams: int,
@@ -291,8 +297,9 @@ def global_outputs(function: FunctionLikeOp, outcome: Outputs) -> list[torch.Ten
     """The unsharded outputs of a reference run."""
     if None in outcome:
         return outcome[None]
-    types = function.function_type.outputs.data
-    return [unshard({rank: outputs[index] for rank, outputs in outcome.items()}, t) for index, t in enumerate(types)]
+    types = _tensor_types(function.function_type.outputs.data)
+    return [unshard({rank: outputs[index] for rank, outputs in outcome.items() if rank is not None}, t)
+            for index, t in enumerate(types)]
 
 
 def compare(snapshot: Snapshot, name: str, expected: list[torch.Tensor], outcome: Outputs | Failed,
@@ -305,7 +312,7 @@ def compare(snapshot: Snapshot, name: str, expected: list[torch.Tensor], outcome
         raise HostIRError(f"error: {changed} the outputs of @{name}: after {after} the program fails: "
                           f"{outcome.message}")
     function = function_of(snapshot, name)
-    types = function.function_type.outputs.data
+    types = _tensor_types(function.function_type.outputs.data)
     if len(types) != len(expected):
         raise op_error(function, f"has {len(types)} outputs after {_passes(passes)} instead of {len(expected)}")
     for index, (t, want) in enumerate(zip(types, expected)):
@@ -332,5 +339,7 @@ def difference(actual: torch.Tensor | None, expected: torch.Tensor | None) -> st
 
 def defining_op(function: FunctionLikeOp, index: int) -> Operation:
     """The op defining output `index` of `function` (the function itself for an argument)."""
-    returned = function.body.block.last_op.operands[index]
+    terminator = function.body.block.last_op
+    assert terminator is not None  # a verified function ends in its return
+    returned = terminator.operands[index]
     return returned.owner if isinstance(returned.owner, Operation) else function

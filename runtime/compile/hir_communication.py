@@ -4,6 +4,8 @@ positions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from xdsl.ir import Operation, SSAValue
 
@@ -11,21 +13,33 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import describe, op_error
 from hostir_dialect.tensor_type import tensor_type
 
-from ..communicator import DONE, CollectiveError
+from ..communicator import DONE, CollectiveError, Communicator
 from ..hazards import StreamHazard, on_own_stream
 from ..layouts import flatten_in_allocation_order
 from ..torch_ops import copy_into
 from .context import ExecutionError, FunctionCompiler, Handler, on_current_stream, value_name
 
 
+def _rank(c: FunctionCompiler) -> int:
+    """This rank: communication ops are host-program ops, compiled for one rank."""
+    assert c.rank is not None
+    return c.rank
+
+
+def _communicator(c: FunctionCompiler) -> Communicator:
+    """This rank's communicator (a host program is compiled with one)."""
+    assert c.context.comm is not None
+    return c.context.comm
+
+
 def collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
     _refuse_strided(op, {"input": op.input, "output": op.output})
-    if not op.takes_part(c.rank):
+    if not op.takes_part(_rank(c)):
         return c.constant(op.work, DONE)
     if op.uses_copy_engine:
         return copy_engine_collective(c, op)
     try:
-        post = c.context.comm.poster(op)
+        post: Callable[..., object] = _communicator(c).poster(op)
     except CollectiveError as error:
         raise op_error(op, str(error)) from None
     if c.context.hazards is not None:
@@ -47,7 +61,7 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
 def local_shard(c: FunctionCompiler, op: hir.LocalShardOp) -> None:
     """This member's part of its own input, copied into its output: nothing moves between
     devices. The part is a view of the input's logical axis, whatever its layout."""
-    team = op.teams.members(c.rank)
+    team = op.teams.members(_rank(c))
     if team is None:
         return
     member, parts, dim = team.index(c.rank), len(team), op.dim
@@ -61,11 +75,11 @@ def local_shard(c: FunctionCompiler, op: hir.LocalShardOp) -> None:
 
 def point_to_point(c: FunctionCompiler, op: hir.PointToPointOp) -> None:
     _refuse_strided(op, {"buffer": op.buffer})
-    if not op.takes_part(c.rank):
+    if not op.takes_part(_rank(c)):
         return c.constant(op.work, DONE)
-    if c.context.comm.backend is None:
+    if _communicator(c).backend is None:
         raise op_error(op, "needs torch.distributed; run the program with run_spmd or hostir-run --nproc")
-    post = c.context.comm.point_to_point(op)
+    post: Callable[..., object] = _communicator(c).point_to_point(op)
     if c.context.hazards is not None:
         receives = isinstance(op, hir.RecvOp)
         post = on_own_stream(c.context.hazards, op, post, reads=[] if receives else [0], writes=[0] if receives else [])
@@ -98,6 +112,7 @@ def _is_dense(value: SSAValue) -> bool:
 
 def wait(c: FunctionCompiler, op: hir.WaitOp) -> None:
     work, poster = c.name(op.work), op.work.owner
+    assert isinstance(poster, Operation)  # a !hir.work is a result of the op that posted it
     member = c.name(op.member) if op.member is not None else "None"
 
     def incomplete(error: RuntimeError) -> ExecutionError:
@@ -114,7 +129,7 @@ def wait(c: FunctionCompiler, op: hir.WaitOp) -> None:
 
 
 def team_position(c: FunctionCompiler, op: hir.TeamPositionOp) -> None:
-    c.constant(op.result, op.position_of(c.rank))
+    c.constant(op.result, op.position_of(_rank(c)))
 
 
 HANDLERS: dict[type, Handler] = {
