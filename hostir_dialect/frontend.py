@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeGuard, cast
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
@@ -216,7 +217,7 @@ def _device_grid(devices: object, depth: int = 0) -> list:
     """The device ids of a list, a list of rows or a list of planes (or anything with
     `tolist()`, such as a torch tensor), checked to be integers."""
     if hasattr(devices, "tolist"):
-        devices = devices.tolist()  # type: ignore[union-attr]
+        devices = devices.tolist()
     if isinstance(devices, range):
         devices = list(devices)
     if _is_list(devices) and all(_is_int(d) for d in devices):
@@ -228,7 +229,7 @@ def _device_grid(devices: object, depth: int = 0) -> list:
     raise FusionDefinitionError("device ids must be integers, in a list, a list of rows or a list of planes")
 
 
-def _is_list(value: object) -> bool:
+def _is_list(value: object) -> TypeGuard[Sequence[Any]]:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
@@ -640,7 +641,7 @@ class _RFactoredAxis:
 # --------------------------------------------------------------------------- #
 
 Location = FileLineColLoc
-Builder = Callable[[Sequence[SSAValue], Attribute], Operation]
+Builder = Callable[[Sequence[SSAValue], TensorType], Operation]
 """Builds an op from its operand values and result type."""
 
 _OWN_FILES = (str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "hostir"))
@@ -835,7 +836,7 @@ class FusionDefinition:
         for placeholder, operand in zip(placeholders, operands):
             if not isinstance(operand, Tensor):
                 continue
-            for source, target in _extent_keeping_axes(op, placeholder).items():  # type: ignore[arg-type]
+            for source, target in _extent_keeping_axes(op, placeholder).items():
                 ids = operand._extent_ids[source], result._extent_ids[target]
                 if None not in ids:
                     self._extent_parent[self._root(ids[1])] = self._root(ids[0])  # type: ignore[arg-type]
@@ -897,7 +898,8 @@ class FusionDefinition:
             arg.name_hint = tensor.name
             values[tensor] = arg
         for node in self._nodes:
-            op = node.build([values[o] for o in node.operands], types[node.result])
+            # A scalar's node builds its constant and ignores the type.
+            op = node.build([values[o] for o in node.operands], cast(TensorType, types[node.result]))
             if node.location is not None:
                 op.location = node.location
             op.results[0].name_hint = node.result.name
@@ -986,7 +988,7 @@ def _default_scalar_type(value: object) -> DataType:
     raise FusionDefinitionError(f"define_scalar: unsupported value {value!r}; use a bool, int or float")
 
 
-def _constant_attribute(value: object, dtype: DataType) -> Attribute:
+def _constant_attribute(value: object, dtype: DataType) -> IntegerAttr | FloatAttr:
     if not isinstance(value, (bool, int, float)):
         raise FusionDefinitionError(f"unsupported scalar {value!r}; use a bool, int or float")
     if dtype.is_float:
@@ -1039,7 +1041,7 @@ class Ops:
     def cast(self, t: Tensor, dtype: object) -> Tensor:
         return self._unary(fusion.CastOp, "fd.ops.cast", t, data_type(dtype).element_type)
 
-    def _cast_to(self, value: _Value, dtype: DataType, what: str) -> _Value:
+    def _cast_to(self, value: Tensor | Scalar, dtype: DataType, what: str) -> Tensor | Scalar:
         """A tensor operand cast to `dtype` where it has another type (nvFuser's
         promoteValues); scalars keep theirs, as the ops take scalars of a lower kind."""
         return self._cast_tensor(value, dtype, what) if isinstance(value, Tensor) else value
@@ -1064,8 +1066,9 @@ class Ops:
         what = f"fd.ops.{function}"
         values = [self._operand(x, what) for x in operands]
         common = _promoted_type(values, promotion, what)
-        if not any(isinstance(v, Tensor) for v in values):
-            return self._folded(function, values, common, what)
+        scalars = [v for v in values if isinstance(v, Scalar)]
+        if len(scalars) == len(values):
+            return self._folded(function, scalars, common, what)
         values = [self._cast_to(v, common, what) for v in self._broadcasting(values)]
         if function in fusion.UNARY_OPS:
             op = fusion.UNARY_OPS[function]
@@ -1074,10 +1077,10 @@ class Ops:
         result_type = binary.result_element_type(common.element_type)
         return self._fd._define(what, values, lambda v, r: binary(v[0], v[1], r), result_type)
 
-    def _operand(self, value: object, what: str) -> _Value:
+    def _operand(self, value: object, what: str) -> Tensor | Scalar:
         """A Tensor or Scalar as is; a Python number becomes a constant of nvFuser's type
         for it (bool -> Bool, int -> Int, float -> Double)."""
-        if isinstance(value, _Value):
+        if isinstance(value, (Tensor, Scalar)):
             self._fd._check_own(value, what)
             return value
         if isinstance(value, (bool, int, float)):
@@ -1087,10 +1090,10 @@ class Ops:
                 raise FusionDefinitionError(f"{what}: {error.reason}") from None
         raise FusionDefinitionError(f"{what}: operand {value!r} is neither a Tensor, a Scalar nor a number")
 
-    def _folded(self, function: str, values: Sequence[_Value], dtype: DataType, what: str) -> Scalar:
+    def _folded(self, function: str, values: Sequence[Scalar], dtype: DataType, what: str) -> Scalar:
         """The constant an op of constants computes (nvFuser evaluates scalar ops on the
         host, in double for floats)."""
-        numbers = [v.value for v in values]  # type: ignore[attr-defined]
+        numbers = [v.value for v in values]
         try:
             result = _SCALAR_FUNCTIONS[function](*numbers)
         except (ArithmeticError, ValueError) as error:
@@ -1327,7 +1330,7 @@ class Ops:
         expanded._unexpanded = t
         return expanded
 
-    def _broadcasting(self, values: list[_Value]) -> list[_Value]:
+    def _broadcasting(self, values: list[Tensor | Scalar]) -> list[Tensor | Scalar]:
         """Operands of an elementwise op: an expanded tensor whose expanded extent differs
         from another operand's is read unexpanded, so its axis broadcasts to that extent
         (as nvFuser broadcasts an expanded broadcast axis)."""
@@ -1361,7 +1364,7 @@ class Ops:
         values = [self._tensor(t, what) for t in tensors]
         common = _promoted_type(values, _Promotion.NONE, what)
         values = [self._cast_tensor(t, common, what) for t in values]
-        return self._fd._define(what, values, lambda v, r: fusion.CatOp(list(v), dim, r), common.element_type)  # type: ignore[arg-type]
+        return self._fd._define(what, values, lambda v, r: fusion.CatOp(list(v), dim, r), common.element_type)
 
     def where(self, pred: object, a: object, b: object) -> Tensor:
         """`pred ? a : b`, elementwise: `pred` of Bool, `a` and `b` promoted to a common type
@@ -1371,8 +1374,8 @@ class Ops:
         values = [self._operand(x, what) for x in (a, b)]
         if not any(isinstance(v, Tensor) for v in (condition, *values)):
             raise FusionDefinitionError(f"{what}: at least one operand must be a Tensor")
-        if condition.dtype != DataType.Bool:  # type: ignore[attr-defined]
-            raise FusionDefinitionError(f"{what}: the condition must be of DataType.Bool, got {condition.dtype.value}")  # type: ignore[attr-defined]
+        if condition.dtype != DataType.Bool:
+            raise FusionDefinitionError(f"{what}: the condition must be of DataType.Bool, got {condition.dtype.value}")
         common = _promoted_type(values, _Promotion.NONE, what)
         condition, *values = self._broadcasting([condition, *values])
         values = [self._cast_to(v, common, what) for v in values]
@@ -1407,7 +1410,7 @@ class Ops:
         t = self._tensor(arg, what)
         t = self._cast_tensor(t, _promoted_type([t], _Promotion.FLOAT, what), what)
         dims = list(range(t.ndim)) if dims is None else _ints(what, dims)
-        return t, self._fd._define(what, [t], lambda v, r: build_op(v[0], dims, r), t.element_type), dims  # type: ignore[return-value]
+        return t, self._fd._define(what, [t], lambda v, r: build_op(v[0], dims, r), t.element_type), dims
 
     def mean(self, arg: Tensor, dims: object = None, keepdim: bool = False) -> Tensor:
         t, mean, dims = self._statistic("fd.ops.mean", arg, fusion.MeanOp, dims)
@@ -1512,14 +1515,14 @@ class Ops:
         factor = None if scale is None else float(self._constant(what, scale, "scale", (int, float)))
         return float(dropout), bool(causal), factor
 
-    def _constant(self, what: str, value: object, name: str, kinds: tuple[type, ...]) -> object:
+    def _constant(self, what: str, value: object, name: str, kinds: tuple[type, ...]) -> bool | int | float:
         """A Python constant, or the value of a constant Scalar."""
         if isinstance(value, Scalar):
             value = value.value
         if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
             raise FusionDefinitionError(f"{what}: {name} must be a constant {' or '.join(k.__name__ for k in kinds)}, "
                                         f"got {value!r}")
-        return value
+        return cast(bool | int | float, value)  # one of `kinds`, all numbers
 
     def _random_state(self, what: str) -> tuple[Tensor, Tensor]:
         """This run's (seed, offset) tensors: fusion.rng_seed and its element 1."""
@@ -1540,19 +1543,21 @@ class _Promotion(Enum):
     """As DEFAULT, integers and predicates in float32 too (exp, sqrt, ...)."""
 
 
-def _promoted_type(values: Sequence[_Value], promotion: _Promotion, what: str) -> DataType:
+def _promoted_type(values: Sequence[Tensor | Scalar], promotion: _Promotion, what: str) -> DataType:
     """The type nvFuser computes `values` in (computeTypes): the one they share, or
     torch's result type of tensors of rank > 0, then of rank 0, then of scalars (whose
     half precision counts as float32), by category (bool < integer < float)."""
-    dtypes = {v.dtype for v in values}  # type: ignore[attr-defined]
+    dtypes = {v.dtype for v in values}
     if len(dtypes) == 1:
         (common,) = dtypes
     else:
         ranked = [[v.dtype for v in values if isinstance(v, Tensor) and v.ndim > 0],
                   [v.dtype for v in values if isinstance(v, Tensor) and v.ndim == 0],
-                  [_FULL_PRECISION.get(v.dtype, v.dtype) for v in values if not isinstance(v, Tensor)]]  # type: ignore[attr-defined]
+                  [_FULL_PRECISION.get(v.dtype, v.dtype) for v in values if not isinstance(v, Tensor)]]
         results = [_promote_all(group, what) for group in ranked]
-        common = _combine_categories(results[0], _combine_categories(results[1], results[2], what), what)  # type: ignore[arg-type]
+        combined = _combine_categories(results[0], _combine_categories(results[1], results[2], what), what)
+        assert combined is not None  # values of two or more types: some group has one
+        common = combined
     if promotion == _Promotion.FLOAT and not common.is_float:
         common = DataType.Float
     if promotion != _Promotion.NONE:
