@@ -284,7 +284,9 @@ def _matmuls_ms(loop: scf.ForOp, machine: Machine) -> float:
 def input_bytes(op: Operation, member: int) -> int:
     """Bytes of `op`'s input on `member` (static: copy_engine_problem has checked)."""
     source = tensor_type(op.operands[0])
-    return math.prod(source.local_shape(member)) * source.element_bytes()
+    shape = source.local_shape(member)
+    assert shape is not None  # the team is the input's whole mesh (copy_engine_problem), so it holds `member`
+    return math.prod(shape) * source.element_bytes()
 
 
 def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
@@ -387,8 +389,10 @@ def symmetric_slice_per_iteration(chunk: TensorType, loop: scf.ForOp, op: Operat
     inserted). A symmetric buffer is acquired from the peers, not from an allocator: a
     chunk reused by the next iteration, on another stream, would be overwritten while
     this iteration still reads it."""
+    trips = _trip_count(loop)
+    assert trips is not None  # copy_engine_problem admits only a loop with constant bounds from 0 by 1
     order = (0, *(p + 1 for p in chunk.allocation_order()))
-    whole = TensorType.of(chunk.element_type, [Axis(_trip_count(loop)), *chunk.axes], chunk.mesh, order)
+    whole = TensorType.of(chunk.element_type, [Axis(trips), *chunk.axes], chunk.mesh, order)
     allocate = located_like(hir.AllocateOp(whole, symmetric=True), op)
     allocate.result.name_hint = name
     Rewriter.insert_op(allocate, InsertPoint.before(loop))

@@ -106,6 +106,8 @@ class MemberSplit:
     def emit(self, block: Block, position: SSAValue, sources: Sources | None = None) -> None:
         """The op on member `position`'s part, at the end of `block`. `sources`: operands
         whose part is read from another tensor instead, by operand: (that tensor, its axis)."""
+        assert isinstance(self.op, fusion.StreamSliceable)  # `of` splits only stream-sliceable ops
+        assert self.op.out is not None  # `of` splits only ops with a destination, which the parts write
         sources = sources or {}
         views = {v: _view(block, *sources.get(v, (v, axis)), position, self.op) for v, axis in self.removed.items()}
         out = _view(block, self.op.out, self.axis, position, self.op)
@@ -152,6 +154,7 @@ def team_position(collective: hir.CollectiveOp) -> SSAValue:
     at its start."""
     program = collective.parent_op()
     while not isinstance(program, hir.ProgramOp):
+        assert program is not None  # the pass visits only collectives inside host programs
         program = program.parent_op()
     block = program.body.block
     for op in block.ops:
@@ -159,6 +162,7 @@ def team_position(collective: hir.CollectiveOp) -> SSAValue:
             return op.result
     position = located_like(hir.TeamPositionOp(collective.teams), collective)
     position.result.name_hint = "me"
+    assert block.first_op is not None  # the program's block holds the collective, or the op around it
     block.insert_op_before(position, block.first_op)
     return position.result
 
@@ -300,4 +304,5 @@ class SplitByMember(ModulePass):
                 if isinstance(collective, hir.AllgatherOp):
                     split_allgather_consumer(collective)
                 else:
+                    assert isinstance(collective, (hir.ReduceScatterOp, hir.AllreduceOp))  # verified: no other kind uses copy engines
                     split_scatter_producer(collective)
