@@ -28,7 +28,7 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
-from hostir_dialect.tensor_type import TensorType
+from hostir_dialect.tensor_type import TensorType, tensor_type
 
 from .segmenter import Group, MergePredicate, is_standalone_host_op, segment, should_merge_segmented_groups
 
@@ -101,8 +101,9 @@ class _ProgramBuilder:
             _move_into(op, unit.body.block, unit_mapping)
         unit.body.block.add_op(located_like(fusion.ReturnOp(*(unit_mapping[v] for v in outputs)), group.ops[-1]))
         self.units.append(unit)
+        # A group's outputs are results of its compute ops, which are tensors.
         call = located_like(
-            hir.PostOnStreamOp(name, [self.mapping[v] for v in inputs], [v.type for v in outputs]), group.ops[0]
+            hir.PostOnStreamOp(name, [self.mapping[v] for v in inputs], [tensor_type(v) for v in outputs]), group.ops[0]
         )
         block.add_op(call)
         self.mapping.update(_named_like(outputs, call.outputs))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import contextmanager
+from typing import cast
 
 import torch
 from xdsl.dialects import arith, scf
@@ -115,7 +116,8 @@ class Ordering:
         event = self._events.get(key)
         if event is None:
             event = self._events[key] = torch.cuda.Event()
-        event.record(stream or self.current())
+        # On CUDA, `current` gives torch's streams (the pool's or torch's current one).
+        event.record(cast(torch.cuda.Stream, stream or self.current()))
         return event
 
     def join(self, mark) -> None:
@@ -405,10 +407,9 @@ def posts_per_run(op: Operation) -> int:
     count, parent = 1, op.parent_op()
     while parent is not None and not isinstance(parent, hir.ProgramOp):
         if isinstance(parent, scf.ForOp):
-            bounds = [_constant(v) for v in (parent.lb, parent.ub, parent.step)]
-            if None in bounds or bounds[2] <= 0:
+            lower, upper, step = (_constant(v) for v in (parent.lb, parent.ub, parent.step))
+            if lower is None or upper is None or step is None or step <= 0:
                 raise op_error(op, "a copy-engine collective needs loops with constant bounds (its flags are counted when the program is compiled)")
-            lower, upper, step = bounds
             count *= max(0, -(-(upper - lower) // step))
         parent = parent.parent_op()
     return count
@@ -419,6 +420,12 @@ def _flags_of(op: hir.CollectiveOp) -> int:
     algorithm = copy_engine_algorithm(op.name)
     assert algorithm is not None  # verified: a copy-engine collective has one
     return posts_per_run(op) * algorithm.phases
+
+
+def _reduction(op: hir.CollectiveOp) -> ReduceKind:
+    """The reduction kind of a copy-engine reduce-scatter or all-reduce."""
+    assert op.reduction is not None  # verified: a reducing collective names its reduction
+    return op.reduction.data
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -447,7 +454,9 @@ class CopyEngineProgram:
         self.heap = SymmetricHeap(rank, device, groups, timeout)
         self.ordering = Ordering(device, current, hazards, lanes)
         self.hazards = hazards
-        self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags, int]] = {}
+        self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags | None, int]] = {}
+        """Each symmetric buffer of this rank: its instances, its team's flags (None: a
+        team of one, which has no peer to hand it over to) and its handshake slot."""
         self.collectives: list[CopyEngineCollective] = []
         symmetric = [op for op in program.walk() if isinstance(op, hir.AllocateOp) and op.is_symmetric]
         posting = [op for op in program.walk() if isinstance(op, hir.CollectiveOp) and op.uses_copy_engine]
@@ -464,7 +473,8 @@ class CopyEngineProgram:
     def _create_flags(self, symmetric: list[hir.AllocateOp], posting: list[hir.CollectiveOp]) -> dict[tuple[int, ...], Flags]:
         """The flags of every team this rank is in, slots assigned in program order."""
         counts: dict[tuple[int, ...], int] = {}
-        for op in [*symmetric, *posting]:
+        ops: list[hir.AllocateOp | hir.CollectiveOp] = [*symmetric, *posting]
+        for op in ops:
             team = self._team_of(op)
             self._slots[op] = counts.get(team, 0)
             counts[team] = self._slots[op] + (1 if isinstance(op, hir.AllocateOp) else _flags_of(op))
@@ -509,8 +519,9 @@ class CopyEngineProgram:
 
         def acquire() -> torch.Tensor:
             stream = current()
-            for peer in peers:
-                flags.wait(peer, slot, stream)
+            if flags is not None:  # None: a team of one, no peer to wait for
+                for peer in peers:
+                    flags.wait(peer, slot, stream)
             if hazards is not None:
                 hazards.acquire(symmetric.local)
             return symmetric.local
@@ -529,8 +540,9 @@ class CopyEngineProgram:
             if hazards is not None:
                 hazards.release(hazards.current_stream(), deallocate, symmetric.local)
             stream = current()
-            for peer in peers:
-                flags.signal(peer, slot, stream)
+            if flags is not None:  # None: a team of one, no peer to tell
+                for peer in peers:
+                    flags.signal(peer, slot, stream)
 
         return release
 
@@ -544,10 +556,10 @@ class CopyEngineProgram:
                                                                    fills_own_slot=op.fills_own_slot)
         elif isinstance(op, hir.ReduceScatterOp):
             collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via),
-                                                 op.reduction.data, op)
+                                                 _reduction(op), op)
         else:
             collective = CopyEngineAllreduce(flags, first, slots, self.ordering, self._symmetric(op, op.via),
-                                             op.reduction.data, op)
+                                             _reduction(op), op)
         self.collectives.append(collective)
         return collective
 
