@@ -19,6 +19,16 @@ def test_a_line_fit_gives_latency_and_bandwidth():
     assert calibrate.fit_line(points) == {"latency_us": 20.0, "gbps": 300.0}
 
 
+def test_the_matmul_rate_is_the_largest_gemms_and_the_half_rate_what_small_ones_take_beyond_it():
+    peak, overhead_ms = 700e9, 0.003  # flops per ms (700 TFLOP/s), and 3 µs per GEMM
+    sizes = (2 * 1024**3, 2 * 4096**3, 2 * 8192**2 * 1024, 2 * 16384 * 8192 * 4096, 2 * 512**3)
+    points = [(f, f / peak + overhead_ms) for f in sizes]
+    tflops, half_rate_gflop = calibrate.matmul_rate(points)
+    # The largest GEMM's own 3 µs lowers the peak a little; the half rate is peak x overhead.
+    assert tflops == pytest.approx(700, rel=2e-3)
+    assert half_rate_gflop == pytest.approx(700e9 * overhead_ms / 1e9, rel=1e-2)
+
+
 @pytest.mark.gpu
 def test_it_measures_every_constant_the_cost_model_reads(tmp_path):
     if torch.cuda.device_count() < 2:
