@@ -6,10 +6,11 @@ from __future__ import annotations
 from xdsl.dialects import arith, scf
 from xdsl.ir import Operation
 
-from hostir_dialect import arith_semantics
+from hostir_dialect import arith_semantics, hir
 from hostir_dialect.diagnostics import op_error
+from hostir_dialect.tensor_type import TensorType, tensor_type
 
-from .context import FunctionCompiler, Handler, emit_call
+from .context import FunctionCompiler, Handler, emit_call, value_name
 
 
 def arith_constant(c: FunctionCompiler, op: arith.ConstantOp) -> None:
@@ -32,6 +33,10 @@ def arith_identity(c: FunctionCompiler, op: Operation) -> None:
 
 
 def scf_for(c: FunctionCompiler, op: scf.ForOp) -> None:
+    if _bound_held_elsewhere(c, op):
+        # A stream loop over a tensor of a smaller mesh: where that tensor is not held,
+        # the loop does nothing here, and runs no iteration.
+        return c.assign(list(map(c.name, op.res)), list(map(c.name, op.iter_args)))
     body = op.body.block
     carried = list(map(c.name, body.args[1:]))
     c.assign(carried, list(map(c.name, op.iter_args)))
@@ -43,6 +48,28 @@ def scf_for(c: FunctionCompiler, op: scf.ForOp) -> None:
     with c.nested():
         c.assign(carried, list(map(c.name, body.last_op.operands)))
     c.assign(list(map(c.name, op.res)), carried)
+
+
+def _bound_held_elsewhere(c: FunctionCompiler, op: scf.ForOp) -> bool:
+    """Is one of the loop's bounds the extent of a tensor this rank does not hold? Then
+    the loop must have nothing to do on this rank (refused, located, where it has)."""
+    sources = [b.owner for b in (op.lb, op.ub, op.step) if isinstance(b.owner, hir.ExtentOp)]
+    missing = next((s.input for s in sources if not tensor_type(s.input).is_on_rank(c.rank)), None)
+    if missing is None or not c.local:
+        return False
+    working = next((inner for inner in op.body.walk() if _works_on_rank(inner, c.rank)), None)
+    if working is not None:
+        raise op_error(op, f"runs as many times as {value_name(missing)} is long, which rank {c.rank} does not "
+                           f"hold, but its '{working.name}' works on rank {c.rank}")
+    return True
+
+
+def _works_on_rank(op: Operation, rank: int | None) -> bool:
+    """Does `op` touch a tensor held by `rank`, or communicate with it?"""
+    if isinstance(op, (hir.CollectiveOp, hir.PointToPointOp)):
+        return rank is not None and op.takes_part(rank)
+    values = (*op.operands, *op.results)
+    return any(isinstance(v.type, TensorType) and v.type.is_on_rank(rank) for v in values)
 
 
 def scf_if(c: FunctionCompiler, op: scf.IfOp) -> None:

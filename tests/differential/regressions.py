@@ -722,4 +722,20 @@ t19.axis(2).parallelize(ParallelType.DIDx)
 t19.set_allocation_order([0, 2, 1])
 t22.set_allocation_order([1, 0])
 """, "correct"),
+    # A long CPU profile (seed 41, 4 ranks): a stream loop over a result on mesh [0, 1],
+    # with its trip count read from that result, crashed ranks 2 and 3 (they hold none of
+    # it: `range(None)`); the loop does nothing there and now runs no iteration.
+    "stream_loop_over_a_smaller_mesh": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([1, -1], dtype='float32')  # concrete: [1, 8]
+    t2 = fd.ops.pow(2.0, t0)
+    t4 = fd.ops.abs(t2)
+    t6 = fd.ops.reciprocal(fd.ops.add(t4, 1.0))
+    fd.add_output(t6)
+t0.set_device_mesh(DeviceMesh([0, 1, 2, 3]))
+t0.outer_split(1, 4)
+t0.axis(1).parallelize(ParallelType.DIDx)
+t6.set_device_mesh(DeviceMesh([0, 1]))
+t6.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
 }

@@ -615,6 +615,25 @@ def test_a_buffer_sized_by_a_tensor_this_rank_does_not_hold_is_refused_where_it_
         Evaluator(m, rank=1, world_size=2)
 
 
+def test_a_loop_counted_by_a_tensor_this_rank_does_not_hold_runs_nowhere_else_or_is_refused():
+    # The trip count is %x's length, held by rank 0 only. A body working on %y alone
+    # (rank 0's too) runs no iteration on rank 1; one reading %z, which rank 1 holds,
+    # is refused there (a long differential profile crashed on such a loop: range(None)).
+    X, Y, Z = (f"!fusion.tensor<f32[?, 4], mesh=[{m}]>" for m in ("0", "0", "0, 1"))
+    R = {m: f"!fusion.tensor<f32[4], mesh=[{m}]>" for m in ("0", "0, 1")}
+
+    def looping(over: str, t: str, row: str):
+        body = (f"%n = hir.extent %x axis 0 : {X}\n %c0 = arith.constant 0 : index\n %c1 = arith.constant 1 : index\n"
+                f" scf.for %i = %c0 to %n step %c1 {{\n %r = hir.alias_select {over}[%i] axis 0 : {t} -> {row}\n }}\n"
+                f" hir.return")
+        return parse_module(program(body, f"%x: {X}, %y: {Y}, %z: {Z}", ""), "prog.mlir")
+
+    assert Evaluator(looping("%y", Y, R["0"]), rank=1, world_size=2).run([None, None, torch.zeros(3, 4)]) == []
+    with pytest.raises(HostIRError, match=r"prog.mlir:5:2: error: 'scf.for' op runs as many times as %x is long, which "
+                                          r"rank 1 does not hold, but its 'hir.alias_select' works on rank 1"):
+        Evaluator(looping("%z", Z, R["0, 1"]), rank=1, world_size=2)
+
+
 def test_an_input_is_laid_out_as_its_type_says_before_the_program_reads_it():
     T = "!fusion.tensor<f32[4, 6]>"
     a = torch.randn(6, 4).t()
