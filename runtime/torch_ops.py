@@ -446,7 +446,9 @@ def _where(op: fusion.WhereOp, ctx: OpContext) -> Kernel:
     dtype = ctx.dtype(op.result)
 
     def fresh(c: Any, a: Any, b: Any) -> torch.Tensor:
-        condition = c if isinstance(c, torch.Tensor) else torch.tensor(bool(c), device=ctx.device)
+        # A scalar condition is filled on the device: torch.tensor would copy it from the
+        # host, which a CUDA graph cannot capture.
+        condition = c if isinstance(c, torch.Tensor) else torch.full((), bool(c), device=ctx.device)
         return torch.where(condition, a, b).to(dtype)
 
     return Kernel(fresh, lambda out, c, a, b: copy_into(out, fresh(c, a, b)))
