@@ -28,7 +28,7 @@ import pickle
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,13 @@ mp.get_context("forkserver").set_forkserver_preload(["hostir.runtime"])
 
 
 class SpmdError(RuntimeError):
-    """A multi-rank run failed: which rank, and why."""
+    """A multi-rank run failed: which rank, and why. `completed`: the results of the
+    pieces of work every rank had finished and kept (`keep_progress`), in order, up to
+    the first one a rank lacks ([piece][rank])."""
+
+    def __init__(self, message: str, completed: list[list] | None = None):
+        super().__init__(message)
+        self.completed = completed or []
 
 
 @dataclass
@@ -180,10 +186,16 @@ def join_torchrun_world() -> bool:
 # --------------------------------------------------------------------------- #
 
 
-def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult]:
-    """Run every job on this rank of an initialized world (all ranks run the same jobs)."""
+def run_jobs(rank: int, world_size: int, jobs: Sequence[Job], keep_progress: bool = False) -> list[RankResult]:
+    """Run every job on this rank of an initialized world (all ranks run the same jobs);
+    with `keep_progress`, each job's result is kept as it finishes (`keep`)."""
+    results = _jobs_run(rank, world_size, jobs)
+    return [keep(index, result) if keep_progress else result for index, result in enumerate(results)]
+
+
+def _jobs_run(rank: int, world_size: int, jobs: Sequence[Job]) -> Iterator[RankResult]:
+    """Each job's result on this rank, job after job."""
     device = device_for(dist.get_backend(), rank) if dist.is_initialized() else torch.device("cpu")
-    results = []
     for job in jobs:
         try:
             evaluator = Evaluator(parse_module(job.program, "<job>"), name=job.name, rank=rank, world_size=world_size,
@@ -193,7 +205,7 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
         except HostIRError as error:
             if not job.refusal_is_a_result:
                 raise
-            results.append(RankResult([], [], None, refusal=str(error)))
+            yield RankResult([], [], None, refusal=str(error))
             continue
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in job.inputs[rank]]
         times, outputs = [], []
@@ -205,9 +217,29 @@ def run_jobs(rank: int, world_size: int, jobs: Sequence[Job]) -> list[RankResult
             times.append(time.perf_counter() - start)
         trace = traced_run(evaluator, inputs)[1] if job.trace else None
         expected = job.reference.outputs() if job.reference is not None and rank == 0 else None
-        results.append(RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode,
-                                  trace, expected))
-    return results
+        yield RankResult([_to_cpu(x) for x in outputs], times, evaluator.stream_log, evaluator.graph_mode, trace,
+                         expected)
+
+
+_PROGRESS_DIR: Path | None = None
+"""In a spawned rank: the launch's private directory, where `keep` writes."""
+
+
+def _keep_progress_in(directory: Path) -> None:
+    global _PROGRESS_DIR
+    _PROGRESS_DIR = directory
+
+
+def keep(index: int, result: Any) -> Any:
+    """In a spawned rank, keep the result of the `index`-th piece of its work, and return
+    it: if the launch fails later, what every rank kept comes back with the error
+    (SpmdError.completed). Outside a launch, nothing is kept."""
+    if _PROGRESS_DIR is not None:
+        path = _PROGRESS_DIR / f"rank{dist.get_rank()}.part{index}.pt"
+        # Written whole and renamed: a rank stopped while writing leaves no half file.
+        torch.save(result, path.with_suffix(".partial"))
+        path.with_suffix(".partial").replace(path)
+    return result
 
 
 def _to_cpu(value: Any) -> Any:
@@ -244,6 +276,7 @@ def _worker(rank: int, world_size: int, backend: str, result_dir: str, fn: Calla
         # peer still blocked in a collective would report "connection closed" instead of
         # its own timeout (the launcher stops everyone as soon as a rank fails).
         finish_line = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=launch_timeout))
+        _keep_progress_in(Path(result_dir))
         result = fn(rank, world_size, *args)
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
         finished = True
@@ -286,11 +319,24 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
         )
         try:
             _wait(context.processes, Path(result_dir), timeout)
+        except SpmdError as error:
+            _kill(context)  # every rank stopped: what they kept is whole
+            error.completed = _kept(Path(result_dir), world_size)
+            raise
         finally:
             # Whatever happened (a rank failed, the launch timed out, the caller was
             # interrupted), no rank outlives the launch.
             _kill(context)
         return [torch.load(Path(result_dir) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
+
+
+def _kept(result_dir: Path, world_size: int) -> list[list]:
+    """What every rank kept (`keep`), piece by piece, up to the first piece a rank lacks."""
+    kept: list[list] = []
+    while all((result_dir / f"rank{r}.part{len(kept)}.pt").exists() for r in range(world_size)):
+        index = len(kept)
+        kept.append([torch.load(result_dir / f"rank{r}.part{index}.pt", weights_only=False) for r in range(world_size)])
+    return kept
 
 
 def _wait(processes: Sequence, result_dir: Path, timeout: float) -> None:
@@ -380,12 +426,16 @@ def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
 
 
 def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None = None, timeout: float = 300,
-                   collective_timeout: float = 60, max_world: int = DEFAULT_MAX_WORLD) -> list[list[RankResult]]:
-    """Run every job on `world_size` spawned ranks, in one launch: results[job][rank]."""
+                   collective_timeout: float = 60, max_world: int = DEFAULT_MAX_WORLD,
+                   keep_progress: bool = False) -> list[list[RankResult]]:
+    """Run every job on `world_size` spawned ranks, in one launch: results[job][rank].
+    `keep_progress`: each job's results are kept as every rank finishes it, so that a
+    failing launch's SpmdError holds those of the jobs before the failure (`completed`,
+    [job][rank]), and a caller can go on from there instead of starting over."""
     for job in jobs:
         if len(job.inputs) != world_size:
             raise ValueError(f"a job has inputs for {len(job.inputs)} ranks but the world has {world_size}")
-    per_rank = launch(run_jobs, world_size, (list(jobs),), backend=backend, timeout=timeout,
+    per_rank = launch(run_jobs, world_size, (list(jobs), keep_progress), backend=backend, timeout=timeout,
                       collective_timeout=collective_timeout, max_world=max_world)
     return [[per_rank[r][j] for r in range(world_size)] for j in range(len(jobs))]
 

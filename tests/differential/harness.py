@@ -33,8 +33,10 @@ How programs run (spawning ranks costs ~10 s on 2 cores, so as few launches as p
 3. The survivors of one world size run in ONE launch (`runtime.run_spmd_batch`). A crash
    inside one job kills the launch; the failing job is identified from the location of
    its diagnostic (each job's text is shifted by its own number of blank lines, so the
-   line number names the job), recorded, and the rest relaunched. A failure without a
-   location is found by bisection.
+   line number names the job), recorded, and the jobs after it relaunched: those every
+   rank finished before it keep their results (`keep_progress`), so each crash costs one
+   launch of what is left, not of everything. A failure without a location is found by
+   bisection.
 
 Inputs: floats uniform in [-1, 1), integers in [-3, 3], so every value stays finite
 (the generator guards log/sqrt/rsqrt/reciprocal/div/pow; see generator.py). NaN would
@@ -471,11 +473,15 @@ def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None,
         jobs = [_job(c, k * stride, device) for k, c in enumerate(pending)]
         try:
             results = runtime.run_spmd_batch(jobs, world_size, backend=backend, timeout=120 + 2 * len(jobs),
-                                             collective_timeout=COLLECTIVE_TIMEOUT)
+                                             collective_timeout=COLLECTIVE_TIMEOUT, keep_progress=True)
         except runtime.SpmdError as error:
             message = str(error)
             log(f"launch of {len(pending)} programs on {world_size} ranks failed: {message[:300]}")
             culprit = _job_named_by(message, stride, len(pending))
+            # The jobs every rank finished before the failure are done: go on after them.
+            finished = min(len(error.completed), len(pending) if culprit is None else culprit)
+            done |= _recorded(pending[:finished], error.completed, stride)
+            pending, culprit = pending[finished:], None if culprit is None else culprit - finished
             if culprit is None and len(pending) > 1:  # no location: bisect
                 half = len(pending) // 2
                 return (done | _run_until_clean(pending[:half], world_size, log, device)
@@ -484,12 +490,19 @@ def _run_until_clean(pending: list[Case], world_size: int, log=lambda *_: None,
             outcome, _, where = classify(error)
             done[id(case)] = case.result(outcome, "spawn", _unshifted(message, stride), where)
             continue
-        for case, per_rank in zip(pending, results):
-            refusal = next((r.refusal for r in per_rank if r.refusal is not None), None)
-            done[id(case)] = ([r.outputs for r in per_rank] if refusal is None
-                              else case.result("refused", "compile", _unshifted(refusal, stride), ""))
+        done |= _recorded(pending, results, stride)
         pending = []
     return done
+
+
+def _recorded(cases: list[Case], results: list[list], stride: int) -> dict[int, Result | list[list]]:
+    """id(case) -> every rank's outputs, or its refusal (reached by every rank alike)."""
+    recorded: dict[int, Result | list[list]] = {}
+    for case, per_rank in zip(cases, results):
+        refusal = next((r.refusal for r in per_rank if r.refusal is not None), None)
+        recorded[id(case)] = ([r.outputs for r in per_rank] if refusal is None
+                              else case.result("refused", "compile", _unshifted(refusal, stride), ""))
+    return recorded
 
 
 def _unshifted(message: str, stride: int) -> str:

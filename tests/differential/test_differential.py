@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from hostir import runtime
 from hostir_dialect import FusionDefinitionError
 from hostir_dialect.frontend import Ops
 
@@ -91,6 +92,31 @@ def test_every_defect_found_stays_fixed():
     changed = {name: f"{got[name].outcome}: {got[name].message[:300]}"
                for name, r in REGRESSIONS.items() if got[name].outcome != r.outcome}
     assert not changed, changed
+
+
+def test_after_a_crash_only_the_jobs_after_the_culprit_run_again(monkeypatch):
+    # Three programs in one launch; the second crashes. The launcher hands back what every
+    # rank finished before (the first), so the relaunch holds the third alone.
+    sources = [r.source for r in REGRESSIONS.values() if r.world_size == 2 and r.disabled is None][:3]
+    cases = [harness.Case(program_from_source(s, 2), i, None, harness.Lowering.parse("nccl")) for i, s in enumerate(sources)]
+    assert all(harness.prepare(case, 0) is None for case in cases)  # lowered: each has its text
+    launched: list[int] = []
+
+    def fake_batch(jobs, world_size, **options):
+        launched.append(len(jobs))
+        texts = [job.program.strip() for job in jobs]
+        finished = [[runtime.RankResult([index], [], None) for _ in range(world_size)] for index in range(len(jobs))]
+        if cases[1].text.strip() in texts:
+            k = texts.index(cases[1].text.strip())
+            line = jobs[k].program.count("\n", 0, len(jobs[k].program) - len(jobs[k].program.lstrip("\n"))) + 1
+            raise runtime.SpmdError(f"rank 0 failed: ExecutionError: <job>:{line}:1: error: boom", completed=finished[:k])
+        return finished
+
+    monkeypatch.setattr(harness.runtime, "run_spmd_batch", fake_batch)
+    done = harness._run_until_clean(list(cases), 2)
+    assert launched == [3, 1]
+    assert done[id(cases[0])] == [[0], [0]] and done[id(cases[2])] == [[0], [0]]
+    assert done[id(cases[1])].outcome == "crash" and "boom" in done[id(cases[1])].message
 
 
 def test_the_generator_draws_mostly_valid_definitions_covering_every_op():

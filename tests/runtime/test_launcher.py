@@ -68,6 +68,20 @@ def test_a_failing_rank_stops_the_others_and_is_named():
     assert time.monotonic() - start < 50, "the launcher waited for the collective timeout"
 
 
+def test_a_failing_launch_keeps_the_results_of_the_jobs_every_rank_finished_before():
+    # The differential harness goes on after a crash from the job after the culprit; the
+    # jobs before it need not run again. Job 1 fails on rank 1 (a wrongly shaped input).
+    good, bad = [[torch.full((1, 4), 1.0)], [torch.full((1, 4), 2.0)]], [[torch.zeros(1, 4)], [torch.zeros(3, 4)]]
+    jobs = [Job(ALLGATHER, good), Job(ALLGATHER, bad), Job(ALLGATHER, good)]
+    with pytest.raises(SpmdError, match="rank 1 failed: InputError") as error:
+        run_spmd_batch(jobs, world_size=2, backend="gloo", keep_progress=True)
+    (first,) = error.value.completed
+    assert all(torch.equal(r.outputs[0], torch.tensor([[1.0] * 4, [2.0] * 4])) for r in first)
+    with pytest.raises(SpmdError) as unkept:
+        run_spmd_batch(jobs, world_size=2, backend="gloo")
+    assert unkept.value.completed == []
+
+
 def test_a_rank_blocked_on_a_missing_peer_times_out():
     # Only rank 0 holds the buffer, so only it receives; nobody sends.
     T = "!fusion.tensor<f32[4], mesh=[0]>"
