@@ -148,7 +148,8 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             phases = machine.phases_ms(kind, transport, chunk, team_size, spans)
             per_chunk_communication += sum(phases)
             last_phase += phases[-1]
-            phases_per_chunk += len(phases)
+            if tensor_type(op.result).stream_axis() is not None:  # posted by every iteration
+                phases_per_chunk += len(phases)
             latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,

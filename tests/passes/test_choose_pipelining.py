@@ -50,6 +50,24 @@ def test_each_phase_of_each_chunk_costs_its_signal_and_wait():
     assert two.pipelined_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(1.5 + 0.8)
 
 
+def test_only_the_collectives_of_the_loop_pay_a_phase_per_chunk():
+    # Two all-gathers: one of a stream-parallel result (posted by each of the 4
+    # iterations), one of a whole result (posted once, outside the loop).
+    from hostir.passes.choose_pipelining import estimate
+    from hostir.passes.cost_model import Machine, Topology
+    from hostir_dialect.context import parse_module
+
+    A, B = "!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>", "!fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>"
+    G, S = "!fusion.tensor<f32[2, 4], mesh=[0, 1]>", "!fusion.tensor<f32[4 stream, 2], mesh=[0, 1]>"
+    (func,) = parse_module(f"""fusion.func @f(%a: {A}, %b: {B}) -> ({G}, {S}) {{
+  %g = fusion.set %a : {A} -> {G}
+  %s = fusion.set %b : {B} -> {S}
+  fusion.return %g, %s : {G}, {S}
+}}""").ops
+    stages = estimate(func, Machine.load("h200x2"), Topology.of(0))
+    assert stages is not None and stages.chunks == 4 and stages.phases_per_chunk == 1
+
+
 def test_a_machine_measured_before_the_per_phase_gpu_cost_prices_it_at_zero(tmp_path, monkeypatch):
     from hostir.passes.cost_model import MACHINES, Machine
 
