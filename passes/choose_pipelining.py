@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from hostir_dialect import fusion, hir
@@ -77,6 +78,9 @@ class Stages:
     follows a chunk's compute. A copy-engine all-reduce's first phase runs beside the
     chunk's own compute, its second (reduce, push, signal) beside the next chunk's, so
     only the last chunk's second phase is left once the matmuls are done."""
+    outside: float = 0.0
+    """Of `communication` and `matmuls`, what runs once, outside the loop (on results
+    without a stream axis), before or after it in either schedule."""
     phases_per_chunk: int = 0
     """How many phases the chunk's collectives take (NCCL's one, a copy-engine all-reduce's
     two): each adds a signal and a wait on the GPU (`Machine.gpu_us_per_phase`)."""
@@ -92,7 +96,7 @@ class Stages:
         slowed = matmuls + self.slowdown * min(communication, matmuls)
         last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
         gpu = max(communication, slowed) + min(last, g) + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
-        return max(gpu, self.chunks * host_ms_per_chunk)
+        return max(gpu + self.outside, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
         return max(self.communication + self.matmuls + self.reorders, host_ms_per_chunk)
@@ -117,7 +121,7 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
     chunks = stream_chunks(func)
     if chunks is None:
         return None
-    matmuls = per_chunk_matmuls = 0.0
+    matmuls = per_chunk_matmuls = outside = 0.0
     for op in func.body.block.ops:
         if isinstance(op, (fusion.MatmulOp, fusion.LinearOp)):
             flops = matmul_flops(tensor_type(op.result))
@@ -125,7 +129,10 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
                 return None
             element = str(tensor_type(op.result).element_type)
             matmuls += machine.matmul_ms(flops, element)
-            per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
+            if _in_loop(op):
+                per_chunk_matmuls += machine.matmul_ms(flops / chunks, element)
+            else:
+                outside += machine.matmul_ms(flops, element)
     communication = per_chunk_communication = last_phase = latency = slowdown = reorders = 0.0
     phases_per_chunk = 0
     for op in func.body.block.ops:
@@ -138,22 +145,31 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             listed = teams.along is None  # the copy engines carry a listed team only
             if not machine.prices(kind, spans):
                 return None
-            communication += machine.fastest_collective_ms(kind, size, team_size, spans, listed)
+            whole = machine.fastest_collective_ms(kind, size, team_size, spans, listed)
+            communication += whole
             if _member_axis_inside_stream_axis(op, parallel):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
-            chunk = _per_iteration(op, size, chunks)
+            if not _in_loop(op):
+                outside += whole
+                continue
+            chunk = size // chunks
             # As convert-op-to-communication picks: the loop's matmuls run beside it.
             transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls,
                                                   copy_engines=listed and not spans)
             phases = machine.phases_ms(kind, transport, chunk, team_size, spans)
             per_chunk_communication += sum(phases)
             last_phase += phases[-1]
-            if tensor_type(op.result).stream_axis() is not None:  # posted by every iteration
-                phases_per_chunk += len(phases)
+            phases_per_chunk += len(phases)
             latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
-                  latency, reorders, last_phase, phases_per_chunk)
+                  latency, reorders, last_phase, outside, phases_per_chunk)
+
+
+def _in_loop(op: Operation) -> bool:
+    """Does stream-parallel-type compute `op` chunk by chunk (its result has a stream
+    axis), rather than once, whole, before or after the loop?"""
+    return tensor_type(op.results[0]).stream_axis() is not None
 
 
 def _collective(op: fusion.ComputeOp) -> tuple[type[hir.CollectiveOp], hir.Team, ParallelKind] | None:
@@ -190,12 +206,6 @@ def _input_bytes(op: fusion.ComputeOp) -> int | None:
     assert source.mesh is not None  # a communicating op's input has one (_collective)
     shape = source.local_shape(source.mesh.devices[0])
     return None if shape is None or DYNAMIC in shape else math.prod(shape) * source.element_bytes()
-
-
-def _per_iteration(op: fusion.ComputeOp, size: int, chunks: int) -> int:
-    """Of `size` bytes, what one iteration of the stream loop moves (all of them where the
-    op is outside the loop)."""
-    return size // chunks if tensor_type(op.result).stream_axis() is not None else size
 
 
 def unpipeline(func: fusion.FuncOp) -> None:

@@ -50,11 +50,18 @@ def test_each_phase_of_each_chunk_costs_its_signal_and_wait():
     assert two.pipelined_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(1.5 + 0.8)
 
 
-def test_only_the_collectives_of_the_loop_pay_a_phase_per_chunk():
+def test_what_runs_once_outside_the_loop_is_paid_once_in_either_schedule():
+    outside = replace(BALANCED, communication=1.5, matmuls=1.5, outside=1.0)  # 0.5 + 0.5 of it once, whole
+    assert outside.pipelined_ms(0.0) == pytest.approx(1.25 + 1.0)
+    assert outside.serial_ms(0.0) == pytest.approx(3.0)
+
+
+def test_a_collective_outside_the_loop_is_priced_once_whole():
     # Two all-gathers: one of a stream-parallel result (posted by each of the 4
-    # iterations), one of a whole result (posted once, outside the loop).
+    # iterations, a quarter of its bytes each), one of a whole result (once, outside).
     from hostir.passes.choose_pipelining import estimate
     from hostir.passes.cost_model import Machine, Topology
+    from hostir_dialect import hir
     from hostir_dialect.context import parse_module
 
     A, B = "!fusion.tensor<f32[2 didx, 4], mesh=[0, 1]>", "!fusion.tensor<f32[4, 2 didx], mesh=[0, 1]>"
@@ -64,8 +71,13 @@ def test_only_the_collectives_of_the_loop_pay_a_phase_per_chunk():
   %s = fusion.set %b : {B} -> {S}
   fusion.return %g, %s : {G}, {S}
 }}""").ops
-    stages = estimate(func, Machine.load("h200x2"), Topology.of(0))
+    machine = Machine.load("h200x2")
+    stages = estimate(func, machine, Topology.of(0))
+    gather = machine.fastest_collective_ms(hir.AllgatherOp, 16, 2)  # 4 f32 per member
     assert stages is not None and stages.chunks == 4 and stages.phases_per_chunk == 1
+    assert stages.outside == pytest.approx(gather) and stages.communication == pytest.approx(2 * gather)
+    transport = machine.fastest_transport(hir.AllgatherOp, 4, 2, posts=4)  # a chunk: one f32 per member
+    assert stages.communication_per_chunk == pytest.approx(machine.collective_ms(hir.AllgatherOp, transport, 4, 2))
 
 
 def test_a_machine_measured_before_the_per_phase_gpu_cost_prices_it_at_zero(tmp_path, monkeypatch):
