@@ -365,7 +365,8 @@ def _kill(context) -> None:
 
 
 def _failure(result_dir: Path, failed: dict[int, int], processes: Sequence) -> str:
-    """Which rank failed first, and how, from the ranks that have exited.
+    """Which rank failed first, and how: from the ranks that have exited (`failed`) and
+    the records every rank writes as it fails.
 
     A rank that died without leaving a record (killed by a signal, or crashed) is the
     culprit: the others can only have failed because it disappeared. Otherwise it is the
@@ -376,8 +377,10 @@ def _failure(result_dir: Path, failed: dict[int, int], processes: Sequence) -> s
     if died:
         rank = died[0]
         return f"rank {rank} failed: {_death(failed[rank])} (pid {processes[rank].pid})"
+    # Every rank's record counts, exited or not: the culprit writes its record before its
+    # connections close, but its peers, failing because they closed, may exit first.
     records = []
-    for rank in failed:
+    for rank in (r for r in range(len(processes)) if (result_dir / f"rank{r}.err").exists()):
         record = json.loads((result_dir / f"rank{rank}.err").read_text())
         records.append((record["finished"], record["time"], rank, record["message"]))
     *_, rank, message = min(records)

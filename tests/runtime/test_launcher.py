@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,16 @@ def test_a_failing_launch_keeps_the_results_of_the_jobs_every_rank_finished_befo
     with pytest.raises(SpmdError) as unkept:
         run_spmd_batch(jobs, world_size=2, backend="gloo")
     assert unkept.value.completed == []
+
+
+def test_the_culprit_is_named_even_when_a_peer_it_cut_off_exits_first(tmp_path):
+    # Rank 1 failed first and wrote its record; rank 0, whose connection to it closed,
+    # exited before rank 1 did (CI saw this order once): rank 1 is still the culprit.
+    for rank, (when, message) in enumerate([(2.0, "ExecutionError: connection closed by peer"),
+                                            (1.0, "InputError: expected shape [1, 4]")]):
+        (tmp_path / f"rank{rank}.err").write_text(json.dumps({"finished": False, "time": when, "message": message}))
+    processes = [types.SimpleNamespace(pid=10), types.SimpleNamespace(pid=11)]
+    assert launcher._failure(tmp_path, {0: 1}, processes) == "rank 1 failed: InputError: expected shape [1, 4]"
 
 
 def test_a_rank_blocked_on_a_missing_peer_times_out():
