@@ -317,16 +317,18 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
             _worker, args=(world_size, backend, result_dir, fn, pickle.dumps(args), collective_timeout, timeout),
             nprocs=world_size, join=False, start_method="forkserver",
         )
+        failure = None
         try:
             _wait(context.processes, Path(result_dir), timeout)
         except SpmdError as error:
-            _kill(context)  # every rank stopped: what they kept is whole
-            error.completed = _kept(Path(result_dir), world_size)
-            raise
+            failure = error
         finally:
             # Whatever happened (a rank failed, the launch timed out, the caller was
             # interrupted), no rank outlives the launch.
             _kill(context)
+        if failure is not None:
+            failure.completed = _kept(Path(result_dir), world_size)  # every rank stopped: what they kept is whole
+            raise failure
         return [torch.load(Path(result_dir) / f"rank{r}.pt", weights_only=False) for r in range(world_size)]
 
 
