@@ -27,6 +27,7 @@ from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from .hazards import Hazards
 from .layouts import logical_shape, torch_dtype
+from .streams import role_stream
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
 MAX_COPY_ENGINE_STREAMS = 8
@@ -36,6 +37,11 @@ _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
     ReduceKind.SUM: torch.add, ReduceKind.PROD: torch.mul,
     ReduceKind.MAX: torch.maximum, ReduceKind.MIN: torch.minimum,
 }
+
+
+SIDE_PRIORITY = -1
+"""The CUDA stream priority of the copy engines' streams (torch's: lower is higher; the
+workers' is 0)."""
 
 
 class Ordering:
@@ -77,7 +83,10 @@ class Ordering:
 
     def _new_side(self, phase: int, lane: int) -> object:
         if self.cuda:
-            return torch.cuda.Stream(device=self.device)
+            # Above the workers' priority: a phase's reduce kernel is dispatched between
+            # the blocks of the GEMM beside it, not after them (matmul+AR 16384x8192x4096,
+            # S = 4, replayed, 2x H200: 0.92 ms against 1.01 at the workers' priority).
+            return role_stream(self.device, ("copy-engine", phase, lane), priority=SIDE_PRIORITY)
         if self.hazards is not None:
             return self.hazards.new_stream(f"the copy engines' stream of phase {phase}" +
                                            (f", lane {lane}" if self.lanes > 1 else ""))

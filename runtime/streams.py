@@ -10,7 +10,8 @@ one compiled program runs on either and the CPU pool tests the logic:
   current only to wait for another (`hir.set_current_stream %user; hir.synchronize %w`)
   never becomes torch's current stream.
 - `get(key)`: the worker stream of an integer key, created on first use and cached for the
-  pool's lifetime, i.e. across runs.
+  pool's lifetime, i.e. across runs. On a GPU it is hostir's stream of that role for the
+  whole process (`role_stream`): distinct from every other stream hostir uses.
 - `synchronize(s)`: the current stream waits for the work enqueued on `s` so far, never
   blocking the host. A mark (a CUDA event, one per stream, re-recorded) is recorded on `s`
   only when `s` may have received work since its last mark: a stream receives work only
@@ -29,7 +30,7 @@ one compiled program runs on either and the CPU pool tests the logic:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,7 +210,7 @@ class CudaStreams(_Streams):
         return torch.cuda.current_stream(self.device)
 
     def _new_stream(self, key: int) -> torch.cuda.Stream:
-        return torch.cuda.Stream(device=self.device)
+        return role_stream(self.device, ("worker", key))
 
     def _record(self, stream: torch.cuda.Stream) -> torch.cuda.Event:
         # One event per stream, re-recorded: a wait uses the record that precedes it.
@@ -227,6 +228,41 @@ class CudaStreams(_Streams):
 
     def stream_id(self, stream: torch.cuda.Stream) -> int:
         return stream.cuda_stream
+
+
+POOL_SIZE = 32
+"""Streams in each of torch's per-priority stream pools (c10's kStreamsPerPool)."""
+
+_ROLE_STREAMS: dict[tuple[int | None, int], dict[Hashable, torch.cuda.Stream]] = {}
+"""hostir's CUDA streams, by device and priority, then by role."""
+
+
+def role_stream(device: torch.device, role: Hashable, priority: int = 0) -> torch.cuda.Stream:
+    """hostir's CUDA stream for `role` (a worker key, a copy-engine phase and lane) on
+    `device`, the same for every program of the process, and distinct from the stream of
+    every other role and from the stream current when it is first asked for.
+
+    torch hands out its pool's 32 streams per priority in turn to every caller, so two
+    streams asked for apart may be one: a copy-engine phase was seen sharing a CUDA stream
+    with a worker, its reduce waiting behind the worker's GEMMs. Programs share roles'
+    streams: their runs are ordered on the stream each begins and ends on."""
+    held = _ROLE_STREAMS.setdefault((device.index, priority), {})
+    stream = held.get(role)
+    if stream is None:
+        taken = {s.cuda_stream for s in held.values()} | {torch.cuda.current_stream(device).cuda_stream}
+        stream = held[role] = distinct_draw(lambda: torch.cuda.Stream(device=device, priority=priority),
+                                            lambda s: s.cuda_stream in taken)
+    return stream
+
+
+def distinct_draw(draw: Callable[[], Any], taken: Callable[[Any], bool]) -> Any:
+    """The first stream `draw` gives that is not `taken`, within one turn of the pool;
+    where every stream of the pool is taken, the last drawn (shared)."""
+    for _ in range(POOL_SIZE):
+        stream = draw()
+        if not taken(stream):
+            return stream
+    return stream
 
 
 def make_streams(device: torch.device, hazards: Hazards | None = None) -> CpuStreams | CudaStreams:

@@ -1,13 +1,15 @@
 """The stream pool's logic on the CPU bookkeeping pool (the CUDA pool differs only in its
 four primitives): marks are recorded only when a stream may have new work, streams become
 torch's current stream only when work is enqueued, and a capture forks and joins every
-stream the program uses."""
+stream the program uses. On a GPU, hostir's streams are drawn distinct from torch's pool."""
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
-from hostir.runtime import Evaluator
+from hostir.runtime import Evaluator, streams
 from hostir.runtime.streams import CpuStreams
 from hostir_dialect.context import parse_module
 
@@ -109,3 +111,24 @@ def test_a_capture_forks_every_stream_from_its_stream_and_joins_them():
     assert streams.default.waited_for == [first.id, second.id]
     streams.set_current(first)  # no capture any more: no fork
     assert first.waited_for == [0]
+
+
+def round_robin_pool(size: int):
+    """torch's stream pool as its callers see it: the next of `size` streams, in turn."""
+    turn = itertools.count()
+    return lambda: next(turn) % size
+
+
+def test_a_draw_skips_the_pool_streams_already_taken_even_after_the_pool_came_round():
+    draw = round_robin_pool(streams.POOL_SIZE)
+    taken = {draw()}  # a worker's stream
+    for _ in range(streams.POOL_SIZE - 1):
+        draw()  # other callers of the pool in between: the next draw is the worker's again
+    side = streams.distinct_draw(draw, taken.__contains__)
+    assert side not in taken
+
+
+def test_when_every_pool_stream_is_taken_a_draw_shares_one():
+    draw = round_robin_pool(streams.POOL_SIZE)
+    everything = set(range(streams.POOL_SIZE))
+    assert streams.distinct_draw(draw, everything.__contains__) in everything
