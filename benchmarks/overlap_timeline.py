@@ -2,10 +2,11 @@
 
 For each case, shape, variant and chunk count named, this builds the variant as overlap.py
 does, checks it against the float64 reference, warms it up, then runs it once under
-torch.profiler and prints rank 0's device work in start order (kernels, copies, memsets:
-stream, start and length in µs from the run's first device event) and a summary per rank:
-wall time of the device work, time busy with GEMMs, with transfers (NCCL kernels and
-peer-to-peer copies) and with both at once. With `--trace DIR` each rank's Chrome trace goes
+torch.profiler and prints every rank's device work in start order (kernels, copies, memsets:
+rank, stream, start and length in µs from the first device event of any rank: the ranks
+leave a host barrier just before the run, and their traces share the host's clock) and a
+summary per rank: wall time of the device work, time busy with GEMMs, with transfers (NCCL
+kernels and peer-to-peer copies) and with both at once. With `--trace DIR` each rank's Chrome trace goes
 to DIR/<case>_<shape>_<variant>_rank<r>.json.
 
     torchrun --nproc-per-node 2 benchmarks/overlap_timeline.py --cases AG+matmul \
@@ -21,7 +22,9 @@ the swept ones run at each --chunks.
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import tempfile
 from functools import partial
 from pathlib import Path
 
@@ -44,8 +47,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--chunks", nargs="+", type=int, default=[4])
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--trace", type=Path, help="write each rank's Chrome trace here")
-    parser.add_argument("--events", type=int, default=80, help="rank 0's device events printed per run")
+    parser.add_argument("--trace", type=Path, help="keep each rank's Chrome trace here (default: a temporary folder)")
+    parser.add_argument("--events", type=int, default=80, help="device events printed per run (all ranks)")
     parser.add_argument("--copy-engine-streams", type=int, default=1,
                         help="the hostir variants' communication streams per copy-engine phase (default 1)")
     return parser.parse_args(argv)
@@ -66,10 +69,11 @@ def builders(case, names: list[str], chunk_counts: list[int], copy_engine_stream
             yield name, getattr(case, name)
 
 
-def device_events(profile) -> list[dict]:
-    events = [e for e in profile.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return [{"name": e.name, "stream": getattr(e, "device_resource_id", None) or e.thread,
-             "start": e.time_range.start, "end": e.time_range.end} for e in events]
+def device_events(trace: Path) -> list[dict]:
+    """The device work of a Chrome trace, with its host-clock timestamps (µs)."""
+    events = json.loads(trace.read_text())["traceEvents"]
+    return [{"name": e["name"], "stream": e.get("args", {}).get("stream"), "start": e["ts"], "end": e["ts"] + e["dur"]}
+            for e in events if e.get("ph") == "X" and e.get("cat") in DEVICE_CATEGORIES]
 
 
 def union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -99,29 +103,35 @@ def summary(events: list[dict]) -> dict:
     return {"wall": wall, "gemm": length(gemm), "transfer": length(transfer), "both": both(gemm, transfer)}
 
 
-def profile_once(variant, device: torch.device, warmup: int, trace: Path | None) -> list[dict]:
+def profile_once(variant, device: torch.device, warmup: int, trace: Path, host_barrier) -> list[dict]:
     for _ in range(warmup):
         variant.run()
     settle(device)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        # Started profilers differ by hundreds of µs between ranks: the run starts after a
+        # host barrier (gloo, no device work), as overlap.py's timed runs do.
+        torch.cuda.synchronize(device)
+        dist.barrier(group=host_barrier)
         variant.run()
         torch.cuda.synchronize(device)
-    if trace is not None:
-        trace.parent.mkdir(parents=True, exist_ok=True)
-        profile.export_chrome_trace(str(trace))
-    return device_events(profile)
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    profile.export_chrome_trace(str(trace))
+    return device_events(trace)
 
 
-def report(label: str, events: list[dict], summaries: list[dict], limit: int) -> None:
+def report(label: str, per_rank: list[list[dict]], limit: int) -> None:
     print(f"\n== {label}")
-    for rank, s in enumerate(summaries):
+    everything = [dict(e, rank=rank) for rank, events in enumerate(per_rank) for e in events]
+    if not everything:
+        return
+    t0 = min(e["start"] for e in everything)
+    print(f"all ranks: {max(e['end'] for e in everything) - t0:.0f} us from the first device event to the last")
+    for rank, events in enumerate(per_rank):
+        s = summary(events)
         print(f"rank {rank}: device wall {s['wall']:.0f} us, GEMM busy {s['gemm']:.0f}, transfer busy "
               f"{s['transfer']:.0f}, both at once {s['both']:.0f}")
-    if not events:
-        return
-    t0 = min(e["start"] for e in events)
-    for e in sorted(events, key=lambda e: e["start"])[:limit]:
-        print(f"  s{e['stream']:<4} {e['start'] - t0:9.1f} {e['end'] - e['start']:8.1f}  {e['name'][:70]}")
+    for e in sorted(everything, key=lambda e: e["start"])[:limit]:
+        print(f"  r{e['rank']} s{e['stream']!s:<4} {e['start'] - t0:9.1f} {e['end'] - e['start']:8.1f}  {e['name'][:60]}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     device, joined = join_world()
     if device.type != "cuda":
         raise SystemExit("overlap_timeline.py needs GPUs: the device timeline comes from CUDA")
+    trace_dir = args.trace or Path(tempfile.mkdtemp(prefix="overlap_timeline_"))
+    host_barrier = dist.new_group(backend="gloo")
     try:
         rank, world = dist.get_rank(), dist.get_world_size()
         for case_name in args.cases:
@@ -139,12 +151,11 @@ def main(argv: list[str] | None = None) -> None:
                     error = check(variant, Operands(case.p, 1), device)
                     label = f"{case_name} {m}x{k}x{n} {name} (relative error {error:.1e})"
                     stem = f"{re.sub(r'[^A-Za-z0-9]', '_', case_name)}_{m}x{k}x{n}_{name}_rank{rank}"
-                    path = None if args.trace is None else args.trace / f"{stem}.json"
-                    events = profile_once(variant, device, args.warmup, path)
-                    summaries: list = [None] * world
-                    dist.all_gather_object(summaries, summary(events))
+                    events = profile_once(variant, device, args.warmup, trace_dir / f"{stem}.json", host_barrier)
+                    per_rank: list = [None] * world
+                    dist.all_gather_object(per_rank, events)
                     if rank == 0:
-                        report(label, events, summaries, args.events)
+                        report(label, per_rank, args.events)
                     del variant
     finally:
         if joined:

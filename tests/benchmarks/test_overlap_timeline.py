@@ -3,6 +3,7 @@ GPUs): busy time is the union of intervals, and overlap counts only time both ki
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -38,3 +39,17 @@ def test_variants_are_named_as_overlap_py_names_them():
     assert names == ["naive", "hostir_ce_graph_S2", "hostir_ce_graph_S4", "handwritten_nccl_S2", "handwritten_nccl_S4"]
     with pytest.raises(AttributeError):
         list(overlap_timeline.builders(case, ["no_such_variant"], [2]))
+
+
+def test_device_events_are_read_from_a_chrome_trace_with_host_clock_times(tmp_path):
+    trace = tmp_path / "rank0.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "nvjet_gemm", "ts": 1000.5, "dur": 20, "args": {"stream": 7}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy PtoP", "ts": 1010, "dur": 5, "args": {"stream": 9}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 990, "dur": 3},
+        {"ph": "i", "cat": "kernel", "name": "marker", "ts": 1000},
+    ]}))
+    assert overlap_timeline.device_events(trace) == [
+        {"name": "nvjet_gemm", "stream": 7, "start": 1000.5, "end": 1020.5},
+        {"name": "Memcpy PtoP", "stream": 9, "start": 1010, "end": 1015},
+    ]
