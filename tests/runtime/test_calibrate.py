@@ -29,6 +29,12 @@ def test_the_matmul_rate_is_the_largest_gemms_and_the_half_rate_what_small_ones_
     assert half_rate_gflop == pytest.approx(700e9 * overhead_ms / 1e9, rel=1e-2)
 
 
+def test_the_slowdown_is_the_time_a_transfer_adds_to_the_gemm_per_ms_of_gemm():
+    assert calibrate.slowdown(1.45, 1.965) == pytest.approx(0.355)
+    # Timing noise that makes both together faster than the GEMM alone is no speed-up.
+    assert calibrate.slowdown(1.45, 1.44) == 0.0
+
+
 @pytest.mark.gpu
 def test_it_measures_every_constant_the_cost_model_reads(tmp_path):
     if torch.cuda.device_count() < 2:
