@@ -542,11 +542,23 @@ def _grouped_mm(op: fusion.GroupedMmOp, ctx: OpContext) -> Kernel:
 
 
 def _grouped_gemm_runs(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Does torch's grouped GEMM take these operands: a dtype it computes in, 16-byte
-    aligned data, and matrices whose rows (or columns) are dense with a leading stride of a
-    multiple of 16 bytes (its own check)?"""
-    return all(x.dtype in (torch.float16, torch.bfloat16, torch.float32) and x.data_ptr() % 16 == 0
-               and _aligned_matrices(x) for x in (a, b))
+    """Does torch's grouped GEMM take these operands, without reading the offsets on the
+    host: dtypes it computes in on this device, 16-byte aligned data, and matrices whose
+    rows (or columns) are dense with a leading stride of a multiple of 16 bytes (its own
+    check)?"""
+    capability = torch.cuda.get_device_capability(a.device) if a.device.type == "cuda" else None
+    return grouped_gemm_kernel_takes({a.dtype, b.dtype}, capability) and all(
+        x.data_ptr() % 16 == 0 and _aligned_matrices(x) for x in (a, b))
+
+
+def grouped_gemm_kernel_takes(dtypes: set[torch.dtype], capability: tuple[int, int] | None) -> bool:
+    """On a GPU of compute `capability`, torch's grouped GEMM runs its own kernel only for
+    bf16 on compute capability 9 or 10: elsewhere it copies the offsets to the host and
+    loops over the groups, which a CUDA graph cannot capture (found by the GPU profile).
+    On CPU (None) it takes half, bf16 and float32."""
+    if capability is None:
+        return dtypes <= {torch.float16, torch.bfloat16, torch.float32}
+    return dtypes == {torch.bfloat16} and capability[0] in (9, 10)
 
 
 def _aligned_matrices(x: torch.Tensor) -> bool:

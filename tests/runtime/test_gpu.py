@@ -104,3 +104,24 @@ def test_single_rank_programs_on_cuda():
     c, s = execute(parse_module(text), [a, b, o], device="cuda")
     assert c is o
     torch.testing.assert_close(s, (a * b).sum(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_grouped_mm_replays_from_a_cuda_graph_whatever_kernel_torch_has_for_its_dtype(dtype):
+    """bf16 takes torch's grouped GEMM kernel; float32 hostir's per-group matmuls (torch's
+    own float32 path copies the offsets to the host, which a capture refuses)."""
+    from hostir import FusionDefinition
+    from hostir.passes import lower
+    from hostir.runtime import Evaluator
+    from hostir.runtime.graphs import CUDA_GRAPH
+
+    with FusionDefinition() as fd:
+        a, b = fd.define_tensor([64, 32], dtype=dtype), fd.define_tensor([3, 32, 16], dtype=dtype)
+        fd.add_output(fd.ops.grouped_mm(a, b, fd.define_tensor([3], dtype="int32")))
+    evaluator = Evaluator(lower(fd.to_module()), device="cuda", cuda_graph=True)
+    for ends in ([16, 40, 64], [8, 8, 60]):  # a replay reads the offsets on the device
+        x, y = torch.randn(64, 32, device="cuda", dtype=dtype), torch.randn(3, 32, 16, device="cuda", dtype=dtype)
+        (got,) = evaluator.run([x, y, torch.tensor(ends, dtype=torch.int32, device="cuda")])
+        expected = torch.cat([x[s:e].float() @ y[g].float() for g, (s, e) in enumerate(zip([0, *ends[:-1]], ends))])
+        torch.testing.assert_close(got[:ends[-1]].float(), expected, rtol=2e-2, atol=2e-2)
+    assert evaluator.graph_mode == CUDA_GRAPH and len(evaluator.graphs) == 1
