@@ -8,14 +8,16 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 `transport=auto` (`hostir-lower{transport=auto}` hands it over), this pass estimates per
 function, from the machine's constants (passes/cost_model.py):
 
-    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + min(c_last, g),  S * host per chunk)
+    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + max(0, min(c_last, g) - o),  S * host per chunk)
     serial    = max(C + G + reorders,                                          host per chunk)
     K         = S * (c - l) + l
 
 where C and c are the communication of the whole tensors and of one chunk (each
 collective on its fastest transport), l the fixed part of c (its latency and signal,
 which overlap the other chunks' transfers), c_last the last phase of c (a copy-engine
-all-reduce's second: reduce, push, signal; all of c for the others), G and g the
+all-reduce's second: reduce, push, signal; all of c for the others), o the part of g that
+runs beside the chunk's transfers (split-by-member's own member part, 1/D of g, where the
+loop's only collective is a one-phase copy-engine one; 0 otherwise), G and g the
 matmuls' (a two-stage pipeline: after the first chunk, the slower stage sets the pace,
 and the last chunk's last phase follows the last matmul; the matmuls run `slowdown` slower
 while transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
@@ -84,6 +86,13 @@ class Stages:
     phases_per_chunk: int = 0
     """How many phases the chunk's collectives take (NCCL's one, a copy-engine all-reduce's
     two): each adds a signal and a wait on the GPU (`Machine.gpu_us_per_phase`)."""
+    own_part_per_chunk: float = 0.0
+    """Of `matmuls_per_chunk`, what runs beside the chunk's transfers rather than before or
+    after them: split-by-member computes this rank's own member part (1/D of the chunk)
+    while a one-phase copy-engine collective moves the others (the all-gather's own slot
+    is read in place; a reduce-scatter pushes the peers' parts first). 0 where a later
+    phase waits for it (an all-reduce reduces the own part) or the loop has several
+    collectives."""
 
     def pipelined_ms(self, host_ms_per_chunk: float, gpu_ms_per_phase: float = 0.0) -> float:
         """`gpu_ms_per_phase`: what each phase of a chunk's collectives adds on the GPU
@@ -95,7 +104,8 @@ class Stages:
         # The matmuls run slower only while transfers run beside them.
         slowed = matmuls + self.slowdown * min(communication, matmuls)
         last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
-        gpu = max(communication, slowed) + min(last, g) + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
+        exposed = max(0.0, min(last, g) - self.own_part_per_chunk)
+        gpu = max(communication, slowed) + exposed + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
         return max(gpu + self.outside, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float) -> float:
@@ -135,6 +145,7 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
                 outside += machine.matmul_ms(flops, element)
     communication = per_chunk_communication = last_phase = latency = slowdown = reorders = 0.0
     phases_per_chunk = 0
+    beside_own_parts: list[float] = []
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op) and not shards_locally(op):  # a local copy
             collective, size = _collective(op), _input_bytes(op)
@@ -157,13 +168,16 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls,
                                                   copy_engines=listed and not spans)
             phases = machine.phases_ms(kind, transport, chunk, team_size, spans)
+            one_phase_on_copy_engines = transport == hir.Transport.COPY_ENGINE and len(phases) == 1
+            beside_own_parts.append(per_chunk_matmuls / team_size if one_phase_on_copy_engines else 0.0)
             per_chunk_communication += sum(phases)
             last_phase += phases[-1]
             phases_per_chunk += len(phases)
             latency += machine.collective_ms(kind, transport, 0, team_size, spans)
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
+    own_part = beside_own_parts[0] if len(beside_own_parts) == 1 else 0.0
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
-                  latency, reorders, last_phase, outside, phases_per_chunk)
+                  latency, reorders, last_phase, outside, phases_per_chunk, own_part)
 
 
 def _in_loop(op: Operation) -> bool:

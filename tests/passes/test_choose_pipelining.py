@@ -80,6 +80,30 @@ def test_a_collective_outside_the_loop_is_priced_once_whole():
     assert stages.communication_per_chunk == pytest.approx(machine.collective_ms(hir.AllgatherOp, transport, 4, 2))
 
 
+def test_the_own_member_part_computed_beside_a_chunks_transfers_hides_that_much_of_its_tail():
+    # A one-phase collective of 0.25 ms a chunk after 0.25 ms of matmuls, a quarter of which
+    # (the own part of four members) runs beside the transfers.
+    assert replace(BALANCED, own_part_per_chunk=0.0625).pipelined_ms(0.0) == pytest.approx(1.25 - 0.0625)
+    # It never hides more than the tail itself.
+    assert replace(BALANCED, own_part_per_chunk=0.5).pipelined_ms(0.0) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("example", "own_share"), [
+    ("matmul_rs_through_bcast", 0.5),  # a one-phase reduce-scatter on the copy engines: 1/D
+    ("matmul_ar", 0.0),  # the all-reduce's second phase reduces the own part: it waits for it
+])
+def test_the_own_part_is_credited_only_beside_a_one_phase_copy_engine_collective(example, own_share):
+    from hostir.passes.choose_pipelining import estimate
+    from hostir.passes.cost_model import Machine, Topology
+    from hostir_dialect.context import parse_module
+
+    module = parse_module((Path(__file__).resolve().parents[2] / "examples" / "fusions" / f"{example}.mlir").read_text())
+    (func,) = (op for op in module.ops if op.name == "fusion.func")
+    stages = estimate(func, Machine.load("h200x2"), Topology.of(0))
+    assert stages is not None
+    assert stages.own_part_per_chunk == pytest.approx(own_share * stages.matmuls_per_chunk)
+
+
 def test_a_machine_measured_before_the_per_phase_gpu_cost_prices_it_at_zero(tmp_path, monkeypatch):
     from hostir.passes.cost_model import MACHINES, Machine
 
