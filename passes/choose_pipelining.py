@@ -253,7 +253,8 @@ class ChoosePipelining(ModulePass):
     """The cost model it decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
     cuda_graph: bool = False
-    """The program will be replayed from a CUDA graph: no host time per chunk."""
+    """The program will be replayed from a CUDA graph: no host time per chunk, and the
+    copy engines' fixed costs as replayed (`Machine.replayed`)."""
 
     ranks_per_node: int = 0
     """As convert-op-to-communication's: a team that spans nodes communicates on NCCL
@@ -264,6 +265,7 @@ class ChoosePipelining(ModulePass):
             return
         machine, topology = Machine.load(self.machine), Topology.of(self.ranks_per_node)
         host = 0.0 if self.cuda_graph else machine.host_us_per_chunk / 1e3
+        machine = machine.replayed() if self.cuda_graph else machine
         for func in fusions_to_lower(op):
             self.choose(func, machine, topology, host)
 

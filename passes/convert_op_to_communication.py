@@ -515,6 +515,10 @@ class ConvertOpToCommunication(ModulePass):
     machine: str = DEFAULT_MACHINE
     """The cost model `auto` decides with: `detect` (this machine's GPUs), or a name (passes/cost_model.py)."""
 
+    cuda_graph: bool = False
+    """`auto` prices the program as replayed from a CUDA graph (`Machine.replayed`), as
+    `choose-pipelining` does with the same option."""
+
     ranks_per_node: int = 0
     """Ranks per node, where copy engines end (docs/multi_node.md); 0: torchrun's
     LOCAL_WORLD_SIZE, or one node when it is not set."""
@@ -524,6 +528,7 @@ class ConvertOpToCommunication(ModulePass):
             raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
         choice = TransportChoice(self.transport)
         machine, topology = Machine.load(self.machine), Topology.of(self.ranks_per_node)
+        machine = machine.replayed() if self.cuda_graph else machine
         host_programs = programs(op)
         if not host_programs:
             raise op_error(op, "holds no hir.program to convert; run lower-to-host first")

@@ -17,7 +17,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xdsl.utils.str_enum import StrEnum
@@ -186,6 +186,17 @@ class Machine:
             inter_node={kind: Link(**link) for kind, link in data.get("inter_node", {}).items()},
         )
 
+    def replayed(self) -> Machine:
+        """The constants as a program replayed from a CUDA graph meets them: a copy-engine
+        phase's fixed part is what a replayed phase was measured to add
+        (`gpu_us_per_phase`, which every phase of every post pays), not the intercepts of
+        eager copies and flag ping-pongs (`copy_engine.latency_us`, `signal_us`), which
+        hold the host's launches. Constants measured before `gpu_us_per_phase` existed
+        stay as they are."""
+        if self.gpu_us_per_phase == 0.0:
+            return self
+        return replace(self, copy_engine=Link(0.0, self.copy_engine.gbps), signal_us=0.0)
+
     def matmul_ms(self, flops: float, element_type: str) -> float:
         rate = self.matmul_tflops.get(element_type, min(self.matmul_tflops.values())) * 1e9
         half_rate = self.matmul_half_rate_gflop.get(element_type, max(self.matmul_half_rate_gflop.values())) * 1e9
@@ -238,10 +249,12 @@ class Machine:
                   posts: int, matmuls_ms: float, spans_nodes: bool = False) -> float:
         """`posts` posts of a loop (posts_ms) and `matmuls_ms` of matmuls running beside
         them, which the transport slows by its `matmul_slowdown` while both run: the
-        longer of the two, slowed."""
+        longer of the two, slowed, and the GPU's cost of every phase of every post
+        (`gpu_us_per_phase`, as choose-pipelining charges it)."""
         communication = self.posts_ms(kind, transport, input_bytes, team_size, posts, spans_nodes)
         slowed = matmuls_ms + self.matmul_slowdown[transport] * min(communication, matmuls_ms)
-        return max(communication, slowed)
+        phases = len(self.phases_ms(kind, transport, input_bytes, team_size, spans_nodes))
+        return max(communication, slowed) + posts * phases * self.gpu_us_per_phase / 1e3
 
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
                           posts: int = 1, matmuls_ms: float = 0.0, copy_engines: bool = True) -> hir.Transport:

@@ -49,9 +49,31 @@ def test_beside_matmuls_the_transport_that_slows_them_less_can_win():
     assert machine.fastest_transport(hir.AllreduceOp, size, 2, posts) == NCCL
     assert machine.fastest_transport(hir.AllreduceOp, size, 2, posts, matmuls_ms=1.0) == COPY_ENGINE
     nccl = machine.posts_ms(hir.AllreduceOp, NCCL, size, 2, posts)
+    per_phase = posts * machine.gpu_us_per_phase / 1e3  # NCCL's one phase a post
     assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 1.0) == pytest.approx(
-        1.0 + machine.matmul_slowdown["nccl"] * nccl)
-    assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 0.0) == pytest.approx(nccl)
+        1.0 + machine.matmul_slowdown["nccl"] * nccl + per_phase)
+    assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 0.0) == pytest.approx(nccl + per_phase)
+
+
+def test_each_phase_of_each_post_pays_the_gpus_per_phase_cost_beside_the_matmuls():
+    machine = Machine.load()
+    size, posts = 8 * 2**20, 4
+    without = replace(machine, gpu_us_per_phase=0.0)
+    extra = machine.beside_ms(hir.AllreduceOp, COPY_ENGINE, size, 2, posts, 1.0) - without.beside_ms(
+        hir.AllreduceOp, COPY_ENGINE, size, 2, posts, 1.0)
+    assert extra == pytest.approx(posts * 2 * machine.gpu_us_per_phase / 1e3)  # two phases a post
+
+
+def test_replayed_from_a_graph_a_copy_engine_phase_pays_its_replayed_cost_not_eager_launches():
+    machine = Machine.load()
+    replayed = machine.replayed()
+    size = 8 * 2**20
+    assert replayed.phases_ms(hir.AllgatherOp, COPY_ENGINE, size, 2) == [pytest.approx(size / (machine.copy_engine.gbps * 1e6))]
+    assert replayed.phases_ms(hir.AllgatherOp, NCCL, size, 2) == machine.phases_ms(hir.AllgatherOp, NCCL, size, 2)
+    assert replayed.gpu_us_per_phase == machine.gpu_us_per_phase
+    # Constants measured before the replayed per-phase cost keep their eager fixed costs.
+    older = replace(machine, gpu_us_per_phase=0.0)
+    assert older.replayed() == older
 
 
 def test_a_collective_without_a_copy_engine_algorithm_stays_on_nccl():
