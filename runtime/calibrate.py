@@ -156,8 +156,8 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     """Each transport's `matmul_slowdown`, measured in the order a stream loop enqueues
     work: the GEMM is queued first and a 128 MiB transfer posted after it on another
     stream (a chunk's collective follows the GEMMs already queued on the other worker
-    streams). NCCL's kernels then wait for SMs the GEMM holds (on 2x H200: 0.36 of the
-    GEMM's time, against 0.19 with the transfer posted first); the copy engines do not."""
+    streams). NCCL's kernels then wait for SMs the GEMM holds (on 2x H200: about 0.36 of
+    the GEMM's time, against 0.19 with the transfer posted first); the copy engines do not."""
     peer = 1 - dist.get_rank()
     a = torch.randn(16384, 8192, dtype=torch.bfloat16, device=device)
     b = torch.randn(8192, 4096, dtype=torch.bfloat16, device=device)

@@ -243,9 +243,10 @@ def role_stream(device: torch.device, role: Hashable, priority: int = 0) -> torc
     every other role and from the stream current when it is first asked for.
 
     torch hands out its pool's 32 streams per priority in turn to every caller, so two
-    streams asked for apart may be one: a copy-engine phase was seen sharing a CUDA stream
-    with a worker, its reduce waiting behind the worker's GEMMs. Programs share roles'
-    streams: their runs are ordered on the stream each begins and ends on."""
+    streams asked for apart may be one CUDA stream: a copy-engine phase could then get a
+    worker's stream and its reduce wait behind that worker's GEMMs. Programs share roles'
+    streams: their runs are ordered on the stream each begins and ends on (two programs
+    run at once from two user streams would serialize on them)."""
     held = _ROLE_STREAMS.setdefault((device.index, priority), {})
     stream = held.get(role)
     if stream is None:
