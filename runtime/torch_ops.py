@@ -524,9 +524,10 @@ def _rng_seed(op: fusion.RngSeedOp, ctx: OpContext) -> Kernel:
 def _grouped_mm(op: fusion.GroupedMmOp, ctx: OpContext) -> Kernel:
     _refuse_integer_contraction_on_gpus(op, ctx)
     grouping, batch = op.grouping, op.batch()
+    capability = torch.cuda.get_device_capability(ctx.device) if ctx.device.type == "cuda" else None
 
     def one(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        if _grouped_gemm_runs(a, b):
+        if _grouped_gemm_runs(a, b, capability):
             return torch._grouped_mm(a, b, offs=offsets.to(torch.int32))
         return _grouped_matmuls(a, b, offsets, grouping)
 
@@ -541,24 +542,26 @@ def _grouped_mm(op: fusion.GroupedMmOp, ctx: OpContext) -> Kernel:
     return Kernel(fresh, lambda out, a, b, offsets: copy_into(out, fresh(a, b, offsets)))
 
 
-def _grouped_gemm_runs(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Does torch's grouped GEMM take these operands, without reading the offsets on the
-    host: dtypes it computes in on this device, 16-byte aligned data, and matrices whose
-    rows (or columns) are dense with a leading stride of a multiple of 16 bytes (its own
-    check)?"""
-    capability = torch.cuda.get_device_capability(a.device) if a.device.type == "cuda" else None
-    return grouped_gemm_kernel_takes({a.dtype, b.dtype}, capability) and all(
+def _grouped_gemm_runs(a: torch.Tensor, b: torch.Tensor, capability: tuple[int, int] | None) -> bool:
+    """Does torch's grouped GEMM take these operands, on a device of compute `capability`
+    (None: CPU): dtypes it computes in there, without reading the offsets on the host
+    while a CUDA graph is captured, 16-byte aligned data, and matrices whose rows (or
+    columns) are dense with a leading stride of a multiple of 16 bytes (its own check)?"""
+    capturing = capability is not None and torch.cuda.is_current_stream_capturing()
+    return grouped_gemm_kernel_takes({a.dtype, b.dtype}, capability, capturing) and all(
         x.data_ptr() % 16 == 0 and _aligned_matrices(x) for x in (a, b))
 
 
-def grouped_gemm_kernel_takes(dtypes: set[torch.dtype], capability: tuple[int, int] | None) -> bool:
-    """On a GPU of compute `capability`, torch's grouped GEMM runs its own kernel only for
-    bf16 on compute capability 9 or 10: elsewhere it copies the offsets to the host and
-    loops over the groups, which a CUDA graph cannot capture (found by the GPU profile).
-    On CPU (None) it takes half, bf16 and float32."""
-    if capability is None:
-        return dtypes <= {torch.float16, torch.bfloat16, torch.float32}
-    return dtypes == {torch.bfloat16} and capability[0] in (9, 10)
+def grouped_gemm_kernel_takes(dtypes: set[torch.dtype], capability: tuple[int, int] | None,
+                              capturing: bool = False) -> bool:
+    """torch's grouped GEMM takes half, bf16 and float32. While a CUDA graph is captured,
+    only its own kernel will do, which it has for bf16 on compute capability 9 or 10:
+    elsewhere it copies the offsets to the host and loops over the groups, which a capture
+    refuses (found by the GPU profile); hostir's per-group matmuls read them on the device,
+    at G times the work, so eager runs keep torch's loop."""
+    if capturing:
+        return dtypes == {torch.bfloat16} and capability is not None and capability[0] in (9, 10)
+    return dtypes <= {torch.float16, torch.bfloat16, torch.float32}
 
 
 def _aligned_matrices(x: torch.Tensor) -> bool:

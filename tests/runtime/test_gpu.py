@@ -108,8 +108,9 @@ def test_single_rank_programs_on_cuda():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_grouped_mm_replays_from_a_cuda_graph_whatever_kernel_torch_has_for_its_dtype(dtype):
-    """bf16 takes torch's grouped GEMM kernel; float32 hostir's per-group matmuls (torch's
-    own float32 path copies the offsets to the host, which a capture refuses)."""
+    """bf16 takes torch's grouped GEMM kernel; float32, captured, hostir's per-group
+    matmuls (torch's own float32 path copies the offsets to the host, which a capture
+    refuses; the eager run before the capture takes it)."""
     from hostir import FusionDefinition
     from hostir.passes import lower
     from hostir.runtime import Evaluator

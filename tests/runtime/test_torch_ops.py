@@ -130,19 +130,22 @@ def test_grouped_mm_runs_torchs_grouped_gemm_or_a_matmul_per_group(grouping, a_s
     torch.testing.assert_close(got, _grouped_mm_reference(x, y, ends, grouping), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize(("dtypes", "capability", "takes"), [
-    ({torch.bfloat16}, (9, 0), True),  # H100/H200: torch's CUTLASS kernel
-    ({torch.bfloat16}, (10, 0), True),
-    ({torch.float32}, (9, 0), False),  # torch's fallback copies the offsets to the host
-    ({torch.bfloat16, torch.float32}, (9, 0), False),
-    ({torch.bfloat16}, (8, 0), False),
-    ({torch.float32}, None, True),  # CPU
-    ({torch.float64}, None, False),
+@pytest.mark.parametrize(("dtypes", "capability", "capturing", "takes"), [
+    ({torch.bfloat16}, (9, 0), True, True),  # H100/H200: torch's CUTLASS kernel
+    ({torch.bfloat16}, (10, 0), True, True),
+    ({torch.float32}, (9, 0), True, False),  # torch's fallback copies the offsets to the host
+    ({torch.bfloat16, torch.float32}, (9, 0), True, False),
+    ({torch.bfloat16}, (8, 0), True, False),
+    ({torch.float32}, (9, 0), False, True),  # eagerly, torch's loop over the groups does
+    ({torch.float32}, None, False, True),  # CPU
+    ({torch.float64}, None, False, False),
+    ({torch.float64}, (9, 0), False, False),
 ])
-def test_torchs_grouped_gemm_is_taken_on_gpus_only_where_its_kernel_reads_the_offsets_on_the_device(dtypes, capability, takes):
+def test_torchs_grouped_gemm_is_taken_on_gpus_only_where_its_kernel_reads_the_offsets_on_the_device(
+        dtypes, capability, capturing, takes):
     from hostir.runtime.torch_ops import grouped_gemm_kernel_takes
 
-    assert grouped_gemm_kernel_takes(dtypes, capability) is takes
+    assert grouped_gemm_kernel_takes(dtypes, capability, capturing) is takes
 
 
 def test_a_grouped_mm_loop_keeps_each_groups_values_to_itself():
