@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     Signedness,
     i1,
+    i32,
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -287,6 +288,23 @@ class ComputeOp(IRDLOperation):
         # in-place op (`fusion.neg %x into %x`) has its input as destination too.
         inputs = self.operands[:-1] if self.out is not None else self.operands
         return [o for o in inputs if isinstance(o.type, TensorType)]
+
+    def retyped(self, operands: Mapping[SSAValue, SSAValue], result_type: TensorType,
+                out: SSAValue | None = None) -> ComputeOp:
+        """This op (its properties and attributes) on the values `operands` maps its own
+        operands to, of `result_type`, into `out` if given; not verified. For an op
+        without a destination."""
+        assert self.out is None, "an op writing into a destination already"
+        properties = dict(self.properties)
+        segments = properties.get(AttrSizedOperandSegments.attribute_name)
+        if out is not None and isinstance(segments, DenseArrayBase):  # the destination is the last definition
+            properties[AttrSizedOperandSegments.attribute_name] = DenseArrayBase.from_list(
+                i32, [*segments.get_values()[:-1], 1]
+            )
+        return type(self).create(
+            operands=[*(operands.get(v, v) for v in self.operands), *([out] if out is not None else [])],
+            result_types=[result_type], properties=properties, attributes=dict(self.attributes),
+        )
 
     def infer_axes(self) -> list[AxisShape]:
         raise NotImplementedError

@@ -362,8 +362,26 @@ class TensorAxisOp(HostOp):
             raise VerifyException(f"axis {self.axis_index} is out of range for rank {rank}")
 
 
+class AliasViewOp(TensorAxisOp):
+    """A view of part `index` of `input` along its logical axis `axis`, never a copy:
+    the passes and the runtime follow chains of them to the buffer they view."""
+
+    input = operand_def(TensorType)
+    index = operand_def(IndexType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        super().verify_()
+        source, result = tensor_type(self.input), tensor_type(self.result)
+        if source.axes[self.axis_index].is_reduction:
+            raise VerifyException(f"axis {self.axis_index} is a reduction axis, which has no storage to take a view of")
+        if result.element_type != source.element_type:
+            raise VerifyException("a view keeps the element type of its input")
+
+
 @op_definition
-class AliasSelectOp(TensorAxisOp):
+class AliasSelectOp(AliasViewOp):
     """%v = hir.alias_select %t[%i] axis 0 : T -> R   -- a view of one slice, never a copy.
 
     `axis` is a logical axis of T; on a broadcast axis the index is taken as 0. On an
@@ -372,10 +390,6 @@ class AliasSelectOp(TensorAxisOp):
     """
 
     name = "hir.alias_select"
-    input = operand_def(TensorType)
-    index = operand_def(IndexType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
     assembly_format = "$input `[` $index `]` `axis` $axis attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue, index: SSAValue, axis: int, result_type: TensorType):
@@ -384,15 +398,11 @@ class AliasSelectOp(TensorAxisOp):
     def verify_(self) -> None:
         super().verify_()
         source, result = tensor_type(self.input), tensor_type(self.result)
-        if source.axes[self.axis_index].is_reduction:
-            raise VerifyException(f"axis {self.axis_index} is a reduction axis, which has no storage to select from")
         if problem := self.sharded_axis_problem(source):
             raise VerifyException(f"selects on axis {self.axis_index}, which is sharded across devices: {problem}")
         expected = [a.extent for i, a in enumerate(source.axes) if i != self.axis_index]
         if [a.extent for a in result.axes] != expected:
             raise VerifyException(f"result extents {[a.extent for a in result.axes]} must be the input's without axis {self.axis_index}: {expected}")
-        if result.element_type != source.element_type:
-            raise VerifyException("a view keeps the element type of its input")
 
     def selects_own_shard(self) -> bool:
         """Does it select this rank's own slice of an axis sharded across devices?"""
@@ -408,6 +418,46 @@ class AliasSelectOp(TensorAxisOp):
         if not isinstance(position, TeamPositionOp) or position.teams != Team(source.mesh):
             return f"only this rank's own slice, at `hir.team_position team {list(source.mesh.devices)}`"
         return None
+
+
+@op_definition
+class AliasChunkOp(AliasViewOp):
+    """%v = hir.alias_chunk %t[%i] axis 0 parts 3 : T -> R   -- a view of chunk i of
+    `parts` equal contiguous chunks along a logical axis, which the view keeps (narrowed
+    to extent/parts): the chunks of the outer Stream piece of a split axis
+    (nvFuser's `outer_split(axis, parts)` then `parallelize(Stream)` on the outer piece).
+
+    Not of an axis sharded across devices (each device holds a part of it); at run time
+    the axis's extent must be a multiple of `parts`, as the split says.
+    """
+
+    name = "hir.alias_chunk"
+    parts = prop_def(IntegerAttr[I64])
+    assembly_format = ("$input `[` $index `]` `axis` $axis `parts` $parts attr-dict `:` type($input) `->` "
+                       "type($result)")
+
+    def __init__(self, input: SSAValue, index: SSAValue, axis: int, parts: int, result_type: TensorType):
+        init_flat(self, [input, index], [result_type], {"axis": i64_attr(axis), "parts": i64_attr(parts)})
+
+    @property
+    def part_count(self) -> int:
+        return self.parts.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        source, result = tensor_type(self.input), tensor_type(self.result)
+        chosen = source.axes[self.axis_index]
+        if self.part_count < 1:
+            raise VerifyException(f"takes a chunk of {self.part_count} parts; there must be at least one")
+        if any(p.parallel.is_device for p in chosen.pieces):
+            raise VerifyException(f"takes chunks of axis {self.axis_index}, which is sharded across devices")
+        if chosen.extent != DYNAMIC and chosen.extent % self.part_count:
+            raise VerifyException(f"axis {self.axis_index} of extent {chosen.extent} is not {self.part_count} equal parts")
+        narrowed = DYNAMIC if chosen.extent == DYNAMIC else chosen.extent // self.part_count
+        expected = [narrowed if i == self.axis_index else a.extent for i, a in enumerate(source.axes)]
+        if [a.extent for a in result.axes] != expected or result.rank != source.rank:
+            raise VerifyException(f"result extents {[a.extent for a in result.axes]} must be the input's with axis "
+                                  f"{self.axis_index} in {self.part_count} parts: {expected}")
 
 
 class IndexValueOp(HostOp):
@@ -1110,7 +1160,7 @@ class LocalShardOp(HostOp):
 HIR = Dialect(
     "hir",
     [
-        ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, ExtentOp,
+        ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, AliasChunkOp, ExtentOp,
         GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
         PostOnStreamOp, *COLLECTIVE_OPS, LocalShardOp, SendOp, RecvOp, WaitOp, TeamPositionOp,
     ],

@@ -1,12 +1,19 @@
 """Chunks of a tensor along one axis, as the passes that build loops over chunks take
-them (stream-parallel-type, split-by-member)."""
+them (stream-parallel-type, split-by-member): a chunk either *selects* one element of
+the axis and lacks it (`Selected`: a whole Stream axis, a member's part), or *narrows*
+the axis to one of `parts` equal contiguous blocks and keeps it (`Narrowed`: the outer
+Stream piece of a split axis, nvFuser's `outer_split` then `parallelize(Stream)`)."""
 
 from __future__ import annotations
 
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from xdsl.ir import SSAValue
 
-from hostir_dialect import fusion
-from hostir_dialect.tensor_type import TensorType
+from hostir_dialect import fusion, hir
+from hostir_dialect.tensor_type import DYNAMIC, Axis, TensorType, tensor_type
 
 
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
@@ -19,3 +26,82 @@ def sliced_type(t: TensorType, axis: int) -> TensorType:
     """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
     order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
     return t.with_(axes=t.axes[:axis] + t.axes[axis + 1 :], alloc_order=order, stream_allocated=False)
+
+
+def narrowed_type(t: TensorType, axis: int, parts: int) -> TensorType:
+    """`t` with logical axis `axis` one of `parts` equal blocks: a whole axis of extent
+    extent/parts (its Stream piece is the loop), the others kept."""
+    chosen = t.axes[axis]
+    extent = DYNAMIC if chosen.extent == DYNAMIC else chosen.extent // parts
+    axes = (*t.axes[:axis], Axis(extent, chosen.kind), *t.axes[axis + 1 :])
+    return t.with_(axes=axes, stream_allocated=False)
+
+
+class ChunkForm(abc.ABC):
+    """How a loop over chunks takes them along an axis."""
+
+    @property
+    @abc.abstractmethod
+    def trip_count(self) -> int | None:
+        """The number of chunks when the form fixes it (else the axis's extent)."""
+
+    @abc.abstractmethod
+    def type(self, t: TensorType, axis: int) -> TensorType:
+        """The type of a chunk of a `t` along its logical axis `axis`."""
+
+    @abc.abstractmethod
+    def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
+        """The view of chunk `index` of `tensor` along `axis` (not inserted)."""
+
+    @abc.abstractmethod
+    def op(self, op: fusion.ComputeOp, chunks: Mapping[SSAValue, SSAValue], axes: Mapping[SSAValue, int],
+           result_type: TensorType, out: SSAValue | None = None) -> fusion.ComputeOp:
+        """`op` on one chunk: each operand in `chunks` replaced by its chunk along its
+        axis in `axes` (which also holds the result's), the result of `result_type`."""
+
+
+@dataclass(frozen=True)
+class Selected(ChunkForm):
+    """Chunk i is element i of the axis, which the chunk lacks."""
+
+    @property
+    def trip_count(self) -> int | None:
+        return None
+
+    def type(self, t: TensorType, axis: int) -> TensorType:
+        return sliced_type(t, axis)
+
+    def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
+        return hir.AliasSelectOp(tensor, index, axis, self.type(tensor_type(tensor), axis))
+
+    def op(self, op: fusion.ComputeOp, chunks: Mapping[SSAValue, SSAValue], axes: Mapping[SSAValue, int],
+           result_type: TensorType, out: SSAValue | None = None) -> fusion.ComputeOp:
+        assert isinstance(op, fusion.StreamSliceable)
+        chunk = op.stream_chunk(chunks, axes, result_type, out)
+        chunk.attributes.update(op.attributes)
+        return chunk
+
+
+@dataclass(frozen=True)
+class Narrowed(ChunkForm):
+    """Chunk i is block i of `parts` equal contiguous blocks of the axis, which the chunk
+    keeps: the op on a chunk is the op itself on narrower types."""
+
+    parts: int
+
+    @property
+    def trip_count(self) -> int | None:
+        return self.parts
+
+    def type(self, t: TensorType, axis: int) -> TensorType:
+        return narrowed_type(t, axis, self.parts)
+
+    def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
+        return hir.AliasChunkOp(tensor, index, axis, self.parts, self.type(tensor_type(tensor), axis))
+
+    def op(self, op: fusion.ComputeOp, chunks: Mapping[SSAValue, SSAValue], axes: Mapping[SSAValue, int],
+           result_type: TensorType, out: SSAValue | None = None) -> fusion.ComputeOp:
+        return op.retyped(chunks, result_type, out)
+
+
+SELECTED = Selected()

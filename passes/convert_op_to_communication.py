@@ -144,7 +144,7 @@ def _chunk_problem(op: fusion.SetOp | fusion.ReduceOp) -> str | None:
     buffer (collectives need dense buffers; reorder-sharded-axis puts the loop's axis first)."""
     for value in (op.input, op.out):
         select = value.owner if value is not None else None
-        if not isinstance(select, hir.AliasSelectOp):
+        if not isinstance(select, hir.AliasViewOp):
             continue
         whole = tensor_type(select.input)
         if select.axis_index in buffer_order(whole, {a: a for a in range(whole.rank)})[1:]:
@@ -332,8 +332,8 @@ def _trip_count(loop: scf.ForOp) -> int | None:
 
 
 def _buffer_root(value: SSAValue) -> SSAValue:
-    """The buffer a view (`hir.alias_select` chain) is of."""
-    while isinstance(value.owner, hir.AliasSelectOp):
+    """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of."""
+    while isinstance(value.owner, hir.AliasViewOp):
         value = value.owner.input
     return value
 
@@ -343,7 +343,7 @@ def _is_returned(buffer: SSAValue) -> bool:
     for use in buffer.uses:
         if isinstance(use.operation, hir.ReturnOp):
             return True
-        if isinstance(use.operation, hir.AliasSelectOp) and _is_returned(use.operation.result):
+        if isinstance(use.operation, hir.AliasViewOp) and _is_returned(use.operation.result):
             return True
     return False
 

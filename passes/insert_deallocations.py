@@ -33,7 +33,7 @@ from hostir_dialect.tensor_type import TensorType
 
 def alias_source(op: Operation, result: SSAValue) -> SSAValue | None:
     """The value whose buffer `result` of `op` aliases, None if it owns a new one."""
-    if isinstance(op, hir.AliasSelectOp):
+    if isinstance(op, hir.AliasViewOp):
         return op.input
     if isinstance(op, fusion.ComputeOp):
         return op.out

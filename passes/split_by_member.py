@@ -196,7 +196,7 @@ def _only_views_between(first: Operation, last: Operation, avoid: SSAValue) -> b
     """Only views and constants between `first` and `last`, none of them reading `avoid`."""
     op = first.next_op
     while op is not None and op is not last:
-        if not isinstance(op, (hir.AliasSelectOp, arith.ConstantOp)) or avoid in op.operands:
+        if not isinstance(op, (hir.AliasViewOp, arith.ConstantOp)) or avoid in op.operands:
             return False
         op = op.next_op
     return op is last
@@ -278,7 +278,7 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) ->
 def _writer_before(collective: hir.CollectiveOp, buffer: SSAValue) -> fusion.ComputeOp | None:
     """The compute op just before `collective` (views and constants aside) writing `buffer`."""
     op = collective.prev_op
-    while isinstance(op, (hir.AliasSelectOp, arith.ConstantOp)):
+    while isinstance(op, (hir.AliasViewOp, arith.ConstantOp)):
         op = op.prev_op
     if isinstance(op, fusion.ComputeOp) and op.out is buffer:
         return op

@@ -7,9 +7,13 @@ An op is *stream-parallel* when each of its results has a `stream` axis (of one 
 It is *sliced* (`Slicing`) when one chunk of its results along those axes is the op
 applied to chunks of its operands: a standalone op through the `StreamSliceable`
 interface, a kernel unit when every op of the unit is (beyond nvFuser, which only
-pipelines standalone host ops). A stream-parallel op that cannot be sliced -- a stream
-axis that is split or reduced, a chunk that would cut a device-parallel axis, an op
-whose chunks are not the op of chunks -- runs whole, outside any loop: Stream only says
+pipelines standalone host ops). A stream axis is whole (a chunk selects one element of
+it: `hir.alias_select`) or split with Stream on its static outer piece (nvFuser's
+`outer_split` then Stream: a chunk is one of S contiguous blocks and keeps the axis,
+`hir.alias_chunk`; passes/chunking.py). A stream-parallel op that cannot be sliced -- a
+stream axis that is reduced or split otherwise (with a located UnpipelinedStreamWarning),
+a chunk that would cut a device-parallel axis, an op whose chunks are not the op of
+chunks -- runs whole, outside any loop: Stream only says
 how to schedule a computation, never what it computes, so this pass refuses nothing
 but inputs allocated one stream chunk at a time (the caller passes whole tensors; a stream
 axis of an input is sliced chunk by chunk, as nvFuser's row-parallel overlap does). Four steps:
@@ -110,9 +114,9 @@ from hostir_dialect.diagnostics import located_like, location_of, op_error
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .chunking import operand_axis, sliced_type
+from .chunking import SELECTED, ChunkForm, Narrowed, operand_axis
 
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
@@ -190,17 +194,35 @@ def can_chunk(t: TensorType, axis: int) -> bool:
     return not chosen.is_reduction and not any(p.parallel.is_device for p in chosen.pieces)
 
 
-def stream_axes(op: Operation) -> dict[SSAValue, int] | None:
-    """Each tensor result of `op` -> its stream axis, if every result has one, all of
-    one extent, each a whole logical axis that is not reduced."""
+def stream_axes(op: Operation) -> tuple[dict[SSAValue, int], ChunkForm] | None:
+    """Each tensor result of `op` -> its stream axis, and how chunks of them are taken,
+    if every result has one, none reduced, all alike: whole logical axes of one extent
+    (a chunk selects one element), or axes split into the same static number of parts
+    whose outer piece is the Stream one and whose inner piece is serial (a chunk is one
+    part, nvFuser's `outer_split` then Stream)."""
     results = [r for r in op.results if isinstance(r.type, TensorType)]
     axes = {r: tensor_type(r).stream_axis() for r in results}
     if not results or None in axes.values():
         return None
     chosen = [tensor_type(r).axes[a] for r, a in axes.items()]  # type: ignore[index]  # no None left: checked above
-    if any(a.is_split or a.is_reduction for a in chosen) or len({a.extent for a in chosen}) > 1:
+    forms = {_chunk_form(a) for a in chosen}
+    if any(a.is_reduction for a in chosen) or None in forms or len(forms) > 1:
         return None
-    return axes  # type: ignore[return-value]  # no None left: checked above
+    (form,) = forms
+    if form is SELECTED and len({a.extent for a in chosen}) > 1:
+        return None
+    return axes, form  # type: ignore[return-value]  # no None left: checked above
+
+
+def _chunk_form(axis: Axis) -> ChunkForm | None:
+    """How chunks of a stream axis are taken: a whole axis, or a static outer Stream
+    piece over a serial inner one; None for any other split."""
+    if not axis.is_split:
+        return SELECTED
+    outer, *inner = axis.pieces
+    if outer.parallel != ParallelKind.STREAM or outer.extent == DYNAMIC or len(inner) != 1 or inner[0].parallel != ParallelKind.SERIAL:
+        return None
+    return Narrowed(outer.extent)
 
 
 # --------------------------------------------------------------------------- #
@@ -227,6 +249,8 @@ class Slicing:
     ring: tuple[int, ...] | None = None
     """For a DID -> Stream set: the team of its ring of shifts (it reads its input whole,
     this rank's shard)."""
+    form: ChunkForm = SELECTED
+    """How chunks are taken along the axes."""
 
     @staticmethod
     def of(op: Operation, axes: dict[SSAValue, int], chunked: dict[SSAValue, int], **fields) -> Slicing:
@@ -249,8 +273,9 @@ class Slicing:
 
     @property
     def extent(self) -> int:
+        """The number of chunks."""
         result, axis = next(iter(self.axes.items()))
-        return tensor_type(result).axes[axis].extent
+        return self.form.trip_count or tensor_type(result).axes[axis].extent
 
     def extent_provider(self) -> tuple[SSAValue, int] | None:
         """An operand chunked along an axis that has the loop's extent at run time (a
@@ -270,15 +295,16 @@ def slicing_of(op: Operation, checks: ChunkChecks) -> Slicing | None:
 
 
 def _slicing(op: Operation, checks: ChunkChecks) -> Slicing | None:
-    axes = stream_axes(op) if is_to_lower(op) else None
-    if axes is None:
+    found = stream_axes(op) if is_to_lower(op) else None
+    if found is None:
         return None
+    axes, form = found
     if isinstance(op, hir.PostOnStreamOp):
-        slicing = _post_slicing(op, axes, checks)
+        slicing = _post_slicing(op, axes, form, checks)
     elif isinstance(op, fusion.SetOp) and op.out is None and communicates(op) and _reads_device_axis(op, axes[op.result]):
-        slicing = _ring_slicing(op, axes[op.result])
+        slicing = _ring_slicing(op, axes[op.result]) if form is SELECTED else None
     elif isinstance(op, fusion.ComputeOp) and op.out is None:
-        slicing = _compute_slicing(op, axes[op.result], checks)
+        slicing = _compute_slicing(op, axes[op.result], form, checks)
     else:
         return None
     if slicing is None or not _chunks_exist(slicing):
@@ -295,6 +321,7 @@ class _SlicingShape:
     operand_axes: tuple[tuple[int, int], ...]
     strides: tuple[tuple[int, tuple[int, int]], ...]
     ring: tuple[int, ...] | None
+    form: ChunkForm
 
     @staticmethod
     def of(slicing: Slicing | None) -> _SlicingShape | None:
@@ -303,12 +330,12 @@ class _SlicingShape:
         results: list[SSAValue] = list(slicing.op.results)
         return _SlicingShape(
             tuple((results.index(r), a) for r, a in slicing.axes.items()),
-            tuple(slicing.operand_axes.items()), tuple(slicing.strides.items()), slicing.ring,
+            tuple(slicing.operand_axes.items()), tuple(slicing.strides.items()), slicing.ring, slicing.form,
         )
 
     def slicing(self, op: Operation) -> Slicing:
         return Slicing(op, {op.results[i]: a for i, a in self.axes}, dict(self.operand_axes), dict(self.strides),
-                       ring=self.ring)
+                       ring=self.ring, form=self.form)
 
 
 _SLICINGS: fusion.ShapeTable[_SlicingShape | None] = fusion.ShapeTable()
@@ -352,23 +379,47 @@ def _ring_slicing(op: fusion.SetOp, axis: int) -> Slicing | None:
     return Slicing(op, {op.result: axis}, {}, ring=source.mesh.devices)
 
 
-def _compute_slicing(op: fusion.ComputeOp, axis: int, checks: ChunkChecks) -> Slicing | None:
-    operand_axes = _operand_axes(op, axis, checks)
+def _compute_slicing(op: fusion.ComputeOp, axis: int, form: ChunkForm, checks: ChunkChecks) -> Slicing | None:
+    operand_axes = _operand_axes(op, axis, form, checks)
     if operand_axes is None:
         return None
     assert isinstance(op, fusion.StreamSliceable)
-    slicing = Slicing.of(op, {op.result: axis}, operand_axes)
+    slicing = Slicing.of(op, {op.result: axis}, operand_axes, form=form)
     slicing.strides = {i: op.operand_chunk_stride(op.operands[i], a) for i, a in slicing.operand_axes.items()}
     return slicing
 
 
-def _operand_axes(op: fusion.ComputeOp, axis: int, checks: ChunkChecks) -> dict[SSAValue, int] | None:
+def _operand_axes(op: fusion.ComputeOp, axis: int, form: ChunkForm, checks: ChunkChecks) -> dict[SSAValue, int] | None:
     """The operands of `op` read in chunks when its result is computed in chunks along
     `axis`, with their axes; None when that is not `op` on chunks."""
     if not isinstance(op, fusion.StreamSliceable) or not op.slices_along(axis):
         return None
     operand_axes = {v: a for v in op.tensor_inputs() if (a := operand_axis(op, v, axis)) is not None}
-    return operand_axes if checks.computes_chunks(op, operand_axes, axis) else None
+    if isinstance(form, Narrowed):
+        narrowed = _narrowed_operand_axes(op, axis, operand_axes)
+        if narrowed is None:
+            return None
+        operand_axes = narrowed
+    return operand_axes if checks.computes_chunks(op, operand_axes, axis, form) else None
+
+
+def _narrowed_operand_axes(op: fusion.ComputeOp, axis: int, operand_axes: dict[SSAValue, int]) -> dict[SSAValue, int] | None:
+    """The operands read in narrowed chunks, block i of the result's axis being block i
+    of theirs: each axis `op` maps element for element onto the result's (kept where it
+    is, `sharding_axis_map`: not an axis a slice cuts or a cat joins, read in order, of
+    the same extent). A broadcast axis is read whole. None when an operand breaks it."""
+    assert isinstance(op, fusion.StreamSliceable)
+    extent = tensor_type(op.result).axes[axis].extent
+    narrowed: dict[SSAValue, int] = {}
+    for operand, operand_axis_ in operand_axes.items():
+        chosen = tensor_type(operand).axes[operand_axis_]
+        if chosen.is_broadcast:
+            continue
+        kept = op.sharding_axis_map(operand).get(operand_axis_) == axis
+        if not kept or op.operand_chunk_stride(operand, operand_axis_) != (0, 1) or chosen.extent != extent:
+            return None
+        narrowed[operand] = operand_axis_
+    return narrowed
 
 
 class ChunkChecks:
@@ -383,25 +434,24 @@ class ChunkChecks:
     def __init__(self) -> None:
         self.known: dict[tuple, bool] = {}
 
-    def computes_chunks(self, op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axis: int) -> bool:
+    def computes_chunks(self, op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axis: int, form: ChunkForm) -> bool:
         operands = tuple(op.operands)
         key = (
             type(op), tuple(op.properties.items()), tuple(op.attributes.items()),
             tuple(v.type if v in operand_axes else v for v in operands), tuple(operands.index(v) for v in operands),
-            tuple(r.type for r in op.results), axis,
+            tuple(r.type for r in op.results), axis, tuple(operand_axes.values()), form,
         )
         if key not in self.known:
-            self.known[key] = _chunk_verifies(op, operand_axes, axis)
+            self.known[key] = _chunk_verifies(op, operand_axes, axis, form)
         elif cache_check.CHECKING:
-            cache_check.recheck(self.known[key], _chunk_verifies, op, operand_axes, axis)
+            cache_check.recheck(self.known[key], _chunk_verifies, op, operand_axes, axis, form)
         return self.known[key]
 
 
-def _chunk_verifies(op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axis: int) -> bool:
-    assert isinstance(op, fusion.StreamSliceable)
-    placeholders = Block(arg_types=[sliced_type(tensor_type(v), a) for v, a in operand_axes.items()]).args
-    chunk = op.stream_chunk(
-        dict(zip(operand_axes, placeholders)), {**operand_axes, op.result: axis}, sliced_type(tensor_type(op.result), axis)
+def _chunk_verifies(op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axis: int, form: ChunkForm) -> bool:
+    placeholders = Block(arg_types=[form.type(tensor_type(v), a) for v, a in operand_axes.items()]).args
+    chunk = form.op(
+        op, dict(zip(operand_axes, placeholders)), {**operand_axes, op.result: axis}, form.type(tensor_type(op.result), axis)
     )
     try:
         chunk.verify()
@@ -412,17 +462,17 @@ def _chunk_verifies(op: fusion.ComputeOp, operand_axes: dict[SSAValue, int], axi
     return True
 
 
-def _post_slicing(post: hir.PostOnStreamOp, axes: dict[SSAValue, int], checks: ChunkChecks) -> Slicing | None:
+def _post_slicing(post: hir.PostOnStreamOp, axes: dict[SSAValue, int], form: ChunkForm, checks: ChunkChecks) -> Slicing | None:
     unit = post.unit()
-    unit_axes = _unit_chunk_axes(unit, [axes[r] for r in post.outputs], checks)
+    unit_axes = _unit_chunk_axes(unit, [axes[r] for r in post.outputs], form, checks)
     if unit_axes is None:
         return None
     chunked = {v: a for v, arg in zip(post.inputs, unit.args) if (a := unit_axes.get(arg)) is not None}
-    return Slicing.of(post, axes, chunked, unit_axes=unit_axes)
+    return Slicing.of(post, axes, chunked, unit_axes=unit_axes, form=form)
 
 
 def _unit_chunk_axes(
-    unit: fusion.FuncOp, output_axes: Sequence[int], checks: ChunkChecks
+    unit: fusion.FuncOp, output_axes: Sequence[int], form: ChunkForm, checks: ChunkChecks
 ) -> dict[SSAValue, int | None] | None:
     """The chunk axis of every live value of `unit` (None: computed or read whole) when
     its outputs are computed in chunks along `output_axes`; None when some op of the
@@ -442,7 +492,7 @@ def _unit_chunk_axes(
         axis = axes[op.result]
         operand_axes: dict[SSAValue, int] = {}
         if axis is not None:
-            found = _operand_axes(op, axis, checks)
+            found = _operand_axes(op, axis, form, checks)
             if found is None or tensor_type(op.result).axes[axis].is_reduction:
                 return None
             operand_axes = found
@@ -474,10 +524,12 @@ class StreamLoop:
     values of the inputs alone); they move in front of the loop, in order."""
     ring: tuple[int, ...] | None = None
     """The team of the ring of shifts the loop runs, if a set of it is a ring."""
+    form: ChunkForm = SELECTED
+    """How the loop takes chunks: every op of it takes them so."""
 
     @staticmethod
     def start(slicing: Slicing) -> StreamLoop:
-        loop = StreamLoop([], slicing.extent, {}, set())
+        loop = StreamLoop([], slicing.extent, {}, set(), form=slicing.form)
         loop.add(slicing)
         return loop
 
@@ -495,7 +547,7 @@ class StreamLoop:
         projection beside its QKV projection: iteration i computes chunk i of both, so one
         pipeline's communication hides behind the other's compute), known to be the same:
         two dynamic extents may differ."""
-        if slicing.extent != self.extent or not self.keeps_one_order(slicing):
+        if slicing.extent != self.extent or slicing.form != self.form or not self.keeps_one_order(slicing):
             return False
         joined, independent = False, True
         for operand, mapped, stride in slicing.inputs():
@@ -679,7 +731,7 @@ class _Chunks:
         """The view of chunk `index` of `tensor` along `axis`."""
         key = (tensor, axis, index)
         if key not in self.cache:
-            view = hir.AliasSelectOp(tensor, index, axis, sliced_type(tensor_type(tensor), axis))
+            view = self.builder.loop.form.view(tensor, index, axis)
             self.block.add_op(self.builder.located(view))
             view.result.name_hint = _chunk_name(tensor)
             self.cache[key] = view.result
@@ -706,7 +758,7 @@ class _Chunks:
         if result in buffers:
             chunk = self.select(buffers[result].results[0], axis, self.index)
         else:
-            allocate = self.builder.located(hir.AllocateOp(sliced_type(tensor_type(result), axis)))
+            allocate = self.builder.located(hir.AllocateOp(self.builder.loop.form.type(tensor_type(result), axis)))
             self.block.add_op(allocate)
             chunk = allocate.results[0]
             chunk.name_hint = _chunk_name(result)
@@ -725,13 +777,12 @@ class _Chunks:
             self.shift(op.input, outs[0], slicing.ring)
             return
         if isinstance(op, hir.PostOnStreamOp):
-            name = self.builder.units.chunk_unit(op, slicing.unit_axes)
+            name = self.builder.units.chunk_unit(op, slicing.unit_axes, slicing.form)
             chunked: Operation = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], [tensor_type(o) for o in outs], outs)
         else:
-            assert isinstance(op, fusion.StreamSliceable)
+            assert isinstance(op, fusion.ComputeOp)
             ((result, axis),) = slicing.axes.items()
-            chunked = op.stream_chunk(chunks, {**slicing.chunked(), result: axis}, tensor_type(outs[0]), outs[0])
-            chunked.attributes.update(op.attributes)
+            chunked = slicing.form.op(op, chunks, {**slicing.chunked(), result: axis}, tensor_type(outs[0]), outs[0])
         self.block.add_op(self.builder.located(chunked))
 
     def relabel(self, slicing: Slicing, chunks: dict[SSAValue, SSAValue]) -> None:
@@ -739,8 +790,8 @@ class _Chunks:
         results are this iteration's chunks of its outputs (the runtime gives views)."""
         op = slicing.op
         assert isinstance(op, hir.PostOnStreamOp)
-        name = self.builder.units.chunk_unit(op, slicing.unit_axes)
-        types = [sliced_type(tensor_type(r), a) for r, a in slicing.axes.items()]
+        name = self.builder.units.chunk_unit(op, slicing.unit_axes, slicing.form)
+        types = [slicing.form.type(tensor_type(r), a) for r, a in slicing.axes.items()]
         chunked = hir.PostOnStreamOp(name, [chunks.get(v, v) for v in op.inputs], types)
         self.block.add_op(self.builder.located(chunked))
         for (result, axis), value in zip(slicing.axes.items(), chunked.results):
@@ -791,14 +842,14 @@ class _ChunkUnits:
         self.called = set(self.callers)
         """The units some post calls: a unit keeps a caller when it is copied for another."""
 
-    def chunk_unit(self, post: hir.PostOnStreamOp, axes: dict[SSAValue, int | None]) -> str:
+    def chunk_unit(self, post: hir.PostOnStreamOp, axes: dict[SSAValue, int | None], form: ChunkForm) -> str:
         unit = post.unit()
         name = unit.sym_name.data
         if self.callers[name] > 1:
             self.callers[name] -= 1
             name = self._fresh_name(f"{name}_chunk")
             self.called.add(name)
-        chunked = located_like(_chunk_function(unit, name, axes), unit)
+        chunked = located_like(_chunk_function(unit, name, axes, form), unit)
         if name == unit.sym_name.data:
             Rewriter.replace_op(unit, chunked)
         else:
@@ -813,12 +864,12 @@ class _ChunkUnits:
         return f"{base}{index}"
 
 
-def _chunk_function(unit: fusion.FuncOp, name: str, axes: dict[SSAValue, int | None]) -> fusion.FuncOp:
-    """`unit` computing chunks: each value with a chunk axis in `axes` lacks it."""
+def _chunk_function(unit: fusion.FuncOp, name: str, axes: dict[SSAValue, int | None], form: ChunkForm) -> fusion.FuncOp:
+    """`unit` computing chunks: each value with a chunk axis in `axes` is a chunk along it."""
 
     def chunk_type(value: SSAValue) -> TensorType:
         axis = axes.get(value)
-        return tensor_type(value) if axis is None else sliced_type(tensor_type(value), axis)
+        return tensor_type(value) if axis is None else form.type(tensor_type(value), axis)
 
     returned = unit.body.block.last_op
     assert returned is not None
@@ -829,7 +880,7 @@ def _chunk_function(unit: fusion.FuncOp, name: str, axes: dict[SSAValue, int | N
     for op in unit.body.block.ops:
         if op is returned or (isinstance(op, fusion.ComputeOp) and op.result not in axes):
             continue
-        new = op.clone(value_mapper=mapping) if axes.get(op.results[0]) is None else _chunk_op(op, axes, mapping)
+        new = op.clone(value_mapper=mapping) if axes.get(op.results[0]) is None else _chunk_op(op, axes, mapping, form)
         chunked.body.block.add_op(located_like(new, op))
         for original, copy in zip(op.results, new.results):
             mapping[original] = copy
@@ -838,13 +889,11 @@ def _chunk_function(unit: fusion.FuncOp, name: str, axes: dict[SSAValue, int | N
     return chunked
 
 
-def _chunk_op(op: Operation, axes: dict[SSAValue, int | None], mapping: dict[SSAValue, SSAValue]) -> Operation:
-    assert isinstance(op, fusion.StreamSliceable) and isinstance(op, fusion.ComputeOp)
-    removed = {v: a for v in (*op.tensor_inputs(), op.result) if (a := axes.get(v)) is not None}
-    result_type = sliced_type(tensor_type(op.result), removed[op.result])
-    chunk = op.stream_chunk({v: mapping[v] for v in op.operands}, removed, result_type)
-    chunk.attributes.update(op.attributes)
-    return chunk
+def _chunk_op(op: Operation, axes: dict[SSAValue, int | None], mapping: dict[SSAValue, SSAValue], form: ChunkForm) -> Operation:
+    assert isinstance(op, fusion.ComputeOp)
+    chunked = {v: a for v in (*op.tensor_inputs(), op.result) if (a := axes.get(v)) is not None}
+    result_type = form.type(tensor_type(op.result), chunked[op.result])
+    return form.op(op, {v: mapping[v] for v in op.operands}, chunked, result_type)
 
 
 # --------------------------------------------------------------------------- #
@@ -872,8 +921,9 @@ class UnpipelinedStreamWarning(UserWarning):
 
 def warn_unpipelined_streams(program: hir.ProgramOp) -> None:
     """Say, located, where a Stream on a split axis (nvFuser's `outer_split` then
-    `parallelize(Stream)` on the outer piece) asks for a pipeline this pass does not
-    build: a Stream annotation is never ignored silently."""
+    `parallelize(Stream)` on the outer piece) asked for a pipeline that this pass could
+    not build (the op is left to run whole): a Stream annotation is never ignored
+    silently. Run after the loops are built."""
     for inner in program.walk():
         if not is_to_lower(inner):
             continue
@@ -881,9 +931,10 @@ def warn_unpipelined_streams(program: hir.ProgramOp) -> None:
             t = result.type
             if isinstance(t, TensorType) and any(a.is_split and ParallelKind.STREAM in a.parallel_types() for a in t.axes):
                 where = location_of(inner)
-                warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: a Stream piece of a "
-                              "split axis is not pipelined; give the chunks an axis of their own ([S, M/S, ...] with "
-                              "Stream on the S axis)", UnpipelinedStreamWarning, stacklevel=2)
+                warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: its Stream piece "
+                              "of a split axis cannot be computed one chunk at a time (a chunk must be a static outer "
+                              "piece over a serial inner one, of an axis the op keeps element for element)",
+                              UnpipelinedStreamWarning, stacklevel=2)
                 break
 
 
@@ -905,9 +956,9 @@ class StreamParallelType(ModulePass):
             _check_nothing_to_lower(op)
         for program in programs(op):
             check_program_inputs(program)
-            warn_unpipelined_streams(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, units, self.bounded_intermediates).build()
+            warn_unpipelined_streams(program)
         for function in functions(op):
             if isinstance(function, hir.ProgramOp) or function.sym_name.data in units.called:
                 drop_stream_allocation(function)

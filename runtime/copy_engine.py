@@ -405,8 +405,8 @@ def _reduce_into(out: torch.Tensor, parts: list[torch.Tensor], combine: Callable
 
 
 def buffer_root(value: SSAValue) -> SSAValue:
-    """The buffer a view (`hir.alias_select` chain) is of."""
-    while isinstance(value.owner, hir.AliasSelectOp):
+    """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of."""
+    while isinstance(value.owner, hir.AliasViewOp):
         value = value.owner.input
     return value
 

@@ -40,6 +40,10 @@ class Kernel(NamedTuple):
     fresh: Callable[..., torch.Tensor]
     into: Callable[..., torch.Tensor]
     view: Callable[..., torch.Tensor] | None = None
+    result_shape: Callable[..., tuple[int, ...]] | None = None
+    """The shape `fresh` gives for these operands, where it costs nothing to know: a
+    destination whose shape is known only at run time is then written in place once
+    checked, not through a copy of a fresh result."""
 
 
 @dataclass(frozen=True)
@@ -305,26 +309,31 @@ def _product(op: fusion.MatmulOp, ctx: OpContext) -> Kernel:
     if 1 in (len(tensor_type(op.a).value_axes()), len(tensor_type(op.b).value_axes())):
         # torch.matmul(out=) wants a 1-D operand's unsqueezed shape in `out`: compute, then copy.
         return Kernel(torch.matmul, lambda out, a, b: copy_into(out, torch.matmul(a, b)))
-    b_shape, result_shape = ctx.shape(op.b), ctx.shape(op.result)
-    if len(b_shape) > 2 and all(e == 1 for e in b_shape[:-2]) and DYNAMIC not in (*b_shape, *result_shape):
-        return _matrix_times_broadcast_matrix(b_shape[-2:], result_shape)
+    b_shape, result_rank = ctx.shape(op.b), len(ctx.shape(op.result))
+    if len(b_shape) > 2 and all(e == 1 for e in b_shape[:-2]) and DYNAMIC not in b_shape:
+        return _matrix_times_broadcast_matrix(b_shape[-2:], result_rank - len(ctx.shape(op.a)))
     return Kernel(torch.matmul, _contraction_into(torch.matmul, lambda out, a, b: torch.matmul(a, b, out=out)))
 
 
-def _matrix_times_broadcast_matrix(kn: tuple[int, ...], result_shape: tuple[int, ...]) -> Kernel:
+def _matrix_times_broadcast_matrix(kn: tuple[int, ...], extra_axes: int) -> Kernel:
     """a @ b where b is one matrix with broadcast batch axes ([1, ..., 1, K, N], as stream
-    pipelines make the weight of every chunk): one GEMM on a's rows. torch.matmul would
-    expand b to a's batch and copy it (a batched GEMM)."""
+    pipelines make the weight of every chunk): one GEMM on a's rows (of any extents). torch.matmul
+    would expand b to a's batch and copy it (a batched GEMM). The result has `extra_axes`
+    leading axes of one element where b has more batch axes than a."""
     k, n = kn
+    leading = (1,) * extra_axes
+
+    def result_shape(a: torch.Tensor, b: torch.Tensor) -> tuple[int, ...]:
+        return (*leading, *a.shape[:-1], n)
 
     def fresh(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch.mm(a.reshape(-1, k), b.reshape(k, n)).view(result_shape)
+        return torch.mm(a.reshape(-1, k), b.reshape(k, n)).view(result_shape(a, b))
 
     def into_dense(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         torch.mm(a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
         return out
 
-    return Kernel(fresh, _contraction_into(fresh, into_dense))
+    return Kernel(fresh, _contraction_into(fresh, into_dense), result_shape=result_shape)
 
 
 def _stacked_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:

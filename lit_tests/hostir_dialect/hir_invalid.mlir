@@ -12,7 +12,7 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%t: !fusion.tensor<f32[8, r4]>, %i: index) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op axis 1 is a reduction axis, which has no storage to select from
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op axis 1 is a reduction axis, which has no storage to take a view of
   %v = hir.alias_select %t[%i] axis 1 : !fusion.tensor<f32[8, r4]> -> !fusion.tensor<f32[8]>
   hir.return
 }
@@ -35,6 +35,49 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
 hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_select' op a view keeps the element type of its input
   %v = hir.alias_select %t[%i] axis 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<bf16[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+// hir.alias_chunk: a view of block i of `parts` along a logical axis, which it keeps.
+hir.program @p(%t: !fusion.tensor<f32[9, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op axis 0 of extent 9 is not 2 equal parts
+  %v = hir.alias_chunk %t[%i] axis 0 parts 2 : !fusion.tensor<f32[9, 4]> -> !fusion.tensor<f32[4, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op result extents [8, 4] must be the input's with axis 0 in 2 parts: [4, 4]
+  %v = hir.alias_chunk %t[%i] axis 0 parts 2 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op result extents [4] must be the input's with axis 0 in 2 parts: [4, 4]
+  %v = hir.alias_chunk %t[%i] axis 0 parts 2 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8(2 didx, 4), 4], mesh=[0, 1]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op takes chunks of axis 0, which is sharded across devices
+  %v = hir.alias_chunk %t[%i] axis 0 parts 2 : !fusion.tensor<f32[8(2 didx, 4), 4], mesh=[0, 1]> -> !fusion.tensor<f32[4, 4], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op takes a chunk of 0 parts; there must be at least one
+  %v = hir.alias_chunk %t[%i] axis 0 parts 0 : !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[8, r4]>, %i: index) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op axis 1 is a reduction axis, which has no storage to take a view of
+  %v = hir.alias_chunk %t[%i] axis 1 parts 2 : !fusion.tensor<f32[8, r4]> -> !fusion.tensor<f32[8, r2]>
   hir.return
 }
 // -----

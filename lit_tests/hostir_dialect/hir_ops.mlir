@@ -77,6 +77,21 @@ hir.program @views(%s: !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>, %b: !
   hir.return
 }
 
+// Chunks that keep their axis: block i of `parts` along an axis split by a Stream piece,
+// of a dynamic extent, and of a sharded tensor along an axis that is not.
+// CHECK-LABEL: hir.program @chunks(
+hir.program @chunks(%t: !fusion.tensor<f32[12(3 stream, 4), 5]>, %d: !fusion.tensor<f32[?(3 stream, ?), 2]>, %sp: !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]>) {
+  %i = arith.constant 1 : index
+  // CHECK: %c0 = hir.alias_chunk %t[%i] axis 0 parts 3 : !fusion.tensor<f32[12(3 stream, 4), 5]> -> !fusion.tensor<f32[4, 5]>
+  %c0 = hir.alias_chunk %t[%i] axis 0 parts 3 : !fusion.tensor<f32[12(3 stream, 4), 5]> -> !fusion.tensor<f32[4, 5]>
+  // CHECK-NEXT: %c1 = hir.alias_chunk %d[%i] axis 0 parts 3 : !fusion.tensor<f32[?(3 stream, ?), 2]> -> !fusion.tensor<f32[?, 2]>
+  %c1 = hir.alias_chunk %d[%i] axis 0 parts 3 : !fusion.tensor<f32[?(3 stream, ?), 2]> -> !fusion.tensor<f32[?, 2]>
+  // CHECK-NEXT: %c2 = hir.alias_chunk %sp[%i] axis 1 parts 2 : !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 3], mesh=[0, 1]>
+  %c2 = hir.alias_chunk %sp[%i] axis 1 parts 2 : !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 3], mesh=[0, 1]>
+  // CHECK-NEXT: hir.return
+  hir.return
+}
+
 // CHECK-LABEL: fusion.func @unit(
 fusion.func @unit(%a: !fusion.tensor<f32[8, 4]>, %b: !fusion.tensor<f32[8, 4]>) -> (!fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, r4]>) {
   %c = fusion.add %a, %b : !fusion.tensor<f32[8, 4]>, !fusion.tensor<f32[8, 4]> -> !fusion.tensor<f32[8, 4]>

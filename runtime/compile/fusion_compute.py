@@ -81,13 +81,16 @@ def emit_whole_device_axes_check(c: FunctionCompiler, value: SSAValue) -> None:
 
 
 def checked_into(kernel: Kernel, op: fusion.ComputeOp, rank: int | None) -> Callable[..., torch.Tensor]:
-    """The kernel's `into`, or, where the destination's shape is only known at run time, a
-    copy of a fresh result that checks the shapes first: torch's `out=` resizes a destination
-    of another shape (the caller's buffer, perhaps) with only a warning."""
+    """The kernel's `into`, or, where the destination's shape is only known at run time,
+    the same once the shapes are checked (where the kernel knows its result's shape), else
+    a copy of a fresh result that checks the shapes first: torch's `out=` resizes a
+    destination of another shape (the caller's buffer, perhaps) with only a warning."""
     if DYNAMIC not in logical_shape(tensor_type(op.result), rank):
         return kernel.into
-    fresh = kernel.fresh
-    return lambda out, *args: copy_into(out, fresh(*args))
+    fresh, into, result_shape = kernel.fresh, kernel.into, kernel.result_shape
+    if result_shape is None:
+        return lambda out, *args: copy_into(out, fresh(*args))
+    return lambda out, *args: into(out, *args) if out.shape == result_shape(*args) else copy_into(out, fresh(*args))
 
 
 def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:

@@ -1,5 +1,5 @@
 """Handlers of hir buffers and streams: allocate (symmetric buffers acquired from the peers),
-deallocate, alias_select, extent, and the stream ops (runtime/streams.py)."""
+deallocate, alias_select, alias_chunk, extent, and the stream ops (runtime/streams.py)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,25 @@ def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> None:
     c.emit(f"{c.name(op.result)} = {c.name(op.input)}.select({t.value_position(axis)}, {index})")
 
 
+def alias_chunk(c: FunctionCompiler, op: hir.AliasChunkOp) -> None:
+    t = tensor_type(op.input)
+    if not t.is_on_rank(c.rank):
+        return
+    axis, parts = op.axis_index, op.part_count
+    if c.local and t.stream_allocated and axis == t.stream_axis():
+        c.emit(f"{c.name(op.result)} = {c.name(op.input)}")  # a stream-allocated buffer holds one chunk
+        return
+    position = t.value_position(axis)
+
+    def chunk(whole: torch.Tensor, index: int) -> torch.Tensor:
+        extent = whole.shape[position]
+        if extent % parts:  # the split says it divides; every rank holding it reads the same extent
+            raise ValueError(f"axis {axis} has extent {extent} at run time, which its {parts} stream chunks do not divide")
+        return whole.narrow(position, index * (extent // parts), extent // parts)
+
+    c.emit(f"{c.name(op.result)} = {c.bind(chunk, 'chunk')}({c.name(op.input)}, {c.name(op.index)})")
+
+
 def extent(c: FunctionCompiler, op: hir.ExtentOp) -> None:
     t = tensor_type(op.input)
     axis = op.axis.value.data
@@ -161,6 +180,7 @@ HANDLERS: dict[type, Handler] = {
     hir.AllocateOp: on_current_stream(allocate),
     hir.DeallocateOp: on_current_stream(deallocate),
     hir.AliasSelectOp: alias_select,
+    hir.AliasChunkOp: alias_chunk,
     hir.ExtentOp: extent,
     hir.GetCurrentStreamOp: get_current_stream,
     hir.StreamOp: stream,

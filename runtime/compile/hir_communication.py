@@ -101,7 +101,7 @@ def _is_dense(value: SSAValue) -> bool:
     outermost allocated axis with more than one element; a result written into a buffer
     or view is when that is."""
     owner = value.owner
-    if isinstance(owner, hir.AliasSelectOp):
+    if isinstance(owner, hir.AliasViewOp):
         return _is_dense(owner.input) and tensor_type(owner.input).chunk_is_dense(owner.axis_index)
     if isinstance(owner, fusion.ComputeOp) and owner.out is not None:
         return _is_dense(owner.out)

@@ -89,7 +89,7 @@ DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
 """What is disabled in the variants of a sampled program ("+" joins passes): each pass in
 turn, and the pair that leaves no host program at all (the fusion then runs as is)."""
 OUTCOMES = ("correct", "refused", "wrong", "crash", "hang")
-COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, hir.AliasSelectOp)
+COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, hir.AliasViewOp)
 TOLERANCES = {  # dtype -> (rtol, atol before scaling)
     torch.float64: (1e-7, 1e-9),
     torch.float32: (1e-4, 1e-5),

@@ -123,6 +123,7 @@ def build_host_program() -> ModuleOp:
     add(hir.SetCurrentStreamOp(worker))
     add(hir.SynchronizeOp(user))
     add(hir.AliasSelectOp(buf, zero, 0, x4))
+    add(hir.AliasChunkOp(buf, zero, 0, 2, tensor(4, 4)))
     position = add(hir.TeamPositionOp([0, 1])).results[0]
     add(hir.ExtentOp(a, 1))
     add(hir.PostOnStreamOp("unit", [a], [t84]))

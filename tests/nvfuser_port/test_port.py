@@ -41,11 +41,6 @@ EXCEPTIONS: dict[str, tuple[str, str, str]] = {
     "test_cpu_twins.py::test_row_parallel_linear": DYNAMIC_RFACTOR,
     "test_cpu_twins.py::test_triangle_updates[incoming]": TRIANGLE_ON_A_3D_MESH,
     "test_cpu_twins.py::test_triangle_updates[outgoing]": TRIANGLE_ON_A_3D_MESH,
-    "test_overlap.py::test_row_parallel_linear_forward": (
-        "differs", r"assert 0 == 3",
-        "the values match; nvFuser counts one aten::mm per stream chunk, which needs the pipelining of a "
-        "Stream on the outer piece of a split (issue 26 item 4; stream-parallel-type warns that it runs whole)",
-    ),
 }
 """Tests that do not pass on this branch alone: outcome and message (patterns), why."""
 
