@@ -62,10 +62,11 @@ class Attention:
                 return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
                     grad, q, k, v, out, lse.to(torch.float64 if q.dtype == torch.float64 else torch.float32),
                     0.0, self.is_causal, scale=self.scale)
-            empty = torch.empty(0, device=q.device)
             no_state = torch.zeros(2, dtype=torch.uint64, device=q.device)
+            # None: the undefined cumulative sequence lengths of a batch of equal lengths, as
+            # the forward returns them (an empty tensor would be taken for varlen's, int32).
             return torch.ops.aten._scaled_dot_product_flash_attention_backward(
-                grad, q, k, v, out, lse, empty, empty, q.shape[-2], k.shape[-2], 0.0, self.is_causal,
+                grad, q, k, v, out, lse, None, None, q.shape[-2], k.shape[-2], 0.0, self.is_causal,
                 no_state, torch.empty(0, dtype=torch.uint64, device=q.device), scale=self.scale)[:3]
         with torch.enable_grad():
             inputs = [x.detach().requires_grad_() for x in (q, k, v)]

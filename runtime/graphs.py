@@ -158,7 +158,8 @@ class CudaGraphs:
     graph: each replay returns copies of its outputs, and a caller who passes the same
     tensors again (weights, a buffer refilled in place) gets them bound as
     `Evaluator.bind_inputs` binds them: the graph is captured once more, on the caller's
-    own tensors, and its replays copy nothing in while the caller keeps passing them."""
+    own tensors, and its replays copy nothing in while the caller keeps passing them.
+    Nothing is captured while torch's profiler records (a new signature runs eagerly)."""
 
     def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams, for_callers: bool = False):
         self._run_eagerly = run_eagerly
@@ -177,6 +178,11 @@ class CudaGraphs:
     def run(self, inputs: Sequence[Any]) -> list:
         if not self._for_callers:
             return self._captured(inputs).replay(inputs)
+        if torch.autograd.profiler._is_profiler_enabled and signature(inputs) not in {**self._graphs, **self._bound}:
+            # The default graph mode does not capture while torch's profiler records: a new
+            # signature runs eagerly, once, so a profile shows each op once (not a warm-up, a
+            # capture and a replay: nvFuser's tests count the kernels of a first run).
+            return self._run_eagerly(inputs)
         outputs = self._for_caller(inputs).replay(inputs)
         return [x.clone() if isinstance(x, torch.Tensor) else x for x in outputs]
 

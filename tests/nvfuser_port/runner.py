@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -75,17 +76,22 @@ def _failure(excinfo) -> Outcome:
 def _run_on_rank(rank: int, world_size: int, selection: str | None, markers: str) -> dict[str, Outcome]:
     os.environ["HOSTIR_NVFUSER_PORT"] = "1"
     recorder = _Recorder()
-    arguments = [str(PORT), "-q", "-p", "no:cacheprovider", "-m", markers, "-o", "addopts=", "--no-header"]
+    # `benchmark` is nvFuser's fixture, the port's own (conftest): pytest-benchmark, where
+    # installed, would claim it.
+    arguments = [str(PORT), "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "-m", markers, "-o", "addopts=",
+                 "--no-header"]
     if selection:
         arguments += ["-k", selection]
-    with open(os.devnull, "w") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
+    log_dir = os.environ.get("HOSTIR_PORT_LOG_DIR")
+    with open(Path(log_dir) / f"rank{rank}.log", "w") if log_dir else tempfile.TemporaryFile("w+") as report:
+        stdout, sys.stdout = sys.stdout, report
         try:
             code = pytest.main(arguments, plugins=[recorder])
         finally:
             sys.stdout = stdout
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
-        raise RuntimeError(f"pytest on rank {rank} ended with {code!r} (a collection error or a bug of the runner)")
+        raise RuntimeError(f"pytest on rank {rank} ended with {code!r} (a collection error or a bug of the runner; "
+                           "--log-dir keeps each rank's pytest report)")
     return recorder.outcomes
 
 
@@ -103,7 +109,7 @@ def merge(per_rank: list[dict[str, Outcome]]) -> dict[str, Outcome]:
 def run_port(world_size: int, backend: str | None = None, selection: str | None = None, timeout: float = 1200) -> dict[str, Outcome]:
     """Every ported test's outcome on a world of `world_size` ranks."""
     backend = backend or runtime.launcher.default_backend(world_size)
-    markers = "not benchmark" if backend == "nccl" else "not benchmark and not gpu"
+    markers = "not benchmark and not cpu_twin" if backend == "nccl" else "not benchmark and not gpu"
     per_rank = runtime.launch(_run_on_rank, world_size, (selection, markers), backend=backend, timeout=timeout,
                               collective_timeout=60)
     return merge(per_rank)
@@ -115,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("gloo", "nccl"))
     parser.add_argument("-k", dest="selection")
     parser.add_argument("--json")
+    parser.add_argument("--log-dir", help="keep each rank's pytest report there (rankN.log)")
     args = parser.parse_args(argv)
+    if args.log_dir:
+        Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+        os.environ["HOSTIR_PORT_LOG_DIR"] = str(Path(args.log_dir).resolve())  # the ranks inherit it
     report = {}
     for world_size in map(int, args.ranks.split(",")):
         outcomes = run_port(world_size, args.backend, args.selection)

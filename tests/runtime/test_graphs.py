@@ -306,6 +306,29 @@ def test_the_default_graph_mode_binds_tensors_passed_again_and_copies_outputs(mo
     assert [c.bound for c in captures] == [False, True, False] and captures[1].replays == 3
 
 
+def test_the_default_graph_mode_captures_nothing_while_the_profiler_records(monkeypatch):
+    """A first run under torch's profiler runs eagerly, once, and captures nothing (a profile
+    shows each op once); after it the first run captures; a graph captured before is
+    replayed under the profiler too."""
+    captures, eager_runs = [], []
+
+    def capture(self, inputs, bind=False):
+        captures.append(_FakeCaptured(inputs, bind))
+        return captures[-1]
+
+    monkeypatch.setattr(CudaGraphs, "_capture", capture)
+    graphs = CudaGraphs(lambda inputs: eager_runs.append(inputs) or [inputs[0] + 1], None, for_callers=True)
+    x = torch.zeros(2)
+    with torch.profiler.profile():
+        (out,) = graphs.run([x])
+    assert not captures and len(eager_runs) == 1 and torch.equal(out, x + 1)
+    graphs.run([x])
+    assert len(captures) == 1 and len(eager_runs) == 1
+    with torch.profiler.profile():
+        graphs.run([torch.ones(2)])
+    assert len(captures) == 1 and captures[0].replays == 2 and len(eager_runs) == 1
+
+
 def test_no_cycle_is_collected_while_a_graph_is_captured():
     # A collection during capture freed a symmetric-memory tensor of an earlier program,
     # which CUDA refuses while a stream captures (a rank aborted on GPUs).

@@ -24,6 +24,7 @@ if not os.environ.get("HOSTIR_NVFUSER_PORT"):
 def pytest_configure(config):
     config.addinivalue_line("markers", "mpi: nvFuser's multi-process tests (all of these)")
     config.addinivalue_line("markers", "benchmark: nvFuser's benchmarks (sizes for GPUs; not run on CPU ranks)")
+    config.addinivalue_line("markers", "cpu_twin: a `gpu` test on CPU ranks (test_cpu_twins.py; on GPUs the test itself runs)")
 
 
 class MultideviceTest:

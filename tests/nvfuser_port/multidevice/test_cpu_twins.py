@@ -31,6 +31,8 @@ from .test_transformer import (
     transformer_forward_multidevice_schedule,
 )
 
+pytestmark = pytest.mark.cpu_twin  # on GPUs (the runner's NCCL world) the `gpu` tests themselves run
+
 
 def assert_like_unsharded(fd, inputs, outputs, rank):
     """Each output is this rank's shard of the fusion evaluated eagerly on `inputs`."""
