@@ -69,9 +69,12 @@ and the set becomes a `hir.shift` by offset i, which receives member p's whole s
 chunk p and sends this rank's shard to member (me - i) mod D. Iteration 0 is a local copy
 of this rank's own shard (own-first: the first compute needs no communication). Since
 each rank visits the chunks in its own order, a ring loop holds no other communication:
-a communicating op closes it and starts a loop of its own. A set that a ring cannot
-compute (to another mesh, on a 2-D mesh, over a split device axis) runs whole, as does
-any other op reading a device axis one stream chunk at a time. The shift is one op per
+a communicating op closes it and starts a loop of its own. An axis split over the D
+devices outermost (`[8(D didx, 4)]`) whose set's result is split in D stream chunks
+(`[8(D stream, 4)]`, nvFuser's column-parallel overlap) is a ring too: chunk p, narrowed,
+is member p's shard. A set that a ring cannot compute (to another mesh, on a 2-D mesh,
+over a split device axis streamed whole) runs whole, as does any other op reading a
+device axis one stream chunk at a time. The shift is one op per
 iteration, a collective with a team, so a transport choice (its `transport` attribute)
 replaces the NCCL send/recv of an iteration without touching the loop; on the copy-engine
 transport a shift would be a put into the peer's chunk (docs/design_notes.md).
@@ -302,7 +305,7 @@ def _slicing(op: Operation, checks: ChunkChecks) -> Slicing | None:
     if isinstance(op, hir.PostOnStreamOp):
         slicing = _post_slicing(op, axes, form, checks)
     elif isinstance(op, fusion.SetOp) and op.out is None and communicates(op) and _reads_device_axis(op, axes[op.result]):
-        slicing = _ring_slicing(op, axes[op.result]) if form is SELECTED else None
+        slicing = _ring_slicing(op, axes[op.result], form)
     elif isinstance(op, fusion.ComputeOp) and op.out is None:
         slicing = _compute_slicing(op, axes[op.result], form, checks)
     else:
@@ -364,7 +367,7 @@ def _reads_device_axis(op: fusion.ComputeOp, axis: int) -> bool:
     )
 
 
-def _ring_slicing(op: fusion.SetOp, axis: int) -> Slicing | None:
+def _ring_slicing(op: fusion.SetOp, axis: int, form: ChunkForm) -> Slicing | None:
     """A DID -> Stream set as a ring of shifts (module docstring); None (it runs whole)
     where a ring cannot compute it."""
     source, result = tensor_type(op.input), tensor_type(op.result)
@@ -372,11 +375,22 @@ def _ring_slicing(op: fusion.SetOp, axis: int) -> Slicing | None:
     assert mapped is not None and source.mesh is not None  # a device-parallel axis has a mesh
     if source.mesh != result.mesh or source.mesh.ndim != 1:
         return None  # a ring stays on one mesh and needs this rank's position along one mesh axis
-    if source.axes[mapped].is_split or result.axes[axis].extent != source.mesh.size:
-        return None  # a ring needs the whole axis over the devices
+    if not _chunk_per_shard(source.axes[mapped], result.axes[axis], source.mesh.size, form):
+        return None
     if result.is_sharded():
         return None  # it scatters another axis as well: an all-to-all, not whole shards
-    return Slicing(op, {op.result: axis}, {}, ring=source.mesh.devices)
+    return Slicing(op, {op.result: axis}, {}, ring=source.mesh.devices, form=form)
+
+
+def _chunk_per_shard(sharded: Axis, streamed: Axis, devices: int, form: ChunkForm) -> bool:
+    """Is chunk p of the streamed axis member p's whole shard of the sharded one? For a
+    whole device axis (one element per device) chunked by selection, and for an axis split
+    over the devices outermost (nvFuser's `outer_split(a, D)`) chunked into D blocks."""
+    if isinstance(form, Narrowed):
+        outer, *inner = sharded.pieces
+        return (form.parts == devices and outer.parallel.is_device and outer.extent == devices
+                and len(inner) == 1 and inner[0].parallel == ParallelKind.SERIAL)
+    return not sharded.is_split and streamed.extent == devices
 
 
 def _compute_slicing(op: fusion.ComputeOp, axis: int, form: ChunkForm, checks: ChunkChecks) -> Slicing | None:

@@ -472,6 +472,24 @@ hir.program @ring(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.te
 
 // -----
 
+// nvFuser's spelling (`outer_split(0, D)`, DIDx on the outer piece, then Stream on the
+// outer piece of the result's split): chunk p is block p of the axis, member p's whole
+// shard, so it is a ring too, on narrowed chunks.
+hir.program @ring_split(%a: !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[0, 1]>) -> !fusion.tensor<f32[8(2 stream, 4), 3], mesh=[0, 1]> {
+  %t = fusion.set %a : !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 stream, 4), 3], mesh=[0, 1]>
+  %b = fusion.neg %t : !fusion.tensor<f32[8(2 stream, 4), 3], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 stream, 4), 3], mesh=[0, 1]>
+  hir.return %b : !fusion.tensor<f32[8(2 stream, 4), 3], mesh=[0, 1]>
+}
+// CHECK-LABEL: hir.program @ring_split
+// CHECK:           %member = arith.remui %{{.*}}, %team_size : index
+// CHECK-NEXT:      %t_i = hir.alias_chunk %t[%member] axis 0 parts 2 : !fusion.tensor<f32[8(2 stream, 4), 3], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+// CHECK-NEXT:      %w = hir.shift %a -> %t_i team [0, 1] offset %{{.*}} : !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+// CHECK-NEXT:      hir.wait %w
+// CHECK-NEXT:      %b_i = hir.alias_chunk %b[%member] axis 0 parts 2
+// CHECK-NEXT:      fusion.neg %t_i into %b_i : !fusion.tensor<f32[4, 3], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+
+// -----
+
 // A collective does not join a ring's loop (ranks visit its chunks in different
 // orders): it runs in a loop of its own, in chunk order.
 hir.program @ring_and_collective(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2 stream, 8(2 didx, 4)], mesh=[0, 1]> {
@@ -490,7 +508,8 @@ hir.program @ring_and_collective(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 // -----
 
 // What a ring cannot compute runs whole: a set to another mesh, on a 2-D mesh, over a
-// split device axis, and an op other than a set reading a device axis chunk by chunk.
+// split device axis streamed whole (chunk p is not member p's shard), and an op other
+// than a set reading a device axis chunk by chunk.
 hir.program @not_rings(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>, %m: !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]>, %s: !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>) -> (!fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>, !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>, !fusion.tensor<f32[4 stream, 8], mesh=[0, 1]>, !fusion.tensor<f32[2 stream, 8], mesh=[0, 1]>) {
   %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2 stream, 8], mesh=[1, 0]>
   %c = fusion.set %m : !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 stream, 8], mesh=[[0, 1], [2, 3]]>
