@@ -115,6 +115,7 @@ from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like, location_of, op_error
 from hostir_dialect.functions import FunctionLikeOp
+from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
@@ -933,23 +934,25 @@ class UnpipelinedStreamWarning(UserWarning):
     """A Stream annotation this pass cannot pipeline: the op runs whole (values unchanged)."""
 
 
-def warn_unpipelined_streams(program: hir.ProgramOp) -> None:
-    """Say, located, where a Stream on a split axis (nvFuser's `outer_split` then
-    `parallelize(Stream)` on the outer piece) asked for a pipeline that this pass could
-    not build (the op is left to run whole): a Stream annotation is never ignored
-    silently. Run after the loops are built."""
+def report_unpipelined_streams(program: hir.ProgramOp) -> None:
+    """Say, located, where a Stream annotation asked for a pipeline that this pass could not
+    build (the op is left to run whole), never silently: a warning for a Stream on the
+    outer piece of a split (nvFuser's `outer_split` then `parallelize(Stream)`, which its
+    users expect to pipeline), a remark (`hostir-opt --remarks`) for a whole stream axis,
+    which propagation often gives ops that reduce or reshape it. Run after the loops are built."""
     for inner in program.walk():
         if not is_to_lower(inner):
             continue
-        for result in inner.results:
-            t = result.type
-            if isinstance(t, TensorType) and any(a.is_split and ParallelKind.STREAM in a.parallel_types() for a in t.axes):
-                where = location_of(inner)
-                warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: its Stream piece "
-                              "of a split axis cannot be computed one chunk at a time (a chunk must be a static outer "
-                              "piece over a serial inner one, of an axis the op keeps element for element)",
-                              UnpipelinedStreamWarning, stacklevel=2)
-                break
+        axes = [t.axes[a] for r in inner.results if isinstance(t := r.type, TensorType) and (a := t.stream_axis()) is not None]
+        where = location_of(inner)
+        if any(a.is_split for a in axes):
+            warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: its Stream piece "
+                          "of a split axis cannot be computed one chunk at a time (a chunk must be a static outer "
+                          "piece over a serial inner one, of an axis the op keeps element for element)",
+                          UnpipelinedStreamWarning, stacklevel=2)
+        elif axes:
+            remark(inner, StreamParallelType.name, f"'{inner.name}' op runs whole: its stream axis cannot be computed "
+                   "one chunk at a time (reduced, merged, read whole by the op, or cut over the devices)")
 
 
 @dataclass(frozen=True)
@@ -972,7 +975,7 @@ class StreamParallelType(ModulePass):
             check_program_inputs(program)
             for loop in group(program.body.block):
                 _LoopBuilder(loop, units, self.bounded_intermediates).build()
-            warn_unpipelined_streams(program)
+            report_unpipelined_streams(program)
         for function in functions(op):
             if isinstance(function, hir.ProgramOp) or function.sym_name.data in units.called:
                 drop_stream_allocation(function)
