@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from hostir.runtime.trace import Trace
+from hostir.runtime.trace import DEVICE_CATEGORIES, Trace
 
 WAIT = "hir.wait"
 
@@ -44,7 +44,9 @@ class PythonProfiler:
 
     def record(self, trace: Trace) -> None:
         """Each op label of one traced run, in run order, but waits: a communication and
-        its wait are one kernel of nvFuser's."""
+        its wait are one kernel of nvFuser's. Host ranges only: on GPUs the device work an
+        op launches carries its label too (runtime/trace.py), and is the same op."""
         labels = sorted((e for e in trace.events if e.get("ph") == "X" and e.get("name") in trace.kinds
-                         and not e["name"].startswith(WAIT)), key=lambda e: e["ts"])
+                         and e.get("cat") not in DEVICE_CATEGORIES and not e["name"].startswith(WAIT)),
+                        key=lambda e: e["ts"])
         self.profile.kernel_profiles += [KernelProfile(e["name"], trace.kinds[e["name"]]) for e in labels]
