@@ -427,8 +427,10 @@ class AliasChunkOp(AliasViewOp):
     to extent/parts): the chunks of the outer Stream piece of a split axis
     (nvFuser's `outer_split(axis, parts)` then `parallelize(Stream)` on the outer piece).
 
-    Not of an axis sharded across devices (each device holds a part of it); at run time
-    the axis's extent must be a multiple of `parts`, as the split says.
+    Not of an axis sharded across devices outermost (each device holds a block of it); of
+    one that devices share inside an outer piece `parts` divides (`(S stream, D didx, m)`),
+    each device's chunk is the same block of its part. At run time the axis's extent must
+    be a multiple of `parts`, as the split says.
     """
 
     name = "hir.alias_chunk"
@@ -449,8 +451,11 @@ class AliasChunkOp(AliasViewOp):
         chosen = source.axes[self.axis_index]
         if self.part_count < 1:
             raise VerifyException(f"takes a chunk of {self.part_count} parts; there must be at least one")
-        if any(p.parallel.is_device for p in chosen.pieces):
+        if chosen.pieces[0].parallel.is_device:
             raise VerifyException(f"takes chunks of axis {self.axis_index}, which is sharded across devices")
+        if any(p.parallel.is_device for p in chosen.pieces) and chosen.pieces[0].extent % self.part_count:
+            raise VerifyException(f"takes chunks of axis {self.axis_index}, which devices share inside an outer piece "
+                                  f"that {self.part_count} parts do not divide")
         if chosen.extent != DYNAMIC and chosen.extent % self.part_count:
             raise VerifyException(f"axis {self.axis_index} of extent {chosen.extent} is not {self.part_count} equal parts")
         narrowed = DYNAMIC if chosen.extent == DYNAMIC else chosen.extent // self.part_count

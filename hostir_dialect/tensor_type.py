@@ -143,6 +143,22 @@ class Axis:
     def unparallelized(self) -> Axis:
         return Axis(self.extent, self.kind)
 
+    def with_serial(self, kinds: set[ParallelKind]) -> Axis:
+        """The axis with its pieces of `kinds` made serial, adjacent serial pieces merged
+        (a split's pieces are laid out outermost first); a whole axis where no piece is
+        left parallel: `(2 stream, 2 didx, 4)` without DIDx is `(2 stream, 8)`."""
+        pieces: list[Piece] = []
+        for piece in self.pieces:
+            piece = Piece(piece.extent) if piece.parallel in kinds else piece
+            if pieces and piece.parallel == pieces[-1].parallel == ParallelKind.SERIAL:
+                merged = DYNAMIC if DYNAMIC in (piece.extent, pieces[-1].extent) else piece.extent * pieces[-1].extent
+                pieces[-1] = Piece(merged)
+            else:
+                pieces.append(piece)
+        if len(pieces) == 1 and pieces[0].parallel == ParallelKind.SERIAL:
+            return self.unparallelized()
+        return replace(self, pieces=tuple(pieces))
+
 
 MAX_MESH_SIZE = 1 << 16
 """The most devices a mesh may have: its text stays short at any size (`[0, ..., 65535]`),

@@ -31,13 +31,15 @@ same either way (a Stream axis is not sharded), so the function's callers see no
 
 The chunk count itself is the user's: it is part of the data layout the function's
 types declare (chunk i of every rank's shard is gathered together), so the pass chooses
-between the declared S chunks and none. Other transports leave the pipeline as declared.
+between the declared S chunks and none; where devices share an axis inside the chunks'
+piece (`[S*D*m]` split in S, then over D), only the chunks' collectives lower it, and the
+pipeline stays. Other transports leave the pipeline as declared.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -48,7 +50,7 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
-from hostir_dialect.tensor_type import DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
 from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops
 from .fusion_rewriting import retype, tensors
@@ -222,6 +224,14 @@ def _input_bytes(op: fusion.ComputeOp) -> int | None:
     return None if shape is None or DYNAMIC in shape else math.prod(shape) * source.element_bytes()
 
 
+def _devices_inside_chunks(func: fusion.FuncOp) -> bool:
+    """Does a value of `func` have a device piece inside an outer piece of its axis (the
+    sequence-parallel `[S*D*m]` split in S chunks, then over the devices)? Its
+    collectives lower one chunk at a time (the chunk's device piece is outermost), not
+    whole."""
+    return any(any(p.parallel.is_device for p in a.pieces[1:]) for value, _ in tensors(func) for a in tensor_type(value).axes)
+
+
 def unpipeline(func: fusion.FuncOp) -> None:
     """Drop the Stream parallelization from every value of `func`."""
     for value, _ in tensors(func):
@@ -230,14 +240,7 @@ def unpipeline(func: fusion.FuncOp) -> None:
 
 
 def without_stream(t: TensorType) -> TensorType:
-    return t.with_(axes=tuple(_without_stream(a) for a in t.axes))
-
-
-def _without_stream(axis: Axis) -> Axis:
-    pieces = tuple(replace(p, parallel=ParallelKind.SERIAL) if p.parallel == ParallelKind.STREAM else p for p in axis.pieces)
-    if all(p.parallel == ParallelKind.SERIAL for p in pieces):
-        return Axis(axis.extent, axis.kind)  # a split into serial pieces is no split
-    return replace(axis, pieces=pieces)
+    return t.with_(axes=tuple(a.with_serial({ParallelKind.STREAM}) for a in t.axes))
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,10 @@ class ChoosePipelining(ModulePass):
 
     def choose(self, func: fusion.FuncOp, machine: Machine, topology: Topology, host_ms_per_chunk: float) -> None:
         chunks = stream_chunks(func)
+        if chunks is not None and _devices_inside_chunks(func):
+            remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: devices share an axis inside "
+                                    "its outer piece, which only the chunks' collectives lower")
+            return
         stages = estimate(func, machine, topology)
         if stages is None:
             if chunks is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion, hir
-from hostir_dialect.tensor_type import DYNAMIC, Axis, TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, Axis, Piece, TensorType, tensor_type
 
 
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
@@ -29,12 +29,32 @@ def sliced_type(t: TensorType, axis: int) -> TensorType:
 
 
 def narrowed_type(t: TensorType, axis: int, parts: int) -> TensorType:
-    """`t` with logical axis `axis` one of `parts` equal blocks: a whole axis of extent
-    extent/parts (its Stream piece is the loop), the others kept."""
+    """`t` with logical axis `axis` one of `parts` equal blocks of extent extent/parts: a
+    whole axis (its Stream piece is the loop), or, where devices share the axis inside
+    its outer piece (`(S stream, D didx, m)`, the sequence-parallel spelling), the same
+    pieces with the outer one divided by `parts` (each device's part of a block is a
+    block of its part)."""
     chosen = t.axes[axis]
     extent = DYNAMIC if chosen.extent == DYNAMIC else chosen.extent // parts
-    axes = (*t.axes[:axis], Axis(extent, chosen.kind), *t.axes[axis + 1 :])
+    outer, *inner = chosen.pieces
+    narrowed = Axis(extent, chosen.kind)
+    if any(p.parallel.is_device for p in inner):
+        left = (Piece(outer.extent // parts),) if outer.extent > parts else ()
+        narrowed = Axis(extent, chosen.kind, (*left, *inner))
+    axes = (*t.axes[:axis], narrowed, *t.axes[axis + 1 :])
     return t.with_(axes=axes, stream_allocated=False)
+
+
+def narrowing_problem(axis: Axis, parts: int) -> str | None:
+    """Why block i of `parts` of `axis` is not block i of each device's part of it (None:
+    it is): an axis whose outer piece is sharded, or that devices share inside an outer
+    piece `parts` does not divide."""
+    outer, *inner = axis.pieces
+    if outer.parallel.is_device:
+        return "is sharded across devices"
+    if any(p.parallel.is_device for p in inner) and (outer.extent == DYNAMIC or outer.extent % parts):
+        return f"is shared by devices inside an outer piece that {parts} parts do not divide"
+    return None
 
 
 class ChunkForm(abc.ABC):
@@ -48,6 +68,11 @@ class ChunkForm(abc.ABC):
     @abc.abstractmethod
     def type(self, t: TensorType, axis: int) -> TensorType:
         """The type of a chunk of a `t` along its logical axis `axis`."""
+
+    @abc.abstractmethod
+    def takes(self, t: TensorType, axis: int) -> bool:
+        """Can a loop take chunks of a `t` along its logical axis `axis`? Not of a
+        reduction axis (no storage), nor where a chunk is not one of each device's part."""
 
     @abc.abstractmethod
     def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
@@ -70,6 +95,10 @@ class Selected(ChunkForm):
 
     def type(self, t: TensorType, axis: int) -> TensorType:
         return sliced_type(t, axis)
+
+    def takes(self, t: TensorType, axis: int) -> bool:
+        chosen = t.axes[axis]  # a device-parallel axis: each device holds a part of it
+        return not chosen.is_reduction and not any(p.parallel.is_device for p in chosen.pieces)
 
     def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
         return hir.AliasSelectOp(tensor, index, axis, self.type(tensor_type(tensor), axis))
@@ -95,6 +124,9 @@ class Narrowed(ChunkForm):
 
     def type(self, t: TensorType, axis: int) -> TensorType:
         return narrowed_type(t, axis, self.parts)
+
+    def takes(self, t: TensorType, axis: int) -> bool:
+        return not t.axes[axis].is_reduction and narrowing_problem(t.axes[axis], self.parts) is None
 
     def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
         return hir.AliasChunkOp(tensor, index, axis, self.parts, self.type(tensor_type(tensor), axis))

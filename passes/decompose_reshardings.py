@@ -518,7 +518,7 @@ def _lost_types(moved: set[ParallelKind], source: TensorType, onto: TensorType) 
 
 
 def _without(axis: Axis, parallel: set[ParallelKind]) -> Axis:
-    return axis.unparallelized() if parallel & axis.parallel_types() else axis
+    return axis.with_serial(parallel) if parallel & axis.parallel_types() else axis
 
 
 def _device_batch_operand(

@@ -190,14 +190,6 @@ def is_scalar_op(op: Operation) -> bool:
     )
 
 
-def can_chunk(t: TensorType, axis: int) -> bool:
-    """Can a loop take chunks of a `t` along its logical axis `axis` (`hir.alias_select`)?
-    Not of a reduction axis (no storage), nor of a device-parallel one (each device
-    holds a part of it)."""
-    chosen = t.axes[axis]
-    return not chosen.is_reduction and not any(p.parallel.is_device for p in chosen.pieces)
-
-
 def stream_axes(op: Operation) -> tuple[dict[SSAValue, int], ChunkForm] | None:
     """Each tensor result of `op` -> its stream axis, and how chunks of them are taken,
     if every result has one, none reduced, all alike: whole logical axes of one extent
@@ -220,11 +212,12 @@ def stream_axes(op: Operation) -> tuple[dict[SSAValue, int], ChunkForm] | None:
 
 def _chunk_form(axis: Axis) -> ChunkForm | None:
     """How chunks of a stream axis are taken: a whole axis, or a static outer Stream
-    piece over a serial inner one; None for any other split."""
+    piece over serial or device pieces (`(S stream, m)`, `(S stream, D didx, m)`); None
+    for any other split."""
     if not axis.is_split:
         return SELECTED
     outer, *inner = axis.pieces
-    if outer.parallel != ParallelKind.STREAM or outer.extent == DYNAMIC or len(inner) != 1 or inner[0].parallel != ParallelKind.SERIAL:
+    if outer.parallel != ParallelKind.STREAM or outer.extent == DYNAMIC or any(p.parallel == ParallelKind.STREAM for p in inner):
         return None
     return Narrowed(outer.extent)
 
@@ -306,7 +299,9 @@ def _slicing(op: Operation, checks: ChunkChecks) -> Slicing | None:
     if isinstance(op, hir.PostOnStreamOp):
         slicing = _post_slicing(op, axes, form, checks)
     elif isinstance(op, fusion.SetOp) and op.out is None and communicates(op) and _reads_device_axis(op, axes[op.result]):
-        slicing = _ring_slicing(op, axes[op.result], form)
+        # Devices sharing the axis inside its outer piece: each chunk is a collective of its own.
+        slicing = _ring_slicing(op, axes[op.result], form) or (
+            _compute_slicing(op, axes[op.result], form, checks) if isinstance(form, Narrowed) else None)
     elif isinstance(op, fusion.ComputeOp) and op.out is None:
         slicing = _compute_slicing(op, axes[op.result], form, checks)
     else:
@@ -350,7 +345,7 @@ def _chunks_exist(slicing: Slicing) -> bool:
     """Every operand chunk can be taken, a dynamic loop extent can be read from one, and
     a communication moves dense chunks (collectives move a buffer as one block)."""
     chunked = slicing.chunked()
-    if any(not can_chunk(tensor_type(v), a) for v, a in chunked.items()):
+    if any(not slicing.form.takes(tensor_type(v), a) for v, a in chunked.items()):
         return False
     if slicing.extent == DYNAMIC and slicing.extent_provider() is None:
         return False
@@ -947,8 +942,8 @@ def report_unpipelined_streams(program: hir.ProgramOp) -> None:
         where = location_of(inner)
         if any(a.is_split for a in axes):
             warnings.warn(f"{where + ': ' if where else ''}warning: '{inner.name}' op runs whole: its Stream piece "
-                          "of a split axis cannot be computed one chunk at a time (a chunk must be a static outer "
-                          "piece over a serial inner one, of an axis the op keeps element for element)",
+                          "of a split axis cannot be computed one chunk at a time (a chunk must be the static outer "
+                          "piece of an axis the op keeps element for element)",
                           UnpipelinedStreamWarning, stacklevel=2)
         elif axes:
             remark(inner, StreamParallelType.name, f"'{inner.name}' op runs whole: its stream axis cannot be computed "

@@ -78,9 +78,10 @@ hir.program @views(%s: !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>, %b: !
 }
 
 // Chunks that keep their axis: block i of `parts` along an axis split by a Stream piece,
-// of a dynamic extent, and of a sharded tensor along an axis that is not.
+// of a dynamic extent, of a sharded tensor along an axis that is not, and along an axis that
+// devices share inside its outer piece (each device's part of block i is block i of its part).
 // CHECK-LABEL: hir.program @chunks(
-hir.program @chunks(%t: !fusion.tensor<f32[12(3 stream, 4), 5]>, %d: !fusion.tensor<f32[?(3 stream, ?), 2]>, %sp: !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]>) {
+hir.program @chunks(%t: !fusion.tensor<f32[12(3 stream, 4), 5]>, %d: !fusion.tensor<f32[?(3 stream, ?), 2]>, %sp: !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]>, %seq: !fusion.tensor<f32[16(2, 2 didx, 4)], mesh=[0, 1]>) {
   %i = arith.constant 1 : index
   // CHECK: %c0 = hir.alias_chunk %t[%i] axis 0 parts 3 : !fusion.tensor<f32[12(3 stream, 4), 5]> -> !fusion.tensor<f32[4, 5]>
   %c0 = hir.alias_chunk %t[%i] axis 0 parts 3 : !fusion.tensor<f32[12(3 stream, 4), 5]> -> !fusion.tensor<f32[4, 5]>
@@ -88,6 +89,8 @@ hir.program @chunks(%t: !fusion.tensor<f32[12(3 stream, 4), 5]>, %d: !fusion.ten
   %c1 = hir.alias_chunk %d[%i] axis 0 parts 3 : !fusion.tensor<f32[?(3 stream, ?), 2]> -> !fusion.tensor<f32[?, 2]>
   // CHECK-NEXT: %c2 = hir.alias_chunk %sp[%i] axis 1 parts 2 : !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 3], mesh=[0, 1]>
   %c2 = hir.alias_chunk %sp[%i] axis 1 parts 2 : !fusion.tensor<f32[2 didx, 6(2 stream, 3)], mesh=[0, 1]> -> !fusion.tensor<f32[2 didx, 3], mesh=[0, 1]>
+  // CHECK-NEXT: %c3 = hir.alias_chunk %seq[%i] axis 0 parts 2 : !fusion.tensor<f32[16(2, 2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>
+  %c3 = hir.alias_chunk %seq[%i] axis 0 parts 2 : !fusion.tensor<f32[16(2, 2 didx, 4)], mesh=[0, 1]> -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>
   // CHECK-NEXT: hir.return
   hir.return
 }

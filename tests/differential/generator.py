@@ -771,18 +771,34 @@ def _unit_chain(w: _Writer, x: str) -> str:
     return x
 
 
-def _stream_and_split(w: _Writer, var: str, chunks: int, sharded_axis: int | None, devices: int,
-                      split_rows: bool = False) -> None:
-    """Stream (when pipelined) on axis 0, whole or, with `split_rows`, its outer piece split
-    in `chunks` (nvFuser's spelling: `outer_split(0, S)`, Stream on the piece), and DIDx on
-    a split of `sharded_axis` (a loop axis, counted after the stream split)."""
-    if chunks > 1 and split_rows:
-        w.run(f"{var}.outer_split(0, {chunks})", w.schedule)
+def _stream_and_split(w: _Writer, var: str, chunks: int, sharded_axis: int | None, devices: int) -> None:
+    """Stream on axis 0 (when pipelined) and DIDx on a split of `sharded_axis`."""
     if chunks > 1:
         w.run(f"{var}.axis(0).parallelize(ParallelType.Stream)", w.schedule)
-    if sharded_axis is not None and devices > 1:
-        w.run(f"{var}.outer_split({sharded_axis}, {devices})", w.schedule)
-        w.run(f"{var}.axis({sharded_axis}).parallelize(ParallelType.DIDx)", w.schedule)
+    _shard(w, var, sharded_axis, devices)
+
+
+def _shard(w: _Writer, var: str, axis: int | None, devices: int) -> None:
+    """DIDx on the outer piece of loop axis `axis` split over the devices."""
+    if axis is not None and devices > 1:
+        w.run(f"{var}.outer_split({axis}, {devices})", w.schedule)
+        w.run(f"{var}.axis({axis}).parallelize(ParallelType.DIDx)", w.schedule)
+
+
+def _split_rows(w: _Writer, var: str, chunks: int, devices: int, stream: bool, shard: bool) -> int:
+    """The rows `[S*D*m]` of a sequence-parallel tensor as nvFuser's overlap tests split
+    them: S chunks outermost (Stream on them with `stream`), then the devices (DIDx with
+    `shard`). Returns the loop axis the next logical axis starts at."""
+    first = 0
+    if chunks > 1:
+        w.run(f"{var}.outer_split(0, {chunks})", w.schedule)
+        if stream:
+            w.run(f"{var}.axis(0).parallelize(ParallelType.Stream)", w.schedule)
+        first = 1
+    if shard and devices > 1:
+        _shard(w, var, first, devices)
+        return first + 2
+    return first + 1
 
 
 @st.composite
@@ -792,20 +808,15 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     kernel unit of elementwise ops, then optionally a matmul with a row-sharded W2 whose
     partial sums are reduce-scattered on the D axis or all-reduced, and optionally a
     residual add. The Stream axis has S chunks (not pipelined when S = 1). A third of
-    them spell the chunks as nvFuser's row-parallel overlap test does: X `[S*m, D, H]`,
-    replicated, the rows split in S with Stream on the outer piece, all-reduced."""
+    them spell the chunks as nvFuser's overlap tests do: X `[S*D*m, H]`, its rows split
+    in S chunks (Stream on that piece) and then over the devices."""
     world_size = draw(st.sampled_from(tuple(world_sizes)))
     w = _Writer(draw, world_size)
     d, chunks, dtype = world_size, w.pick(CHUNKS), w.pick(PIPELINE_DTYPES)
     rows, hidden, ffn = w.pick((2, 4)), w.pick((4, 8)), d * w.pick((2, 4))
     gathers, second, scatters, residual = w.chance(0.7), w.chance(0.7), w.chance(0.5), w.chance(0.3)
     split_rows = w.chance(0.33)
-    # A chunk of rows [m, D, H] holds the D axis inside it: its gather or scatter along D is
-    # no run of the buffer (refused, located), so the split spelling all-reduces.
-    gathers, scatters = gathers and not split_rows, scatters and not split_rows
-    shape = (chunks * rows, d, hidden) if split_rows else (chunks, d, rows, hidden)
-    stream_split = split_rows and chunks > 1  # a computed tensor's loop axes after D: one more
-    d_axis, f_axis = 1 + stream_split, 2 + stream_split if split_rows else 3
+    shape = (chunks * d * rows, hidden) if split_rows else (chunks, d, rows, hidden)
     x = w.input(shape, dtype)
     w1 = w.input((hidden, ffn), dtype)
     g = w.op(f"fd.ops.matmul({x}, {w1})", False)
@@ -823,16 +834,24 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     w.run(f"mesh = DeviceMesh({list(range(d))})", w.schedule)
     for var in w.tensors:
         w.run(f"{var}.set_device_mesh(mesh)", w.schedule)
-    if gathers and d > 1:
-        w.run(f"{x}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
     _stream_and_split(w, w1, 1, 1, d)
-    for var in unit:
-        _stream_and_split(w, var, chunks, f_axis, d, split_rows)
     if second:
         _stream_and_split(w, w2, 1, 0, d)
-        for var in outputs + ([r] if r is not None else []):
-            _stream_and_split(w, var, chunks if var != r else 1, None, d, split_rows)
+    ends = outputs + ([r] if r is not None else []) if second else []
+    if split_rows:
+        _split_rows(w, x, chunks, d, stream=False, shard=gathers)
+        for var in unit:
+            _shard(w, var, _split_rows(w, var, chunks, d, stream=True, shard=False), d)
+        for var in ends:
+            _split_rows(w, var, chunks, d, stream=var != r, shard=scatters)
+    else:
+        if gathers and d > 1:
+            w.run(f"{x}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
+        for var in unit:
+            _stream_and_split(w, var, chunks, 3, d)
+        for var in ends:
+            _stream_and_split(w, var, chunks if var != r else 1, None, d)
             if scatters and d > 1:
-                w.run(f"{var}.axis({d_axis}).parallelize(ParallelType.DIDx)", w.schedule)
+                w.run(f"{var}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
     return Program(world_size, w.definition, w.schedule, w.inputs, number_of_streams=w.pick((1, 2, 3, 4)),
                    rejected_calls=w.rejected, frontend_errors=w.frontend_errors)

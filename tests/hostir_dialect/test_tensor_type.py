@@ -391,6 +391,11 @@ def test_python_construction_matches_the_text() -> None:
 def test_axis_helpers() -> None:
     axis = Axis(64, pieces=(Piece(2, DIDX), Piece(32)))
     assert axis.unparallelized() == Axis(64)
+    assert axis.with_serial({DIDX}) == Axis(64) and axis.with_serial({STREAM}) == axis
+    sequence = Axis(64, pieces=(Piece(2, STREAM), Piece(2, DIDX), Piece(16)))  # (2 stream, 2 didx, 16)
+    assert sequence.with_serial({DIDX}) == Axis(64, pieces=(Piece(2, STREAM), Piece(32)))
+    assert sequence.with_serial({STREAM}) == Axis(64, pieces=(Piece(2), Piece(2, DIDX), Piece(16)))
+    assert Axis(4, pieces=(Piece(4, DIDX),)).with_serial({STREAM}) == Axis(4, pieces=(Piece(4, DIDX),))
     assert axis.with_kind(IterKind.REDUCTION).is_reduction
     assert Axis(8).pieces == (Piece(8),)
     assert DIDX.is_device and DIDY.is_device and not STREAM.is_device
