@@ -193,6 +193,7 @@ class Communicator:
             if peer == rank or not 0 <= peer < self.world_size:
                 raise CollectiveError(f"peer {peer} is not another rank of the world of {self.world_size}")
             flat = flatten_in_allocation_order(buffer, perm, "the")
+            flat = flat.view(transfer_dtype(flat.dtype, None))
             return Token(dist.isend(flat, dst=peer) if sends else dist.irecv(flat, src=peer))
 
         return post
@@ -247,6 +248,10 @@ class Plan:
     def of(comm: Communicator, op: hir.CollectiveOp) -> Plan:
         in_type, out_type = tensor_type(op.input), tensor_type(op.output)
         kind = op.reduction.data if op.reduction is not None else None
+        dtype = transfer_dtype(torch_dtype(in_type), kind)
+        if comm.backend == "gloo" and dtype in SIGNED_OF_UNSIGNED:
+            raise CollectiveError(f"takes the {kind.value if kind else 'values'} of {dtype} values, which gloo does not "
+                                  "compare (it moves no unsigned integer wider than a byte); NCCL does")
         team = op.team_of(comm.rank)
         assert team is not None, "only a member posts"
         return Plan(
@@ -255,7 +260,7 @@ class Plan:
             group=comm.group(team), order=comm.order(team),
             in_perm=in_type.value_allocation_order(), out_perm=out_type.value_allocation_order(),
             in_numel=_static_numel(in_type, comm.rank), out_numel=_static_numel(out_type, comm.rank),
-            dtype=torch_dtype(in_type), device=comm.device,
+            dtype=dtype, device=comm.device,
             # gloo may use a non-root's reduce buffer as scratch space; NCCL does not.
             copy_on_reduce=comm.backend != "nccl",
         )
@@ -275,12 +280,12 @@ class Plan:
     def flat_in(self, t: torch.Tensor | None) -> torch.Tensor:
         if t is None:
             raise CollectiveError(f"rank {self.rank} is in team {list(self.team)} but holds no input buffer")
-        return flatten_in_allocation_order(t, self.in_perm, "input")
+        return flatten_in_allocation_order(t, self.in_perm, "input").view(self.dtype)
 
     def flat_out(self, t: torch.Tensor | None) -> torch.Tensor:
         if t is None:
             raise CollectiveError(f"rank {self.rank} is in team {list(self.team)} but holds no output buffer")
-        return flatten_in_allocation_order(t, self.out_perm, "output")
+        return flatten_in_allocation_order(t, self.out_perm, "output").view(self.dtype)
 
     def scratch(self, numel: int | None, fill: float = 0) -> torch.Tensor:
         if numel is None:
@@ -294,6 +299,20 @@ class Plan:
             info = torch.finfo(self.dtype) if self.dtype.is_floating_point else torch.iinfo(self.dtype)
             return info.min if self.reduce_kind == ReduceKind.MAX else info.max
         return 0
+
+
+SIGNED_OF_UNSIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+"""gloo moves no unsigned integers wider than a byte ("Invalid scalar type")."""
+
+
+def transfer_dtype(dtype: torch.dtype, reduction: ReduceKind | None) -> torch.dtype:
+    """The dtype a collective moves `dtype` as: an unsigned integer as the signed one of its
+    width, the same bits, where the collective moves or adds them (two's complement adds
+    and multiplies as unsigned arithmetic does, mod 2^n); a maximum or minimum compares
+    them, so it keeps the unsigned type."""
+    if reduction in (ReduceKind.MAX, ReduceKind.MIN):
+        return dtype
+    return SIGNED_OF_UNSIGNED.get(dtype, dtype)
 
 
 def _static_numel(t: TensorType, rank: int) -> int | None:

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import datetime
 import gc
+import io
 import json
 import multiprocessing.connection
 import os
-import pickle
 import signal
 import tempfile
 import time
@@ -256,7 +256,7 @@ LOOPBACK = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 ranks of a launch are on this machine, and nothing outside it may reach them."""
 
 
-def _worker(rank: int, world_size: int, backend: str, result_dir: str, fn: Callable, pickled_args: bytes,
+def _worker(rank: int, world_size: int, backend: str, result_dir: str, fn: Callable, serialized_args: bytes,
             collective_timeout: float, launch_timeout: float) -> None:
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank))
     for name, value in LOOPBACK.items():
@@ -265,7 +265,7 @@ def _worker(rank: int, world_size: int, backend: str, result_dir: str, fn: Calla
     try:
         if backend == "nccl":
             torch.cuda.set_device(device_for(backend, rank))
-        args = pickle.loads(pickled_args)  # after set_device: CUDA tensors come back on their device
+        args = torch.load(io.BytesIO(serialized_args), weights_only=False)  # after set_device: CUDA tensors come back on their device
         # The ranks meet in a file of the launch's private directory, not a TCP store,
         # which would serve every interface to anyone, unauthenticated (docs/security.md).
         store = dist.FileStore(str(Path(result_dir) / "store"), world_size)
@@ -311,10 +311,11 @@ def launch(fn: Callable, world_size: int, args: tuple = (), *, backend: str | No
     check_seconds("collective_timeout", collective_timeout)
     with tempfile.TemporaryDirectory(prefix="hostir-spmd-") as result_dir:
         context = mp.start_processes(
-            # The arguments travel as plain pickled bytes: torch's own pickler would pass
-            # every tensor's storage as a file descriptor, and the forkserver takes fewer
-            # than 256 per process (a batch of jobs holds more tensors than that).
-            _worker, args=(world_size, backend, result_dir, fn, pickle.dumps(args), collective_timeout, timeout),
+            # The arguments travel as bytes: torch's multiprocessing pickler would pass every
+            # tensor's storage as a file descriptor, and the forkserver takes fewer than 256
+            # per process (a batch of jobs holds more tensors than that); torch.save's, not
+            # pickle's, which cannot rebuild a uint64 tensor (a philox seed).
+            _worker, args=(world_size, backend, result_dir, fn, _as_bytes(args), collective_timeout, timeout),
             nprocs=world_size, join=False, start_method="forkserver",
         )
         failure = None
@@ -428,6 +429,12 @@ def as_module(module_or_fd: Any, lower: bool = False) -> ModuleOp:
     else:
         raise TypeError(f"expected a ModuleOp, IR text, a .mlir path or a FusionDefinition, got {module_or_fd!r}")
     return lower_module(module) if lower else module
+
+
+def _as_bytes(args: tuple) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(args, buffer)
+    return buffer.getvalue()
 
 
 def run_spmd_batch(jobs: Sequence[Job], world_size: int, *, backend: str | None = None, timeout: float = 300,

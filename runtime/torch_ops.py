@@ -358,7 +358,8 @@ def _linear_product(op: fusion.LinearOp) -> Kernel:
         # aten.linear.out re-strides the destination of a 1-D input: compute, then copy.
         return Kernel(linear, lambda out, *operands: copy_into(out, linear(*operands)))
     linear_out = torch.ops.aten.linear.out
-    return Kernel(linear, _contraction_into(linear, lambda out, x, w, b=None: linear_out(x, w, b, out=out)))
+    return Kernel(linear, _contraction_into(linear, lambda out, x, w, b=None: linear_out(x, w, b, out=out)),
+                  result_shape=lambda x, w, b=None: (*x.shape[:-1], *w.shape[:-1]))
 
 
 _ACTIVATIONS: dict[fusion.Epilogue, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -385,7 +386,7 @@ def _with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, produc
         return gemm
     activation, in_place = _ACTIVATIONS[epilogue], _IN_PLACE[epilogue]
     return Kernel(lambda *args: activation(product.fresh(*args)),
-                  lambda out, *args: in_place(product.into(out, *args)))
+                  lambda out, *args: in_place(product.into(out, *args)), result_shape=product.result_shape)
 
 
 def _gemm_with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, epilogue: fusion.Epilogue) -> Kernel | None:
