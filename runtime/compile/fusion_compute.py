@@ -87,10 +87,21 @@ def checked_into(kernel: Kernel, op: fusion.ComputeOp, rank: int | None) -> Call
     destination of another shape (the caller's buffer, perhaps) with only a warning."""
     if DYNAMIC not in logical_shape(tensor_type(op.result), rank):
         return kernel.into
-    fresh, into, result_shape = kernel.fresh, kernel.into, kernel.result_shape
+    fresh, into, result_shape = kernel.fresh, kernel.into, kernel.result_shape or elementwise_shape(op)
     if result_shape is None:
         return lambda out, *args: copy_into(out, fresh(*args))
     return lambda out, *args: into(out, *args) if out.shape == result_shape(*args) else copy_into(out, fresh(*args))
+
+
+def elementwise_shape(op: fusion.ComputeOp) -> Callable[..., tuple[int, ...]] | None:
+    """The result shape of an elementwise op from its operands' (None for other ops): its
+    input's for one operand (copies and casts included), the broadcast of its tensor
+    operands' for two."""
+    if isinstance(op, fusion.ElementwiseUnaryOp):
+        return lambda x: x.shape
+    if isinstance(op, fusion.BinaryComputeOp):
+        return lambda *xs: torch.broadcast_shapes(*(x.shape for x in xs if isinstance(x, torch.Tensor)))
+    return None
 
 
 def post_on_stream(c: FunctionCompiler, op: hir.PostOnStreamOp) -> None:

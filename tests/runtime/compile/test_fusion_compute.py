@@ -15,9 +15,10 @@ DYNAMIC_NEG = """hir.program @p(%x: !fusion.tensor<f32[?, 4]>, %d: !fusion.tenso
 
 
 def test_a_destination_of_a_dynamic_shape_is_written_in_place_once_its_shape_is_checked():
-    """Where the kernel knows its result's shape, a destination of that shape is written by
-    `into` (no fresh result, no copy); another shape gets a copy of a fresh result, which
-    refuses it (torch's `out=` would resize the caller's buffer with a warning)."""
+    """Where the kernel (or the op, elementwise) tells its result's shape, a destination of
+    that shape is written by `into` (no fresh result, no copy); another shape gets a copy of
+    a fresh result, which refuses it (torch's `out=` would resize the caller's buffer with a
+    warning)."""
     op = next(o for o in parse_module(DYNAMIC_NEG).walk() if isinstance(o, fusion.NegOp))
     calls = []
 
@@ -37,7 +38,22 @@ def test_a_destination_of_a_dynamic_shape_is_written_in_place_once_its_shape_is_
     with pytest.raises(ValueError, match=r"destination has shape \[5, 4\] but the value has shape \[6, 4\]"):
         write(torch.empty(5, 4), x)
     assert calls == ["fresh"]
-    unknown = checked_into(Kernel(fresh, into), op, None)
+    elementwise = checked_into(Kernel(fresh, into), op, None)  # an elementwise op's shape is its input's
     calls.clear()
-    unknown(out, x)
-    assert calls == ["fresh"] and torch.equal(out, -x)
+    elementwise(out, x)
+    assert calls == ["into"] and torch.equal(out, -x)
+
+
+DYNAMIC_ADD = """hir.program @p(%x: !fusion.tensor<f32[?, 4]>, %y: !fusion.tensor<f32[b1, 4]>, %d: !fusion.tensor<f32[?, 4]>) -> !fusion.tensor<f32[?, 4]> {
+  %z = fusion.add %x, %y into %d : !fusion.tensor<f32[?, 4]>, !fusion.tensor<f32[b1, 4]> -> !fusion.tensor<f32[?, 4]>
+  hir.return %z : !fusion.tensor<f32[?, 4]>
+}"""
+
+
+def test_a_binary_op_knows_its_shape_from_its_tensor_operands():
+    op = next(o for o in parse_module(DYNAMIC_ADD).walk() if isinstance(o, fusion.AddOp))
+    calls = []
+    write = checked_into(Kernel(torch.add, lambda out, a, b: calls.append("into") or torch.add(a, b, out=out)), op, None)
+    x, y, out = torch.randn(5, 4), torch.randn(1, 4), torch.empty(5, 4)
+    write(out, x, y)
+    assert calls == ["into"] and torch.equal(out, x + y)
