@@ -194,8 +194,8 @@ def stream_axes(op: Operation) -> tuple[dict[SSAValue, int], ChunkForm] | None:
     """Each tensor result of `op` -> its stream axis, and how chunks of them are taken,
     if every result has one, none reduced, all alike: whole logical axes of one extent
     (a chunk selects one element), or axes split into the same static number of parts
-    whose outer piece is the Stream one and whose inner piece is serial (a chunk is one
-    part, nvFuser's `outer_split` then Stream)."""
+    whose outer piece is the Stream one (a chunk is one part, nvFuser's `outer_split` then
+    Stream; `_chunk_form`)."""
     results = [r for r in op.results if isinstance(r.type, TensorType)]
     axes = {r: tensor_type(r).stream_axis() for r in results}
     if not results or None in axes.values():
@@ -421,14 +421,14 @@ def _narrowed_operand_axes(op: fusion.ComputeOp, axis: int, operand_axes: dict[S
     assert isinstance(op, fusion.StreamSliceable)
     extent = tensor_type(op.result).axes[axis].extent
     narrowed: dict[SSAValue, int] = {}
-    for operand, operand_axis_ in operand_axes.items():
-        chosen = tensor_type(operand).axes[operand_axis_]
+    for operand, chunk_axis in operand_axes.items():
+        chosen = tensor_type(operand).axes[chunk_axis]
         if chosen.is_broadcast:
             continue
-        kept = op.sharding_axis_map(operand).get(operand_axis_) == axis
-        if not kept or op.operand_chunk_stride(operand, operand_axis_) != (0, 1) or chosen.extent != extent:
+        kept = op.sharding_axis_map(operand).get(chunk_axis) == axis
+        if not kept or op.operand_chunk_stride(operand, chunk_axis) != (0, 1) or chosen.extent != extent:
             return None
-        narrowed[operand] = operand_axis_
+        narrowed[operand] = chunk_axis
     return narrowed
 
 
