@@ -451,14 +451,11 @@ class AliasChunkOp(AliasViewOp):
         chosen = source.axes[self.axis_index]
         if self.part_count < 1:
             raise VerifyException(f"takes a chunk of {self.part_count} parts; there must be at least one")
-        if chosen.pieces[0].parallel.is_device:
-            raise VerifyException(f"takes chunks of axis {self.axis_index}, which is sharded across devices")
-        if any(p.parallel.is_device for p in chosen.pieces) and chosen.pieces[0].extent % self.part_count:
-            raise VerifyException(f"takes chunks of axis {self.axis_index}, which devices share inside an outer piece "
-                                  f"that {self.part_count} parts do not divide")
+        if problem := chosen.narrowing_problem(self.part_count):
+            raise VerifyException(f"takes chunks of axis {self.axis_index}, which {problem}")
         if chosen.extent != DYNAMIC and chosen.extent % self.part_count:
             raise VerifyException(f"axis {self.axis_index} of extent {chosen.extent} is not {self.part_count} equal parts")
-        narrowed = DYNAMIC if chosen.extent == DYNAMIC else chosen.extent // self.part_count
+        narrowed = chosen.narrowed(self.part_count).extent
         expected = [narrowed if i == self.axis_index else a.extent for i, a in enumerate(source.axes)]
         if [a.extent for a in result.axes] != expected or result.rank != source.rank:
             raise VerifyException(f"result extents {[a.extent for a in result.axes]} must be the input's with axis "

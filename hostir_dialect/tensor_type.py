@@ -143,6 +143,29 @@ class Axis:
     def unparallelized(self) -> Axis:
         return Axis(self.extent, self.kind)
 
+    def narrowed(self, parts: int) -> Axis:
+        """Block i of `parts` equal blocks of the axis (a stream chunk that keeps it): a
+        whole axis of extent/parts, or, where devices share the axis inside its outer piece
+        (`(S stream, D didx, m)`, the sequence-parallel spelling), the same pieces with the
+        outer one divided by `parts` (each device's part of a block is a block of its part)."""
+        extent = DYNAMIC if self.extent == DYNAMIC else self.extent // parts
+        outer, *inner = self.pieces
+        if not any(p.parallel.is_device for p in inner):
+            return Axis(extent, self.kind)
+        left = (Piece(outer.extent // parts),) if outer.extent > parts else ()
+        return Axis(extent, self.kind, (*left, *inner))
+
+    def narrowing_problem(self, parts: int) -> str | None:
+        """Why block i of `parts` of the axis is not block i of each device's part of it
+        (None: it is): an axis whose outer piece is sharded, or that devices share inside
+        an outer piece `parts` does not divide."""
+        outer, *inner = self.pieces
+        if outer.parallel.is_device:
+            return "is sharded across devices"
+        if any(p.parallel.is_device for p in inner) and (outer.extent == DYNAMIC or outer.extent % parts):
+            return f"is shared by devices inside an outer piece that {parts} parts do not divide"
+        return None
+
     def with_serial(self, kinds: set[ParallelKind]) -> Axis:
         """The axis with its pieces of `kinds` made serial, adjacent serial pieces merged
         (a split's pieces are laid out outermost first); a whole axis where no piece is

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from xdsl.ir import SSAValue
 
 from hostir_dialect import fusion, hir
-from hostir_dialect.tensor_type import DYNAMIC, Axis, Piece, TensorType, tensor_type
+from hostir_dialect.tensor_type import TensorType, tensor_type
 
 
 def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | None:
@@ -29,32 +29,9 @@ def sliced_type(t: TensorType, axis: int) -> TensorType:
 
 
 def narrowed_type(t: TensorType, axis: int, parts: int) -> TensorType:
-    """`t` with logical axis `axis` one of `parts` equal blocks of extent extent/parts: a
-    whole axis (its Stream piece is the loop), or, where devices share the axis inside
-    its outer piece (`(S stream, D didx, m)`, the sequence-parallel spelling), the same
-    pieces with the outer one divided by `parts` (each device's part of a block is a
-    block of its part)."""
-    chosen = t.axes[axis]
-    extent = DYNAMIC if chosen.extent == DYNAMIC else chosen.extent // parts
-    outer, *inner = chosen.pieces
-    narrowed = Axis(extent, chosen.kind)
-    if any(p.parallel.is_device for p in inner):
-        left = (Piece(outer.extent // parts),) if outer.extent > parts else ()
-        narrowed = Axis(extent, chosen.kind, (*left, *inner))
-    axes = (*t.axes[:axis], narrowed, *t.axes[axis + 1 :])
+    """`t` with logical axis `axis` one of `parts` equal blocks (`Axis.narrowed`)."""
+    axes = (*t.axes[:axis], t.axes[axis].narrowed(parts), *t.axes[axis + 1 :])
     return t.with_(axes=axes, stream_allocated=False)
-
-
-def narrowing_problem(axis: Axis, parts: int) -> str | None:
-    """Why block i of `parts` of `axis` is not block i of each device's part of it (None:
-    it is): an axis whose outer piece is sharded, or that devices share inside an outer
-    piece `parts` does not divide."""
-    outer, *inner = axis.pieces
-    if outer.parallel.is_device:
-        return "is sharded across devices"
-    if any(p.parallel.is_device for p in inner) and (outer.extent == DYNAMIC or outer.extent % parts):
-        return f"is shared by devices inside an outer piece that {parts} parts do not divide"
-    return None
 
 
 class ChunkForm(abc.ABC):
@@ -126,7 +103,7 @@ class Narrowed(ChunkForm):
         return narrowed_type(t, axis, self.parts)
 
     def takes(self, t: TensorType, axis: int) -> bool:
-        return not t.axes[axis].is_reduction and narrowing_problem(t.axes[axis], self.parts) is None
+        return not t.axes[axis].is_reduction and t.axes[axis].narrowing_problem(self.parts) is None
 
     def view(self, tensor: SSAValue, index: SSAValue, axis: int) -> hir.AliasViewOp:
         return hir.AliasChunkOp(tensor, index, axis, self.parts, self.type(tensor_type(tensor), axis))

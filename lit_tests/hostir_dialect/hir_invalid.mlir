@@ -69,7 +69,7 @@ hir.program @p(%t: !fusion.tensor<f32[8(2 didx, 4), 4], mesh=[0, 1]>, %i: index)
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%t: !fusion.tensor<f32[12(3, 2 didx, 2)], mesh=[0, 1]>, %i: index) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op takes chunks of axis 0, which devices share inside an outer piece that 2 parts do not divide
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op takes chunks of axis 0, which is shared by devices inside an outer piece that 2 parts do not divide
   %v = hir.alias_chunk %t[%i] axis 0 parts 2 : !fusion.tensor<f32[12(3, 2 didx, 2)], mesh=[0, 1]> -> !fusion.tensor<f32[6, 4], mesh=[0, 1]>
   hir.return
 }

@@ -107,11 +107,10 @@ def alias_select(c: FunctionCompiler, op: hir.AliasSelectOp) -> None:
     if not t.is_on_rank(c.rank):
         return
     axis = op.axis_index
-    chosen = t.axes[axis]
-    one_chunk = c.local and t.stream_allocated and axis == t.stream_axis()
     # A broadcast axis has one element; a stream-allocated buffer holds one chunk; a
     # rank holds one slice of a device-sharded axis, its own (the verifier checked the index).
-    index = "0" if chosen.is_broadcast or one_chunk or (c.local and op.selects_own_shard()) else c.name(op.index)
+    one_element = t.axes[axis].is_broadcast or _holds_one_chunk(c, op) or (c.local and op.selects_own_shard())
+    index = "0" if one_element else c.name(op.index)
     c.emit(f"{c.name(op.result)} = {c.name(op.input)}.select({t.value_position(axis)}, {index})")
 
 
@@ -120,8 +119,8 @@ def alias_chunk(c: FunctionCompiler, op: hir.AliasChunkOp) -> None:
     if not t.is_on_rank(c.rank):
         return
     axis, parts = op.axis_index, op.part_count
-    if c.local and t.stream_allocated and axis == t.stream_axis():
-        c.emit(f"{c.name(op.result)} = {c.name(op.input)}")  # a stream-allocated buffer holds one chunk
+    if _holds_one_chunk(c, op):
+        c.emit(f"{c.name(op.result)} = {c.name(op.input)}")
         return
     position = t.value_position(axis)
 
@@ -132,6 +131,12 @@ def alias_chunk(c: FunctionCompiler, op: hir.AliasChunkOp) -> None:
         return whole.narrow(position, index * (extent // parts), extent // parts)
 
     c.emit(f"{c.name(op.result)} = {c.bind(chunk, 'chunk')}({c.name(op.input)}, {c.name(op.index)})")
+
+
+def _holds_one_chunk(c: FunctionCompiler, view: hir.AliasViewOp) -> bool:
+    """Does this rank's buffer hold one chunk of the view's axis (stream-allocated)?"""
+    t = tensor_type(view.input)
+    return c.local and t.stream_allocated and view.axis_index == t.stream_axis()
 
 
 def extent(c: FunctionCompiler, op: hir.ExtentOp) -> None:

@@ -3,7 +3,7 @@
 import pytest
 from xdsl.parser import Parser
 
-from hostir.passes.chunking import SELECTED, Narrowed, narrowed_type, narrowing_problem
+from hostir.passes.chunking import SELECTED, Narrowed, narrowed_type
 from hostir_dialect.context import make_context
 from hostir_dialect.tensor_type import TensorType
 
@@ -29,8 +29,8 @@ def test_a_narrowed_chunk_keeps_the_axis(whole, axis, parts, chunk):
 
 def test_a_chunk_that_is_no_block_of_each_devices_part_is_not_taken():
     sharded, odd = t("f32[8(2 didx, 4), 3], mesh=[0, 1]"), t("f32[12(3, 2 didx, 2)], mesh=[0, 1]")
-    assert narrowing_problem(sharded.axes[0], 2) == "is sharded across devices"
-    assert narrowing_problem(odd.axes[0], 2) == "is shared by devices inside an outer piece that 2 parts do not divide"
+    assert sharded.axes[0].narrowing_problem(2) == "is sharded across devices"
+    assert odd.axes[0].narrowing_problem(2) == "is shared by devices inside an outer piece that 2 parts do not divide"
     assert not Narrowed(2).takes(sharded, 0) and not Narrowed(2).takes(odd, 0)
     assert not Narrowed(2).takes(t("f32[4, r8]"), 1)  # a reduction axis has no storage
     assert not SELECTED.takes(sharded, 0) and SELECTED.takes(sharded, 1)
