@@ -178,13 +178,16 @@ class CudaGraphs:
     def run(self, inputs: Sequence[Any]) -> list:
         if not self._for_callers:
             return self._captured(inputs).replay(inputs)
-        if torch.autograd.profiler._is_profiler_enabled and signature(inputs) not in {**self._graphs, **self._bound}:
+        if torch.autograd.profiler._is_profiler_enabled and not self._has_graph(signature(inputs)):
             # The default graph mode does not capture while torch's profiler records: a new
             # signature runs eagerly, once, so a profile shows each op once (not a warm-up, a
             # capture and a replay: nvFuser's tests count the kernels of a first run).
             return self._run_eagerly(inputs)
         outputs = self._for_caller(inputs).replay(inputs)
         return [x.clone() if isinstance(x, torch.Tensor) else x for x in outputs]
+
+    def _has_graph(self, key: tuple) -> bool:
+        return key in self._graphs or key in self._bound
 
     def bind(self, inputs: Sequence[Any]) -> list:
         """The input buffers of the graph of `inputs`' signature (captured now if it is
