@@ -31,7 +31,9 @@ axis of an input is sliced chunk by chunk, as nvFuser's row-parallel overlap doe
    `hir.alias_select %t[%i] axis A` per tensor and loop (A: its logical axis mapped to the
    loop's stream axis; tensors without one are passed whole); the op then writes through
    its destination, `%r = fusion.matmul %a_i, %b into %c_i`, and a post calls its unit
-   rewritten to compute chunks, `hir.post_on_stream @unit(%a_i) outs(%c_i)`.
+   rewritten to compute chunks, `hir.post_on_stream @unit(%a_i) outs(%c_i)`. An
+   iteration runs first what waits for no communication the loop receives (`_body_order`:
+   two independent pipelines, as an attention block's, send before they receive).
 4. stream management: the user's stream is captured once; a separate sync loop makes every
    worker stream `i % numberOfStreams` wait for it (syncing inside the main loop kills
    overlap, nvFuser #4402); the main loop runs each iteration on its worker stream and makes
@@ -713,12 +715,36 @@ class _LoopBuilder:
         block = _loop_block()
         worker = self.worker_stream(block)
         chunks = _Chunks(block, self, self.chunk_index(block))
-        for slicing in self.loop.slicings:
+        for slicing in _body_order(self.loop.slicings):
             chunks.emit(slicing, buffers)
         for chunk in chunks.loop_local:
             block.add_op(self.located(hir.DeallocateOp(chunk)))
         block.add_ops([self.located(hir.SetCurrentStreamOp(user)), self.located(hir.SynchronizeOp(worker))])
         return block
+
+
+def _body_order(slicings: list[Slicing]) -> list[Slicing]:
+    """The loop's ops in the order an iteration runs them: first those that wait for no
+    communication the loop reads (among them the computations that feed an outgoing
+    collective, and that collective), then the communications the loop reads and what
+    depends on them, each group in program order. A topological order still: no op of the
+    first group reads a result of the second. In an attention block's loop, iteration i
+    then computes A @ Wo and posts its reduce-scatter first, and all-gathers X and
+    computes QKV from it after: the last reduce-scatter leaves behind QKV's GEMMs, where
+    program order (QKV first) left it exposed at the end of the loop. A loop whose ops
+    all depend on what it receives (the MLP block) keeps program order."""
+    read = {operand for s in slicings for operand in s.op.operands}
+    received: set[SSAValue] = set()
+    first: list[Slicing] = []
+    then: list[Slicing] = []
+    for slicing in slicings:
+        op = slicing.op
+        if any(v in received for v in op.operands) or (communicates(op) and any(r in read for r in op.results)):
+            then.append(slicing)
+            received.update(op.results)
+        else:
+            first.append(slicing)
+    return first + then
 
 
 def _loop_block() -> Block:

@@ -165,6 +165,40 @@ hir.program @matmul_rs(%a: !fusion.tensor<f32[4, 2 didx, 2, 2, 4], mesh=[0, 1]>,
 
 // -----
 
+// Two independent pipelines in one loop, as an attention block's projections: QKV =
+// allgather(x) @ wqkv, written first, and o = reduce_scatter(a @ wo). An iteration runs
+// what waits for no received data first -- the output projection and its reduce-scatter --
+// and the all-gather with the matmul that reads it after, so that the last
+// reduce-scatter is not left exposed at the end of the loop.
+hir.program @independent_pipelines(%x: !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]>, %wqkv: !fusion.tensor<f32[8, 3], mesh=[0, 1]>, %a: !fusion.tensor<f32[4, 2 didx, 2, 2, 4], mesh=[0, 1]>, %wo: !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>) -> (!fusion.tensor<f32[4 stream, 2, 2, 3, r8], mesh=[0, 1]>, !fusion.tensor<f32[4 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>) {
+  %t = fusion.set %x : !fusion.tensor<f32[4, 2 didx, 2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2, 2, 8], mesh=[0, 1]>
+  %qkv = fusion.matmul %t, %wqkv : !fusion.tensor<f32[4 stream, 2, 2, 8], mesh=[0, 1]>, !fusion.tensor<f32[8, 3], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2, 2, 3, r8], mesh=[0, 1]>
+  %u = fusion.matmul %a, %wo : !fusion.tensor<f32[4, 2 didx, 2, 2, 4], mesh=[0, 1]>, !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]>
+  %o = fusion.reduce sum %u dims [1] : !fusion.tensor<f32[4 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]> -> !fusion.tensor<f32[4 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+  hir.return %qkv, %o : !fusion.tensor<f32[4 stream, 2, 2, 3, r8], mesh=[0, 1]>, !fusion.tensor<f32[4 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+}
+// CHECK-LABEL: hir.program @independent_pipelines
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           hir.set_current_stream %worker
+// CHECK-NEXT:      %a_i = hir.alias_select %a
+// CHECK-NEXT:      %wo_i = hir.alias_select %wo
+// CHECK-NEXT:      %u_i = hir.alias_select %u
+// CHECK-NEXT:      fusion.matmul %a_i, %wo_i into %u_i
+// CHECK-NEXT:      %o_i = hir.alias_select %o
+// CHECK-NEXT:      %[[RS:.*]] = hir.reduce_scatter %u_i -> %o_i team [0, 1] op sum
+// CHECK-NEXT:      hir.wait %[[RS]]
+// CHECK-NEXT:      %x_i = hir.alias_select %x
+// CHECK-NEXT:      %t_i = hir.alias_select %t
+// CHECK-NEXT:      %[[AG:.*]] = hir.allgather %x_i -> %t_i team [0, 1]
+// CHECK-NEXT:      hir.wait %[[AG]]
+// CHECK-NEXT:      %qkv_i = hir.alias_select %qkv
+// CHECK-NEXT:      fusion.matmul %t_i, %wqkv into %qkv_i
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NOT:     scf.for
+
+// -----
+
 // P2P DID -> Stream pipeline (nvFuser #4515, "linear allgather"): the stream axis of %t is
 // the device axis of %a. Iteration %i handles the chunk of member (me + i) mod 4: a shift
 // by %i receives that member's shard into its chunk of %t (a local copy at %i = 0, so the
