@@ -302,6 +302,14 @@ def _parallel_type(value: object) -> _PT:
     )
 
 
+def _memory_type(value: object) -> MemoryType:
+    if isinstance(value, MemoryType):
+        return value
+    if isinstance(value, str) and value in {m.value for m in MemoryType}:
+        return MemoryType(value)
+    raise FusionDefinitionError(f"unknown memory type {value!r}; use MemoryType.Global, Symmetric, Local or Shared")
+
+
 class _Value:
     """A value of one FusionDefinition: a tensor or a scalar constant."""
 
@@ -565,11 +573,19 @@ class Tensor(_Value):
         return self
 
     def set_memory_type(self, memory_type: object) -> None:
-        """nvFuser's memory types: hostir places buffers itself; refused."""
-        raise FusionDefinitionError(
-            f"{self.name}.set_memory_type({memory_type!r}) is not supported: hostir allocates symmetric buffers "
-            "where a collective runs on the copy engines (hostir-lower{transport=copy-engine})"
-        )
+        """nvFuser's placement of this tensor's buffer. Global (device memory) and Symmetric
+        (memory the team's peers can reach) ask for nothing hostir does not do already:
+        every buffer is in device memory, and the buffers a copy-engine collective reads or
+        writes are allocated symmetric (`hir.allocate symmetric`), while NCCL moves ordinary
+        memory; neither changes a value. Local and Shared place a generated kernel's
+        intermediates on chip, which Inductor decides for hostir's kernels: refused."""
+        kind = _memory_type(memory_type)
+        if kind in (MemoryType.Local, MemoryType.Shared):
+            raise FusionDefinitionError(
+                f"{self.name}.set_memory_type({kind.name}) is not supported: on-chip placement within a kernel is "
+                "Inductor's choice for hostir's compiled units; fusion tensors live in device memory (Global), "
+                "symmetric where a collective runs on the copy engines"
+            )
 
     def set_allocation_order(self, order: Sequence[int]) -> None:
         """Lay the local buffer out with logical axes in this (major-to-minor) order."""

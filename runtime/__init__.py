@@ -3,11 +3,12 @@
 
 from .evaluator import Evaluator, ExecutionError, InputError, compile_program
 from .executor_cache import ExecutorCache, execute
+from .graphs import release_cuda_graphs
 from .launcher import Job, RankResult, SpmdError, join_torchrun_world, launch, run_spmd, run_spmd_batch
 from .layouts import shard_tensor, unshard
 from .reference import run_fusion
 
 __all__ = [
     "Evaluator", "ExecutionError", "ExecutorCache", "InputError", "Job", "RankResult", "SpmdError", "compile_program", "execute", "launch",
-    "join_torchrun_world", "run_fusion", "run_spmd", "run_spmd_batch", "shard_tensor", "unshard",
+    "join_torchrun_world", "release_cuda_graphs", "run_fusion", "run_spmd", "run_spmd_batch", "shard_tensor", "unshard",
 ]

@@ -171,6 +171,13 @@ class CudaGraphs:
         self._previous: list[Any] = []
         """Weak references to the tensors of the previous run (for_callers)."""
         self._warm = False
+        _LIVE.add(self)
+
+    def release(self) -> None:
+        """Drop every captured graph (the next run captures again)."""
+        self._graphs.clear()
+        self._bound.clear()
+        self._previous = []
 
     def __len__(self) -> int:
         return len(self._graphs) + len(self._bound)
@@ -236,6 +243,21 @@ class CudaGraphs:
             self._run_eagerly(static)
         current.wait_stream(side)
         self._warm = True
+
+
+_LIVE: weakref.WeakSet[CudaGraphs] = weakref.WeakSet()
+"""Every evaluator's graphs, while the evaluator lives."""
+
+
+def release_cuda_graphs() -> None:
+    """Drop the CUDA graphs of every live evaluator of this process. Call it before
+    `torch.distributed.destroy_process_group()`: NCCL's communicator teardown waits until
+    every CUDA graph that captured one of its collectives is destroyed, so with an
+    evaluator (or a FusionDefinition's cached one) still alive, the destroy never returns
+    (pytorch/pytorch#115388; found on 2x H200 at the end of the nvFuser port, both ranks
+    in destroy_process_group). hostir's launcher calls it before its own destroy."""
+    for graphs in list(_LIVE):
+        graphs.release()
 
 
 @contextmanager

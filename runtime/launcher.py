@@ -47,6 +47,7 @@ from hostir_dialect.symbols import programs
 from .compile import DEFAULT_NUMBER_OF_STREAMS
 from .evaluator import Evaluator
 from .executor_cache import LruCache
+from .graphs import release_cuda_graphs
 from .reference import run_fusion
 from .trace import Trace, traced_run
 
@@ -281,7 +282,9 @@ def _worker(rank: int, world_size: int, backend: str, result_dir: str, fn: Calla
         torch.save(result, Path(result_dir) / f"rank{rank}.pt")
         finished = True
         dist.barrier(group=finish_line)
-        # CUDA graphs that captured NCCL collectives hold the communicators: free them first.
+        # CUDA graphs that captured NCCL collectives hold the communicators: free them first,
+        # those of evaluators still alive (cached by `fn`'s FusionDefinitions) included.
+        release_cuda_graphs()
         gc.collect()
         dist.destroy_process_group()
     except BaseException as error:

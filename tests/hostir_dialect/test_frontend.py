@@ -19,6 +19,7 @@ from hostir_dialect import (
     fusion,
     parse_module,
 )
+from hostir_dialect.frontend import MemoryType
 from hostir_dialect.tensor_type import ParallelKind as PT
 
 
@@ -748,7 +749,11 @@ def test_ops_and_errors_name_the_users_line():
 def test_nvfuser_no_op_spellings():
     fd, out = build(lambda fd, a: fd.ops.set(a), [4, 6])
     assert out.swizzle1d(0, ParallelType.mesh_x) is out
-    with raises("T1.set_memory_type"):
-        out.set_memory_type("symmetric")
+    out.set_memory_type("symmetric")
+    out.set_memory_type(MemoryType.Global)
+    with raises("T1.set_memory_type(Shared) is not supported"):
+        out.set_memory_type(MemoryType.shared)
+    with raises("unknown memory type 'registers'"):
+        out.set_memory_type("registers")
     with raises("swizzle1d rotates by a device index"):
         out.swizzle1d(0, ParallelType.Stream)

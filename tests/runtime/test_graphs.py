@@ -24,6 +24,7 @@ from hostir.runtime.graphs import (
     _no_garbage_collection,
     check_capturable,
     graph_mode,
+    release_cuda_graphs,
     signature,
 )
 from hostir.runtime.launcher import device_for
@@ -268,6 +269,52 @@ def test_gpu_a_stream_pipeline_on_one_device_replays_with_the_graph_launch_alone
     a, b = torch.randn(4, 64, 32), torch.randn(32, 16)
     (result,) = launch(second_replay_host_work, 1, (str(fd.lower()), [[a, b]]), backend="nccl")
     assert_second_replay_posts_only_the_launch(result, a @ b)
+
+
+_KEPT: list[Evaluator] = []
+"""Evaluators a rank keeps alive past its job, as a FusionDefinition keeps its cached one."""
+
+
+def keeps_a_graph_of_nccl_collectives(rank: int, world_size: int, program: str, per_rank: list) -> int:
+    device = device_for(dist.get_backend(), rank)
+    evaluator = Evaluator(parse_module(program), number_of_streams=4, device=device, cuda_graph=True)
+    inputs = [x.to(device) for x in per_rank[rank]]
+    evaluator.run(inputs)  # captured, with its NCCL all-gathers
+    evaluator.run(inputs)
+    torch.cuda.synchronize(device)
+    _KEPT.append(evaluator)
+    return len(evaluator.graphs or ())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_gpu_a_live_graph_of_nccl_collectives_does_not_hang_the_launch_at_its_end():
+    """NCCL's teardown waits for every CUDA graph that captured its collectives to be
+    destroyed: an evaluator still alive when the launcher destroys the process group hung
+    both ranks forever (the nvFuser port on 2x H200). The launcher releases live graphs
+    first."""
+    host = ag_matmul(4).lower(pipeline="hostir-lower{transport=nccl}")
+    assert "hir.allgather" in str(host) and "copy_engine" not in str(host)
+    program = the_program(str(host))
+    a, b = torch.randn(4, 2, 64, 32), torch.randn(32, 16)
+    per_rank = [[shard_tensor(x, arg.type, r) for x, arg in zip((a, b), program.args)] for r in range(2)]
+    assert launch(keeps_a_graph_of_nccl_collectives, 2, (str(host), per_rank), backend="nccl", timeout=90) == [1, 1]
+
+
+def test_releasing_the_graphs_of_live_evaluators_drops_every_capture(monkeypatch):
+    monkeypatch.setattr(CudaGraphs, "_capture", lambda self, inputs, bind=False: _FakeCaptured(inputs, bind))
+    kept, dropped = CudaGraphs(lambda inputs: [], None, for_callers=True), CudaGraphs(lambda inputs: [], None)
+    x = torch.zeros(2)
+    kept.run([x])
+    kept.run([x])  # bound
+    dropped.run([x])
+    del dropped
+    gc.collect()
+    assert len(kept) == 1
+    release_cuda_graphs()
+    assert len(kept) == 0
+    kept.run([x])  # captures again
+    assert len(kept) == 1
 
 
 class _FakeCaptured:

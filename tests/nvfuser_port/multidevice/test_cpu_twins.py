@@ -268,11 +268,14 @@ def test_overlap_allgather_matmul_shard_outermost(multidevice_test):
 
 
 @pytest.mark.mpi
-def test_allgather_matmul_no_overlap(multidevice_test):
+@pytest.mark.parametrize("backend_type", [CommunicatorBackend.nccl, CommunicatorBackend.cuda])
+def test_allgather_matmul_no_overlap(multidevice_test, backend_type):
     def fusion_definition(fd, m, k, n, d):
         a = fd.define_tensor(shape=[d, m // d, k], contiguity=True, dtype=torch_dtype_to_nvfuser_dtype(dtype))
         b = fd.define_tensor(shape=[k, n], contiguity=True, dtype=torch_dtype_to_nvfuser_dtype(dtype))
         c = fd.ops.matmul(a, b)
+        if backend_type == CommunicatorBackend.cuda:
+            c.set_memory_type(nvfuser.MemoryType.symmetric)
         fd.add_output(c)
         return [a, b, c]
 
@@ -295,7 +298,7 @@ def test_allgather_matmul_no_overlap(multidevice_test):
     a = multidevice_test.shard_tensor(a_ref, fd.fusion.inputs()[0])
 
     params = nvfuser.multidevice.MultiDeviceExecutorParams()
-    params.backend_type = CommunicatorBackend.nccl
+    params.backend_type = backend_type
     multidevice_executor = nvfuser.multidevice.MultiDeviceExecutor(fd.fusion, params)
     (out,) = multidevice_executor.run([a, b_ref])
     torch.testing.assert_close(out.cpu(), torch.matmul(a_ref, b_ref))
