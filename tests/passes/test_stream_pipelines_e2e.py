@@ -295,6 +295,22 @@ def matmul_rs(s: int, m: int = 2, k: int = 4, n: int = 3, d: int = 2, scatters: 
 }}"""
 
 
+def independent_pipelines(s: int, d: int = 2) -> str:
+    """An attention block's two projections in one fusion: all-gather + matmul (QKV),
+    written first, and beside it matmul + reduce-scatter (the output projection), which
+    reads nothing of the first. One loop, each iteration sending before it receives."""
+    a, b, c = t(f'{s}, {d} didx, 2, 8', d), t('8, 3', d), t(f'{s} stream, {d}, 2, 3, r8', d)
+    x, w, ww = t(f'{s}, {d} didx, {d}, 2, 4', d), t(f'{d} didx, 4, 3', d), t(f'b1, {d} didx, b1, 4, 3', d)
+    u, o = t(f'{s} stream, {d} didx, {d}, 2, 3, r4', d), t(f'{s} stream, r{d}, {d} didx, 2, 3', d)
+    return f"""fusion.func @f(%a: {a}, %b: {b}, %x: {x}, %w: {w}) -> ({c}, {o}) {{
+  %c = fusion.matmul %a, %b : {a}, {b} -> {c}
+  %ww = fusion.broadcast %w dims [0, 2] : {w} -> {ww}
+  %u = fusion.matmul %x, %ww : {x}, {ww} -> {u}
+  %o = fusion.reduce sum %u dims [1] : {u} -> {o}
+  fusion.return %c, %o : {c}, {o}
+}}"""
+
+
 def matmul_ar_blocks(s: int, d: int = 2) -> str:
     return matmul_rs(s, d=d, scatters=False)
 
@@ -323,6 +339,7 @@ MULTI_DEVICE = {
     "matmul_AR-bounded": (matmul_ar, BOUNDED, "hir.allreduce"),
     "matmul_RS_through_bcast": (matmul_rs, PIPELINE, "hir.reduce_scatter"),
     "P2P_AG_Matmul": (p2p_ag_matmul, PIPELINE, "hir.shift"),
+    "independent_pipelines": (independent_pipelines, PIPELINE, "hir.reduce_scatter"),
     "P2P_AG_Matmul-bounded": (p2p_ag_matmul, BOUNDED, "hir.shift"),
     # The copy-engine transport (docs/copy_engine.md); split-by-member splits the matmuls.
     "Allreduce-copy_engine": (allreduce, COPY_ENGINE, "hir.allreduce"),
@@ -334,6 +351,7 @@ MULTI_DEVICE = {
     "matmul_AR_blocks-copy_engine": (matmul_ar_blocks, COPY_ENGINE, "hir.allreduce"),
     "matmul_AR_blocks-copy_engine-bounded": (matmul_ar_blocks, COPY_ENGINE_BOUNDED, "hir.allreduce"),
     "AG_before_Matmul-copy_engine-bounded": (ag_matmul, COPY_ENGINE_BOUNDED, "hir.allgather"),
+    "independent_pipelines-copy_engine": (independent_pipelines, COPY_ENGINE, "hir.allgather"),
     # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
     "AG_before_Matmul-auto": (ag_matmul, AUTO, "hir.allgather"),
     "matmul_AR-auto": (matmul_ar, AUTO, "hir.allreduce"),
@@ -350,7 +368,7 @@ RUNS = 3
 
 SPLIT_BY_MEMBER = {
     "AG_before_Matmul-copy_engine", "AG_before_Matmul-copy_engine-bounded", "matmul_RS_through_bcast-copy_engine",
-    "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded",
+    "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded", "independent_pipelines-copy_engine",
 }
 """The cases whose compute split-by-member splits around the copy-engine collective
 (its member loops use `hir.team_position`): the others have no compute next to it, or no
