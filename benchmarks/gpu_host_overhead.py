@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, StreamMatmul, hostir, unsupported
-from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, time_runs
+from measure import DTYPES, Variant, checked_timing, format_table, join_world, leave_world, machine_info, machine_kind, time_runs
 
 from hostir.runtime import Evaluator
 from hostir_dialect.context import parse_module
@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
             write_json(report, args, device)
         return report
     finally:
-        if joined:
-            dist.destroy_process_group()
+        leave_world(joined)
 
 
 # --------------------------------------------------------------------------- #

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
+from hostir.runtime import release_cuda_graphs
 from hostir.runtime.cli import all_gather_json
 from hostir.runtime.launcher import device_for
 
@@ -52,6 +53,14 @@ def join_world() -> tuple[torch.device, bool]:
         device = torch.device("cpu")
         dist.init_process_group("gloo")
     return device, True
+
+
+def leave_world(joined: bool) -> None:
+    """Leave the world if `join_world` joined it: first the CUDA graphs of hostir's
+    evaluators still alive, which NCCL's teardown would otherwise wait for forever."""
+    if joined:
+        release_cuda_graphs()
+        dist.destroy_process_group()
 
 
 def settle(device: torch.device) -> None:

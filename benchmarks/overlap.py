@@ -49,7 +49,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
-from measure import DTYPES, Variant, checked_timing, format_table, join_world, machine_info, machine_kind, parse_shape
+from measure import DTYPES, Variant, checked_timing, format_table, join_world, leave_world, machine_info, machine_kind, parse_shape
 
 from hostir.passes.cost_model import Machine
 from hostir_dialect.copy_engine_facts import copy_engine_algorithm
@@ -112,8 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
             write_outputs(report, args, device)
         return report
     finally:
-        if joined:
-            dist.destroy_process_group()
+        leave_world(joined)
 
 
 def benchmark(args: argparse.Namespace, device: torch.device) -> dict:

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from cases import CASES, Operands, Problem, hostir
-from measure import DTYPES, check, join_world, parse_shape, settle
+from measure import DTYPES, check, join_world, leave_world, parse_shape, settle
 from overlap import HOSTIR_VARIANTS
 
 GEMM = re.compile(r"gemm|gemv|xmma|cutlass|nvjet|matmul", re.IGNORECASE)  # nvjet: cuBLASLt on Hopper
@@ -158,8 +158,7 @@ def main(argv: list[str] | None = None) -> None:
                         report(label, per_rank, args.events)
                     del variant
     finally:
-        if joined:
-            dist.destroy_process_group()
+        leave_world(joined)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from measure import Variant, checked_timing, format_table, join_world, machine_info, machine_kind
+from measure import Variant, checked_timing, format_table, join_world, leave_world, machine_info, machine_kind
 
 from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.passes import lower
@@ -399,8 +399,7 @@ def main(argv: list[str] | None = None) -> dict:
                             else RESULTS / f"transformer_block_{machine_kind(device)}.json")
         if out is not None:
             out.write_text(json.dumps({"machine": machine_info(device, "bf16"), "layers": records}, indent=1) + "\n")
-    if joined:
-        dist.destroy_process_group()
+    leave_world(joined)
     return {"layers": records}
 
 
