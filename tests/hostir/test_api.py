@@ -6,9 +6,10 @@ import os
 import tracemalloc
 from pathlib import Path
 
+import pytest
 import torch
 
-from hostir import DeviceMesh, FusionDefinition, ParallelType, Tensor, passes, runtime
+from hostir import DeviceMesh, FusionDefinition, MemoryType, ParallelType, Tensor, passes, runtime
 from hostir.runtime import executor_cache
 from hostir_dialect import hir
 
@@ -72,6 +73,39 @@ def test_all_to_all_and_p2p_ring_from_the_python_api_match_torch():
     for per_rank, want, output_type in zip(results, expected, output_types):
         got = runtime.unshard([r.outputs[0] for r in per_rank], output_type)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _symmetric_allgather_matmul(devices: int) -> FusionDefinition:
+    """nvFuser's test_allgather_matmul_no_overlap[cuda]: the result marked symmetric."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([devices, 4, 8], dtype="float32")
+        b = fd.define_tensor([8, 5], dtype="float32")
+        c = fd.ops.matmul(a, b)
+        c.set_memory_type(MemoryType.Symmetric)
+        fd.add_output(c)
+    mesh = DeviceMesh(list(range(devices)))
+    for tensor in (a, b, c):
+        tensor.set_device_mesh(mesh)
+    a.axis(0).parallelize(ParallelType.DIDx)
+    return fd
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_a_tensor_marked_symmetric_computes_what_torch_does_on_every_transport(world):
+    generator = torch.Generator().manual_seed(world)
+    a, b = torch.randn(world, 4, 8, generator=generator), torch.randn(8, 5, generator=generator)
+    jobs, output_types = [], []
+    for transport in ("nccl", "copy-engine"):
+        host = _symmetric_allgather_matmul(world).lower(pipeline=f"hostir-lower{{transport={transport}}}")
+        assert ("transport copy_engine" in str(host)) == (transport == "copy-engine" and world > 1)
+        (program,) = [op for op in host.ops if isinstance(op, hir.ProgramOp)]
+        types = program.function_type.inputs.data
+        output_types.append(program.function_type.outputs.data[0])
+        jobs.append(runtime.Job(str(host), [[runtime.shard_tensor(x, t, r) for x, t in zip((a, b), types)]
+                                            for r in range(world)]))
+    for per_rank, output_type in zip(runtime.run_spmd_batch(jobs, world, backend="gloo"), output_types):
+        got = runtime.unshard([r.outputs[0] for r in per_rank], output_type)
+        torch.testing.assert_close(got, a @ b, rtol=1e-5, atol=1e-5)
 
 
 # -- fd.execute keeps what it lowered and compiled (nvFuser's FusionExecutorCache) ----
