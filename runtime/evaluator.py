@@ -53,7 +53,7 @@ from .compile.unit_backends import check_unit_backend, default_unit_backend
 from .copy_engine import MAX_COPY_ENGINE_STREAMS, CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, graph_mode
 from .hazards import Hazards, enabled_by_environment
-from .layouts import in_allocation_order, logical_shape, shard_factor, torch_dtype
+from .layouts import empty_buffer, in_allocation_order, logical_shape, shard_factor, torch_dtype
 from .streams import make_streams
 
 
@@ -71,9 +71,11 @@ class Evaluator:
     `record_streams`: log `(op name, stream id)` for every op that enqueues device work.
     `cuda_graph`: capture the program in a CUDA graph on its first run for an input
     signature and replay it afterwards (runtime/graphs.py gives the contract). By default
-    (None) on a GPU wherever the program is capturable, its outputs copied out of the
-    graph each run; True: programs a graph cannot replay are refused here, and outputs
-    are the graph's buffers; False: always eager. `graph_mode` says how runs execute.
+    (None) on a GPU wherever the program is capturable, never overwriting a result the
+    caller still holds (two graphs used in turn hand out their own buffers, copies only
+    where the caller holds both); True: programs a graph cannot replay are refused here,
+    and outputs are the graph's buffers, overwritten by the next run; False: always
+    eager. `graph_mode` says how runs execute.
     `trace`: run every hir and fusion op inside a profiler range named after it and its
     source location, and each run inside `hir.program @name`, for `runtime.trace`.
     `unit_backend`: how kernel units run, "compiled" (fused kernels, torch.compile; the
@@ -141,7 +143,8 @@ class Evaluator:
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
         self.graph_mode = graph_mode(cuda_graph, self.device, program)
-        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, for_callers=cuda_graph is None)  # type: ignore[arg-type]  # graph mode runs on CUDA streams
+        self.graphs = (CudaGraphs(self.run_eagerly, self.streams, for_callers=cuda_graph is None,  # type: ignore[arg-type]  # graph mode runs on CUDA streams
+                                  result_buffers=self.result_buffers)
                        if self.graph_mode == CUDA_GRAPH else None)
 
     def _copy_engine(self, program: hir.ProgramOp, comm: Communicator, lanes: int) -> CopyEngineProgram | None:
@@ -180,16 +183,27 @@ class Evaluator:
             return self.graphs.run(inputs)
         return self.run_eagerly(inputs)
 
-    def run_eagerly(self, inputs: Sequence[Any]) -> list:
+    def run_eagerly(self, inputs: Sequence[Any], results: Sequence[Any] | None = None) -> list:
         """Run the compiled steps once on checked inputs (a graph captures such a run, so the
-        copy-engine slot counters are rewound when a graph is captured, not when it is replayed)."""
+        copy-engine slot counters are rewound when a graph is captured, not when it is replayed);
+        with `results` (from `result_buffers`), the results are computed into those buffers."""
         if self.copy_engine is not None:
             self.copy_engine.begin_run()
         self.streams.begin_run()
         try:
-            return self.compiled([spec.laid_out(value) for spec, value in zip(self._arg_specs, inputs)])
+            return self.compiled([spec.laid_out(value) for spec, value in zip(self._arg_specs, inputs)], results)
         finally:
             self.streams.end_run()
+
+    def result_buffers(self) -> list | None:
+        """Fresh buffers for this rank's results (None where it holds none), laid out as the
+        program's results are; None when a result's local shape is only known at run time."""
+        buffers = []
+        for t in self.function.function_type.outputs.data:
+            if not isinstance(t, TensorType) or DYNAMIC in logical_shape(t, self.rank):
+                return None
+            buffers.append(empty_buffer(t, self.rank, self.device) if t.is_on_rank(self.rank) else None)
+        return buffers
 
     def check_inputs(self, inputs: Sequence[Any]) -> None:
         if len(inputs) != len(self._arg_specs):

@@ -17,11 +17,17 @@ The contract:
 - Outputs: with `cuda_graph=True`, the graph's own buffers, valid until the next run of
   this evaluator with the same signature, which overwrites them (as `torch.cuda.graphs`
   does): a caller that keeps results across runs clones them. By default (`cuda_graph`
-  left None: a graph wherever the program is on a GPU and capturable) every replay
-  returns copies, so that replaying is never visible to a caller who did not ask for it;
-  the copy costs one write of each output. In that mode a caller who passes the same
-  tensors a second time in a row gets them bound (the program is captured once more on
-  them, and the graph that copied them is dropped): its replays copy nothing in.
+  left None: a graph wherever the program is on a GPU and capturable) replaying is never
+  visible to a caller who did not ask for it: a result is never overwritten while the
+  caller holds it. Each signature has two graphs used in turn, each computing its results
+  into buffers of its own, allocated outside the graphs' shared memory pool; a run
+  replays one whose earlier results the caller no longer holds (no tensor of the caller
+  shares their storage) and hands its buffers out, copying nothing. A caller that holds
+  the results of both gets copies, from a third graph (the copy costs one write of each
+  output), as does every run of a program whose results have no static shape. In that
+  mode a caller who passes the same tensors a second time in a row gets them bound (the
+  program is captured again on them, and the graphs that copied them are dropped): its
+  replays copy nothing in.
 - The first capture of an evaluator follows one eager run, on every rank at the same call
   (every rank runs its programs in the same order), which creates what capture cannot: NCCL
   communicators, cuBLAS handles, worker streams. Symmetric buffers and their flags exist
@@ -130,7 +136,7 @@ def signature(inputs: Sequence[Any]) -> tuple:
 
 
 class _Captured:
-    """One signature's graph, its input buffers and its outputs."""
+    """One graph, its input buffers and its outputs."""
 
     def __init__(self, graph: torch.cuda.CUDAGraph, inputs: list, outputs: list):
         self.graph = graph
@@ -150,24 +156,107 @@ class _Captured:
         self.graph.replay()
         return list(self.outputs)
 
+    def pool(self) -> Any:
+        """The graph's memory pool, for graphs that share it."""
+        return self.graph.pool()
+
+
+HANDED_OUT_GRAPHS = 2
+"""Graphs per input binding whose outputs the default mode hands out in turn: a caller
+that keeps the previous run's results while it runs the next (`y = f(x)` in a loop) finds
+the other graph's free."""
+
+
+class _InTurns:
+    """The graphs of one input binding in the default mode (`CudaGraphs` for_callers).
+
+    A replay hands out the graph's own output buffers, as new aliases, and only replays a
+    graph none of whose outputs the caller still holds (no tensor outside this object
+    shares their storage): up to HANDED_OUT_GRAPHS graphs are captured and used in turn.
+    A caller that holds the outputs of all of them gets copies, from one more graph whose
+    outputs are never handed out. The graphs share one memory pool (their intermediates
+    replay one after another), which is only safe because no output lives in it: each
+    graph's results are computed into buffers allocated outside the capture
+    (`Evaluator.result_buffers`). Where results have no static shape there are no such
+    buffers, and every run copies from one graph with a pool of its own."""
+
+    def __init__(self, inputs: list, capture: Callable[..., _Captured], result_buffers: Callable[[], list | None]):
+        self.inputs = inputs
+        self._capture = capture
+        self._result_buffers = result_buffers
+        self._pool: Any = None
+        """The memory pool of the first graph, which the others share."""
+        self._handed: list[tuple[_Captured, list[int]]] = []
+        """Graphs whose outputs are handed out, with their outputs' storage uses when only
+        this object holds them."""
+        self._kept: _Captured | None = None
+
+    def __len__(self) -> int:
+        return len(self._handed) + (self._kept is not None)
+
+    def bind(self, inputs: Sequence[Any]) -> list:
+        for static, value in zip(self.inputs, inputs):
+            if isinstance(static, torch.Tensor) and static is not value:
+                static.copy_(value)
+        return list(self.inputs)
+
+    def run(self, inputs: Sequence[Any]) -> list:
+        free = next((captured for captured, alone in self._handed if _storage_uses(captured.outputs) == alone), None)
+        if free is None and len(self._handed) < HANDED_OUT_GRAPHS:
+            free = self._handed_out_graph()
+        if free is not None:
+            return [x.detach() if isinstance(x, torch.Tensor) else x for x in free.replay(inputs)]
+        if self._kept is None:
+            self._kept = self._captured(self._result_buffers())
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in self._kept.replay(inputs)]
+
+    def _handed_out_graph(self) -> _Captured | None:
+        """A new graph whose outputs may be handed out (None where results have no buffers)."""
+        results = self._result_buffers()
+        if results is None:
+            return None
+        captured = self._captured(results)
+        assert all(x is r for x, r in zip(captured.outputs, results)), "a program compiled with result buffers returns them"
+        self._handed.append((captured, _storage_uses(captured.outputs)))
+        return captured
+
+    def _captured(self, results: list | None) -> _Captured:
+        captured = self._capture(self.inputs, self._pool, results)
+        self._pool = captured.pool()
+        return captured
+
+
+def _storage_uses(outputs: Sequence[Any]) -> list[int]:
+    """How many tensors share each output's storage (an alias handed out counts)."""
+    return [torch._C._storage_Use_Count(x.untyped_storage()._cdata) if isinstance(x, torch.Tensor) else 0
+            for x in outputs]
+
 
 class CudaGraphs:
     """The graphs of one evaluator's program, by input signature.
 
-    With `for_callers` (the Evaluator's default graph mode) the caller never sees the
-    graph: each replay returns copies of its outputs, and a caller who passes the same
-    tensors again (weights, a buffer refilled in place) gets them bound as
-    `Evaluator.bind_inputs` binds them: the graph is captured once more, on the caller's
-    own tensors, and its replays copy nothing in while the caller keeps passing them.
-    Nothing is captured while torch's profiler records (a new signature runs eagerly)."""
+    With `for_callers` (the Evaluator's default graph mode) replaying is never visible to
+    the caller: results are the buffers of a graph whose earlier results the caller no
+    longer holds, else copies (`_InTurns`); a caller who passes the same tensors again
+    (weights, a buffer refilled in place) gets them bound as `Evaluator.bind_inputs` binds
+    them: the program is captured again, on the caller's own tensors, and its replays copy
+    nothing in while the caller keeps passing them. Nothing is captured while torch's
+    profiler records (a new signature runs eagerly).
+    `run_eagerly(inputs, results)` runs the program (into `results`, buffers from
+    `result_buffers()`, where given)."""
 
-    def __init__(self, run_eagerly: Callable[[Sequence[Any]], list], streams: CudaStreams, for_callers: bool = False):
+    def __init__(self, run_eagerly: Callable[..., list], streams: CudaStreams, for_callers: bool = False,
+                 result_buffers: Callable[[], list | None] = lambda: None):
         self._run_eagerly = run_eagerly
         self._streams = streams
         self._for_callers = for_callers
+        self._result_buffers = result_buffers
         self._graphs: dict[tuple, _Captured] = {}
-        self._bound: dict[tuple, _Captured] = {}
-        """Graphs captured on a caller's own tensors, by signature."""
+        """Graphs with `cuda_graph=True`, by signature."""
+        self._copying: dict[tuple, _InTurns] = {}
+        """The default mode's graphs of copied-in inputs, by signature."""
+        self._bound: dict[tuple, _InTurns] = {}
+        """The default mode's graphs captured on a caller's own tensors, by signature."""
         self._previous: list[Any] = []
         """Weak references to the tensors of the previous run (for_callers)."""
         self._warm = False
@@ -176,11 +265,12 @@ class CudaGraphs:
     def release(self) -> None:
         """Drop every captured graph (the next run captures again)."""
         self._graphs.clear()
+        self._copying.clear()
         self._bound.clear()
         self._previous = []
 
     def __len__(self) -> int:
-        return len(self._graphs) + len(self._bound)
+        return len(self._graphs) + sum(map(len, self._copying.values())) + sum(map(len, self._bound.values()))
 
     def run(self, inputs: Sequence[Any]) -> list:
         if not self._for_callers:
@@ -190,27 +280,35 @@ class CudaGraphs:
             # signature runs eagerly, once, so a profile shows each op once (not a warm-up, a
             # capture and a replay: nvFuser's tests count the kernels of a first run).
             return self._run_eagerly(inputs)
-        outputs = self._for_caller(inputs).replay(inputs)
-        return [x.clone() if isinstance(x, torch.Tensor) else x for x in outputs]
+        return self._for_caller(inputs).run(inputs)
 
     def _has_graph(self, key: tuple) -> bool:
-        return key in self._graphs or key in self._bound
+        return key in self._graphs or key in self._copying or key in self._bound
 
     def bind(self, inputs: Sequence[Any]) -> list:
-        """The input buffers of the graph of `inputs`' signature (captured now if it is
-        new), holding `inputs`; a run given them copies nothing in."""
+        """The input buffers of the graphs of `inputs`' signature (captured now, with
+        `cuda_graph=True`, if it is new), holding `inputs`; a run given them copies nothing in."""
+        if self._for_callers:
+            return self._copying_in(inputs).bind(inputs)
         return self._captured(inputs).bind(inputs)
 
     def _captured(self, inputs: Sequence[Any]) -> _Captured:
         key = signature(inputs)
         captured = self._graphs.get(key)
         if captured is None:
-            captured = self._graphs[key] = self._capture(inputs)
+            captured = self._graphs[key] = self._capture([_static_copy(x) for x in inputs])
         return captured
 
-    def _for_caller(self, inputs: Sequence[Any]) -> _Captured:
-        """The graph bound to these very tensors, bound now if the caller passes the
-        same ones a second time in a row, else the graph that copies them in."""
+    def _copying_in(self, inputs: Sequence[Any]) -> _InTurns:
+        key = signature(inputs)
+        turns = self._copying.get(key)
+        if turns is None:
+            turns = self._copying[key] = _InTurns([_static_copy(x) for x in inputs], self._capture, self._result_buffers)
+        return turns
+
+    def _for_caller(self, inputs: Sequence[Any]) -> _InTurns:
+        """The graphs bound to these very tensors, bound now if the caller passes the
+        same ones a second time in a row, else the graphs that copy them in."""
         key = signature(inputs)
         bound = self._bound.get(key)
         if bound is not None and _same_objects(bound.inputs, inputs):
@@ -218,21 +316,23 @@ class CudaGraphs:
         repeated = _same_objects([ref() if isinstance(ref, weakref.ref) else ref for ref in self._previous], inputs)
         self._previous = [weakref.ref(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         if not repeated:
-            return self._captured(inputs)
-        bound = self._bound[key] = self._capture(inputs, bind=True)
-        self._graphs.pop(key, None)  # its input copies and memory pool are not needed any more
+            return self._copying_in(inputs)
+        bound = self._bound[key] = _InTurns(list(inputs), self._capture, self._result_buffers)
+        self._copying.pop(key, None)  # its input copies and memory pool are not needed any more
         return bound
 
-    def _capture(self, inputs: Sequence[Any], bind: bool = False) -> _Captured:
-        static = list(inputs) if bind else [_static_copy(x) for x in inputs]
+    def _capture(self, inputs: list, pool: Any = None, results: list | None = None) -> _Captured:
+        """`inputs`' run captured in a new graph (in memory `pool`, shared with other graphs
+        that replay one after another; a pool of its own when None), computing its results
+        into `results` where given."""
         if not self._warm:
-            self._warm_up(static)
+            self._warm_up(inputs)
         graph = torch.cuda.CUDAGraph()
         # thread_local: the NCCL watchdog thread may query events while this thread captures.
-        with _no_garbage_collection(), torch.cuda.graph(graph, capture_error_mode="thread_local"), \
+        with _no_garbage_collection(), torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"), \
                 self._streams.capturing():
-            outputs = self._run_eagerly(static)
-        return _Captured(graph, static, outputs)
+            outputs = self._run_eagerly(inputs, results)
+        return _Captured(graph, inputs, outputs)
 
     def _warm_up(self, static: list) -> None:
         """One eager run on a side stream, as torch.cuda.graphs recommends (see the module doc)."""

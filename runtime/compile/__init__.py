@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from xdsl.ir import SSAValue
 
+from hostir_dialect import hir
 from hostir_dialect.functions import FunctionLikeOp
 
 from . import control_flow, fusion_compute, hir_buffers, hir_communication
@@ -35,7 +36,9 @@ HANDLERS = {**fusion_compute.HANDLERS, **hir_buffers.HANDLERS, **hir_communicati
 
 def compile_function(context: CompileContext, function: FunctionLikeOp,
                      may_view: Callable[[SSAValue], bool]) -> CompiledFunction:
-    return FunctionCompiler(context, HANDLERS, may_view).function(function)
+    """`function` as one Python function; a host program takes result buffers (see
+    `FunctionCompiler.function`)."""
+    return FunctionCompiler(context, HANDLERS, may_view).function(function, result_buffers=isinstance(function, hir.ProgramOp))
 
 
 __all__ = [

@@ -74,9 +74,11 @@ class CompiledFunction:
         """The generated Python, for reading."""
         self.run = run
 
-    def __call__(self, args: Sequence[Any]) -> list:
+    def __call__(self, args: Sequence[Any], results: Sequence[Any] | None = None) -> list:
+        """Run on `args`; `results`: the buffers of a program compiled with result
+        buffers (`FunctionCompiler.function`)."""
         try:
-            return list(self.run(*args))
+            return list(self.run(*args) if results is None else self.run(*args, results=results))
         except ExecutionError:
             raise
         except Exception as error:
@@ -280,9 +282,13 @@ class FunctionCompiler:
                                    "realizes; run stream-parallel-type first")
 
     # -- structure --------------------------------------------------------------
-    def function(self, func: FunctionLikeOp, outs: int = 0, direct: bool = False) -> CompiledFunction:
+    def function(self, func: FunctionLikeOp, outs: int = 0, direct: bool = False,
+                 result_buffers: bool = False) -> CompiledFunction:
         """Compile a function; with `outs` > 0 its results go into that many extra
-        arguments (directly when `direct`, else by a final copy)."""
+        arguments (directly when `direct`, else by a final copy). With `result_buffers`
+        (a host program) it also takes `results`, None or one buffer per result (None
+        where this rank holds none): a result its program allocates is allocated in its
+        buffer, any other is copied into it, and the run returns the buffers."""
         block = func.body.block
         arguments = [self.name(a) for a in block.args]
         assert block.last_op is not None, "a verified function ends with its return"
@@ -292,16 +298,36 @@ class FunctionCompiler:
             for value, out in zip(returned, out_names):
                 if isinstance(value.owner, fusion.ComputeOp) and value.owner.out is None and returned.count(value) == 1:
                     self.destinations[value] = out
+        allocated = _allocated_results(block) if result_buffers else {}
         with self.nested():
+            for position, value in allocated.items():
+                self.emit(f"if results is not None: {self.name(value)} = results[{position}]")
             self.block(block, release_dead=isinstance(func, fusion.FuncOp))
             self.op_being_compiled = block.last_op
             for value, out in zip(returned, out_names):
                 if self.destinations.get(value) != out:
                     self.emit(f"{self.bind(copy_into, 'copy_into')}({out}, {self.name(value)})")
+            if result_buffers:
+                self.fill_result_buffers([(k, v) for k, v in enumerate(returned) if k not in allocated])
             self.emit(f"return ({''.join(r + ', ' for r in out_names or map(self.name, returned))})")
         arguments += out_names
         unbound = [v for v in self.variables if v not in arguments]
+        if result_buffers:
+            arguments.append("results=None")
         return self.generated(func.sym_name.data, arguments, unbound, self.namespace)
+
+    def fill_result_buffers(self, copied: list[tuple[int, SSAValue]]) -> None:
+        """Copy the results the program does not allocate into their buffers (on the
+        program's current stream), and return the buffers."""
+        if copied:
+            self.emit("if results is not None:")
+            with self.nested():
+                start = len(self.lines)
+                copy = self.bind(copy_into, "copy_into")
+                for position, value in copied:
+                    self.emit(f"if results[{position}] is not None: {copy}(results[{position}], {self.name(value)})")
+                self.on_current_stream(self.op_being_compiled, start)  # type: ignore[arg-type]  # the terminator
+        self.emit("if results is not None: return tuple(results)")
 
     def generated(self, name: str, arguments: list[str], unbound: list[str], namespace: dict) -> CompiledFunction:
         """The Python function of the emitted lines, in `namespace`; `unbound` variables
@@ -379,6 +405,21 @@ class FunctionCompiler:
         if self.context.stream_log is not None:
             activate.append(_Line(depth, f"_log.append(({op.name!r}, _streams.stream_id(_streams.active)))", op))
         self.lines[start:start] = activate
+
+
+def _allocated_results(block: Block) -> dict[int, SSAValue]:
+    """The results that a `hir.allocate` of the function's own block binds, by their
+    first position among the results (a buffer passed for such a result is bound to the
+    allocation, which then allocates nothing). Symmetric buffers are created with the
+    program, never passed in."""
+    assert block.last_op is not None
+    allocated: dict[int, SSAValue] = {}
+    for position, value in enumerate(block.last_op.operands):
+        owner = value.owner
+        if (isinstance(owner, hir.AllocateOp) and owner.parent_block() is block and not owner.is_symmetric
+                and value not in allocated.values()):
+            allocated[position] = value
+    return allocated
 
 
 def _dead_after(block: Block) -> dict[Operation, list[SSAValue]]:

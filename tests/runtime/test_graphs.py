@@ -22,6 +22,7 @@ from hostir.runtime.graphs import (
     EAGER_ON_CPU,
     CudaGraphs,
     _no_garbage_collection,
+    _storage_uses,
     check_capturable,
     graph_mode,
     release_cuda_graphs,
@@ -271,6 +272,46 @@ def test_gpu_a_stream_pipeline_on_one_device_replays_with_the_graph_launch_alone
     assert_second_replay_posts_only_the_launch(result, a @ b)
 
 
+def default_mode_results(rank: int, world_size: int, program: str, per_rank: list) -> dict:
+    """Runs with the default graph mode as users run it: results dropped by the next run,
+    then every result kept; and the host work of a replay in the first pattern."""
+    device = device_for(dist.get_backend(), rank)
+    evaluator = Evaluator(parse_module(program), number_of_streams=4, device=device)
+    a, b = (x.to(device) for x in per_rank[rank])
+    inputs = [[a * k, b] for k in range(1, 7)]
+    dropped = []
+    y = None
+    for run in inputs[:4]:
+        (y,) = evaluator.run(run)
+        dropped.append(y.cpu())
+    torch.cuda.synchronize(device)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        (y,) = evaluator.run(inputs[4])
+        torch.cuda.synchronize(device)
+    dropped.append(y.cpu())
+    del y
+    kept = [evaluator.run(run)[0] for run in inputs]
+    return {"mode": evaluator.graph_mode, "dropped": dropped, "kept": [k.cpu() for k in kept],
+            "host": [e.name for e in profile.events()], "graphs": len(evaluator.graphs or ())}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+def test_gpu_the_default_graph_mode_hands_out_its_buffers_without_copies_and_never_overwrites_held_results():
+    host = ag_matmul(4).lower()
+    program = the_program(str(host))
+    a, b = torch.randn(4, 2, 64, 32), torch.randn(32, 16)
+    per_rank = [[shard_tensor(x, arg.type, r) for x, arg in zip((a, b), program.args)] for r in range(2)]
+    for rank, result in enumerate(launch(default_mode_results, 2, (str(host), per_rank), backend="nccl")):
+        expected = shard_tensor(a @ b, program.function_type.outputs.data[0], rank)
+        assert result["mode"] == CUDA_GRAPH
+        for k, got in enumerate([*result["dropped"], *result["kept"]]):
+            torch.testing.assert_close(got, (k + 1 if k < 5 else k - 4) * expected, rtol=1e-3, atol=1e-3)
+        assert "aten::clone" not in result["host"], result["host"]
+        assert result["host"].count("aten::copy_") == 2, result["host"]  # the two inputs, into the graph's
+        assert result["graphs"] == 3  # two handed out in turn, one whose results are copied
+
+
 _KEPT: list[Evaluator] = []
 """Evaluators a rank keeps alive past its job, as a FusionDefinition keeps its cached one."""
 
@@ -302,7 +343,7 @@ def test_gpu_a_live_graph_of_nccl_collectives_does_not_hang_the_launch_at_its_en
 
 
 def test_releasing_the_graphs_of_live_evaluators_drops_every_capture(monkeypatch):
-    monkeypatch.setattr(CudaGraphs, "_capture", lambda self, inputs, bind=False: _FakeCaptured(inputs, bind))
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture([]))
     kept, dropped = CudaGraphs(lambda inputs: [], None, for_callers=True), CudaGraphs(lambda inputs: [], None)
     x = torch.zeros(2)
     kept.run([x])
@@ -318,39 +359,126 @@ def test_releasing_the_graphs_of_live_evaluators_drops_every_capture(monkeypatch
 
 
 class _FakeCaptured:
-    """A captured graph on CPU: records what it was captured on."""
+    """A captured graph on CPU: replays compute inputs[0] + 1 into its output buffer (the
+    results it was captured with, or one of its own)."""
 
-    def __init__(self, inputs, bound):
-        self.inputs, self.bound, self.replays = list(inputs), bound, 0
+    def __init__(self, inputs, pool, results):
+        self.inputs, self.replays = list(inputs), 0
+        self.memory_pool = pool if pool is not None else object()  # a pool of its own
+        self.outputs = list(results) if results is not None else [torch.empty(2)]
 
     def replay(self, inputs):
         self.replays += 1
-        return [inputs[0] * 1]
+        self.outputs[0].copy_(inputs[0] + 1)
+        return list(self.outputs)
+
+    def pool(self):
+        return self.memory_pool
 
 
-def test_the_default_graph_mode_binds_tensors_passed_again_and_copies_outputs(monkeypatch):
+def _fake_capture(captures: list):
+    def capture(self, inputs, pool=None, results=None):
+        captures.append(_FakeCaptured(inputs, pool, results))
+        return captures[-1]
+
+    return capture
+
+
+def test_the_default_graph_mode_binds_tensors_passed_again(monkeypatch):
     """Evaluator's default graph mode (CudaGraphs(for_callers=True)): the first run of a
     signature captures a graph that copies its inputs in; the same tensors passed again
     are bound (captured once more on them, the copying graph dropped) and then reused;
-    other tensors of that signature go back to a copying graph. Outputs are copies."""
+    other tensors of that signature go back to a copying graph. Without result buffers
+    (results of no static shape) outputs are copies."""
     captures = []
-
-    def capture(self, inputs, bind=False):
-        captures.append(_FakeCaptured(inputs, bind))
-        return captures[-1]
-
-    monkeypatch.setattr(CudaGraphs, "_capture", capture)
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture(captures))
     graphs = CudaGraphs(lambda inputs: [], None, for_callers=True)
     weights, x, y = torch.ones(2), torch.zeros(2), torch.full((2,), 3.0)
     out = graphs.run([x, weights])
-    assert [c.bound for c in captures] == [False] and out[0] is not x
+    assert len(captures) == 1 and captures[0].inputs[0] is not x and not _shares_storage(out[0], captures[0].outputs[0])
     graphs.run([x, weights])  # the same tensors again: bound
-    assert [c.bound for c in captures] == [False, True] and captures[1].inputs[0] is x and len(graphs) == 1
+    assert len(captures) == 2 and captures[1].inputs[0] is x and len(graphs) == 1
     graphs.run([x, weights])
     graphs.run([x, weights])
     assert len(captures) == 2 and captures[1].replays == 3
     graphs.run([y, weights])  # another tensor of the same signature: a copying graph again
-    assert [c.bound for c in captures] == [False, True, False] and captures[1].replays == 3
+    assert len(captures) == 3 and captures[2].inputs[0] is not y and captures[1].replays == 3
+
+
+def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _graphs_with_result_buffers(monkeypatch, captures: list) -> CudaGraphs:
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture(captures))
+    return CudaGraphs(lambda inputs: [], None, for_callers=True, result_buffers=lambda: [torch.empty(2)])
+
+
+def test_a_caller_that_drops_each_result_by_the_next_run_gets_the_graphs_buffers_in_turn(monkeypatch):
+    """`y = f(x)` in a loop holds the previous y while the next run replays: two graphs,
+    sharing one memory pool, hand out their own result buffers in turn, and copy nothing."""
+    captures = []
+    graphs = _graphs_with_result_buffers(monkeypatch, captures)
+    y = None
+    for k in range(6):
+        (y,) = graphs.run([torch.full((2,), float(k))])
+        assert torch.equal(y, torch.full((2,), k + 1.0))
+        assert _shares_storage(y, captures[k % 2].outputs[0])
+    assert len(captures) == 2 and [c.replays for c in captures] == [3, 3]
+    assert captures[1].memory_pool is captures[0].memory_pool
+
+
+def test_results_a_caller_holds_are_never_overwritten(monkeypatch):
+    """A caller that keeps every result (or a view of one) gets copies once both graphs'
+    buffers are held, from a third graph whose buffers are never handed out; a graph
+    whose results the caller drops is used again."""
+    captures = []
+    graphs = _graphs_with_result_buffers(monkeypatch, captures)
+    kept = [graphs.run([torch.full((2,), float(k))])[0] for k in range(2)]
+    views = [kept[1][:1]]
+    del kept[1]  # its view still holds the buffer
+    kept += [graphs.run([torch.full((2,), float(k))])[0] for k in range(2, 5)]
+    assert [float(t[0]) for t in kept] == [1.0, 3.0, 4.0, 5.0] and float(views[0][0]) == 2.0
+    assert len(captures) == 3 and captures[2].replays == 3
+    assert not any(_shares_storage(t, captures[2].outputs[0]) for t in kept)
+    del kept[0]  # the first graph's result: that graph is free again
+    (y,) = graphs.run([torch.full((2,), 9.0)])
+    assert _shares_storage(y, captures[0].outputs[0]) and float(y[0]) == 10.0 and float(views[0][0]) == 2.0
+
+
+def test_storage_uses_count_every_alias_of_a_result():
+    buffer = torch.empty(4)
+    (alone,) = _storage_uses([buffer])
+    alias = buffer.detach()
+    view = alias[1:]
+    assert _storage_uses([buffer]) == [alone + 2]
+    del alias
+    assert _storage_uses([buffer]) == [alone + 2]  # the view keeps its base
+    del view
+    assert _storage_uses([buffer, None]) == [alone, 0]
+
+
+def test_a_program_computes_its_results_into_the_buffers_it_is_given():
+    """The default graph mode's result buffers, on CPU: a result the program allocates is
+    allocated in its buffer, any other (a fresh compute result, a result returned twice)
+    is copied into its own; the values are those of a run without buffers."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 8])
+        y = fd.ops.sub(fd.define_scalar(2.0), x)
+        z = fd.ops.exp(x)
+        for out in (y, z, y):
+            fd.add_output(out)
+    y.axis(0).parallelize(ParallelType.Stream)
+    evaluator = Evaluator(fd.lower())
+    assert "results[0]" in evaluator.compiled.source  # %T2 is the loop's allocation
+    a = torch.randn(4, 8)
+    buffers = evaluator.result_buffers()
+    got = evaluator.run_eagerly([a], buffers)
+    assert all(g is b for g, b in zip(got, buffers))
+    for g, expected in zip(got, (2 - a, a.exp(), 2 - a)):
+        torch.testing.assert_close(g, expected)
+    for g, fresh in zip(got, evaluator.run_eagerly([a])):
+        assert torch.equal(g, fresh) and not _shares_storage(g, fresh)
 
 
 def test_the_default_graph_mode_captures_nothing_while_the_profiler_records(monkeypatch):
@@ -358,12 +486,7 @@ def test_the_default_graph_mode_captures_nothing_while_the_profiler_records(monk
     shows each op once); after it the first run captures; a graph captured before is
     replayed under the profiler too."""
     captures, eager_runs = [], []
-
-    def capture(self, inputs, bind=False):
-        captures.append(_FakeCaptured(inputs, bind))
-        return captures[-1]
-
-    monkeypatch.setattr(CudaGraphs, "_capture", capture)
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture(captures))
     graphs = CudaGraphs(lambda inputs: eager_runs.append(inputs) or [inputs[0] + 1], None, for_callers=True)
     x = torch.zeros(2)
     with torch.profiler.profile():
