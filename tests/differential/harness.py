@@ -114,8 +114,10 @@ class Lowering:
     transport: str = "nccl"
     bounded: bool = False
     """`bounded-intermediates`: loop-local intermediates allocated per iteration."""
-    cuda_graph: bool = False
-    """Replay the program from a CUDA graph (GPUs; CPU ranks run it eagerly)."""
+    cuda_graph: bool | None = False
+    """Replay the program from a CUDA graph (GPUs; CPU ranks run it eagerly); None:
+    `Evaluator`'s default, a graph wherever the program is capturable, its results handed
+    out in turn from two graphs."""
     unit_backend: str | None = None
     """How kernel units run: "eager" or "compiled" (None: the device's default)."""
 
@@ -124,7 +126,8 @@ class Lowering:
         return f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}}}"
 
     def __str__(self) -> str:
-        flags = [*(["bounded"] if self.bounded else []), *(["graph"] if self.cuda_graph else []),
+        graph = {True: ["graph"], None: ["default-graph"], False: []}[self.cuda_graph]
+        flags = [*(["bounded"] if self.bounded else []), *graph,
                  *([self.unit_backend] if self.unit_backend else [])]
         return "+".join([self.transport, *flags])
 
@@ -133,14 +136,16 @@ class Lowering:
         """The lowering `str(lowering)` printed."""
         transport, *flags = text.split("+")
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
-        return Lowering(transport, "bounded" in flags, "graph" in flags, backend)
+        graph = True if "graph" in flags else None if "default-graph" in flags else False
+        return Lowering(transport, "bounded" in flags, graph, backend)
 
 
 DEFAULT_LOWERING = Lowering()
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
-                                                 Lowering("copy-engine", True, True, "eager"))
+                                                 Lowering("copy-engine", True, True, "eager"),
+                                                 Lowering("auto", False, None), Lowering("copy-engine", True, None))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
 default) and on GPUs (units compiled into fused kernels by default; eagerly too)."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
@@ -456,8 +461,10 @@ def run_launches(cases: list[Case], world_size: int, log=lambda *_: None,
 def _job(case: Case, shift: int, device: str) -> runtime.Job:
     """The case as one job of a launch, its text shifted by `shift` lines (which names it
     in a diagnostic). On GPUs each program runs again after its first run (a graph's
-    capture), so replays and the cross-run handshakes of symmetric buffers are checked."""
-    repeat = 1 if device == "cpu" else 3 if case.lowering.cuda_graph else 2
+    capture), so replays and the cross-run handshakes of symmetric buffers are checked;
+    in the default graph mode until each of the two graphs that take turns is replayed."""
+    graph = case.lowering.cuda_graph
+    repeat = 1 if device == "cpu" else 3 if graph else 5 if graph is None else 2
     return runtime.Job("\n" * shift + case.text, case.per_rank_inputs, name=None,
                        number_of_streams=case.program.number_of_streams, repeat=repeat,
                        cuda_graph=case.lowering.cuda_graph, unit_backend=case.lowering.unit_backend,
