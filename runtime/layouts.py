@@ -91,6 +91,13 @@ def in_allocation_order(value: torch.Tensor, perm: tuple[int, ...] | None) -> to
     return dense.contiguous().permute([perm.index(d) for d in range(len(perm))])
 
 
+def copied_in_allocation_order(value: torch.Tensor, perm: tuple[int, ...]) -> torch.Tensor:
+    """A new buffer holding `value`, dense in allocation order `perm`, viewed in logical
+    order: one copy, whatever `value`'s strides (a view of another buffer, say)."""
+    dense = torch.empty([value.shape[p] for p in perm], dtype=value.dtype, device=value.device)
+    return dense.permute([perm.index(d) for d in range(len(perm))]).copy_(value)
+
+
 def flatten_in_allocation_order(buffer: torch.Tensor, perm: tuple[int, ...] | None, what: str) -> torch.Tensor:
     """The buffer's memory as a 1-D view; refuses a buffer that is not dense in allocation order."""
     dense = buffer if perm is None else buffer.permute(perm)

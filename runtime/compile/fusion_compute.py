@@ -14,7 +14,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from ..buffers import BufferUses
-from ..layouts import in_allocation_order, logical_shape, whole_dynamic_device_axes
+from ..layouts import copied_in_allocation_order, in_allocation_order, logical_shape, whole_dynamic_device_axes
 from ..torch_ops import Kernel, UnsupportedOp, build_kernel, copy_into
 from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emit_call_into, on_current_stream, value_name
 from .unit_backends import CompiledUnit
@@ -50,6 +50,11 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     perm = tensor_type(op.result).value_allocation_order()
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
         emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
+        return emit_whole_device_axes_check(c, op.result)
+    if perm is not None and kernel.view is not None:
+        # A view laid out anew (a reorder's set): one copy, not a clone and then a permuting copy.
+        view = f"{c.bind(kernel.view)}({c.names_of(args)})"
+        c.emit(f"{c.name(op.result)} = {c.bind(copied_in_allocation_order, 'copied')}({view}, {perm!r})")
         return emit_whole_device_axes_check(c, op.result)
     # torch keeps an input's strides (a permuted input gives a permuted result): a fresh
     # result is laid out as its type declares, as every buffer is.

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from hostir.runtime import Evaluator
 from hostir.runtime.compile.fusion_compute import checked_into
 from hostir.runtime.torch_ops import Kernel
 from hostir_dialect import fusion
@@ -57,3 +58,24 @@ def test_a_binary_op_knows_its_shape_from_its_tensor_operands():
     x, y, out = torch.randn(5, 4), torch.randn(1, 4), torch.empty(5, 4)
     write(out, x, y)
     assert calls == ["into"] and torch.equal(out, x + y)
+
+
+REORDER = """hir.program @p(%x: !fusion.tensor<f32[4, 2, 3]>) -> !fusion.tensor<f32[4, 2, 3], alloc=[1, 0, 2]> {
+  %y = fusion.set %x : !fusion.tensor<f32[4, 2, 3]> -> !fusion.tensor<f32[4, 2, 3], alloc=[1, 0, 2]>
+  hir.return %y : !fusion.tensor<f32[4, 2, 3], alloc=[1, 0, 2]>
+}"""
+
+
+@pytest.mark.parametrize("shape", ["[4, 2, 3]", "[?, 2, 3]"])
+def test_a_view_laid_out_anew_is_copied_once(shape):
+    """A reorder (`fusion.set` into another allocation order) costs one copy into the new
+    layout, not a clone and then a permuting copy (16 us of a 32 MiB reorder on H200)."""
+    module = parse_module(REORDER.replace("[4, 2, 3]", shape))
+    evaluator = Evaluator(module, rank=0, world_size=1)
+    x = torch.randn(4, 2, 3)
+    with torch.profiler.profile() as profile:
+        (y,) = evaluator.run([x])
+    copies = [e.name for e in profile.events() if e.name in ("aten::copy_", "aten::clone")]
+    assert copies == ["aten::copy_"], copies
+    assert torch.equal(y, x) and y.permute(1, 0, 2).is_contiguous()
+    assert y.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
