@@ -95,7 +95,29 @@ def copied_in_allocation_order(value: torch.Tensor, perm: tuple[int, ...]) -> to
     """A new buffer holding `value`, dense in allocation order `perm`, viewed in logical
     order: one copy, whatever `value`'s strides (a view of another buffer, say)."""
     dense = torch.empty([value.shape[p] for p in perm], dtype=value.dtype, device=value.device)
-    return dense.permute([perm.index(d) for d in range(len(perm))]).copy_(value)
+    result = dense.permute([perm.index(d) for d in range(len(perm))])
+    widened = _as_words(result), _as_words(value)
+    if widened[0] is not None and widened[1] is not None:
+        widened[0].copy_(widened[1])
+    else:
+        result.copy_(value)
+    return result
+
+
+_WORD = torch.int64
+
+
+def _as_words(t: torch.Tensor) -> torch.Tensor | None:
+    """`t` viewed as 8-byte words where its last dimension is contiguous and whole words,
+    else None: a permuting copy moves one element per load, which on 2-byte elements
+    leaves most of a GPU's memory bandwidth unused (43 us for a 32 MiB bf16 reorder on
+    H200, where a plain copy takes 16)."""
+    word = _WORD.itemsize
+    if t.dim() == 0 or t.stride(-1) != 1 or t.element_size() >= word or t.is_complex():
+        return None
+    if any(x * t.element_size() % word for x in (t.shape[-1], t.storage_offset(), *t.stride()[:-1])):
+        return None
+    return t.view(_WORD)
 
 
 def flatten_in_allocation_order(buffer: torch.Tensor, perm: tuple[int, ...] | None, what: str) -> torch.Tensor:

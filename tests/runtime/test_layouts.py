@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from hostir.runtime.layouts import shard_tensor, unshard
+from hostir.runtime.layouts import _as_words, copied_in_allocation_order, shard_tensor, unshard
 from hostir_dialect.context import parse_module
 
 
@@ -62,3 +62,23 @@ def test_a_global_tensor_of_the_wrong_shape_is_refused():
 def test_a_dynamic_extent_its_pieces_do_not_fit_is_refused(text, message):
     with pytest.raises(ValueError, match=message):
         shard_tensor(G, tensor_type(text), 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.int8, torch.bool, torch.float64, torch.complex64])
+@pytest.mark.parametrize("perm", [(1, 0, 2, 3), (2, 0, 1, 3), (0, 1, 3, 2), (3, 2, 1, 0)])
+def test_a_copy_into_an_allocation_order_holds_the_value_in_that_order(dtype, perm):
+    x = (torch.randn(8, 2, 16, 12) * 10).to(dtype)
+    for value in (x, x[:, :, 1:, 1:], x.transpose(0, 1)):
+        copied = copied_in_allocation_order(value, perm)
+        assert torch.equal(copied, value) and copied.permute(perm).is_contiguous()
+        assert copied.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
+def test_a_permuting_copy_moves_8_byte_words_where_the_last_dimension_allows():
+    """Its inner dimension contiguous and whole words: copied as int64 (4 bf16 per load);
+    otherwise element by element."""
+    assert _as_words(torch.zeros(4, 8, dtype=torch.bfloat16).permute(1, 0).permute(1, 0)).shape == (4, 2)
+    assert _as_words(torch.zeros(4, 6, dtype=torch.bfloat16)) is None  # 12 bytes a row
+    assert _as_words(torch.zeros(8, 4, dtype=torch.bfloat16).t()) is None  # inner stride 8
+    assert _as_words(torch.zeros(4, 8, dtype=torch.bfloat16)[:, 1:5]) is None  # starts mid-word
+    assert _as_words(torch.zeros(4, 8, dtype=torch.float64)) is None  # already a word
