@@ -56,7 +56,8 @@ from hostir_dialect.copy_engine_facts import copy_engine_algorithm
 
 AUTO = {"choose-pipelining": {"transport": "auto"}, "convert-op-to-communication": {"transport": "auto"}}
 AUTO_GRAPH = {"choose-pipelining": {"transport": "auto", "cuda-graph": True},
-              "convert-op-to-communication": {"transport": "auto"}}
+              "convert-op-to-communication": {"transport": "auto", "cuda-graph": True}}
+"""As `hostir-lower{transport=auto cuda-graph=true}` sets its members: both passes price a replay."""
 HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | None], ...] = (
     # (label, options for hostir-lower's passes as {"pass-name": {"option": value}}, replayed
     # from a CUDA graph); each label runs as <label>_S2, _S4 and _S8, plus a <label>_best column.
