@@ -381,48 +381,70 @@ def _with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, produc
     epilogue = fusion.epilogue_of(op)
     if epilogue is None:
         return product
-    gemm = _gemm_with_epilogue(op, ctx, epilogue) if ctx.device.type == "cuda" else None
-    if gemm is not None:
-        return gemm
     activation, in_place = _ACTIVATIONS[epilogue], _IN_PLACE[epilogue]
-    return Kernel(lambda *args: activation(product.fresh(*args)),
-                  lambda out, *args: in_place(product.into(out, *args)), result_shape=product.result_shape)
+    separate = Kernel(lambda *args: activation(product.fresh(*args)),
+                      lambda out, *args: in_place(product.into(out, *args)), result_shape=product.result_shape)
+    gemm = _gemm_with_epilogue(op, ctx, epilogue, separate) if ctx.device.type == "cuda" else None
+    return separate if gemm is None else gemm
 
 
-def _gemm_with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, epilogue: fusion.Epilogue) -> Kernel | None:
-    """`_addmm_activation(bias, rows, matrix)` for the op, where its shapes allow it."""
-    dtype, result_shape = ctx.dtype(op.result), ctx.shape(op.result)
+def _gemm_with_epilogue(op: fusion.MatmulOp | fusion.LinearOp, ctx: OpContext, epilogue: fusion.Epilogue,
+                        separate: Kernel) -> Kernel | None:
+    """`_addmm_activation(bias, rows, matrix)` for the op, where its shapes allow it: the
+    second operand one matrix (its leading extents 1) of no more dimensions than the
+    first. Extents known only at run time are read from the operands; a matmul without
+    bias then adds zeros made for its column count, or runs `separate` where none exist
+    yet and a CUDA graph is being captured (zeros made in a capture are filled only when
+    that graph replays, and another graph could read them first)."""
+    dtype = ctx.dtype(op.result)
     if isinstance(op, fusion.MatmulOp):
         a_shape, b_shape = ctx.shape(op.a), ctx.shape(op.b)
-        matrix_shape = b_shape[-2:]
     elif op.stacked_axes():
         return None  # one product per weight of the stack
     else:
         a_shape, b_shape = ctx.shape(op.input), ctx.shape(op.weight)
-        matrix_shape = b_shape[::-1]
-    shapes = (*a_shape, *b_shape, *result_shape)
-    if dtype not in GEMM_EPILOGUE_DTYPES or DYNAMIC in shapes or len(a_shape) < 2 or len(b_shape) < 2 or \
+    if dtype not in GEMM_EPILOGUE_DTYPES or len(a_shape) < 2 or not 2 <= len(b_shape) <= len(a_shape) or \
             any(e != 1 for e in b_shape[:-2]):
         return None
-    k, n = matrix_shape
     use_gelu = epilogue == fusion.Epilogue.GELU_TANH
-    zeros = torch.zeros(n, dtype=dtype, device=ctx.device)
     linear = isinstance(op, fusion.LinearOp)
+    zeros = _ZerosByColumns(dtype, ctx.device)
 
     def operands(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None):
-        matrix = b.reshape(n, k).t() if linear else b.reshape(k, n)
-        return (zeros if bias is None else bias), a.reshape(-1, k), matrix
+        matrix = b.reshape(b.shape[-2:])
+        matrix = matrix.t() if linear else matrix
+        return (zeros[matrix.shape[1]] if bias is None else bias), a.reshape(-1, a.shape[-1]), matrix
 
     def fresh(*args: torch.Tensor) -> torch.Tensor:
-        return torch._addmm_activation(*operands(*args), use_gelu=use_gelu).view(result_shape)
+        bias, rows, matrix = operands(*args)
+        if bias is None:
+            return separate.fresh(*args)
+        return torch._addmm_activation(bias, rows, matrix, use_gelu=use_gelu).view(*args[0].shape[:-1], matrix.shape[1])
 
     def into(out: torch.Tensor, *args: torch.Tensor) -> torch.Tensor:
+        bias, rows, matrix = operands(*args)
+        if bias is None:
+            return separate.into(out, *args)
         if not out.is_contiguous():
             return copy_into(out, fresh(*args))
-        torch._addmm_activation(*operands(*args), use_gelu=use_gelu, out=out.view(-1, n))
+        torch._addmm_activation(bias, rows, matrix, use_gelu=use_gelu, out=out.view(-1, matrix.shape[1]))
         return out
 
     return Kernel(fresh, into)
+
+
+class _ZerosByColumns:
+    """A bias of zeros for each column count, made outside CUDA-graph captures."""
+
+    def __init__(self, dtype: torch.dtype, device: torch.device):
+        self.dtype, self.device = dtype, device
+        self.made: dict[int, torch.Tensor] = {}
+
+    def __getitem__(self, columns: int) -> torch.Tensor | None:
+        zeros = self.made.get(columns)
+        if zeros is None and not (self.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            zeros = self.made[columns] = torch.zeros(columns, dtype=self.dtype, device=self.device)
+        return zeros
 
 
 KernelBuilder = Callable[[Any, OpContext], Kernel]

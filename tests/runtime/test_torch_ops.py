@@ -8,6 +8,8 @@ import torch
 
 from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.runtime import execute
+from hostir.runtime.torch_ops import Kernel, OpContext, _gemm_with_epilogue, _ZerosByColumns
+from hostir_dialect import fusion
 
 
 @pytest.mark.parametrize("x_shape", [[3, 4], [3, 2, 4]])
@@ -236,3 +238,67 @@ def test_a_reshape_whose_dynamic_extents_its_input_does_not_determine_is_refused
 
     with pytest.raises(HostIRError, match=r"'fusion.reshape' op result axes \[0, 1\] are dynamic in one group of axes"):
         run_fusion(parse_module(_reshape_fusion("?", "?, ?")), [torch.randn(6)])
+
+
+EPILOGUE_PROGRAMS = {
+    "matmul": ("!fusion.tensor<f32[?, 3, 8]>", "!fusion.tensor<f32[8, ?]>", None,
+               "fusion.matmul %a, %b epilogue relu", lambda a, b, bias: a @ b),
+    "matmul of a one-matrix batch": ("!fusion.tensor<f32[?, 3, 8]>", "!fusion.tensor<f32[b1, 8, ?]>", None,
+                                     "fusion.matmul %a, %b epilogue relu", lambda a, b, bias: a @ b),
+    "linear": ("!fusion.tensor<f32[?, 8]>", "!fusion.tensor<f32[?, 8]>", None,
+               "fusion.linear %a, %b epilogue relu", lambda a, b, bias: a @ b.t()),
+    "linear with bias": ("!fusion.tensor<f32[?, 8]>", "!fusion.tensor<f32[?, 8]>", "!fusion.tensor<f32[?]>",
+                         "fusion.linear %a, %b bias %bias epilogue relu", lambda a, b, bias: a @ b.t() + bias),
+}
+
+
+def _epilogue_op(case: str):
+    from hostir_dialect.context import parse_module
+
+    a_t, b_t, bias_t, text, _ = EPILOGUE_PROGRAMS[case]
+    r_t = "!fusion.tensor<f32[?, 3, ?, r8]>" if "?, 3, 8" in a_t else "!fusion.tensor<f32[?, ?, r8]>"
+    bias = (f", %bias: {bias_t}", f", {bias_t}") if bias_t else ("", "")
+    module = parse_module(f"""fusion.func @f(%a: {a_t}, %b: {b_t}{bias[0]}) -> {r_t} {{
+  %r = {text} : {a_t}, {b_t}{bias[1]} -> {r_t}
+  fusion.return %r : {r_t}
+}}""")
+    return next(op for op in module.walk() if isinstance(op, (fusion.MatmulOp, fusion.LinearOp)))
+
+
+@pytest.mark.parametrize("case", list(EPILOGUE_PROGRAMS))
+def test_the_gemm_epilogue_takes_dynamic_extents_from_its_operands(case):
+    """cuBLASLt's GEMM + activation (torch._addmm_activation; run here on CPU with relu,
+    which CPU torch computes as CUDA does) for nvFuser's dynamic shapes: rows, columns and
+    reduction extents read at run time, zeros made per column count."""
+    op = _epilogue_op(case)
+    separate = Kernel(lambda *args: pytest.fail("the GEMM ran as a product and an activation"), lambda out, *args: None)
+    kernel = _gemm_with_epilogue(op, OpContext(None, torch.device("cpu")), fusion.Epilogue.RELU, separate)
+    assert kernel is not None
+    reference = EPILOGUE_PROGRAMS[case][4]
+    for rows, columns in ((5, 6), (2, 4)):
+        a = torch.randn(rows, 3, 8) if "?, 3, 8" in EPILOGUE_PROGRAMS[case][0] else torch.randn(rows, 8)
+        b = torch.randn(columns, 8) if "linear" in case else torch.randn(8, columns)
+        b = b[None] if "batch" in case else b
+        args = (a, b, torch.randn(columns)) if "bias" in case else (a, b)
+        expected = torch.relu(reference(a, b[0] if "batch" in case else b, args[-1]))
+        torch.testing.assert_close(kernel.fresh(*args), expected)
+        out = torch.empty(expected.shape)
+        assert kernel.into(out, *args) is out
+        torch.testing.assert_close(out, expected)
+
+
+def test_zeros_for_the_epilogue_are_never_made_inside_a_capture(monkeypatch):
+    """Made in a CUDA-graph capture, they would hold zeros only once that graph replays:
+    the GEMM runs as its product and activation in that capture instead."""
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    zeros = _ZerosByColumns(torch.float32, torch.device("cuda"))
+    assert zeros[6] is None and not zeros.made
+    op = _epilogue_op("matmul")
+    calls = []
+    separate = Kernel(lambda a, b: calls.append("fresh") or torch.relu(a @ b),
+                      lambda out, a, b: calls.append("into") or out.copy_(torch.relu(a @ b)))
+    kernel = _gemm_with_epilogue(op, OpContext(None, torch.device("cuda")), fusion.Epilogue.RELU, separate)
+    a, b = torch.randn(5, 3, 8), torch.randn(8, 6)
+    torch.testing.assert_close(kernel.fresh(a, b), torch.relu(a @ b))
+    kernel.into(torch.empty(5, 3, 6), a, b)
+    assert calls == ["fresh", "into"]
