@@ -171,8 +171,9 @@ class Evaluator:
 
     def bind_inputs(self, inputs: Sequence[Any]) -> list:
         """Inputs to pass to `run` from now on, holding `inputs`: in CUDA-graph mode the
-        graph's own input buffers (captured now for a new signature), which the caller may
-        refill in place and whose runs copy nothing in; eagerly, `inputs` themselves."""
+        graphs' own input buffers (with `cuda_graph=True` a new signature is captured now;
+        by default at its first run), which the caller may refill in place and whose runs
+        copy nothing in; eagerly, `inputs` themselves."""
         self.check_inputs(inputs)
         if self.graphs is not None:
             return self.graphs.bind(inputs)

@@ -215,9 +215,13 @@ class _InTurns:
         results = self._result_buffers()
         if results is None:
             return None
+        # Counted before the capture, when nothing but this object can hold them: a
+        # reference the run keeps (a collective's work, say) then never reads as free
+        # (copies), and one it drops later cannot hide a result the caller holds.
+        alone = _storage_uses(results)
         captured = self._captured(results)
         assert all(x is r for x, r in zip(captured.outputs, results)), "a program compiled with result buffers returns them"
-        self._handed.append((captured, _storage_uses(captured.outputs)))
+        self._handed.append((captured, alone))
         return captured
 
     def _captured(self, results: list | None) -> _Captured:

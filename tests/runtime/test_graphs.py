@@ -446,6 +446,25 @@ def test_results_a_caller_holds_are_never_overwritten(monkeypatch):
     assert _shares_storage(y, captures[0].outputs[0]) and float(y[0]) == 10.0 and float(views[0][0]) == 2.0
 
 
+def test_a_reference_the_capture_holds_for_a_while_never_hides_a_result_the_caller_holds(monkeypatch):
+    """A run may keep a view of a result for a while (a collective's work): counted as
+    the caller's, never as hostir's own, so a graph whose result the caller holds is not
+    replayed once that view is gone."""
+    captures = []
+
+    def capture(self, inputs, pool=None, results=None):
+        captures.append(_FakeCaptured(inputs, pool, results))
+        captures[-1].kept_by_the_run = captures[-1].outputs[0][:1]
+        return captures[-1]
+
+    monkeypatch.setattr(CudaGraphs, "_capture", capture)
+    graphs = CudaGraphs(lambda inputs: [], None, for_callers=True, result_buffers=lambda: [torch.empty(2)])
+    (held,) = graphs.run([torch.full((2,), 1.0)])
+    del captures[0].kept_by_the_run
+    graphs.run([torch.full((2,), 5.0)])
+    assert float(held[0]) == 2.0 and len(captures) == 2
+
+
 def test_storage_uses_count_every_alias_of_a_result():
     buffer = torch.empty(4)
     (alone,) = _storage_uses([buffer])
