@@ -115,7 +115,7 @@ def _as_words(t: torch.Tensor) -> torch.Tensor | None:
     word = _WORD.itemsize
     if t.dim() == 0 or t.stride(-1) != 1 or t.element_size() >= word or t.is_complex():
         return None
-    if any(x * t.element_size() % word for x in (t.shape[-1], t.storage_offset(), *t.stride()[:-1])):
+    if t.data_ptr() % word or any(x * t.element_size() % word for x in (t.shape[-1], t.storage_offset(), *t.stride()[:-1])):
         return None
     return t.view(_WORD)
 
