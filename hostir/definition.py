@@ -45,7 +45,8 @@ class FusionDefinition(FusionDefinitionIR):
                 _disable_options: Sequence[str] = (), **options) -> list:
         """Lower with `pipeline`, then run on this rank (`rank=`, `world_size=`,
         `number_of_streams=`, `cuda_graph=`, `unit_backend=`, `trace=PATH`, ... as
-        `runtime.execute`): local shards in, local shards out. On GPUs it replays from a
+        `runtime.execute`): local shards in, local shards out; outside a torch.distributed
+        world it runs where its tensor inputs are (CUDA tensors: their GPU). On GPUs it replays from a
         CUDA graph and runs kernel units as fused kernels unless told otherwise. Started by
         torchrun, a process joins its world on the first call (without `rank`). For
         several ranks at once use `runtime.run_spmd(fd, per_rank_inputs, world_size=N,
@@ -62,6 +63,7 @@ class FusionDefinition(FusionDefinitionIR):
                 raise ValueError(f"nvFuser option {name!r} has no meaning in hostir; it takes {known}")
         if options.get("rank") is None:
             runtime.join_torchrun_world()
+        options["device"] = runtime.executor_cache.device_of_inputs(inputs, options.get("device"))
         profiler = PythonProfiler.active
         traced = trace is not None or profiler is not None
         evaluator = self._executors.evaluator((self._version(), pipeline), lambda: self._lowered_program(pipeline),

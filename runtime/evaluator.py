@@ -232,10 +232,10 @@ def check_module(module: Any) -> None:
         raise TypeError(f"expected a ModuleOp (parse IR text with hostir_dialect.parse_module), got {module!r}")
 
 
-def checked_device(device: torch.device | str) -> torch.device:
-    """A torch device this process can use."""
+def checked_device(device: torch.device | str | int) -> torch.device:
+    """A torch device this process can use (an integer: that CUDA device, as nvFuser reads it)."""
     try:
-        device = torch.device(device)
+        device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
     except RuntimeError:
         raise ValueError(f"invalid device {device!r}; use 'cpu', 'cuda' or 'cuda:N'") from None
     if device.type == "cuda" and not torch.cuda.is_available():

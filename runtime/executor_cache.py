@@ -80,6 +80,16 @@ def current_world() -> object:
     return dist.group.WORLD if dist.is_available() and dist.is_initialized() else None
 
 
+def device_of_inputs(inputs: Sequence[Any], device: torch.device | str | None) -> torch.device | str | None:
+    """`device`, or where no torch.distributed world chooses one (outside torchrun), the
+    device of the tensor inputs when they share one: CUDA tensors passed to a
+    single-process run run it on their GPU, as nvFuser's `execute` does, not on the CPU."""
+    if device is not None or current_world() is not None:
+        return device
+    devices = {x.device for x in inputs if isinstance(x, torch.Tensor)}
+    return devices.pop() if len(devices) == 1 else None
+
+
 def _options_key(options: dict) -> tuple:
     device = options.get("device")
     if device is not None:
@@ -100,6 +110,7 @@ def execute(module: ModuleOp, inputs: Sequence[Any], *, name: str | None = None,
     again with the same ones only runs it. `trace`: write this rank's Chrome/Perfetto
     trace of the run there (runtime/trace.py)."""
     check_module(module)
+    device = device_of_inputs(inputs, device)
     evaluator = _EXECUTORS.evaluator(str(module), module.clone, name=name, rank=rank, world_size=world_size,
                                      number_of_streams=number_of_streams, device=device, cuda_graph=cuda_graph,
                                      unit_backend=unit_backend, trace=trace is not None)
