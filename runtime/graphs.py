@@ -140,16 +140,12 @@ class _Captured:
 
     def __init__(self, graph: torch.cuda.CUDAGraph, inputs: list, outputs: list):
         self.graph = graph
-        self.copies = [(static, index) for index, static in enumerate(inputs) if isinstance(static, torch.Tensor)]
         self.inputs = inputs
         self.outputs = outputs
 
     def bind(self, inputs: Sequence[Any]) -> list:
         """The graph's input buffers, holding `inputs`."""
-        for static, index in self.copies:
-            if inputs[index] is not static:
-                static.copy_(inputs[index])
-        return list(self.inputs)
+        return _copied_in(self.inputs, inputs)
 
     def replay(self, inputs: Sequence[Any]) -> list:
         self.bind(inputs)
@@ -195,10 +191,7 @@ class _InTurns:
         return len(self._handed) + (self._kept is not None)
 
     def bind(self, inputs: Sequence[Any]) -> list:
-        for static, value in zip(self.inputs, inputs):
-            if isinstance(static, torch.Tensor) and static is not value:
-                static.copy_(value)
-        return list(self.inputs)
+        return _copied_in(self.inputs, inputs)
 
     def run(self, inputs: Sequence[Any]) -> list:
         free = next((captured for captured, alone in self._handed if _storage_uses(captured.outputs) == alone), None)
@@ -228,6 +221,14 @@ class _InTurns:
         captured = self._capture(self.inputs, self._pool, results)
         self._pool = captured.pool()
         return captured
+
+
+def _copied_in(buffers: list, inputs: Sequence[Any]) -> list:
+    """The graph's input `buffers`, holding `inputs` (a buffer passed in itself is not copied)."""
+    for buffer, value in zip(buffers, inputs):
+        if isinstance(buffer, torch.Tensor) and buffer is not value:
+            buffer.copy_(value)
+    return list(buffers)
 
 
 def _storage_uses(outputs: Sequence[Any]) -> list[int]:
@@ -293,7 +294,7 @@ class CudaGraphs:
         """The input buffers of the graphs of `inputs`' signature (captured now, with
         `cuda_graph=True`, if it is new), holding `inputs`; a run given them copies nothing in."""
         if self._for_callers:
-            return self._copying_in(inputs).bind(inputs)
+            return self._copying_in(inputs, signature(inputs)).bind(inputs)
         return self._captured(inputs).bind(inputs)
 
     def _captured(self, inputs: Sequence[Any]) -> _Captured:
@@ -303,8 +304,8 @@ class CudaGraphs:
             captured = self._graphs[key] = self._capture([_static_copy(x) for x in inputs])
         return captured
 
-    def _copying_in(self, inputs: Sequence[Any]) -> _InTurns:
-        key = signature(inputs)
+    def _copying_in(self, inputs: Sequence[Any], key: tuple) -> _InTurns:
+        """The graphs that copy inputs of signature `key` in."""
         turns = self._copying.get(key)
         if turns is None:
             turns = self._copying[key] = _InTurns([_static_copy(x) for x in inputs], self._capture, self._result_buffers)
@@ -320,7 +321,7 @@ class CudaGraphs:
         repeated = _same_objects([ref() if isinstance(ref, weakref.ref) else ref for ref in self._previous], inputs)
         self._previous = [weakref.ref(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         if not repeated:
-            return self._copying_in(inputs)
+            return self._copying_in(inputs, key)
         bound = self._bound[key] = _InTurns(list(inputs), self._capture, self._result_buffers)
         self._copying.pop(key, None)  # its input copies and memory pool are not needed any more
         return bound

@@ -85,10 +85,9 @@ def in_allocation_order(value: torch.Tensor, perm: tuple[int, ...] | None) -> to
     (logical order when None), viewed in logical order. Copies only when it is not."""
     if perm is None:
         return value.contiguous()
-    dense = value.permute(perm)
-    if dense.is_contiguous():
+    if value.permute(perm).is_contiguous():
         return value
-    return dense.contiguous().permute([perm.index(d) for d in range(len(perm))])
+    return copied_in_allocation_order(value, perm)
 
 
 def copied_in_allocation_order(value: torch.Tensor, perm: tuple[int, ...]) -> torch.Tensor:
