@@ -179,3 +179,32 @@ def test_ten_thousand_executions_grow_neither_memory_nor_runtime_tables():
 
 def resident_bytes() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _sharded_sum(devices: int) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([devices, 4, 8], dtype="float32")
+        fd.add_output(fd.ops.sum(fd.ops.exp(a), dims=[0]))
+    if devices > 1:
+        a.set_device_mesh(DeviceMesh(list(range(devices))))
+        a.axis(0).parallelize(ParallelType.DIDx)
+    return fd
+
+
+def execute_without_a_device(rank: int, world_size: int, x: torch.Tensor) -> torch.Tensor:
+    (out,) = _sharded_sum(world_size).execute([x[rank:rank + 1]])
+    return out
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_execute_without_a_device_runs_where_its_inputs_are_and_matches_torch(world):
+    """No `device=`: alone, the inputs' device chooses (as nvFuser's execute does); in a
+    world of ranks, the world's. Either way the values of eager torch on the whole data."""
+    x = torch.randn(world, 4, 8)
+    expected = torch.exp(x).sum(dim=0)
+    if world == 1:
+        (out,) = _sharded_sum(1).execute([x])
+        torch.testing.assert_close(out, expected)
+        return
+    for out in runtime.launch(execute_without_a_device, world, (x,), backend="gloo"):
+        torch.testing.assert_close(out, expected)
