@@ -153,10 +153,15 @@ class Timing:
     """Host clock from the start of the run to the end of the device synchronize after it."""
     host_ms: float
     """Host clock around the call alone: the time to issue the run."""
+    device_fastest_ms: float
+    """The fastest timed run's device_ms; with `device_slowest_ms`, the spread a difference
+    between two variants must exceed to mean anything (see "Method" in README.md)."""
+    device_slowest_ms: float
 
 
 def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warmup: int) -> Timing:
-    """Per-rank medians over `repeat` runs after `warmup` runs; the max over ranks of each."""
+    """Per rank, the medians over `repeat` runs after `warmup` runs and the fastest and
+    slowest run's device time; the max over ranks of each."""
     for _ in range(warmup):
         run()
     samples = []
@@ -164,7 +169,8 @@ def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warm
         settle(device)
         samples.append(_one_run(run, device))
     medians = [statistics.median(column) for column in zip(*samples)]
-    return Timing(*max_over_ranks(medians, device))
+    device_times = [sample[0] for sample in samples]
+    return Timing(*max_over_ranks([*medians, min(device_times), max(device_times)], device))
 
 
 def _one_run(run: Callable[[], object], device: torch.device) -> tuple[float, float, float]:

@@ -202,7 +202,9 @@ def measure_variant(build: Callable[[], Variant] | str, case: Case, seed: int, a
         return {"status": build}
     result = checked_timing(build, lambda: Operands(case.p, seed), case.p.device, case.p.dtype, args.repeat, args.warmup)
     if "timing" in result:
-        result["ms"] = result.pop("timing").device_ms
+        timing = result.pop("timing")
+        result["ms"] = timing.device_ms
+        result["ms_fastest_slowest"] = [timing.device_fastest_ms, timing.device_slowest_ms]
     return result
 
 
