@@ -95,9 +95,9 @@ def copied_in_allocation_order(value: torch.Tensor, perm: tuple[int, ...]) -> to
     order: one copy, whatever `value`'s strides (a view of another buffer, say)."""
     dense = torch.empty([value.shape[p] for p in perm], dtype=value.dtype, device=value.device)
     result = dense.permute([perm.index(d) for d in range(len(perm))])
-    widened = _as_words(result), _as_words(value)
-    if widened[0] is not None and widened[1] is not None:
-        widened[0].copy_(widened[1])
+    target, source = _as_words(result), _as_words(value)
+    if target is not None and source is not None:
+        target.copy_(source)
     else:
         result.copy_(value)
     return result
