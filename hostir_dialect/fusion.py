@@ -292,9 +292,9 @@ class ComputeOp(IRDLOperation):
     def retyped(self, operands: Mapping[SSAValue, SSAValue], result_type: TensorType,
                 out: SSAValue | None = None) -> ComputeOp:
         """This op (its properties and attributes) on the values `operands` maps its own
-        operands to, of `result_type`, into `out` if given; not verified. For an op
-        without a destination."""
-        assert self.out is None, "an op writing into a destination already"
+        operands to, of `result_type`, into `out` if given; not verified. `out` only for
+        an op without a destination (one with a destination has it mapped in `operands`)."""
+        assert self.out is None or out is None, "an op writing into a destination already"
         properties = dict(self.properties)
         segments = properties.get(AttrSizedOperandSegments.attribute_name)
         if out is not None and isinstance(segments, DenseArrayBase):  # the destination is the last definition

@@ -22,6 +22,25 @@ def operand_axis(op: fusion.ComputeOp, operand: SSAValue, axis: int) -> int | No
     return next((a for a, target in op.axis_map(operand).items() if target == axis), None)
 
 
+def narrowed_operand_axes(op: fusion.ComputeOp, axis: int, operand_axes: dict[SSAValue, int]) -> dict[SSAValue, int] | None:
+    """The operands read in narrowed chunks, block i of the result's axis being block i
+    of theirs: each axis `op` maps element for element onto the result's (kept where it
+    is, `sharding_axis_map`: not an axis a slice cuts or a cat joins, read in order, of
+    the same extent). A broadcast axis is read whole. None when an operand breaks it."""
+    assert isinstance(op, fusion.StreamSliceable)
+    extent = tensor_type(op.result).axes[axis].extent
+    narrowed: dict[SSAValue, int] = {}
+    for operand, chunk_axis in operand_axes.items():
+        chosen = tensor_type(operand).axes[chunk_axis]
+        if chosen.is_broadcast:
+            continue
+        kept = op.sharding_axis_map(operand).get(chunk_axis) == axis
+        if not kept or op.operand_chunk_stride(operand, chunk_axis) != (0, 1) or chosen.extent != extent:
+            return None
+        narrowed[operand] = chunk_axis
+    return narrowed
+
+
 def sliced_type(t: TensorType, axis: int) -> TensorType:
     """`t` without logical axis `axis` (a chunk's type); mesh and parallel types kept."""
     order = tuple(i - (i > axis) for i in t.allocation_order() if i != axis)
@@ -110,6 +129,8 @@ class Narrowed(ChunkForm):
 
     def op(self, op: fusion.ComputeOp, chunks: Mapping[SSAValue, SSAValue], axes: Mapping[SSAValue, int],
            result_type: TensorType, out: SSAValue | None = None) -> fusion.ComputeOp:
+        if op.out is not None and out is not None:  # the op's own destination, replaced by its chunk
+            return op.retyped({**chunks, op.out: out}, result_type)
         return op.retyped(chunks, result_type, out)
 
 

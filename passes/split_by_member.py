@@ -38,7 +38,10 @@ transfers and the compute serialize. Split by member:
 `%g[%p]` is `hir.alias_select` on the axis that holds the members' parts: the outermost
 allocated axis with a local extent above 1 (the collectives' buffer contract), when its
 extent is the team size; `%x[%me]` selects this rank's own shard of the input's
-device-sharded axis. The op must be computable part by part along it (the
+device-sharded axis. An all-reduce's members' chunks are any D equal contiguous blocks of
+its buffer, so its producer also splits where D divides that axis's extent, part p being
+`hir.alias_chunk ... parts D` (block p): a pipeline that choose-pipelining dropped leaves
+its chunks outermost, and the whole run still computes the others' blocks first. The op must be computable part by part along it (the
 `StreamSliceable` interface, as for stream chunks). Anything else is left as it is: the
 split is an optimization, never needed for a correct result.
 """
@@ -46,7 +49,7 @@ split is an optimization, never needed for a correct result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
@@ -61,59 +64,93 @@ from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
 from hostir_dialect.diagnostics import located_like
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
-from .chunking import operand_axis, sliced_type
-
-
-def member_axis(t: TensorType, team_size: int) -> int | None:
-    """The logical axis whose index is the team member in a collective's flat buffer:
-    the outermost allocated one with a local extent above 1, if its extent is the team size."""
-    for axis in t.allocation_order():
-        if t.axes[axis].is_reduction or t.local_extent(axis) == 1:
-            continue
-        return axis if t.axes[axis].extent == team_size and not t.axes[axis].is_split else None
-    return None
+from .chunking import SELECTED, ChunkForm, Narrowed, narrowed_operand_axes, operand_axis
 
 
-@dataclass
+def outermost_axis(t: TensorType) -> int | None:
+    """The outermost allocated axis of `t` with a local extent above 1 (a reduction axis
+    has no storage): each part of `t` along it is one contiguous block of its buffer."""
+    return next((a for a in t.allocation_order() if not t.axes[a].is_reduction and t.local_extent(a) != 1), None)
+
+
+def member_parts(t: TensorType, team_size: int, any_blocks: bool = False) -> tuple[int, list[ChunkForm]] | None:
+    """The logical axis along which a collective's flat buffer holds the team members'
+    chunks, its `outermost_axis`, and the ways a member's chunk may be taken along it, in
+    order of preference (None: there are none): selected, where its extent is the team
+    size; with `any_blocks`, also narrowed to one of D equal blocks where D divides its
+    extent. An all-reduce may take that: any D equal contiguous blocks of its buffer are
+    its members' chunks (its result is whole), so a whole run whose outermost axis holds
+    the chunks of a dropped pipeline splits too, and so do a matmul's rows, which
+    selecting would take away."""
+    axis = outermost_axis(t)
+    if axis is None:
+        return None
+    chosen = t.axes[axis]
+    forms: list[ChunkForm] = [SELECTED] if chosen.extent == team_size and not chosen.is_split else []
+    if any_blocks and not chosen.is_split and not chosen.parallel_types() and chosen.extent != DYNAMIC \
+            and chosen.extent % team_size == 0:
+        forms.append(Narrowed(team_size))
+    return (axis, forms) if forms else None
+
+
+@dataclass(frozen=True)
 class MemberSplit:
-    """An op computed one team member's part at a time along axis `axis` of its result."""
+    """An op computed one team member's part at a time along axis `axis` of its result,
+    each part taken in `form` (`member_parts`) and written into `destination`."""
 
     op: fusion.ComputeOp
     axis: int
-    removed: dict[SSAValue, int]
-    """Operand -> its logical axis that maps to `axis` (sliced); other operands are whole."""
+    parted: dict[SSAValue, int]
+    """Operand -> its logical axis that maps to `axis` (read part by part); other operands are whole."""
+    form: ChunkForm
+    destination: SSAValue
+    """The op's destination; for an op that allocates its result, a stand-in of its type
+    until `allocated` allocates the buffer the parts write."""
 
     @staticmethod
-    def of(op: Operation, result_axis: int | None) -> MemberSplit | None:
+    def of(op: Operation, result_axis: int | None, form: ChunkForm = SELECTED) -> MemberSplit | None:
         """The split of `op` along `result_axis`, if `op` can be computed part by part."""
         if result_axis is None or not isinstance(op, fusion.StreamSliceable) or not isinstance(op, fusion.ComputeOp):
             return None
-        if op.out is None:
+        parted = _parted_operands(op, result_axis, form)
+        if not parted or any(tensor_type(v).axes[a].parallel_types() for v, a in parted.items()):
             return None
-        removed = {}
-        for operand in op.tensor_inputs():
-            axis = operand_axis(op, operand, result_axis)
-            if axis is None:
-                continue
-            if op.operand_chunk_stride(operand, axis) != (0, 1) or tensor_type(operand).axes[axis].parallel_types():
-                return None
-            removed[operand] = axis
-        split = MemberSplit(op, result_axis, removed)
-        return split if removed and split.verifies() else None
+        # A part that is not one block of its operand's buffer (nor of a broadcast axis,
+        # read whole) is a strided view, which a matmul copies first (torch folds batch
+        # axes into rows only where contiguous): split so, a whole run's matmul + reduce-
+        # scatter whose member rows sit inside the S chunks took 20 µs longer
+        # (16384x8192x1024 at S = 8 on 2x H200).
+        if any(not tensor_type(v).axes[a].is_broadcast and outermost_axis(tensor_type(v)) != a
+               for v, a in parted.items()):
+            return None
+        destination = op.out if op.out is not None else Block(arg_types=[op.result.type]).args[0]
+        split = MemberSplit(op, result_axis, parted, form, destination)
+        return split if split.verifies() else None
+
+    def allocated(self) -> MemberSplit:
+        """The split writing into the op's destination, allocated just before the op where
+        it allocates its result (a whole run's matmul)."""
+        if self.op.out is not None:
+            return self
+        buffer = _insert_before(self.op, hir.AllocateOp(tensor_type(self.op.result)), self.op, self.op.result.name_hint)
+        return replace(self, destination=buffer.results[0])
 
     def emit(self, block: Block, position: SSAValue, sources: Sources | None = None) -> None:
         """The op on member `position`'s part, at the end of `block`. `sources`: operands
         whose part is read from another tensor instead, by operand: (that tensor, its axis)."""
-        assert isinstance(self.op, fusion.StreamSliceable)  # `of` splits only stream-sliceable ops
-        assert self.op.out is not None  # `of` splits only ops with a destination, which the parts write
         sources = sources or {}
-        views = {v: _view(block, *sources.get(v, (v, axis)), position, self.op) for v, axis in self.removed.items()}
-        out = _view(block, self.op.out, self.axis, position, self.op)
-        part = self.op.stream_chunk(views, {**self.removed, self.op.result: self.axis}, tensor_type(out), out)
-        part.attributes.update(self.op.attributes)
+        views = {v: self._view(block, *sources.get(v, (v, axis)), position) for v, axis in self.parted.items()}
+        out = self._view(block, self.destination, self.axis, position)
+        part = self.form.op(self.op, views, {**self.parted, self.op.result: self.axis}, tensor_type(out), out)
         block.add_op(located_like(part, self.op))
+
+    def _view(self, block: Block, tensor: SSAValue, axis: int, position: SSAValue) -> SSAValue:
+        view = located_like(self.form.view(tensor, position, axis), self.op)
+        view.result.name_hint = f"{tensor.name_hint}_p" if tensor.name_hint else None
+        block.add_op(view)
+        return view.result
 
     def verifies(self, position: SSAValue | None = None, sources: Sources | None = None) -> bool:
         """Do one part and its views verify? (Tried on a scratch block, left behind.)"""
@@ -131,14 +168,19 @@ class MemberSplit:
         return True
 
 
+def _parted_operands(op: fusion.ComputeOp, result_axis: int, form: ChunkForm) -> dict[SSAValue, int] | None:
+    """The operands `op` reads part by part when its result is computed in parts along
+    `result_axis`, with their axes (None: `op` on parts is not `op` on their operands' parts)."""
+    assert isinstance(op, fusion.StreamSliceable)  # `MemberSplit.of` splits only stream-sliceable ops
+    axes = {v: a for v in op.tensor_inputs() if (a := operand_axis(op, v, result_axis)) is not None}
+    if isinstance(form, Narrowed):
+        return narrowed_operand_axes(op, result_axis, axes)
+    if any(op.operand_chunk_stride(v, a) != (0, 1) for v, a in axes.items()):
+        return None
+    return axes
+
+
 Sources = dict[SSAValue, tuple[SSAValue, int]]
-
-
-def _view(block: Block, tensor: SSAValue, axis: int, position: SSAValue, like: Operation) -> SSAValue:
-    view = located_like(hir.AliasSelectOp(tensor, position, axis, sliced_type(tensor_type(tensor), axis)), like)
-    view.result.name_hint = f"{tensor.name_hint}_p" if tensor.name_hint else None
-    block.add_op(view)
-    return view.result
 
 
 def _insert_before(anchor: Operation, op: Operation, like: Operation, name: str | None = None) -> Operation:
@@ -193,10 +235,10 @@ def member_loop(collective: hir.CollectiveOp, anchor: Operation, first: int,
 
 
 def _only_views_between(first: Operation, last: Operation, avoid: SSAValue) -> bool:
-    """Only views and constants between `first` and `last`, none of them reading `avoid`."""
+    """Only views, allocations and constants between `first` and `last`, none of them reading `avoid`."""
     op = first.next_op
     while op is not None and op is not last:
-        if not isinstance(op, (hir.AliasViewOp, arith.ConstantOp)) or avoid in op.operands:
+        if not isinstance(op, (hir.AliasViewOp, hir.AllocateOp, arith.ConstantOp)) or avoid in op.operands:
             return False
         op = op.next_op
     return op is last
@@ -214,31 +256,34 @@ def split_allgather_consumer(collective: hir.AllgatherOp) -> bool:
     """Own part first, from the input in place where it can be, each other part once it
     has arrived, then the whole wait (see the module docstring)."""
     wait, gathered = _sole_wait(collective), collective.output
-    axis = member_axis(tensor_type(gathered), collective.team_size)
+    parts = member_parts(tensor_type(gathered), collective.team_size)
     readers = [u.operation for u in gathered.uses
                if u.operation is not collective and not isinstance(u.operation, hir.DeallocateOp)]
-    if wait is None or axis is None or len(readers) != 1:
+    if wait is None or parts is None or len(readers) != 1:
         return False
+    axis = parts[0]
     (consumer,) = readers
     if not isinstance(consumer, fusion.ComputeOp) or consumer.parent_block() is not wait.parent_block():
         return False
     split = MemberSplit.of(consumer, consumer.axis_map(gathered).get(axis))
-    if split is None or gathered not in split.removed or not _only_views_between(wait, consumer, gathered):
+    if split is None or gathered not in split.parted or not _only_views_between(wait, consumer, gathered):
         return False
+    me = team_position(collective)
+    in_place = {gathered: (collective.input, axis)}
+    own_part_in_place = _holds_own_part(collective.input, axis) and split.verifies(me, in_place)
+    allocated = split.allocated()
 
     def part(block: Block, position: SSAValue) -> None:
         block.add_op(located_like(hir.WaitOp(collective.work, position), wait))
-        split.emit(block, position)
+        allocated.emit(block, position)
 
-    me = team_position(collective)
-    in_place = {gathered: (collective.input, axis)}
-    if _holds_own_part(collective.input, axis) and split.verifies(me, in_place):
-        _insert_part(split, me, consumer, in_place)
+    if own_part_in_place:
+        _insert_part(allocated, me, consumer, in_place)
         collective.properties["peers_only"] = UnitAttr()
     member_loop(collective, consumer, 1 if collective.peers_only else 0, part)
     wait.detach()
     Rewriter.insert_op(wait, InsertPoint.before(consumer))
-    _retire(consumer)
+    _retire(allocated)
     return True
 
 
@@ -262,34 +307,36 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) ->
     the copy-engine post of a reduce-scatter or all-reduce reads only the other members'
     chunks of its input."""
     wait, partial = _sole_wait(collective), collective.input
-    axis = member_axis(tensor_type(partial), collective.team_size)
+    parts = member_parts(tensor_type(partial), collective.team_size, any_blocks=isinstance(collective, hir.AllreduceOp))
     producer = _writer_before(collective, partial)
-    if wait is None or axis is None or producer is None:
+    if wait is None or parts is None or producer is None:
         return False
-    split = MemberSplit.of(producer, axis)
+    axis, forms = parts
+    split = next((split for form in forms if (split := MemberSplit.of(producer, axis, form)) is not None), None)
     if split is None or not _only_views_between(producer, collective, partial):
         return False
+    split = split.allocated()
     member_loop(collective, producer, 1, split.emit)
     _insert_part(split, team_position(collective), wait)
-    _retire(producer)
+    _retire(split)
     return True
 
 
 def _writer_before(collective: hir.CollectiveOp, buffer: SSAValue) -> fusion.ComputeOp | None:
-    """The compute op just before `collective` (views and constants aside) writing `buffer`."""
+    """The compute op just before `collective` (views, allocations and constants aside) writing
+    `buffer` (its destination, or the result it allocates)."""
     op = collective.prev_op
-    while isinstance(op, (hir.AliasViewOp, arith.ConstantOp)):
+    while isinstance(op, (hir.AliasViewOp, hir.AllocateOp, arith.ConstantOp)):
         op = op.prev_op
-    if isinstance(op, fusion.ComputeOp) and op.out is buffer:
+    if isinstance(op, fusion.ComputeOp) and (op.out if op.out is not None else op.result) is buffer:
         return op
     return None
 
 
-def _retire(op: fusion.ComputeOp) -> None:
-    """Its parts were computed into its destination: its readers read the destination."""
-    assert op.out is not None
-    op.result.replace_all_uses_with(op.out)
-    Rewriter.erase_op(op)
+def _retire(split: MemberSplit) -> None:
+    """The op's parts were computed into its destination: its readers read the destination."""
+    split.op.result.replace_all_uses_with(split.destination)
+    Rewriter.erase_op(split.op)
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
-from .chunking import SELECTED, ChunkForm, Narrowed, operand_axis
+from .chunking import SELECTED, ChunkForm, Narrowed, narrowed_operand_axes, operand_axis
 
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
@@ -408,30 +408,11 @@ def _operand_axes(op: fusion.ComputeOp, axis: int, form: ChunkForm, checks: Chun
         return None
     operand_axes = {v: a for v in op.tensor_inputs() if (a := operand_axis(op, v, axis)) is not None}
     if isinstance(form, Narrowed):
-        narrowed = _narrowed_operand_axes(op, axis, operand_axes)
+        narrowed = narrowed_operand_axes(op, axis, operand_axes)
         if narrowed is None:
             return None
         operand_axes = narrowed
     return operand_axes if checks.computes_chunks(op, operand_axes, axis, form) else None
-
-
-def _narrowed_operand_axes(op: fusion.ComputeOp, axis: int, operand_axes: dict[SSAValue, int]) -> dict[SSAValue, int] | None:
-    """The operands read in narrowed chunks, block i of the result's axis being block i
-    of theirs: each axis `op` maps element for element onto the result's (kept where it
-    is, `sharding_axis_map`: not an axis a slice cuts or a cat joins, read in order, of
-    the same extent). A broadcast axis is read whole. None when an operand breaks it."""
-    assert isinstance(op, fusion.StreamSliceable)
-    extent = tensor_type(op.result).axes[axis].extent
-    narrowed: dict[SSAValue, int] = {}
-    for operand, chunk_axis in operand_axes.items():
-        chosen = tensor_type(operand).axes[chunk_axis]
-        if chosen.is_broadcast:
-            continue
-        kept = op.sharding_axis_map(operand).get(chunk_axis) == axis
-        if not kept or op.operand_chunk_stride(operand, chunk_axis) != (0, 1) or chosen.extent != extent:
-            return None
-        narrowed[operand] = chunk_axis
-    return narrowed
 
 
 class ChunkChecks:

@@ -224,3 +224,65 @@ hir.program @allreduce_producer(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:    %w = hir.allreduce %u -> %c via %via
 // CHECK:         fusion.matmul {{.*}} into
 // CHECK-NEXT:    hir.wait %w
+
+// -----
+
+// An all-reduce's producer split in blocks: any D equal contiguous blocks of the
+// all-reduce's buffer are its members' chunks, so where the outermost axis (the S chunks
+// of a pipeline run whole) is not the team but D divides it, member p's part is block p
+// of it (`alias_chunk ... parts 2`). The matmul allocated its result: the parts write a
+// buffer allocated in its place.
+!a = !fusion.tensor<f32[4, 2 didx, 3, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[b1, 2 didx, 4, 5], mesh=[0, 1]>
+!u = !fusion.tensor<f32[4, 2 didx, 3, 5, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[4, r2, 3, 5], mesh=[0, 1]>
+!v = !fusion.tensor<f32[2, 4, 2 didx, 3, 5], mesh=[0, 1]>
+hir.program @allreduce_producer_in_blocks(%a: !a, %b: !b) -> !c {
+  %u = fusion.matmul %a, %b : !a, !b -> !u
+  %via = hir.allocate symmetric : !v
+  %c = hir.allocate : !c
+  %w = hir.allreduce %u -> %c via %via team [0, 1] op sum transport copy_engine : !u -> !c, !v
+  hir.wait %w
+  hir.deallocate %via : !v
+  hir.return %c : !c
+}
+// CHECK-LABEL: hir.program @allreduce_producer_in_blocks
+// CHECK-NEXT:    %me = hir.team_position team [0, 1]
+// CHECK-NEXT:    %u = hir.allocate : !fusion.tensor<f32[4, 2 didx, 3, 5, r4], mesh=[0, 1]>
+// CHECK:         scf.for %s = %s0 to %team step %c1 {
+// CHECK:           %p = arith.remui
+// CHECK-NEXT:      %a_p = hir.alias_chunk %a[%p] axis 0 parts 2 : !fusion.tensor<f32[4, 2 didx, 3, 4], mesh=[0, 1]> -> !fusion.tensor<f32[2, 2 didx, 3, 4], mesh=[0, 1]>
+// CHECK-NEXT:      %u_p = hir.alias_chunk %u[%p] axis 0 parts 2
+// CHECK-NEXT:      fusion.matmul %a_p, %b into %u_p
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %via = hir.allocate symmetric
+// CHECK-NEXT:    %c = hir.allocate
+// CHECK-NEXT:    %w = hir.allreduce %u -> %c via %via
+// CHECK-NEXT:    %[[A:.*]] = hir.alias_chunk %a[%me] axis 0 parts 2
+// CHECK-NEXT:    %[[U:.*]] = hir.alias_chunk %u[%me] axis 0 parts 2
+// CHECK-NEXT:    fusion.matmul %[[A]], %b into %[[U]]
+// CHECK-NEXT:    hir.wait %w
+// CHECK-NEXT:    hir.deallocate %via
+// CHECK-NEXT:    hir.return %c
+
+// -----
+
+// Left whole: the team size does not divide the all-reduce's outermost axis, so no axis
+// holds the members' chunks (each is one and a half of its 3 blocks).
+!a = !fusion.tensor<f32[3, 2 didx, 2, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[b1, 2 didx, 4, 5], mesh=[0, 1]>
+!u = !fusion.tensor<f32[3, 2 didx, 2, 5, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[3, r2, 2, 5], mesh=[0, 1]>
+!v = !fusion.tensor<f32[2, 3, 2 didx, 2, 5], mesh=[0, 1]>
+hir.program @allreduce_blocks_not_dividing(%a: !a, %b: !b) -> !c {
+  %u = fusion.matmul %a, %b : !a, !b -> !u
+  %via = hir.allocate symmetric : !v
+  %c = hir.allocate : !c
+  %w = hir.allreduce %u -> %c via %via team [0, 1] op sum transport copy_engine : !u -> !c, !v
+  hir.wait %w
+  hir.deallocate %via : !v
+  hir.return %c : !c
+}
+// CHECK-LABEL: hir.program @allreduce_blocks_not_dividing
+// CHECK-NEXT:    %u = fusion.matmul %a, %b :
+// CHECK-NEXT:    %via = hir.allocate symmetric
