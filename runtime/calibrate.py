@@ -96,11 +96,13 @@ def transfers(device: torch.device, heap: SymmetricHeap) -> dict:
 
 
 GEMMS_PER_TIMING = 10
-"""GEMMs run back to back in one timed run, as a pipeline queues them. Timed one at a
-time, after the idle barrier of each run, the small GEMMs came out some 40 µs above
-their peak-rate time on a 2x H200 (a half-rate of 32 GFLOP, where a kernel trace of the
-same GEMMs gives 1.8): presumably the GPU leaving idle, which a queued GEMM does not pay.
-Not yet checked on a GPU that back-to-back timing gives the trace's figure."""
+"""GEMMs run back to back in one timed run, as a pipeline queues them, replayed from a
+CUDA graph as hostir runs programs on GPUs. Launched one at a time the host sets the
+pace of the small ones: timed eagerly back to back on 2x H200, the three smallest took
+some 15 µs each beyond their peak-rate time (a half-rate of 10.3 GFLOP, where a kernel
+trace gives 1.8), which made `auto` run matmul+AR 16384x8192x1024 whole at S = 2
+(0.379 ms, against 0.300 pipelined with the shipped constants). Timed one at a time
+after the idle barrier of each run, they came out some 40 µs above it."""
 
 
 def matmuls(device: torch.device) -> dict:
@@ -116,13 +118,27 @@ def matmuls(device: torch.device) -> dict:
                 for _ in range(GEMMS_PER_TIMING):
                     torch.matmul(a, b, out=c)
 
-            points.append((2 * m * k * n, timed(back_to_back) / GEMMS_PER_TIMING))
+            points.append((2 * m * k * n, timed(replayed(back_to_back)) / GEMMS_PER_TIMING))
         tflops, half_rate_gflop = matmul_rate(points)
         result["matmul_tflops"][name] = round(tflops, 1)
         result["matmul_half_rate_gflop"][name] = round(half_rate_gflop, 1)
     for per_type in result.values():
         per_type["f16"] = per_type["bf16"]
     return result
+
+
+def replayed(work: Callable[[], None]) -> Callable[[], None]:
+    """`work` captured in a CUDA graph (after one run on a side stream, which creates the
+    cuBLAS handle and workspace capture cannot): its replay, one launch for the host."""
+    side, current = torch.cuda.Stream(), torch.cuda.current_stream()
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        work()
+    current.wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        work()
+    return graph.replay
 
 
 def matmul_rate(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
