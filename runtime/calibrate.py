@@ -88,8 +88,8 @@ def transfers(device: torch.device, heap: SymmetricHeap) -> dict:
         half = source[:n].view(torch.bfloat16)
         points["ce"].append((n, timed(lambda: buffer.peer(peer)[:n].copy_(source[:n]))))
         points["hir.allgather"].append((n, timed(lambda: dist.all_gather_into_tensor(out[: 2 * n], source[:n]))))
-        full = torch.randn(n // 2 * 2, dtype=torch.bfloat16, device=device)
-        chunk = torch.empty(n // 2, dtype=torch.bfloat16, device=device)
+        full = torch.randn(n // 2, dtype=torch.bfloat16, device=device)  # n bytes in, as for the others
+        chunk = torch.empty(n // 4, dtype=torch.bfloat16, device=device)  # two ranks: half of it out
         points["hir.reduce_scatter"].append((n, timed(lambda: dist.reduce_scatter_tensor(chunk, full))))
         points["hir.allreduce"].append((n, timed(lambda: dist.all_reduce(half))))
     return {"copy_engine": fit_line(points.pop("ce")), "nccl": {k: fit_line(v) for k, v in points.items()}}
