@@ -175,7 +175,12 @@ def _parted_operands(op: fusion.ComputeOp, result_axis: int, form: ChunkForm) ->
     axes = {v: a for v in op.tensor_inputs() if (a := operand_axis(op, v, result_axis)) is not None}
     if isinstance(form, Narrowed):
         return narrowed_operand_axes(op, result_axis, axes)
-    if any(op.operand_chunk_stride(v, a) != (0, 1) for v, a in axes.items()):
+    # Part p of each operand must be part p of the result: read in order, of the same
+    # extent (a slice of the gathered axis is not computed part by part).
+    extent = tensor_type(op.result).axes[result_axis].extent
+    if any(op.operand_chunk_stride(v, a) != (0, 1)
+           or not tensor_type(v).axes[a].is_broadcast and tensor_type(v).axes[a].extent != extent
+           for v, a in axes.items()):
         return None
     return axes
 

@@ -286,3 +286,25 @@ hir.program @allreduce_blocks_not_dividing(%a: !a, %b: !b) -> !c {
 // CHECK-LABEL: hir.program @allreduce_blocks_not_dividing
 // CHECK-NEXT:    %u = fusion.matmul %a, %b :
 // CHECK-NEXT:    %via = hir.allocate symmetric
+
+// -----
+
+// Left whole: the consumer allocates its result but reads a slice of the gathered axis,
+// so member p's part of its result is not part p of its input (found on 4 CPU ranks: a
+// split selected parts past the slice's extent).
+!a = !fusion.tensor<f32[2 didx, 3], mesh=[0, 1]>
+!g = !fusion.tensor<f32[2, 3], mesh=[0, 1]>
+!s = !fusion.tensor<f32[1, 3], mesh=[0, 1]>
+hir.program @sliced_consumer(%a: !a) -> !s {
+  %g = hir.allocate symmetric : !g
+  %w = hir.allgather %a -> %g team [0, 1] transport copy_engine : !a -> !g
+  hir.wait %w
+  %s = fusion.slice %g starts [0, 0] stops [1, 3] steps [1, 1] : !g -> !s
+  hir.deallocate %g : !g
+  hir.return %s : !s
+}
+// CHECK-LABEL: hir.program @sliced_consumer
+// CHECK-NEXT:    %g = hir.allocate symmetric
+// CHECK-NEXT:    %w = hir.allgather %a -> %g team [0, 1] transport copy_engine :
+// CHECK-NEXT:    hir.wait %w
+// CHECK-NEXT:    %s = fusion.slice %g

@@ -811,4 +811,28 @@ t21.set_device_mesh(DeviceMesh([0]))
 t21.outer_split(2, 1)
 t21.axis(2).parallelize(ParallelType.DIDx)
 """, "correct"),
+    # Found on 4 CPU ranks (seed 95) after split-by-member learned to split ops that
+    # allocate their result: the slice reading the gathered variances was split by member
+    # and selected parts past its 2 elements.
+    "C5_allgather_read_by_a_slice": Regression(4, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([4, 6], dtype='bfloat16')
+    t1 = fd.ops.reshape(t0, [4, 2, 3])
+    t2, t2_mean = fd.ops.var_mean(t0, dims=[1], correction=0, keepdim=False)
+    t3 = fd.ops.slice(t2, [0], [2])
+    fd.add_output(t3)
+    fd.add_output(t1)
+mesh = DeviceMesh([0, 1, 2, 3])
+t0.set_device_mesh(mesh)
+t0.axis(0).parallelize(ParallelType.DIDx)
+t1.set_device_mesh(mesh)
+t1.axis(0).parallelize(ParallelType.DIDx)
+t2.set_device_mesh(mesh)
+t2.axis(0).parallelize(ParallelType.DIDx)
+t2_mean.set_device_mesh(mesh)
+t2_mean.outer_split(0, 4)
+t2_mean.axis(0).parallelize(ParallelType.DIDx)
+t2_mean.axis(2).parallelize(ParallelType.Stream)
+t3.set_device_mesh(mesh)
+""", "correct", lowering="copy-engine"),
 }
