@@ -41,9 +41,12 @@ extent is the team size; `%x[%me]` selects this rank's own shard of the input's
 device-sharded axis. An all-reduce's members' chunks are any D equal contiguous blocks of
 its buffer, so its producer also splits where D divides that axis's extent, part p being
 `hir.alias_chunk ... parts D` (block p): a pipeline that choose-pipelining dropped leaves
-its chunks outermost, and the whole run still computes the others' blocks first. The op must be computable part by part along it (the
-`StreamSliceable` interface, as for stream chunks). Anything else is left as it is: the
-split is an optimization, never needed for a correct result.
+its chunks outermost, and the whole run still computes the others' blocks first. The op
+must be computable part by part along it (the `StreamSliceable` interface, as for stream
+chunks), each part of every operand it splits one contiguous block (a strided part would
+be copied before a matmul reads it); an op that allocates its result gets a buffer for
+its parts. Anything else is left as it is: the split is an optimization, never needed for
+a correct result.
 """
 
 from __future__ import annotations
