@@ -1,8 +1,8 @@
 """Differential testing against eager torch (harness.py), and a guard on the generator.
 
 The differential test runs the fixed-seed CI profile (300 programs over 1, 2 and 4 ranks,
-each 30th also with each pass disabled in turn); HOSTIR_DIFFERENTIAL=long runs 3,000
-(README). Every defect it ever found is a named reproducer in regressions.py, run here.
+each with every lowering option of CPU ranks, each 30th also with each pass disabled in
+turn); HOSTIR_DIFFERENTIAL=long runs 3,000 (README). Every defect it ever found is a named reproducer in regressions.py, run here.
 """
 
 from __future__ import annotations
@@ -34,8 +34,12 @@ PROFILE = os.environ.get("HOSTIR_DIFFERENTIAL")
 
 
 def test_lowered_programs_never_give_a_wrong_answer_crash_or_hang():
+    """Each program with every lowering option of CPU ranks: the defaults (`auto`) put
+    collectives on the copy engines wherever the model says they are faster, which is
+    where split-by-member rewrites the compute (a crash it caused on 4 ranks showed only
+    with them: regression C5)."""
     count, seed, disable_every = PROFILES.get(PROFILE, CI_PROFILE)
-    results = harness.run_profile(count, seed, disable_every=disable_every)
+    results = harness.run_profile(count, seed, disable_every=disable_every, lowerings=harness.CPU_LOWERINGS)
     bad = [r for r in results if r.outcome in ("wrong", "crash", "hang")]
     if bad:
         pytest.fail(f"{len(bad)} of {len(results)} runs gave a wrong answer, crashed or hung; reproduce one with "
