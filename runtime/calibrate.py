@@ -7,9 +7,10 @@
 Two ranks on two GPUs of this host (NCCL, one process per GPU): copy-engine pushes into a
 peer's symmetric memory and NCCL's all-gather, reduce-scatter and all-reduce at sizes from
 64 KiB to 256 MiB (a line through the times: latency + bytes / bandwidth, least squares);
-dense matmuls in bf16 and fp32 at several sizes (sustained rate, and the work at which the
-rate halves); a cross-rank signal's round trip with CUDA stream memory operations; how much
-longer a matmul takes beside a copy-engine transfer and beside an NCCL all-gather; the
+dense matmuls in bf16 and fp32 at several sizes, replayed from a CUDA graph (sustained
+rate, and the work at which the rate halves); a cross-rank signal's round trip with CUDA
+stream memory operations; how much longer a matmul takes beside a copy-engine transfer
+and beside an NCCL all-gather; the
 evaluator's host time per stream-loop iteration (a tiny all-gather + matmul pipeline at 8
 and at 2 chunks, run eagerly, wall-clock); and the GPU time each collective phase of a
 chunk adds (a tiny matmul + all-reduce pipeline at 8 and 2 chunks, replayed from a CUDA
@@ -101,8 +102,8 @@ CUDA graph as hostir runs programs on GPUs. Launched one at a time the host sets
 pace of the small ones: timed eagerly back to back on 2x H200, the three smallest took
 some 15 µs each beyond their peak-rate time (a half-rate of 10.3 GFLOP, where a kernel
 trace gives 1.8), which made `auto` run matmul+AR 16384x8192x1024 whole at S = 2
-(0.379 ms, against 0.300 pipelined with the shipped constants). Timed one at a time
-after the idle barrier of each run, they came out some 40 µs above it."""
+(0.379 ms; pipelined with the shipped constants, 0.341 in the next launch). Timed one
+at a time after the idle barrier of each run, they came out some 40 µs above it."""
 
 
 def matmuls(device: torch.device) -> dict:
