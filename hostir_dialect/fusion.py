@@ -292,17 +292,18 @@ class ComputeOp(IRDLOperation):
     def retyped(self, operands: Mapping[SSAValue, SSAValue], result_type: TensorType,
                 out: SSAValue | None = None) -> ComputeOp:
         """This op (its properties and attributes) on the values `operands` maps its own
-        operands to, of `result_type`, into `out` if given; not verified. `out` only for
-        an op without a destination (one with a destination has it mapped in `operands`)."""
-        assert self.out is None or out is None, "an op writing into a destination already"
+        operands to, of `result_type`, into `out` if given (in place of its own
+        destination, where it has one); not verified."""
+        replaces_destination = out is not None and self.out is not None
+        kept = self.operands[:-1] if replaces_destination else self.operands  # the destination is the last operand
         properties = dict(self.properties)
         segments = properties.get(AttrSizedOperandSegments.attribute_name)
-        if out is not None and isinstance(segments, DenseArrayBase):  # the destination is the last definition
+        if out is not None and not replaces_destination and isinstance(segments, DenseArrayBase):
             properties[AttrSizedOperandSegments.attribute_name] = DenseArrayBase.from_list(
                 i32, [*segments.get_values()[:-1], 1]
             )
         return type(self).create(
-            operands=[*(operands.get(v, v) for v in self.operands), *([out] if out is not None else [])],
+            operands=[*(operands.get(v, v) for v in kept), *([out] if out is not None else [])],
             result_types=[result_type], properties=properties, attributes=dict(self.attributes),
         )
 

@@ -129,8 +129,6 @@ class Narrowed(ChunkForm):
 
     def op(self, op: fusion.ComputeOp, chunks: Mapping[SSAValue, SSAValue], axes: Mapping[SSAValue, int],
            result_type: TensorType, out: SSAValue | None = None) -> fusion.ComputeOp:
-        if op.out is not None and out is not None:  # the op's own destination, replaced by its chunk
-            return op.retyped({**chunks, op.out: out}, result_type)
         return op.retyped(chunks, result_type, out)
 
 

@@ -320,7 +320,7 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) ->
     if wait is None or parts is None or producer is None:
         return False
     axis, forms = parts
-    split = next((split for form in forms if (split := MemberSplit.of(producer, axis, form)) is not None), None)
+    split = next(filter(None, (MemberSplit.of(producer, axis, form) for form in forms)), None)
     if split is None or not _only_views_between(producer, collective, partial):
         return False
     split = split.allocated()
