@@ -6,7 +6,12 @@ Method (every benchmark here):
   max over ranks (NaN counts as infinite, so it always fails);
 - then `warmup` runs, then `repeat` timed runs, each preceded by a barrier and a device
   synchronize; CUDA events around each run on GPUs (the host clock on CPUs);
-- the median per rank, then the max over ranks: a run is as slow as its slowest rank.
+- the median per rank, then the max over ranks: a run is as slow as its slowest rank;
+- then, after one more barrier, `repeat` runs issued back to back (the host ahead of the
+  device, as a training loop issues layer after layer), timed as a whole: the time per run,
+  max over ranks. A settled run pays its launch and the ranks' start skew in full (a graph
+  launch takes 40-100 us of host time before the first kernel starts); back to back
+  they are paid once.
 """
 
 from __future__ import annotations
@@ -157,11 +162,15 @@ class Timing:
     """The fastest timed run's device_ms; with `device_slowest_ms`, the spread a difference
     between two variants must exceed to mean anything (see "Method" in README.md)."""
     device_slowest_ms: float
+    back_to_back_ms: float
+    """Per run, of `repeat` runs issued back to back after one settle (events around all of
+    them on GPUs; the host clock on CPUs)."""
 
 
 def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warmup: int) -> Timing:
-    """Per rank, the medians over `repeat` runs after `warmup` runs and the fastest and
-    slowest run's device time; the max over ranks of each."""
+    """Per rank, the medians over `repeat` settled runs after `warmup` runs, the fastest and
+    slowest run's device time and the time per run of `repeat` runs back to back; the max
+    over ranks of each."""
     for _ in range(warmup):
         run()
     samples = []
@@ -170,7 +179,9 @@ def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warm
         samples.append(_one_run(run, device))
     medians = [statistics.median(column) for column in zip(*samples)]
     device_times = [sample[0] for sample in samples]
-    return Timing(*max_over_ranks([*medians, min(device_times), max(device_times)], device))
+    settle(device)
+    back_to_back = _back_to_back(run, device, repeat)
+    return Timing(*max_over_ranks([*medians, min(device_times), max(device_times), back_to_back], device))
 
 
 def _one_run(run: Callable[[], object], device: torch.device) -> tuple[float, float, float]:
@@ -188,6 +199,22 @@ def _one_run(run: Callable[[], object], device: torch.device) -> tuple[float, fl
     torch.cuda.synchronize(device)
     done = time.perf_counter()
     return start_event.elapsed_time(end_event), 1e3 * (done - start), 1e3 * (issued - start)
+
+
+def _back_to_back(run: Callable[[], object], device: torch.device, runs: int) -> float:
+    """ms per run of `runs` runs issued without waiting for any."""
+    if device.type != "cuda":
+        start = time.perf_counter()
+        for _ in range(runs):
+            run()
+        return 1e3 * (time.perf_counter() - start) / runs
+    start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start_event.record()
+    for _ in range(runs):
+        run()
+    end_event.record()
+    torch.cuda.synchronize(device)
+    return start_event.elapsed_time(end_event) / runs
 
 
 def checked_timing(build: Callable[[], Variant], operands: Callable[[], object], device: torch.device,

@@ -23,6 +23,8 @@ the hideable time they hide and their TFLOP/s per GPU against the GEMM alone's:
   hidden          (C + G - T) / min(C, G): C the fastest communication alone measured, G the
                   GEMM alone, T the variant; 1 = all of the shorter one hidden, 0 = serial
   TFLOP/s         2·M·N·K per rank (K/D for matmul+RS and matmul+AR) / T
+  back to back    the same variant's time per run issued back to back (measure.py), over
+                  max(comm_nccl, matmul) timed the same way
 
 A variant whose check fails is reported `WRONG <error>` and not timed.
 
@@ -184,7 +186,7 @@ def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace, cos
     bounds = Bounds.of(case, variants, cost_model)
     for name, result in variants.items():
         if name not in BASELINES and "ms" in result and bounds is not None:
-            result.update(bounds.judge(result["ms"]))
+            result.update(bounds.judge(result))
     best = {}
     for family in families(selected(args)):
         swept = [(variants[f"{family}_S{s}"].get("ms"), s) for s in args.chunks]
@@ -205,6 +207,7 @@ def measure_variant(build: Callable[[], Variant] | str, case: Case, seed: int, a
         timing = result.pop("timing")
         result["ms"] = timing.device_ms
         result["ms_fastest_slowest"] = [timing.device_fastest_ms, timing.device_slowest_ms]
+        result["ms_back_to_back"] = timing.back_to_back_ms
     return result
 
 
@@ -220,6 +223,8 @@ class Bounds:
     copy_engine_ms: float
     """The bytes each rank sends on the copy engines, at their bandwidth in the cost model."""
     flops: int
+    ideal_nccl_back_to_back_ms: float
+    """max(comm_nccl, matmul), each timed back to back."""
 
     @staticmethod
     def of(case: Case, variants: dict, cost_model: Machine) -> Bounds | None:
@@ -231,17 +236,21 @@ class Bounds:
         assert algorithm is not None  # the three cases' collectives have one
         copy_engine = algorithm.sent(case.communicated_bytes(), case.p.world) / (cost_model.copy_engine.gbps * 1e6)
         matmul = measured["matmul"]
+        back_to_back = max(variants[name]["ms_back_to_back"] for name in ("comm_nccl", "matmul"))
         return Bounds(matmul, min(measured[name] for name in COMMUNICATION if name in measured),
-                      max(measured["comm_nccl"], matmul), max(copy_engine, matmul), copy_engine, case.flops())
+                      max(measured["comm_nccl"], matmul), max(copy_engine, matmul), copy_engine, case.flops(),
+                      back_to_back)
 
-    def judge(self, ms: float) -> dict:
-        hideable = min(self.communication_ms, self.matmul_ms)
+    def judge(self, result: dict) -> dict:
+        ms, hideable = result["ms"], min(self.communication_ms, self.matmul_ms)
         return {"ratio": ms / self.ideal_nccl_ms, "ratio_ce": ms / self.ideal_ce_ms,
-                "hidden": (self.communication_ms + self.matmul_ms - ms) / hideable, "tflops": self.flops / ms / 1e9}
+                "hidden": (self.communication_ms + self.matmul_ms - ms) / hideable, "tflops": self.flops / ms / 1e9,
+                "ratio_back_to_back": result["ms_back_to_back"] / self.ideal_nccl_back_to_back_ms}
 
     def report(self) -> dict:
         return {"ideal_nccl_ms": self.ideal_nccl_ms, "ideal_ce_ms": self.ideal_ce_ms,
-                "copy_engine_bytes_ms": self.copy_engine_ms, "matmul_tflops": self.flops / self.matmul_ms / 1e9}
+                "copy_engine_bytes_ms": self.copy_engine_ms, "matmul_tflops": self.flops / self.matmul_ms / 1e9,
+                "ideal_nccl_back_to_back_ms": self.ideal_nccl_back_to_back_ms}
 
 
 # --------------------------------------------------------------------------- #
@@ -279,7 +288,8 @@ SUMMARY_VARIANTS = ("naive", "torch_fused")
 def summary(report: dict) -> str:
     """Per case: the naive and fused variants and each family at its best S, against both
     ideals, the share of the hideable time hidden, and TFLOP/s per GPU."""
-    header = ["case", "variant", "S", "ms", "/ ideal NCCL", "/ ideal CE", "hidden", "TFLOP/s", "/ GEMM alone"]
+    header = ["case", "variant", "S", "ms", "/ ideal NCCL", "/ ideal CE", "hidden", "TFLOP/s", "/ GEMM alone",
+              "back to back ms", "/ its ideal NCCL"]
     rows = []
     for row in report["cases"]:
         chosen = [(name, "", row["variants"][name]) for name in SUMMARY_VARIANTS]
@@ -289,7 +299,8 @@ def summary(report: dict) -> str:
                 continue
             rows.append([_label(row), name, chunks, f"{result['ms']:.3f}", f"{result['ratio']:.2f}×",
                          f"{result['ratio_ce']:.2f}×", f"{result['hidden']:.0%}", f"{result['tflops']:.3g}",
-                         f"{result['tflops'] / row['matmul_tflops']:.0%}"])
+                         f"{result['tflops'] / row['matmul_tflops']:.0%}", f"{result['ms_back_to_back']:.3f}",
+                         f"{result['ratio_back_to_back']:.2f}×"])
     return format_table(header, rows)
 
 

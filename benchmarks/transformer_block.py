@@ -25,7 +25,8 @@ ranks) before it is timed (method: measure.py):
     torchrun --nproc-per-node 2 benchmarks/transformer_block.py [--shapes MxHxF ...] [--json PATH] [--tiny]
 
 Prints one row per block and shape: ms of every variant, and hostir's best over the GEMMs
-and over the best PyTorch variant. On GPUs it writes
+and over the best PyTorch variant; then the same table for runs issued back to back, as a
+training loop issues them (measure.py). On GPUs it writes
 benchmarks/results/transformer_block_<gpu>x<ranks>.json unless told otherwise. --tiny runs
 toy sizes (CPU ranks with gloo where there are no GPUs): a smoke run of the plumbing and
 the checks whose times mean nothing.
@@ -349,10 +350,12 @@ def run_layer(layer: Layer, repeat: int, warmup: int) -> dict:
     return results
 
 
-def summary_row(block: str, shape: tuple[int, int, int], results: dict) -> list[str]:
+def summary_row(block: str, shape: tuple[int, int, int], results: dict, timing: str = "device_ms") -> list[str]:
+    """One block's row: each variant's `timing` (a Timing field), hostir's best over its
+    GEMMs alone and over the best PyTorch variant."""
     def ms(name: str) -> float | None:
         r = results.get(name)
-        return r["timing"].device_ms if r and r.get("status") == "ok" else None
+        return getattr(r["timing"], timing) if r and r.get("status") == "ok" else None
 
     cells = [f"{block} {'x'.join(map(str, shape))}"]
     names = ["gemms", *TORCH_VARIANTS, *(f"hostir_S{s}" for s in CHUNKS)]
@@ -381,12 +384,13 @@ def main(argv: list[str] | None = None) -> dict:
     repeat, warmup = args.repeat or (2 if args.tiny else 20), args.warmup or (1 if args.tiny else 5)
     device, joined = join_world()
     rank, world = dist.get_rank(), dist.get_world_size()
-    rows, records = [], []  # records: what main returns (and writes as JSON)
+    rows, back_to_back, records = [], [], []  # records: what main returns (and writes as JSON)
     for block in args.blocks:
         for m, h, f in shapes:
             layer = Layer(block, m, h, f, device, rank, world)
             results = run_layer(layer, repeat, warmup)
             rows.append(summary_row(block, (m, h, f), results))
+            back_to_back.append(summary_row(block, (m, h, f), results, "back_to_back_ms"))
             records.append({"block": block, "shape": [m, h, f], "results": {
                 name: {k: (v.__dict__ if hasattr(v, "__dict__") else v) for k, v in r.items()}
                 for name, r in results.items()}})
@@ -395,6 +399,8 @@ def main(argv: list[str] | None = None) -> dict:
                   "hostir/best torch"]
         print(f"ms per run (median of {repeat}, max over {world} ranks), {machine_kind(device)}, bf16, hostir defaults")
         print(format_table(header, rows))
+        print(f"ms per run of {repeat} issued back to back (max over {world} ranks)")
+        print(format_table(header, back_to_back))
         out = args.json or (None if args.tiny or device.type != "cuda"
                             else RESULTS / f"transformer_block_{machine_kind(device)}.json")
         if out is not None:

@@ -9,7 +9,7 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 function, from the machine's constants (passes/cost_model.py):
 
     pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + max(0, min(c_last, g) - o),  S * host per chunk)
-    serial    = max(C + G + reorders,                                          host per chunk)
+    serial    = max(C + G + reorders + P * p,                                  host per chunk)
     K         = S * (c - l) + l
 
 where C and c are the communication of the whole tensors and of one chunk (each
@@ -22,9 +22,11 @@ matmuls' (a two-stage pipeline: after the first chunk, the slower stage sets the
 and the last chunk's last phase follows the last matmul; the matmuls run `slowdown` slower
 while transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
 where it is the larger; `cuda-graph=true`: none, the program is replayed from a graph),
-and `reorders` the transposing copies that running whole adds where the stream axis lies
+`reorders` the transposing copies that running whole adds where the stream axis lies
 outside the axis a collective splits by member (reorder-sharded-axis then makes each
-member's part contiguous). Where `serial` is smaller it drops the
+member's part contiguous), P the phases of the whole collectives and p what each phase
+adds on the GPU beyond its transfer (`Machine.gpu_us_per_phase`, which the pipeline pays
+per chunk and phase). Where `serial` is smaller it drops the
 `Stream` parallelization from every value of the function: no loop is built, and each
 communication and matmul runs once, on whole tensors. The user's data layout is the
 same either way (a Stream axis is not sharded), so the function's callers see no change.
@@ -95,6 +97,9 @@ class Stages:
     is read in place; a reduce-scatter pushes the peers' parts first). 0 where a later
     phase waits for it (an all-reduce reduces the own part) or the loop has several
     collectives."""
+    phases_whole: int = 0
+    """How many phases the same collectives take run whole, each on its fastest transport
+    for the whole tensor: a whole run pays `gpu_us_per_phase` for each once."""
 
     def pipelined_ms(self, host_ms_per_chunk: float, gpu_ms_per_phase: float = 0.0) -> float:
         """`gpu_ms_per_phase`: what each phase of a chunk's collectives adds on the GPU
@@ -110,8 +115,9 @@ class Stages:
         gpu = max(communication, slowed) + exposed + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
         return max(gpu + self.outside, self.chunks * host_ms_per_chunk)
 
-    def serial_ms(self, host_ms_per_chunk: float) -> float:
-        return max(self.communication + self.matmuls + self.reorders, host_ms_per_chunk)
+    def serial_ms(self, host_ms_per_chunk: float, gpu_ms_per_phase: float = 0.0) -> float:
+        gpu = self.communication + self.matmuls + self.reorders + self.phases_whole * gpu_ms_per_phase
+        return max(gpu, host_ms_per_chunk)
 
 
 def stream_chunks(func: fusion.FuncOp) -> int | None:
@@ -146,7 +152,7 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             else:
                 outside += machine.matmul_ms(flops, element)
     communication = per_chunk_communication = last_phase = latency = slowdown = reorders = 0.0
-    phases_per_chunk = 0
+    phases_per_chunk = phases_whole = 0
     beside_own_parts: list[float] = []
     for op in func.body.block.ops:
         if isinstance(op, fusion.ComputeOp) and communicates(op) and not shards_locally(op):  # a local copy
@@ -158,13 +164,15 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             listed = teams.along is None  # the copy engines carry a listed team only
             if not machine.prices(kind, spans):
                 return None
-            whole = machine.fastest_collective_ms(kind, size, team_size, spans, listed)
+            whole_phases = machine.fastest_phases_ms(kind, size, team_size, spans, listed)
+            whole = sum(whole_phases)
             communication += whole
             if _member_axis_inside_stream_axis(op, parallel):
                 reorders += machine.copy_ms(size * (team_size if kind is hir.AllgatherOp else 1))
             if not _in_loop(op):
                 outside += whole
                 continue
+            phases_whole += len(whole_phases)
             chunk = size // chunks
             # As convert-op-to-communication picks: the loop's matmuls run beside it.
             transport = machine.fastest_transport(kind, chunk, team_size, chunks, chunks * per_chunk_matmuls,
@@ -179,7 +187,7 @@ def estimate(func: fusion.FuncOp, machine: Machine, topology: Topology) -> Stage
             slowdown = max(slowdown, machine.matmul_slowdown[transport])
     own_part = beside_own_parts[0] if len(beside_own_parts) == 1 else 0.0
     return Stages(chunks, communication, per_chunk_communication, matmuls, per_chunk_matmuls, slowdown,
-                  latency, reorders, last_phase, outside, phases_per_chunk, own_part)
+                  latency, reorders, last_phase, outside, phases_per_chunk, own_part, phases_whole)
 
 
 def _in_loop(op: Operation) -> bool:
@@ -284,8 +292,9 @@ class ChoosePipelining(ModulePass):
                 remark(func, self.name, f"pipeline of {chunks} chunks kept as declared: the cost model cannot "
                                         "estimate it (a dynamic shape, or a communication it does not know)")
             return
-        serial = stages.serial_ms(host_ms_per_chunk)
-        pipelined = stages.pipelined_ms(host_ms_per_chunk, machine.gpu_us_per_phase / 1e3)
+        gpu_ms_per_phase = machine.gpu_us_per_phase / 1e3
+        serial = stages.serial_ms(host_ms_per_chunk, gpu_ms_per_phase)
+        pipelined = stages.pipelined_ms(host_ms_per_chunk, gpu_ms_per_phase)
         estimates = f"estimated {serial:.3f} ms whole vs {pipelined:.3f} ms in {stages.chunks} chunks"
         if serial < pipelined:
             unpipeline(func)

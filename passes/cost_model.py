@@ -266,7 +266,8 @@ class Machine:
             return hir.Transport.NCCL
         return min(hir.Transport, key=lambda t: self.beside_ms(kind, t, input_bytes, team_size, posts, matmuls_ms))
 
-    def fastest_collective_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
-                              spans_nodes: bool = False, copy_engines: bool = True) -> float:
+    def fastest_phases_ms(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
+                          spans_nodes: bool = False, copy_engines: bool = True) -> list[float]:
+        """One collective run once, whole, on its fastest transport, phase by phase (phases_ms)."""
         transport = self.fastest_transport(kind, input_bytes, team_size, copy_engines=copy_engines and not spans_nodes)
-        return self.collective_ms(kind, transport, input_bytes, team_size, spans_nodes)
+        return self.phases_ms(kind, transport, input_bytes, team_size, spans_nodes)

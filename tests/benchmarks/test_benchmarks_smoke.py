@@ -41,6 +41,7 @@ def test_overlap_checks_and_times_every_variant(reports):
             assert result["status"] == "ok", f"{where}: {result}"
             fastest, slowest = result["ms_fastest_slowest"]
             assert 0 < fastest <= result["ms"] <= slowest, where
+            assert result["ms_back_to_back"] > 0, where
         assert set(case["best"]) == set(overlap.families())
 
 
@@ -53,6 +54,7 @@ def test_overlap_judges_every_variant_against_both_ideals_the_hideable_time_and_
         matmul, nccl = variants["matmul"]["ms"], variants["comm_nccl"]["ms"]
         communication = min(variants[name]["ms"] for name in overlap.COMMUNICATION if "ms" in variants[name])
         assert case["ideal_nccl_ms"] == max(nccl, matmul)
+        assert case["ideal_nccl_back_to_back_ms"] == max(variants[name]["ms_back_to_back"] for name in ("comm_nccl", "matmul"))
         # Each rank sends its share on the copy engines: the A shard (all-gather), half the
         # partial product (reduce-scatter on 2 ranks), or half of it twice (all-reduce).
         sent = {"AG+matmul": m // 2 * k, "matmul+RS": m * n // 2, "matmul+AR": m * n}[case["op"]] * 2  # bf16
@@ -67,6 +69,8 @@ def test_overlap_judges_every_variant_against_both_ideals_the_hideable_time_and_
             hidden = (communication + matmul - result["ms"]) / min(communication, matmul)
             assert result["hidden"] == pytest.approx(hidden), name
             assert result["tflops"] == pytest.approx(flops / result["ms"] / 1e9), name
+            assert result["ratio_back_to_back"] == pytest.approx(
+                result["ms_back_to_back"] / case["ideal_nccl_back_to_back_ms"]), name
         for family, best in case["best"].items():
             assert best["ms"] == min(variants[f"{family}_S{s}"]["ms"] for s in overlap.CHUNK_COUNTS)
 
@@ -126,3 +130,4 @@ def test_the_layer_benchmark_checks_and_times_torch_and_hostir_with_its_defaults
             assert result["status"] == "ok", f"{layer['block']} {name}: {result}"
             timing = result["timing"]
             assert 0 < timing["device_fastest_ms"] <= timing["device_ms"] <= timing["device_slowest_ms"], name
+            assert timing["back_to_back_ms"] > 0, name

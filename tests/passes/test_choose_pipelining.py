@@ -42,9 +42,12 @@ def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides()
 
 def test_each_phase_of_each_chunk_costs_its_signal_and_wait():
     # One phase per chunk, 0.2 ms each: four chunks lose what overlap hid (1.25 + 0.8 > 2).
-    one_phase = replace(BALANCED, phases_per_chunk=1)
+    one_phase = replace(BALANCED, phases_per_chunk=1, phases_whole=1)
     assert one_phase.pipelined_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(2.05)
-    assert one_phase.pipelined_ms(0.0, gpu_ms_per_phase=0.2) > one_phase.serial_ms(0.0)
+    # Running whole pays the phase once.
+    assert one_phase.serial_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(2.2)
+    assert one_phase.pipelined_ms(0.0, gpu_ms_per_phase=0.2) < one_phase.serial_ms(0.0, gpu_ms_per_phase=0.2)
+    assert replace(one_phase, chunks=8).pipelined_ms(0.0, gpu_ms_per_phase=0.2) > one_phase.serial_ms(0.0, gpu_ms_per_phase=0.2)
     # Two chunks of an all-reduce's two phases pay four.
     two = replace(BALANCED, chunks=2, communication_per_chunk=0.5, matmuls_per_chunk=0.5, phases_per_chunk=2)
     assert two.pipelined_ms(0.0, gpu_ms_per_phase=0.2) == pytest.approx(1.5 + 0.8)
@@ -73,8 +76,8 @@ def test_a_collective_outside_the_loop_is_priced_once_whole():
 }}""").ops
     machine = Machine.load("h200x2")
     stages = estimate(func, machine, Topology.of(0))
-    gather = machine.fastest_collective_ms(hir.AllgatherOp, 16, 2)  # 4 f32 per member
-    assert stages is not None and stages.chunks == 4 and stages.phases_per_chunk == 1
+    gather = sum(machine.fastest_phases_ms(hir.AllgatherOp, 16, 2))  # 4 f32 per member
+    assert stages is not None and stages.chunks == 4 and stages.phases_per_chunk == 1 and stages.phases_whole == 1
     assert stages.outside == pytest.approx(gather) and stages.communication == pytest.approx(2 * gather)
     transport = machine.fastest_transport(hir.AllgatherOp, 4, 2, posts=4)  # a chunk: one f32 per member
     assert stages.communication_per_chunk == pytest.approx(machine.collective_ms(hir.AllgatherOp, transport, 4, 2))

@@ -154,8 +154,8 @@ def test_a_team_across_nodes_is_priced_on_the_inter_node_link_and_never_on_copy_
     assert machine.fastest_transport(hir.AllgatherOp, size, 16, copy_engines=False) == NCCL
     assert machine.collective_ms(hir.AllgatherOp, NCCL, size, 16, spans_nodes=True) == pytest.approx(
         INFINIBAND["hir.allgather"].ms(size))
-    assert machine.fastest_collective_ms(hir.AllgatherOp, size, 16, spans_nodes=True) == pytest.approx(
-        INFINIBAND["hir.allgather"].ms(size))
+    assert machine.fastest_phases_ms(hir.AllgatherOp, size, 16, spans_nodes=True) == pytest.approx(
+        [INFINIBAND["hir.allgather"].ms(size)])
     assert machine.prices(hir.AllgatherOp, spans_nodes=True)
     assert not machine.prices(hir.AllreduceOp, spans_nodes=True)
     assert not Machine.load(FALLBACK_MACHINE).prices(hir.AllgatherOp, spans_nodes=True)  # one node
