@@ -78,6 +78,7 @@ from .sharding_policy import (
     shards_locally,
     team_along,
 )
+from .stream_loops import forks_streams
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,15 @@ def _trip_count(loop: scf.ForOp) -> int | None:
     return _constant(loop.ub)
 
 
+def _forking(loop: scf.ForOp) -> Operation:
+    """The first op of `loop`'s stream pipeline: the sync loop in front of it that makes
+    every worker stream wait for the user's, else `loop`. A symmetric buffer allocated
+    there is acquired on the user's stream, so every worker waits until the peers are done
+    with it (allocated between the two, only the last worker would: the current stream
+    after the sync loop)."""
+    return loop.prev_op if forks_streams(loop.prev_op) else loop  # type: ignore[return-value]  # forks_streams: an op
+
+
 def _buffer_root(value: SSAValue) -> SSAValue:
     """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of."""
     while isinstance(value.owner, hir.AliasViewOp):
@@ -395,7 +405,7 @@ def symmetric_slice_per_iteration(chunk: TensorType, loop: scf.ForOp, op: Operat
     whole = TensorType.of(chunk.element_type, [Axis(trips), *chunk.axes], chunk.mesh, order)
     allocate = located_like(hir.AllocateOp(whole, symmetric=True), op)
     allocate.result.name_hint = name
-    Rewriter.insert_op(allocate, InsertPoint.before(loop))
+    Rewriter.insert_op(allocate, InsertPoint.before(_forking(loop)))
     view = located_like(hir.AliasSelectOp(allocate.result, loop.body.block.args[0], 0, chunk), op)
     view.result.name_hint = f"{name}_i"
     return view

@@ -50,6 +50,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return lower_to_host.LowerToHost
 
+    def get_order_chunk_compute():
+        from hostir.passes import order_chunk_compute
+
+        return order_chunk_compute.OrderChunkCompute
+
     def get_propagate_shardings():
         from hostir.passes import propagate_shardings
 
@@ -83,6 +88,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fuse-epilogues": get_fuse_epilogues,
         "insert-deallocations": get_insert_deallocations,
         "lower-to-host": get_lower_to_host,
+        "order-chunk-compute": get_order_chunk_compute,
         "propagate-shardings": get_propagate_shardings,
         "reorder-sharded-axis": get_reorder_sharded_axis,
         "split-by-member": get_split_by_member,
@@ -107,6 +113,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "convert-op-to-communication",
         "split-by-member",
         "insert-deallocations",
+        "order-chunk-compute",
         "verify-collective-order",
     ),
 }

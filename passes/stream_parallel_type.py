@@ -38,6 +38,8 @@ axis of an input is sliced chunk by chunk, as nvFuser's row-parallel overlap doe
    worker stream `i % numberOfStreams` wait for it (syncing inside the main loop kills
    overlap, nvFuser #4402); the main loop runs each iteration on its worker stream and makes
    the user stream wait for it at the end of the iteration. Nothing blocks the host.
+   (order-chunk-compute later chains the compute of loops that only send, and joins their
+   workers after the loop instead.)
 
 Each loop becomes, at the position of its first op:
 
@@ -123,6 +125,7 @@ from hostir_dialect.symbols import functions, fusions_to_lower, programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, ParallelKind, TensorType, tensor_type
 
 from .chunking import SELECTED, ChunkForm, Narrowed, narrowed_operand_axes, operand_axis
+from .stream_loops import worker_stream_ops
 
 # --------------------------------------------------------------------------- #
 # Preconditions, axis mapping, chunk types
@@ -665,13 +668,11 @@ class _LoopBuilder:
         return self.located(scf.ForOp.create(operands=[lower, upper, step], regions=[Region(body)]))  # type: ignore[return-value]  # create builds an scf.ForOp
 
     def worker_stream(self, block: Block) -> SSAValue:
-        """%w = hir.stream (%i mod numberOfStreams): iterations of equal residue share a stream."""
-        count = hir.NumberOfStreamsOp()
-        key = arith.RemUIOp.create(operands=[block.args[0], count.result], result_types=[INDEX])  # as for_loop
-        worker = hir.StreamOp(key.result)
-        count.result.name_hint, key.result.name_hint, worker.result.name_hint = "n", "key", "worker"
-        block.add_ops(self.located(o) for o in (count, key, worker, hir.SetCurrentStreamOp(worker.result)))
-        return worker.result
+        """%w = hir.stream (%i mod numberOfStreams), made current."""
+        ops = worker_stream_ops(block.args[0])
+        worker = ops[-1].results[0]
+        block.add_ops(self.located(o) for o in (*ops, hir.SetCurrentStreamOp(worker)))
+        return worker
 
     def chunk_index(self, block: Block) -> SSAValue:
         """The chunk an iteration handles: its index, or in a ring the chunk of member

@@ -143,6 +143,12 @@ class Ordering:
         if self.hazards is not None:
             self.hazards.access(stream if stream is not None else self.hazards.current_stream(), op, reads, writes)
 
+    def pushed(self, op: Operation | None, into: torch.Tensor, stream) -> None:
+        """For the hazard check: `stream`'s work writes into the peers' instances of the
+        symmetric buffer whose instance on this rank is `into`."""
+        if self.hazards is not None:
+            self.hazards.push(stream, op, into)
+
     def arrived(self, op: Operation | None, region: torch.Tensor, peer: int, stream=None) -> None:
         """For the hazard check: `stream` (default: the current one) waited for the peer at
         `peer` (its position), whose push wrote `region` of this rank's symmetric instance."""
@@ -239,16 +245,18 @@ class CopyEngineCollective:
         """The lane of the post that `slot` is a flag of (the same in every run)."""
         return (slot - self.first_slot) // self.ALGORITHM.phases % self.ordering.lanes
 
-    def push_and_signal(self, pushes: Callable[[int], torch.Tensor], slot: int, phase: int = 1,
-                        before: Callable[[object], None] | None = None):
+    def push_and_signal(self, into: SymmetricTensor, pushes: Callable[[int], torch.Tensor], slot: int,
+                        phase: int = 1, before: Callable[[object], None] | None = None):
         """On the communication stream of `phase`, after the current stream's work so far:
-        `before` (given the stream), then `pushes(peer)` for every other member (it returns
-        the tensor it read), then its flag `slot`. Returns the mark of the end of this work."""
+        `before` (given the stream), then `pushes(peer)` into every other member's instance
+        of `into` (it returns the tensor it read), then its flag `slot`. Returns the mark of
+        the end of this work."""
         ordering = self.ordering
         side = ordering.fork(phase, self.lane(slot))
         with ordering.enqueue_on(side):
             if before is not None:
                 before(side)
+            ordering.pushed(self.op, into.local, side)
             for peer in self.peers:
                 ordering.touch(self.op, reads=[pushes(peer)], stream=side)
                 self.flags.signal(peer, slot, side)
@@ -278,7 +286,8 @@ class CopyEngineAllgather(CopyEngineCollective):
         slot = self.next_slot()
         slots = _chunks(out, self.flags.size)
         mine = slots[self.position]
-        sent = self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_out, mine, peer), inp), slot)
+        sent = self.push_and_signal(self.symmetric_out, lambda peer: _copy(peer_view(self.symmetric_out, mine, peer), inp),
+                                    slot)
         own = None
         if self.fills_own_slot:
             # On the posting stream, after the pushes were forked from it, so it does not
@@ -328,7 +337,8 @@ class CopyEngineReduceScatter(CopyEngineCollective):
         """Copy input chunk p into slot `me` of member p's `received`, for every other member
         p, then signal `slot`; chunk `me` is not read."""
         me = self.position
-        return self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_via, received[me], peer), chunks[peer]), slot)
+        return self.push_and_signal(self.symmetric_via,
+                                    lambda peer: _copy(peer_view(self.symmetric_via, received[me], peer), chunks[peer]), slot)
 
 
 class CopyEngineAllreduce(CopyEngineReduceScatter):
@@ -377,7 +387,8 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
                 self.receive(peer, slot, parts[peer], stream)
             self.reduce_into(reduced, parts, stream)
 
-        return self.push_and_signal(lambda peer: _copy(peer_view(self.symmetric_via, gathered[me], peer), reduced),
+        return self.push_and_signal(self.symmetric_via, lambda peer: _copy(peer_view(self.symmetric_via, gathered[me], peer),
+                                                                           reduced),
                                     slot + 1, phase=2, before=reduce)
 
 
@@ -532,7 +543,7 @@ class CopyEngineProgram:
                 for peer in peers:
                     flags.wait(peer, slot, stream)
             if hazards is not None:
-                hazards.acquire(symmetric.local)
+                hazards.acquire(hazards.current_stream(), symmetric.local)
             return symmetric.local
 
         return acquire

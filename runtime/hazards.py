@@ -19,7 +19,9 @@ What it models, as the GPU runs it:
 - a copy-engine collective pushes on the communication stream (reading its input there),
   fills its own slot on the posting stream, and a waited peer's push wrote into this
   rank's symmetric buffer after this rank last released the buffer (the peer waited for
-  that release) and before the wait;
+  that release) and before the wait; this rank's pushes into the peers' instances must
+  come after this rank acquired the buffer in the run (which waited for the peers'
+  releases from their previous run);
 - `hir.deallocate` hands the memory back to the allocator of the freeing stream, which
   reuses it for that stream's next allocation: every access must be ordered before it
   (a symmetric buffer's release lets the peers write it: the same rule).
@@ -117,6 +119,8 @@ class Hazards:
         self._accesses: dict[tuple[str, int], list[_Access]] = {}
         self._released: dict[tuple[str, int], Clock] = {}
         self._epochs: dict[tuple[str, int], Clock] = {}
+        self._acquired: dict[tuple[str, int], tuple[object, int]] = {}
+        """Symmetric buffer -> the stream that acquired it in this run, and its count then."""
         self._names = count(1)
 
     def begin_run(self) -> None:
@@ -125,6 +129,7 @@ class Hazards:
         self._accesses.clear()
         self._released.clear()
         self._epochs.clear()
+        self._acquired.clear()
 
     # -- streams -------------------------------------------------------------------
     def new_stream(self, what: str, after: Clock | None = None) -> object:
@@ -200,11 +205,26 @@ class Hazards:
         self._check_ordered_before(stream, op, tensor, "releases to the peers")
         self._released[Region.of(tensor).key] = self.mark(stream)
 
-    def acquire(self, tensor: torch.Tensor) -> None:
-        """The peers acquired this rank's instance in step with this rank: their writes into
-        it from now on come after this rank's last release of it."""
+    def acquire(self, stream: object, tensor: torch.Tensor) -> None:
+        """This rank acquired its instance `tensor` on `stream` (after the peers released
+        theirs), and the peers acquired it in step with this rank: their writes into it from
+        now on come after this rank's last release of it."""
         key = Region.of(tensor).key
         self._epochs[key] = self._released.get(key, {})
+        clock = self._clock(stream)
+        clock[stream] = clock.get(stream, 0) + 1
+        self._acquired[key] = (stream, clock[stream])
+
+    def push(self, stream: object, op: Operation | None, tensor: torch.Tensor) -> None:
+        """`op`'s work on `stream` writes into the peers' instances of the symmetric buffer
+        whose instance on this rank is `tensor`: only after this rank acquired it in this
+        run, which waited until the peers were done with it (their previous run)."""
+        acquired = self._acquired.get(Region.of(tensor).key)
+        if acquired is None or self._clock(stream).get(acquired[0], 0) < acquired[1]:
+            where = "without acquiring it in this run" if acquired is None else \
+                f"before its acquisition on {_stream(acquired[0])}"
+            raise StreamHazard(f"stream hazard: {_where(op)} pushes into the peers' instances of a symmetric "
+                               f"buffer on {_stream(stream)} {where}: a peer may still read it from its previous run")
 
     def remote_write(self, stream: object, op: Operation | None, region: torch.Tensor, peer: int) -> None:
         """A waited peer's push wrote `region` of this rank's symmetric instance, after this

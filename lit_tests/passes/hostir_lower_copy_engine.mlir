@@ -20,8 +20,12 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 // CHECK-LABEL: hir.program @matmul_ar(
 // CHECK-NEXT:    %me = hir.team_position team [0, 1]
 // CHECK:         %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2, 2 didx, 2, 2, 3], mesh=[0, 1]>
+// CHECK-NEXT:    scf.for
+// CHECK:           hir.synchronize %user_stream
+// CHECK-NEXT:    }
 // CHECK-NEXT:    scf.for %[[I:.*]] = %c0 to %extent step %c1 {
 // CHECK:           hir.set_current_stream %[[WORKER:.*]]
+// CHECK-NEXT:      hir.synchronize %user_stream
 // CHECK-NEXT:      %a_i = hir.alias_select %a[%[[I]]] axis 0
 // CHECK-NEXT:      %bb_i = hir.alias_select %bb[%[[I]]] axis 0
 // CHECK-NEXT:      %u_i = hir.alias_select %u[%[[I]]] axis 0
@@ -43,9 +47,14 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:      %[[B:.*]] = hir.alias_select %bb_i[%me] axis 1
 // CHECK-NEXT:      %[[U:.*]] = hir.alias_select %u_i[%me] axis 1
 // CHECK-NEXT:      fusion.matmul %[[A]], %[[B]] into %[[U]]
-// CHECK-NEXT:      hir.wait %w
 // CHECK-NEXT:      hir.set_current_stream %user_stream
 // CHECK-NEXT:      hir.synchronize %[[WORKER]]
+// CHECK-NEXT:      hir.set_current_stream %[[WORKER]]
+// CHECK-NEXT:      hir.wait %w
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.for
+// CHECK:           hir.synchronize
 // CHECK-NEXT:    }
 // CHECK:         hir.deallocate %via
 

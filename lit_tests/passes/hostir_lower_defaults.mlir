@@ -61,15 +61,32 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
   %c = fusion.reduce sum %u dims [1] : !u -> !c
   fusion.return %c : !c
 }
+// The loop only sends, so order-chunk-compute runs its compute in chunk order: each
+// iteration's worker waits for the user's stream, which waited for the previous
+// iteration's compute; its waits come after the handover, and a loop after it joins them.
 // CHECK-LABEL: hir.program @matmul_ar
+// CHECK:         %user_stream = hir.get_current_stream
+// CHECK-NEXT:    %via = hir.allocate symmetric
+// CHECK-NEXT:    scf.for
 // CHECK:         scf.for
-// CHECK:         scf.for
+// CHECK:           hir.set_current_stream %[[WORKER:.+]]
+// CHECK-NEXT:      hir.synchronize %user_stream
 // CHECK:           scf.for %s
 // CHECK:             fusion.matmul
 // CHECK:           }
 // CHECK:           hir.allreduce {{.*}} transport copy_engine
 // CHECK:           fusion.matmul
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:      hir.synchronize %[[WORKER]]
+// CHECK-NEXT:      hir.set_current_stream %[[WORKER]]
 // CHECK-NEXT:      hir.wait %w
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.for
+// CHECK:           %[[JOINED:.+]] = hir.stream
+// CHECK-NEXT:      hir.synchronize %[[JOINED]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    hir.deallocate
 // NCCL-LABEL: hir.program @matmul_ar
 // NCCL:         hir.allreduce
 // NCCL-NOT:       transport copy_engine

@@ -126,13 +126,13 @@ def _phase_two_not_after_the_own_block(rank: int, world_size: int, program: str,
     stream's work: it reads the own block while the matmul may still write it."""
     original = CopyEngineCollective.push_and_signal
 
-    def unordered(self, pushes, slot, phase=1, before=None):
+    def unordered(self, into, pushes, slot, phase=1, before=None):
         if phase == 1:
-            return original(self, pushes, slot, phase, before)
+            return original(self, into, pushes, slot, phase, before)
         hazards = self.ordering.hazards
         self.ordering.fork = lambda phase, lane: hazards.new_stream("a stream that never waited for the own block")
         try:
-            return original(self, pushes, slot, phase, before)
+            return original(self, into, pushes, slot, phase, before)
         finally:
             del self.ordering.fork
 
@@ -155,3 +155,32 @@ def test_the_hazard_check_catches_an_all_reduce_second_phase_not_ordered_after_t
         assert re.search(r"error: 'hir.wait' op failed: stream hazard: 'hir.allreduce' at matmul_ar.mlir:\d+:\d+ reads "
                          r"memory on a stream that never waited for the own block that 'fusion.matmul' at "
                          r"matmul_ar.mlir:\d+:\d+ writes on stream \d, and nothing orders the two", message), message
+
+
+def _run_checked(rank: int, world_size: int, program: str, inputs: list) -> str:
+    evaluator = Evaluator(parse_module(program), rank=rank, world_size=world_size, check_hazards=True)
+    try:
+        evaluator.run([x[rank] for x in inputs])
+    except ExecutionError as error:
+        return str(error)
+    return "ran"
+
+
+def test_the_hazard_check_catches_a_push_before_the_symmetric_buffer_is_acquired():
+    """As convert-op-to-communication placed a loop's `via` buffer until 2026-11-26: between
+    the sync loop and the main loop, acquired on the last worker stream only, so the first
+    iteration's pushes were ordered after no acquisition; allocated in front of the sync
+    loop (as now), the same program runs clean."""
+    module = parse_module(MATMUL_AR, "matmul_ar.mlir")
+    lower(module, pipeline="hostir-lower{transport=copy-engine}")
+    (function,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
+    whole = [torch.randn(2, 2, 2, 2, 4), torch.randn(2, 4, 3)]
+    inputs = [[shard_tensor(x, arg.type, r) for r in range(2)] for x, arg in zip(whole, function.args)]
+    program = located_text(module)
+    via = next(line for line in program.splitlines(keepends=True) if "hir.allocate symmetric" in line)
+    sync_loop_end = program.index("\n", program.index("    } loc(", program.index(via))) + 1
+    late = program[:sync_loop_end].replace(via, "") + via + program[sync_loop_end:]
+    assert [result for result in launch(_run_checked, 2, (program, inputs), backend="gloo", timeout=60)] == ["ran"] * 2
+    for message in launch(_run_checked, 2, (late, inputs), backend="gloo", timeout=60):
+        assert re.search(r"stream hazard: 'hir.allreduce' at matmul_ar.mlir:\d+:\d+ pushes into the peers' instances "
+                         r"of a symmetric buffer on .* before its acquisition on", message), message

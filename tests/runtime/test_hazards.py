@@ -62,7 +62,7 @@ def test_a_peer_writes_a_symmetric_instance_after_this_rank_released_it():
     hazards, instance = Hazards(), torch.zeros(2, 4)
     hazards.access(A, None, reads=[instance[1]])
     hazards.release(A, None, instance)  # A read slot 1 before releasing: fine
-    hazards.acquire(instance)
+    hazards.acquire(A, instance)
     hazards.remote_write(B, None, instance[1], peer=1)  # the peer's push, waited for on B
     hazards.access(B, None, reads=[instance[1]])
     hazards.access(A, None, reads=[instance[0]])  # another slot
@@ -70,10 +70,21 @@ def test_a_peer_writes_a_symmetric_instance_after_this_rank_released_it():
         hazards.access(A, None, reads=[instance[1]])  # A never waited for the push
 
 
+def test_pushes_into_the_peers_instances_come_after_this_rank_acquired_the_buffer():
+    hazards, instance = Hazards(), torch.zeros(4)
+    with pytest.raises(StreamHazard, match="without acquiring it in this run"):
+        hazards.push(B, None, instance)
+    hazards.acquire(A, instance)
+    with pytest.raises(StreamHazard, match="before its acquisition on"):
+        hazards.push(B, None, instance)  # B never waited for A
+    hazards.join(B, hazards.mark(A))
+    hazards.push(B, None, instance)
+
+
 def test_a_read_after_the_release_races_with_the_peers_push():
     hazards, instance = Hazards(), torch.zeros(4)
     hazards.release(A, None, instance)
-    hazards.acquire(instance)
+    hazards.acquire(A, instance)
     hazards.access(A, None, reads=[instance])  # too late: the peer may be writing
     with pytest.raises(StreamHazard):
         hazards.remote_write(B, None, instance, peer=1)

@@ -18,6 +18,7 @@
 // CHECK-NEXT:   fuse-epilogues                Fold the gelu (tanh) or relu that follows a matmul or linear into its epilogue
 // CHECK-NEXT:   insert-deallocations          Free every buffer a host program owns after its last use
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
+// CHECK-NEXT:   order-chunk-compute           Run the compute of stream loops that only send in chunk order
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated
 // CHECK-NEXT:   reorder-sharded-axis          Lay out the buffers of each communication as its collective needs them (local copies around it)
 // CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
@@ -25,7 +26,7 @@
 // CHECK-NEXT:                                 options: bounded-intermediates=false (bool)
 // CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
 // CHECK-NEXT:                                 options: world-size=none (int | None)
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, verify-collective-order
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, order-chunk-compute, verify-collective-order
 // CHECK-NEXT:                                 defaults: transport=auto cuda-graph=true
 
 // Options are spelled with dashes, as in pipelines; -p names the pipelines too.
