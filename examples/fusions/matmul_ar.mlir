@@ -4,10 +4,9 @@
 // [Stream(S), r(D), M/S, N]. S = 4, M/S = 2, K/D = 4, N = 4.
 //
 // Lowering should produce: allocate u, allocate c, get_current_stream, sync loop, main loop
-// {wait for the user's stream, alias_select a[i], alias_select u[i], fusion.matmul into u[i],
-// alias_select c[i], hir.allreduce op sum team [0, 1], hand the compute over to the user's
-// stream, hir.wait}, a loop joining the workers (order-chunk-compute: the loop only sends, so
-// its compute runs in chunk order). Output == the unsharded a[:, d, :, :] @ b[d] summed over d.
+// {alias_select a[i], alias_select u[i], fusion.matmul into u[i], alias_select c[i],
+// hir.allocate (no-op), hir.allreduce op sum team [0, 1], hir.wait}. Output == the unsharded
+// a[:, d, :, :] @ b[d] summed over d.
 
 builtin.module {
   fusion.func @matmul_ar(%a: !fusion.tensor<f32[4, 2 didx, 2, 4], mesh=[0, 1]>, %b: !fusion.tensor<f32[2 didx, 4, 4], mesh=[0, 1]>) -> !fusion.tensor<f32[4 stream, r2, 2, 4], mesh=[0, 1]> {

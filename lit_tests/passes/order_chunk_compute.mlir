@@ -1,23 +1,25 @@
 // RUN: hostir-opt %s --split-input-file -p order-chunk-compute | filecheck %s
 // RUN: hostir-opt %s --split-input-file -p order-chunk-compute,order-chunk-compute | filecheck %s
 
-// A stream loop that only sends (matmul+RS as hostir-lower{transport=nccl} lowers it):
-// each iteration's worker first waits for the user's stream, which waited for the
-// previous iteration's compute; the wait follows the handover of this iteration's compute
-// to the user's stream; a loop after it joins every worker before the buffers are freed.
-// Running the pass twice changes nothing more.
-// CHECK-LABEL: hir.program @matmul_rs(
+// A stream loop that only sends, through the copy engines' two-phase all-reduce (matmul+AR
+// as hostir-lower{transport=copy-engine} lowers it, without split-by-member): each
+// iteration's worker first waits for the user's stream, which waited for the previous
+// iteration's compute; the wait follows the handover of this iteration's compute to the
+// user's stream; a loop after it joins every worker before the buffers are freed. Running
+// the pass twice changes nothing more.
+// CHECK-LABEL: hir.program @matmul_ar(
 // CHECK:         scf.for %i_1 = %c0 to %extent step %c1 {
 // CHECK-NEXT:      %n_1 = hir.number_of_streams
 // CHECK-NEXT:      %key_1 = arith.remui %i_1, %n_1 : index
 // CHECK-NEXT:      %worker_1 = hir.stream %key_1
 // CHECK-NEXT:      hir.set_current_stream %worker_1
 // CHECK-NEXT:      hir.synchronize %user_stream
-// CHECK-NEXT:      %0 = hir.alias_select %a[%i_1] axis 1
-// CHECK-NEXT:      %1 = hir.alias_select %u[%i_1] axis 1
-// CHECK-NEXT:      %2 = fusion.matmul %0, %b into %1
-// CHECK-NEXT:      %c_i = hir.alias_select %c[%i_1] axis 1
-// CHECK-NEXT:      %w = hir.reduce_scatter %1 -> %c_i team [0, 1] op sum
+// CHECK-NEXT:      %a_i = hir.alias_select %a[%i_1] axis 0
+// CHECK-NEXT:      %u_i = hir.alias_select %u[%i_1] axis 0
+// CHECK-NEXT:      %0 = fusion.matmul %a_i, %b into %u_i
+// CHECK-NEXT:      %c_i = hir.alias_select %c[%i_1] axis 0
+// CHECK-NEXT:      %via_i = hir.alias_select %via[%i_1] axis 0
+// CHECK-NEXT:      %w = hir.allreduce %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine
 // CHECK-NEXT:      hir.set_current_stream %user_stream
 // CHECK-NEXT:      hir.synchronize %worker_1
 // CHECK-NEXT:      hir.set_current_stream %worker_1
@@ -31,15 +33,73 @@
 // CHECK-NEXT:      hir.synchronize %worker_2
 // CHECK-NEXT:    }
 // CHECK-NEXT:    hir.deallocate %u
+// CHECK-NEXT:    hir.deallocate %via
 // CHECK-NEXT:    hir.return %c
-!a = !fusion.tensor<f32[2 didx, 2, 4, 2], mesh=[0, 1]>
-!a_i = !fusion.tensor<f32[2 didx, 4, 2], mesh=[0, 1]>
-!b = !fusion.tensor<f32[2 didx, 2, 3], mesh=[0, 1]>
-!u = !fusion.tensor<f32[2 didx, 2 stream, 4, 3, r2], mesh=[0, 1]>
-!u_i = !fusion.tensor<f32[2 didx, 4, 3, r2], mesh=[0, 1]>
-!c = !fusion.tensor<f32[r2, 2 stream, 4(2 didx, 2), 3], mesh=[0, 1]>
-!c_i = !fusion.tensor<f32[r2, 4(2 didx, 2), 3], mesh=[0, 1]>
-hir.program @matmul_rs(%a: !a, %b: !b) -> !c {
+!a = !fusion.tensor<f32[2, 2 didx, 2, 4], mesh=[0, 1]>
+!a_i = !fusion.tensor<f32[2 didx, 2, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, 4, 4], mesh=[0, 1]>
+!u = !fusion.tensor<f32[2 stream, 2 didx, 2, 4, r4], mesh=[0, 1]>
+!u_i = !fusion.tensor<f32[2 didx, 2, 4, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2 stream, r2, 2, 4], mesh=[0, 1]>
+!c_i = !fusion.tensor<f32[r2, 2, 4], mesh=[0, 1]>
+!via = !fusion.tensor<f32[2, 2, 2 didx, 2, 4], mesh=[0, 1]>
+!via_i = !fusion.tensor<f32[2, 2 didx, 2, 4], mesh=[0, 1]>
+hir.program @matmul_ar(%a: !a, %b: !b) -> !c {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %extent = arith.constant 2 : index
+  %u = hir.allocate : !u
+  %c = hir.allocate : !c
+  %user_stream = hir.get_current_stream
+  %via = hir.allocate symmetric : !via
+  scf.for %i = %c0 to %extent step %c1 {
+    %n = hir.number_of_streams
+    %key = arith.remui %i, %n : index
+    %worker = hir.stream %key
+    hir.set_current_stream %worker
+    hir.synchronize %user_stream
+  }
+  scf.for %i_1 = %c0 to %extent step %c1 {
+    %n_1 = hir.number_of_streams
+    %key_1 = arith.remui %i_1, %n_1 : index
+    %worker_1 = hir.stream %key_1
+    hir.set_current_stream %worker_1
+    %a_i = hir.alias_select %a[%i_1] axis 0 : !a -> !a_i
+    %u_i = hir.alias_select %u[%i_1] axis 0 : !u -> !u_i
+    %0 = fusion.matmul %a_i, %b into %u_i : !a_i, !b -> !u_i
+    %c_i = hir.alias_select %c[%i_1] axis 0 : !c -> !c_i
+    %via_i = hir.alias_select %via[%i_1] axis 0 : !via -> !via_i
+    %w = hir.allreduce %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine : !u_i -> !c_i, !via_i
+    hir.wait %w
+    hir.set_current_stream %user_stream
+    hir.synchronize %worker_1
+  }
+  hir.deallocate %u : !u
+  hir.deallocate %via : !via
+  hir.return %c : !c
+}
+
+// -----
+
+// The same loop with its all-reduce on NCCL, one phase: it keeps its order (so does a
+// copy-engine reduce-scatter's, whose chunks computed two at a time ran faster).
+// CHECK-LABEL: hir.program @matmul_ar_nccl(
+// CHECK:         scf.for %i_1 = %c0 to %extent step %c1 {
+// CHECK:           hir.set_current_stream %worker_1
+// CHECK-NEXT:      %a_i = hir.alias_select
+// CHECK:           hir.wait %w
+// CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:      hir.synchronize %worker_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    hir.deallocate %u
+!a = !fusion.tensor<f32[2, 2 didx, 2, 4], mesh=[0, 1]>
+!a_i = !fusion.tensor<f32[2 didx, 2, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, 4, 4], mesh=[0, 1]>
+!u = !fusion.tensor<f32[2 stream, 2 didx, 2, 4, r4], mesh=[0, 1]>
+!u_i = !fusion.tensor<f32[2 didx, 2, 4, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2 stream, r2, 2, 4], mesh=[0, 1]>
+!c_i = !fusion.tensor<f32[r2, 2, 4], mesh=[0, 1]>
+hir.program @matmul_ar_nccl(%a: !a, %b: !b) -> !c {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %extent = arith.constant 2 : index
@@ -58,11 +118,11 @@ hir.program @matmul_rs(%a: !a, %b: !b) -> !c {
     %key_1 = arith.remui %i_1, %n_1 : index
     %worker_1 = hir.stream %key_1
     hir.set_current_stream %worker_1
-    %0 = hir.alias_select %a[%i_1] axis 1 : !a -> !a_i
-    %1 = hir.alias_select %u[%i_1] axis 1 : !u -> !u_i
-    %2 = fusion.matmul %0, %b into %1 : !a_i, !b -> !u_i
-    %c_i = hir.alias_select %c[%i_1] axis 1 : !c -> !c_i
-    %w = hir.reduce_scatter %1 -> %c_i team [0, 1] op sum : !u_i -> !c_i
+    %a_i = hir.alias_select %a[%i_1] axis 0 : !a -> !a_i
+    %u_i = hir.alias_select %u[%i_1] axis 0 : !u -> !u_i
+    %0 = fusion.matmul %a_i, %b into %u_i : !a_i, !b -> !u_i
+    %c_i = hir.alias_select %c[%i_1] axis 0 : !c -> !c_i
+    %w = hir.allreduce %u_i -> %c_i team [0, 1] op sum : !u_i -> !c_i
     hir.wait %w
     hir.set_current_stream %user_stream
     hir.synchronize %worker_1

@@ -15,12 +15,7 @@
 // CHECK-NEXT:      %{{.+}} = fusion.matmul %[[X]], %{{.+}} into %[[P]] :
 // CHECK:           %y_i = hir.alias_chunk %y[%i_1] axis 1 parts 3 : !fusion.tensor<bf16[r2, ?(3 stream, ?), 2], mesh=[0, 1]> -> !fusion.tensor<bf16[r2, ?, 2], mesh=[0, 1]>
 // CHECK-NEXT:      %w_1 = hir.allreduce %[[P]] -> %y_i team [0, 1] op sum :
-// CHECK-NEXT:      hir.set_current_stream %user_stream
-// CHECK-NEXT:      hir.synchronize %[[WORKER:.+]]
-// CHECK-NEXT:      hir.set_current_stream %[[WORKER]]
 // CHECK-NEXT:      hir.wait %w_1
-// CHECK:         }
-// CHECK-NEXT:    scf.for
 // CHECK:         }
 // CHECK-NEXT:    hir.deallocate
 // CHECK-NOT:     fusion.matmul

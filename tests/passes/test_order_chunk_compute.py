@@ -1,7 +1,9 @@
-"""order-chunk-compute on the example pipelines, as hostir-lower runs it: the loops that
-only send (matmul+AR, matmul+RS) run their compute in chunk order on every transport and
-join their workers after the loop; a loop that receives (AG+matmul, whose split-by-member
-waits sit in an inner loop) keeps its order; running the pass again changes nothing."""
+"""order-chunk-compute on the example pipelines, as hostir-lower runs it: a loop that only
+sends through the copy engines' two-phase all-reduce (matmul+AR) runs its compute in chunk
+order and joins its workers after the loop; loops of one-phase collectives (matmul+AR on
+NCCL, matmul+RS on either transport) and a loop that receives (AG+matmul, whose
+split-by-member waits sit in an inner loop) keep their order; running the pass again
+changes nothing."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from hostir_dialect import hir
 from hostir_dialect.context import make_context, parse_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fusions"
-TRANSPORTS = ("nccl", "copy-engine")
 
 
 def lowered(example: str, transport: str, skip_ordering: bool = False):
@@ -39,10 +40,8 @@ def joins_workers(loop: scf.ForOp) -> bool:
         not any(isinstance(op, hir.SetCurrentStreamOp) for op in body)
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("example", ["matmul_ar.mlir", "matmul_rs_through_bcast.mlir"])
-def test_a_loop_that_only_sends_computes_in_chunk_order_and_joins_its_workers_after(example, transport):
-    sync, main, join = top_loops(lowered(example, transport))
+def test_a_loop_that_only_sends_through_a_two_phase_all_reduce_computes_in_chunk_order_and_joins_after():
+    sync, main, join = top_loops(lowered("matmul_ar.mlir", "copy-engine"))
     body = list(main.body.block.ops)
     enter = next(op for op in body if isinstance(op, hir.SetCurrentStreamOp))
     user = body[-2].stream
@@ -55,15 +54,17 @@ def test_a_loop_that_only_sends_computes_in_chunk_order_and_joins_its_workers_af
     assert joins_workers(join) and sending_iteration(main) is None  # ordered once
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_loop_that_receives_keeps_its_order(transport):
-    ordered, unordered = lowered("ag_matmul.mlir", transport), lowered("ag_matmul.mlir", transport, skip_ordering=True)
+@pytest.mark.parametrize(("example", "transport"), [
+    ("ag_matmul.mlir", "nccl"), ("ag_matmul.mlir", "copy-engine"), ("matmul_ar.mlir", "nccl"),
+    ("matmul_rs_through_bcast.mlir", "nccl"), ("matmul_rs_through_bcast.mlir", "copy-engine"),
+])
+def test_loops_that_receive_or_post_one_phase_collectives_keep_their_order(example, transport):
+    ordered, unordered = lowered(example, transport), lowered(example, transport, skip_ordering=True)
     assert str(ordered) == str(unordered)
     assert all(sending_iteration(loop) is None for loop in top_loops(ordered))
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-def test_without_the_pass_the_send_only_loop_is_one_it_would_order(transport):
-    # The check of the other tests fails without the pass: the loop is a sending iteration.
-    loops = top_loops(lowered("matmul_ar.mlir", transport, skip_ordering=True))
+def test_without_the_pass_the_all_reduce_loop_is_one_it_would_order():
+    # The check of the first test fails without the pass: the loop is a sending iteration.
+    loops = top_loops(lowered("matmul_ar.mlir", "copy-engine", skip_ordering=True))
     assert len(loops) == 2 and sending_iteration(loops[1]) is not None

@@ -46,14 +46,10 @@
 // RS:         fusion.matmul %a_i, %bb_i into %u_i
 // RS-NEXT:    %c_i = hir.alias_select %c
 // RS-NEXT:    %w = hir.reduce_scatter %u_i -> %c_i team [0, 1] op sum
-// RS-NEXT:    hir.set_current_stream %user_stream
-// RS-NEXT:    hir.synchronize %[[RS_WORKER:.+]]
-// RS-NEXT:    hir.set_current_stream %[[RS_WORKER]]
 // RS-NEXT:    hir.wait %w
 // RS-NEXT:    hir.set_current_stream %user_stream
+// RS-NEXT:    hir.synchronize
 // RS-NEXT:  }
-// RS-NEXT:  scf.for
-// RS:       }
 // RS-NEXT:  hir.deallocate %bb
 // RS-NEXT:  hir.deallocate %u
 // RS-NEXT:  hir.return %c
