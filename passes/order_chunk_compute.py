@@ -145,22 +145,22 @@ def order(loop: scf.ForOp, iteration: SendingIteration) -> None:
     handover = [hir.SetCurrentStreamOp(user), hir.SynchronizeOp(worker), hir.SetCurrentStreamOp(worker)]
     Rewriter.insert_op([located(op) for op in handover], InsertPoint.before(iteration.first_wait))
     Rewriter.erase_op(iteration.join)
-    Rewriter.insert_op(join_loop(loop, located), InsertPoint.after(loop))
+    Rewriter.insert_op(join_loop(loop), InsertPoint.after(loop))
 
 
-def join_loop(loop: scf.ForOp, located) -> scf.ForOp:
+def join_loop(loop: scf.ForOp) -> scf.ForOp:
     """A loop over `loop`'s iterations in which the current stream waits for each one's worker."""
     block = Block(arg_types=[INDEX])
     block.args[0].name_hint = "i"
     ops = worker_stream_ops(block.args[0])
-    block.add_ops(located(op) for op in (*ops, hir.SynchronizeOp(ops[-1].results[0]), scf.YieldOp.create()))
+    block.add_ops(located_like(op, loop) for op in (*ops, hir.SynchronizeOp(ops[-1].results[0]), scf.YieldOp.create()))
     # Built by `Operation.create`, as stream-parallel-type builds its loops.
-    return located(scf.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(block)]))
+    return located_like(scf.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(block)]), loop)
 
 
 @dataclass(frozen=True)
 class OrderChunkCompute(ModulePass):
-    """Run the compute of stream loops that only send in chunk order."""
+    """Run in chunk order the compute of stream loops that only send, through a copy-engine all-reduce"""
 
     name = "order-chunk-compute"
 
