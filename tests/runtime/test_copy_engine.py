@@ -121,6 +121,15 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 """
 
 
+def _lowered_matmul_ar() -> tuple[str, list]:
+    """MATMUL_AR lowered onto the copy engines (located text), and its inputs per rank."""
+    module = parse_module(MATMUL_AR, "matmul_ar.mlir")
+    lower(module, pipeline="hostir-lower{transport=copy-engine}")
+    (function,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
+    whole = [torch.randn(2, 2, 2, 2, 4), torch.randn(2, 4, 3)]
+    return located_text(module), [[shard_tensor(x, arg.type, r) for r in range(2)] for x, arg in zip(whole, function.args)]
+
+
 def _phase_two_not_after_the_own_block(rank: int, world_size: int, program: str, inputs: list) -> str:
     """The all-reduce with its second phase on a stream that never waited for the waiting
     stream's work: it reads the own block while the matmul may still write it."""
@@ -145,12 +154,7 @@ def _phase_two_not_after_the_own_block(rank: int, world_size: int, program: str,
 
 
 def test_the_hazard_check_catches_an_all_reduce_second_phase_not_ordered_after_the_own_block():
-    module = parse_module(MATMUL_AR, "matmul_ar.mlir")
-    lower(module, pipeline="hostir-lower{transport=copy-engine}")
-    program = located_text(module)
-    (function,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
-    whole = [torch.randn(2, 2, 2, 2, 4), torch.randn(2, 4, 3)]
-    inputs = [[shard_tensor(x, arg.type, r) for r in range(2)] for x, arg in zip(whole, function.args)]
+    program, inputs = _lowered_matmul_ar()
     for message in launch(_phase_two_not_after_the_own_block, 2, (program, inputs), backend="gloo", timeout=60):
         assert re.search(r"error: 'hir.wait' op failed: stream hazard: 'hir.allreduce' at matmul_ar.mlir:\d+:\d+ reads "
                          r"memory on a stream that never waited for the own block that 'fusion.matmul' at "
@@ -171,12 +175,7 @@ def test_the_hazard_check_catches_a_push_before_the_symmetric_buffer_is_acquired
     the sync loop and the main loop, acquired on the last worker stream only, so the first
     iteration's pushes were ordered after no acquisition; allocated in front of the sync
     loop (as now), the same program runs clean."""
-    module = parse_module(MATMUL_AR, "matmul_ar.mlir")
-    lower(module, pipeline="hostir-lower{transport=copy-engine}")
-    (function,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
-    whole = [torch.randn(2, 2, 2, 2, 4), torch.randn(2, 4, 3)]
-    inputs = [[shard_tensor(x, arg.type, r) for r in range(2)] for x, arg in zip(whole, function.args)]
-    program = located_text(module)
+    program, inputs = _lowered_matmul_ar()
     via = next(line for line in program.splitlines(keepends=True) if "hir.allocate symmetric" in line)
     sync_loop_end = program.index("\n", program.index("    } loc(", program.index(via))) + 1
     late = program[:sync_loop_end].replace(via, "") + via + program[sync_loop_end:]
