@@ -79,6 +79,9 @@ class Ordering:
         phases = max(algorithm.phases for algorithm in ALGORITHMS.values())
         self._sides: dict[tuple[int, int], object] = {
             (phase, lane): self._new_side(phase, lane) for phase in range(1, phases + 1) for lane in range(lanes)}
+        self._acquiring = self._new_side(0, 0)
+        self._acquired: dict[SymmetricTensor, object] = {}
+        """Each symmetric buffer's acquisition in this run: the mark its pushes wait for."""
         self._events: dict[tuple, torch.cuda.Event] = {}
 
     def _new_side(self, phase: int, lane: int) -> object:
@@ -88,6 +91,8 @@ class Ordering:
             # S = 4, replayed, 2x H200: 0.92 ms against 1.01 at the workers' priority).
             return role_stream(self.device, ("copy-engine", phase, lane), priority=SIDE_PRIORITY)
         if self.hazards is not None:
+            if phase == 0:
+                return self.hazards.new_stream("the copy engines' acquiring stream")
             return self.hazards.new_stream(f"the copy engines' stream of phase {phase}" +
                                            (f", lane {lane}" if self.lanes > 1 else ""))
         return None
@@ -95,12 +100,30 @@ class Ordering:
     def fork(self, phase: int = 1, lane: int = 0):
         """The communication stream of `phase` and `lane`, made to wait for the current
         stream's work so far (None on CPU, unless the hazard check follows it)."""
-        side = self._sides[phase, lane]
+        return self._forked(self._sides[phase, lane])
+
+    def _forked(self, side):
         if self.cuda:
-            side.wait_stream(self.current())  # type: ignore[attr-defined]  # a CUDA stream here
+            side.wait_stream(self.current())
         elif self.hazards is not None:
             self.hazards.join(side, self.hazards.mark(self.hazards.current_stream()))
         return side
+
+    def acquire(self, buffer: SymmetricTensor, key: tuple, wait_for_peers: Callable[[object], None]) -> None:
+        """Acquire `buffer` for this run: `wait_for_peers(stream)` makes the acquiring
+        stream, after the current stream's work so far, wait until every peer is done with
+        its instance (its previous run); only the pushes into the peers' instances wait
+        for that (`acquisition`), so this run's compute starts without waiting for the
+        peers to finish their previous run. `key` names the point within a run."""
+        side = self._forked(self._acquiring)
+        wait_for_peers(side)
+        if self.hazards is not None:
+            self.hazards.acquire(side if side is not None else self.hazards.current_stream(), buffer.local)
+        self._acquired[buffer] = self.mark(key, side)
+
+    def acquisition(self, buffer: SymmetricTensor):
+        """The mark of `buffer`'s acquisition in this run (see `acquire`)."""
+        return self._acquired.get(buffer)
 
     @contextmanager
     def enqueue_on(self, stream):
@@ -129,13 +152,14 @@ class Ordering:
         event.record(cast(torch.cuda.Stream, stream or self.current()))
         return event
 
-    def join(self, mark) -> None:
+    def join(self, mark, stream=None) -> None:
+        """`stream` (default: the current one) waits for `mark`."""
         if mark is None:
             return
         if self.cuda:
-            self.current().wait_event(mark)  # type: ignore[attr-defined]  # a CUDA stream here
+            cast(torch.cuda.Stream, stream or self.current()).wait_event(mark)
         else:
-            self.hazards.join(self.hazards.current_stream(), mark)  # type: ignore[union-attr]  # marks exist only with it
+            self.hazards.join(stream if stream is not None else self.hazards.current_stream(), mark)  # type: ignore[union-attr]  # marks exist only with it
 
     def touch(self, op: Operation | None, reads=(), writes=(), stream=None) -> None:
         """For the hazard check: `op`'s work on `stream` (default: the current one) reads
@@ -256,6 +280,7 @@ class CopyEngineCollective:
         with ordering.enqueue_on(side):
             if before is not None:
                 before(side)
+            ordering.join(ordering.acquisition(into), side)
             ordering.pushed(self.op, into.local, side)
             for peer in self.peers:
                 ordering.touch(self.op, reads=[pushes(peer)], stream=side)
@@ -530,20 +555,21 @@ class CopyEngineProgram:
             collective.begin_run()
 
     def acquire(self, op: hir.AllocateOp) -> Callable[[], torch.Tensor]:
-        """The step of `hir.allocate symmetric`: wait until the peers are done with
-        their instances (of the previous run), then hand out this rank's."""
+        """The step of `hir.allocate symmetric`: hand out this rank's instance, acquired
+        (`Ordering.acquire`): the pushes into the peers' instances wait until the peers
+        are done with them (their previous run)."""
         symmetric, flags, slot = self.buffers[op]
         peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
 
-        current, hazards = self.ordering.current, self.hazards
+        ordering = self.ordering
 
-        def acquire() -> torch.Tensor:
-            stream = current()
+        def wait_for_peers(stream) -> None:
             if flags is not None:  # None: a team of one, no peer to wait for
                 for peer in peers:
                     flags.wait(peer, slot, stream)
-            if hazards is not None:
-                hazards.acquire(hazards.current_stream(), symmetric.local)
+
+        def acquire() -> torch.Tensor:
+            ordering.acquire(symmetric, (symmetric.team, slot, "acquired"), wait_for_peers)
             return symmetric.local
 
         return acquire
@@ -554,12 +580,15 @@ class CopyEngineProgram:
         symmetric, flags, slot = self.buffers[op]
         peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
 
-        current, hazards = self.ordering.current, self.hazards
+        ordering, hazards = self.ordering, self.hazards
 
         def release() -> None:
+            # The acquiring stream's wait rejoins the current stream here even where nothing
+            # was pushed (a CUDA graph capture must end with every stream it forked joined).
+            ordering.join(ordering.acquisition(symmetric))
             if hazards is not None:
                 hazards.release(hazards.current_stream(), deallocate, symmetric.local)
-            stream = current()
+            stream = ordering.current()
             if flags is not None:  # None: a team of one, no peer to tell
                 for peer in peers:
                     flags.signal(peer, slot, stream)

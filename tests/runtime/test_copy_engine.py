@@ -19,8 +19,9 @@ from hostir.runtime.copy_engine import (
     CopyEngineReduceScatter,
     Ordering,
 )
+from hostir.runtime.hazards import Hazards, StreamHazard
 from hostir.runtime.launcher import launch
-from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
+from hostir.runtime.symmetric_memory import Flags, SymmetricHeap, SymmetricTensor
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import located_text
@@ -170,16 +171,39 @@ def _run_checked(rank: int, world_size: int, program: str, inputs: list) -> str:
     return "ran"
 
 
-def test_the_hazard_check_catches_a_push_before_the_symmetric_buffer_is_acquired():
-    """As convert-op-to-communication placed a loop's `via` buffer until 2026-11-26: between
-    the sync loop and the main loop, acquired on the last worker stream only, so the first
-    iteration's pushes were ordered after no acquisition; allocated in front of the sync
-    loop (as now), the same program runs clean."""
+def _pushes_not_joined_to_the_acquisition(rank: int, world_size: int, program: str, inputs: list) -> str:
+    Ordering.acquisition = lambda self, buffer: None  # type: ignore[method-assign]  # this spawned rank only
+    return _run_checked(rank, world_size, program, inputs)
+
+
+def test_pushes_wait_for_their_symmetric_buffers_acquisition_wherever_it_is_allocated():
+    """The acquisition (the wait for the peers' release of their previous run) runs on the
+    copy engines' acquiring stream and every push joins it, so a loop's `via` buffer may be
+    allocated in front of the sync loop (where convert-op-to-communication places it) or
+    after it (where it was until 2026-11-26, when the acquisition was on the current stream
+    and ordered only the last worker's pushes): both run clean under the hazard check,
+    which catches a push that does not join it."""
     program, inputs = _lowered_matmul_ar()
     via = next(line for line in program.splitlines(keepends=True) if "hir.allocate symmetric" in line)
     sync_loop_end = program.index("\n", program.index("    } loc(", program.index(via))) + 1
     late = program[:sync_loop_end].replace(via, "") + via + program[sync_loop_end:]
-    assert [result for result in launch(_run_checked, 2, (program, inputs), backend="gloo", timeout=60)] == ["ran"] * 2
-    for message in launch(_run_checked, 2, (late, inputs), backend="gloo", timeout=60):
+    for text in (program, late):
+        assert launch(_run_checked, 2, (text, inputs), backend="gloo", timeout=60) == ["ran"] * 2
+    for message in launch(_pushes_not_joined_to_the_acquisition, 2, (program, inputs), backend="gloo", timeout=60):
         assert re.search(r"stream hazard: 'hir.allreduce' at matmul_ar.mlir:\d+:\d+ pushes into the peers' instances "
-                         r"of a symmetric buffer on .* before its acquisition on", message), message
+                         r"of a symmetric buffer on .* before its acquisition on the copy engines' acquiring stream",
+                         message), message
+
+
+def test_acquiring_a_symmetric_buffer_holds_back_the_pushes_not_the_current_stream():
+    hazards = Hazards()
+    ordering = Ordering(torch.device("cpu"), hazards=hazards)
+    buffer = SymmetricTensor((0, 1), 0, [torch.zeros(4), torch.zeros(4)])
+    waiting: list[object] = []
+    ordering.acquire(buffer, ("buffer", "acquired"), waiting.append)
+    assert len(waiting) == 1 and waiting[0] != hazards.current_stream()
+    with pytest.raises(StreamHazard, match="before its acquisition on the copy engines' acquiring stream"):
+        hazards.push(hazards.current_stream(), None, buffer.local)
+    pushing = ordering.fork(phase=1)
+    ordering.join(ordering.acquisition(buffer), pushing)
+    hazards.push(pushing, None, buffer.local)
