@@ -18,6 +18,7 @@ Each case builds, on this rank, `measure.Variant`s:
                        symmetric-memory buffer, the fewest bytes the collective must move
   matmul               the per-rank GEMM alone
   handwritten(S)       the schedule hostir emits, written directly in torch
+  handwritten_ce(S)    matmul+AR only: the copy-engine schedule issue 27 asks hostir to emit
   torch_fused          torch's symmetric-memory fused op (matmul+AR has none)
 and `hostir(case, S, pass_options)` builds the fusion with the Python frontend, lowers it and
 runs it with `runtime.Evaluator` on this rank.
@@ -37,6 +38,7 @@ from hostir.passes import PIPELINES
 from hostir.passes.pipeline import build_passes, run_passes
 from hostir.runtime import Evaluator
 from hostir.runtime.layouts import logical_shape
+from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect.context import make_context
 
@@ -181,6 +183,8 @@ class Case:
     """The hir op of its communication (its copy-engine algorithm says what it sends)."""
     torch_fused: Callable[[], Variant] | None = None
     """torch's fused op for the case, where torch has one."""
+    handwritten_ce: Callable[[int], Variant] | None = None
+    """The copy-engine schedule hostir should emit, written by hand, where one is (GPUs, 2 ranks)."""
 
     def __init__(self, problem: Problem):
         self.p = problem
@@ -503,6 +507,87 @@ class MatmulAllReduce(_ShardedOnK):
 
         run = stream_pipeline(worker_streams(p.device, chunks), chunk)
         return Variant(run, lambda: out, load, lambda ops: ops.c, (out,))
+
+    def handwritten_ce(self, chunks: int) -> Variant:
+        """The schedule issue 27 asks of hostir, written by hand on 2 GPUs: nothing but the
+        GEMMs on the SMs. Per chunk, the peer's half of the partial product first, pushed by
+        the copy engines straight into the peer's output; then the own half computed onto
+        what the peer pushed there (`addmm_`: the reduction in the GEMM's epilogue) and
+        pushed into the peer's output. Compute order p(0), p(1), m(0), p(2), m(1), ...: each
+        push has a GEMM's time to land before the GEMM that reads it. The output lives in
+        symmetric memory and the next run overwrites it (hostir's default mode hands out
+        buffers its next run does not touch). Replayed from a CUDA graph, as hostir's
+        default; the flags are hostir's (cuStreamWriteValue/WaitValue). CUDA, 2 ranks."""
+        p = self.p
+        a, b, load = self.operands(1)
+        schedule = _FusedAllreduce(p, a.view(chunks, 2, -1, a.shape[-1]), b)
+        return Variant(_graphed(schedule.run), lambda: schedule.out.local.view(p.m, p.n), load, lambda ops: ops.c,
+                       (schedule.out.local,))
+
+
+class _FusedAllreduce:
+    """`MatmulAllReduce.handwritten_ce`'s buffers and one run of its schedule."""
+
+    def __init__(self, p: Problem, rows: torch.Tensor, b: torch.Tensor):
+        chunks, half = rows.shape[0], rows.shape[2]
+        heap = _symmetric_heap(p)
+        self.rows, self.b, self.me, self.peer, self.chunks = rows, b, p.rank, 1 - p.rank, chunks
+        self.out = heap.allocate((0, 1), (chunks, 2, half, p.n), p.dtype)
+        self.flags = Flags(heap, (0, 1), 2 * chunks)  # per chunk: the peer's partial in, its sum in
+        self.partial = p.empty(chunks, half, p.n)
+        self.comm = torch.cuda.Stream(p.device, priority=-1)
+
+    def run(self) -> None:
+        compute = torch.cuda.current_stream()
+        for step in range(self.chunks + 1):
+            if step < self.chunks:
+                self._peer_part(step, compute)
+            if step:
+                self._own_part(step - 1, compute)
+        for i in range(self.chunks):
+            self.flags.wait(self.peer, 2 * i + 1, compute)
+        compute.wait_stream(self.comm)
+
+    def _peer_part(self, i: int, compute) -> None:
+        torch.matmul(self.rows[i, self.peer], self.b, out=self.partial[i])
+        self._push(self.partial[i], i, self.peer, 2 * i, compute)
+
+    def _own_part(self, i: int, compute) -> None:
+        self.flags.wait(self.peer, 2 * i, compute)
+        mine = self.out.local[i, self.me]
+        mine.addmm_(self.rows[i, self.me], self.b)
+        self._push(mine, i, self.me, 2 * i + 1, compute)
+
+    def _push(self, source: torch.Tensor, i: int, half: int, slot: int, compute) -> None:
+        """On the communication stream, after `compute`'s work so far: `source` into half
+        `half` of chunk `i` of the peer's output, then flag `slot`."""
+        self.comm.wait_stream(compute)
+        with torch.cuda.stream(self.comm):
+            self.out.peer(self.peer)[i, half].copy_(source)
+            self.flags.signal(self.peer, slot, self.comm)
+
+
+_HEAPS: dict[torch.device, SymmetricHeap] = {}
+
+
+def _symmetric_heap(p: Problem) -> SymmetricHeap:
+    """hostir's symmetric heap of this process (one per device)."""
+    if p.device not in _HEAPS:
+        _HEAPS[p.device] = SymmetricHeap(p.rank, p.device, lambda team: dist.group.WORLD)
+    return _HEAPS[p.device]
+
+
+def _graphed(run: Callable[[], None]) -> Callable[[], None]:
+    """`run` captured in a CUDA graph after one eager run (on every rank at once): its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    return graph.replay
 
 
 class StreamMatmul(Case):

@@ -6,6 +6,8 @@ times on every rank (method: measure.py):
   comm_nccl, comm_ce, matmul     the communication alone (NCCL; copy engine) and the GEMM alone
   naive                          the collective and the matmul one after the other
   handwritten_nccl_S{2,4,8}      hostir's stream schedule written in torch, S chunks on S streams
+  handwritten_ce_S{2,4,8}        matmul+AR on 2 GPUs: the copy-engine schedule hostir should
+                                 emit, by hand (cases.MatmulAllReduce.handwritten_ce); — elsewhere
   torch_fused                    torch's fused symmetric-memory op (none for matmul+AR: —)
   <hostir label>_S{2,4,8}        the fusion built with the Python frontend, lowered with the
                                  label's pipeline options, run by runtime.Evaluator with
@@ -78,6 +80,7 @@ BASELINES = ("comm_nccl", "comm_ce", "matmul")
 COMMUNICATION = ("comm_nccl", "comm_ce")
 NEEDS_CUDA = "n/a (needs CUDA)"
 NO_FUSED_OP = "—"
+NEEDS_TWO_GPUS = "n/a (needs 2 GPUs)"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -169,15 +172,24 @@ def variant_builders(case: Case, chunk_counts: list[int], hostir_variants: tuple
         ("matmul", case.matmul),
         ("naive", case.naive),
         *((f"handwritten_nccl_S{s}", partial(case.handwritten, s)) for s in chunk_counts),
+        *((f"handwritten_ce_S{s}", _handwritten_ce(case, s)) for s in chunk_counts),
         ("torch_fused", fused),
         *((f"{label}_S{s}", partial(hostir, case, s, options, cuda_graph=graph, copy_engine_streams=copy_engine_streams))
           for label, options, graph in hostir_variants for s in chunk_counts),
     ]
 
 
+def _handwritten_ce(case: Case, chunks: int) -> Callable[[], Variant] | str:
+    if case.handwritten_ce is None:
+        return NO_FUSED_OP
+    if case.p.device.type != "cuda" or case.p.world != 2:
+        return NEEDS_TWO_GPUS
+    return partial(case.handwritten_ce, chunks)
+
+
 def families(hostir_variants: tuple = HOSTIR_VARIANTS) -> list[str]:
     """Variants swept over S, whose best S gets a column of its own."""
-    return ["handwritten_nccl", *(label for label, _, _ in hostir_variants)]
+    return ["handwritten_nccl", "handwritten_ce", *(label for label, _, _ in hostir_variants)]
 
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace, cost_model: Machine) -> dict:
