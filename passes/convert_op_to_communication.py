@@ -334,10 +334,10 @@ def _trip_count(loop: scf.ForOp) -> int | None:
 
 def _forking(loop: scf.ForOp) -> Operation:
     """The first op of `loop`'s stream pipeline: the sync loop in front of it that makes
-    every worker stream wait for the user's, else `loop`. A symmetric buffer allocated
-    there is acquired on the user's stream, so every worker waits until the peers are done
-    with it (allocated between the two, only the last worker would: the current stream
-    after the sync loop)."""
+    every worker stream wait for the user's, else `loop`. A symmetric buffer the
+    iterations share is allocated there, on the user's stream, outside the pipeline: its
+    acquisition forks from that stream and holds back only the pushes into the peers'
+    instances (docs/copy_engine.md)."""
     return loop.prev_op if forks_streams(loop.prev_op) else loop  # type: ignore[return-value]  # forks_streams: an op
 
 
