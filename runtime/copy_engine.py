@@ -59,7 +59,8 @@ class Ordering:
     after the other whatever stream they came from, and a flag written after a transfer
     (a stream memory operation) was measured on H200, in CUDA graphs, to land only after
     every transfer enqueued before it on any stream; on one stream each flag follows its
-    own transfer.
+    own transfer. One more stream acquires the symmetric buffers (`acquire`): it waits for
+    the peers' releases of their previous run, and the pushes wait for it, not the compute.
 
     `current()` is the stream device work is enqueued on now (the evaluator's stream pool
     knows it without asking torch, which is slower; default: ask torch). Marks are CUDA
