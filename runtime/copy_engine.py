@@ -119,7 +119,7 @@ class Ordering:
         side = self._forked(self._acquiring)
         wait_for_peers(side)
         if self.hazards is not None:
-            self.hazards.acquire(side if side is not None else self.hazards.current_stream(), buffer.local)
+            self.hazards.acquire(side, buffer.local)  # the acquiring stream is the check's own
         self._acquired[buffer] = self.mark(key, side)
 
     def acquisition(self, buffer: SymmetricTensor):
