@@ -25,35 +25,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
-from hostir_dialect import fusion, hir
+from hostir_dialect import hir
 from hostir_dialect.diagnostics import located_like
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import TensorType
 
-
-def alias_source(op: Operation, result: SSAValue) -> SSAValue | None:
-    """The value whose buffer `result` of `op` aliases, None if it owns a new one."""
-    if isinstance(op, hir.AliasViewOp):
-        return op.input
-    if isinstance(op, fusion.ComputeOp):
-        return op.out
-    if isinstance(op, hir.PostOnStreamOp) and op.outs:
-        return op.outs[list(op.outputs).index(result)]  # type: ignore[arg-type]  # a result of op, so among its outputs
-    return None
-
-
-def alias_classes(program: hir.ProgramOp) -> dict[SSAValue, list[SSAValue]]:
-    """Owner (or program input) -> every tensor value sharing its buffer, itself first."""
-    root: dict[SSAValue, SSAValue] = {arg: arg for arg in program.args}
-    classes: dict[SSAValue, list[SSAValue]] = {arg: [arg] for arg in program.args}
-    for op in program.walk():
-        for result in op.results:
-            if not isinstance(result.type, TensorType):
-                continue
-            source = alias_source(op, result)
-            root[result] = result if source is None else root[source]
-            classes.setdefault(root[result], []).append(result)
-    return classes
+from .buffer_aliases import alias_classes
 
 
 def uses_until_done(value: SSAValue) -> list[Operation]:

@@ -7,23 +7,10 @@ from __future__ import annotations
 
 from xdsl.ir import Block, Operation, SSAValue
 
-from hostir.passes.insert_deallocations import alias_source
-from hostir_dialect import fusion, hir
+from hostir.passes.buffer_aliases import alias_source, written_operands
+from hostir_dialect import hir
 from hostir_dialect.functions import FunctionLikeOp
 from hostir_dialect.tensor_type import TensorType
-
-
-def written_operands(op: Operation) -> list[SSAValue]:
-    """The operands whose memory `op` writes."""
-    if isinstance(op, fusion.ComputeOp):
-        return [op.out] if op.out is not None else []
-    if isinstance(op, hir.PostOnStreamOp):
-        return list(op.outs)
-    if isinstance(op, (hir.CollectiveOp, hir.LocalShardOp)):
-        return [op.output]
-    if isinstance(op, hir.RecvOp):
-        return [op.buffer]
-    return []
 
 
 class BufferUses:

@@ -64,10 +64,11 @@ from typing import Any
 import torch
 from xdsl.ir import SSAValue
 
+from hostir.passes.buffer_aliases import written_operands
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import HostIRError, op_error
 
-from .buffers import BufferUses, written_operands
+from .buffers import BufferUses
 from .streams import CudaStreams
 
 CUDA_GRAPH = "cuda graph"
