@@ -70,6 +70,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return stream_parallel_type.StreamParallelType
 
+    def get_schedule_communication():
+        from hostir.passes import schedule_communication
+
+        return schedule_communication.ScheduleCommunication
+
     def get_split_by_member():
         from hostir.passes import split_by_member
 
@@ -91,6 +96,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "order-chunk-compute": get_order_chunk_compute,
         "propagate-shardings": get_propagate_shardings,
         "reorder-sharded-axis": get_reorder_sharded_axis,
+        "schedule-communication": get_schedule_communication,
         "split-by-member": get_split_by_member,
         "stream-parallel-type": get_stream_parallel_type,
         "verify-collective-order": get_verify_collective_order,
@@ -112,6 +118,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "stream-parallel-type",
         "convert-op-to-communication",
         "split-by-member",
+        "schedule-communication",
         "insert-deallocations",
         "order-chunk-compute",
         "verify-collective-order",

@@ -835,4 +835,23 @@ t2_mean.axis(0).parallelize(ParallelType.DIDx)
 t2_mean.axis(2).parallelize(ParallelType.Stream)
 t3.set_device_mesh(mesh)
 """, "correct", lowering="copy-engine"),
+    # Found on 2 CPU ranks (seed 0) by the first version of schedule-communication,
+    # which let a kernel unit reading a collective's input move across the post, taking it
+    # for a reader only: the unit that relabels the linear's result returns a view of it,
+    # and the view's deallocation then fell between the all-gather's post and its wait.
+    "view_of_an_all_gathered_input_from_a_kernel_unit": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([8, 4], dtype='float32')
+    t1 = fd.define_tensor([2, 4], dtype='float32')
+    t2 = fd.ops.linear(t0, t1)
+    t3 = fd.define_tensor([8], dtype='float32')
+    t4 = fd.ops.matmul(t3, t2)
+    t6 = fd.ops.slice(t2, [1, 1], [2, 2], [3, 1])
+    fd.add_output(t4)
+    fd.add_output(t6)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.outer_split(0, 2)
+t0.axis(0).parallelize(ParallelType.DIDx)
+""", "correct", lowering="auto"),
 }

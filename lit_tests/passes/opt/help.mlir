@@ -21,12 +21,13 @@
 // CHECK-NEXT:   order-chunk-compute           Run in chunk order the compute of stream loops that only send, through a copy-engine all-reduce
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated
 // CHECK-NEXT:   reorder-sharded-axis          Lay out the buffers of each communication as its collective needs them (local copies around it)
+// CHECK-NEXT:   schedule-communication        Post every collective as early and wait for it as late as its data allow
 // CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams
 // CHECK-NEXT:                                 options: bounded-intermediates=false (bool)
 // CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
 // CHECK-NEXT:                                 options: world-size=none (int | None)
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, insert-deallocations, order-chunk-compute, verify-collective-order
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, schedule-communication, insert-deallocations, order-chunk-compute, verify-collective-order
 // CHECK-NEXT:                                 defaults: transport=auto cuda-graph=true
 
 // Options are spelled with dashes, as in pipelines; -p names the pipelines too.
