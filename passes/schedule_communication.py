@@ -39,6 +39,7 @@ verify-collective-order then checks).
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -78,6 +79,8 @@ def schedule_communication(program: hir.ProgramOp) -> None:
 
 def _schedule(block: Block, roots: dict[SSAValue, frozenset[SSAValue]]) -> None:
     ops = list(block.ops)
+    if not any(isinstance(op, hir.WaitedOp) or _waits_whole(op) for op in ops):
+        return  # without posts or whole waits the schedule is the block's order
     order = _Schedule(ops, _predecessors(ops, roots)).order()
     if _work(order) == _work(ops):
         return  # views and index arithmetic stay where they are unless the work around them moves
@@ -247,17 +250,25 @@ def _placed_where_needed(op: Operation) -> bool:
 
 
 def _computes_no_memory(op: Operation) -> bool:
-    return isinstance(op, _NO_MEMORY)
+    return _is_kind(type(op), _NO_MEMORY)
 
 
 def _movable(op: Operation) -> bool:
     """Can the schedule move `op` past other ops (and them past it)?"""
     for nested in op.walk():
-        if isinstance(nested, fusion.RandomOp) or not isinstance(nested, _MOVABLE):
+        kind = type(nested)
+        if _is_kind(kind, fusion.RandomOp) or not _is_kind(kind, _MOVABLE):
             return False
         if isinstance(nested, hir.PostOnStreamOp) and any(isinstance(o, fusion.RandomOp) for o in nested.unit().walk()):
             return False
     return True
+
+
+@functools.cache
+def _is_kind(kind: type, kinds: type | tuple[type, ...]) -> bool:
+    """issubclass, remembered: ops are classes whose isinstance checks are slow, and a block
+    of 10,000 ops asks about a few dozen classes."""
+    return issubclass(kind, kinds)
 
 
 @dataclass(frozen=True)
