@@ -807,8 +807,10 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     H]` all-gathered on its D axis (or replicated), a matmul with a column-sharded W1, a
     kernel unit of elementwise ops, then optionally a matmul with a row-sharded W2 whose
     partial sums are reduce-scattered on the D axis or all-reduced, and optionally a
-    residual add. The Stream axis has S chunks (not pipelined when S = 1). A third of
-    them spell the chunks as nvFuser's overlap tests do: X `[S*D*m, H]`, its rows split
+    residual add; beside it, in some, an independent row-parallel matmul of an input
+    `[S, D, m, F]` reduce-scattered or all-reduced like the first (the attention
+    projections' form). The Stream axis has S chunks (not pipelined when S = 1). A third
+    of them spell the chunks as nvFuser's overlap tests do: X `[S*D*m, H]`, its rows split
     in S chunks (Stream on that piece) and then over the devices."""
     world_size = draw(st.sampled_from(tuple(world_sizes)))
     w = _Writer(draw, world_size)
@@ -830,6 +832,14 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
             r = w.input(shape, dtype)
             outputs.append(w.op(f"fd.ops.add({outputs[0]}, {r})", False))
     w.run(f"fd.add_output({outputs[-1]})", w.definition)
+    # Beside it, as the attention projections sit beside each other: an independent
+    # row-parallel matmul of its own input, in the same stream loop (two chains whose
+    # posts and waits schedule-communication interleaves).
+    beside = not split_rows and w.chance(0.3)
+    if beside:
+        a, wo = w.input((chunks, d, rows, ffn), dtype), w.input((ffn, hidden), dtype)
+        o = w.op(f"fd.ops.matmul({a}, {wo})", False)
+        w.run(f"fd.add_output({o})", w.definition)
     w.run("fd.__exit__(None, None, None)", [])
     w.run(f"mesh = DeviceMesh({list(range(d))})", w.schedule)
     for var in w.tensors:
@@ -837,6 +847,12 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     _stream_and_split(w, w1, 1, 1, d)
     if second:
         _stream_and_split(w, w2, 1, 0, d)
+    if beside:
+        _stream_and_split(w, a, 1, 3, d)
+        _stream_and_split(w, wo, 1, 0, d)
+        _stream_and_split(w, o, chunks, None, d)
+        if scatters and d > 1:
+            w.run(f"{o}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
     ends = outputs + ([r] if r is not None else []) if second else []
     if split_rows:
         _split_rows(w, x, chunks, d, stream=False, shard=gathers)
