@@ -22,18 +22,19 @@ of the peer's rows waits for. Scheduled:
 A list scheduler, block by block. An op follows
 - the ops that define the values it uses (inside its regions too),
 - the earlier ops that write a buffer it reads, and those that read or write a buffer it
-  writes: a compute op reads its operands and writes its destination or result, a kernel
-  unit writes its operands too (it may return a view of one), a collective reads its input and writes its output and `via` until its wait
-  (so the wait accesses them too), a deallocation writes its buffer; views and index
-  arithmetic access none,
+  writes (`_accesses`): a compute op reads its operands and writes its destination or
+  result; a collective writes all its buffers (input, output, `via`) from its post to its
+  wait, so an op that reads its input, or views it, keeps its side of both; a kernel unit
+  writes its inputs too, as its result may be a view of one; a deallocation writes its
+  buffer; views and index arithmetic access none,
 - every earlier op it cannot move past: stream ops (the current stream decides where work
   goes), random ops (a host counter's draws), anything else.
-Among the ops whose predecessors are placed it takes the posts first, then the other
-ops, then the waits for whole collectives that later work needs, then the other waits,
-in program order within each class; a view or index computation goes right before the
-first op that needs it, as does an allocation. Ops only move within their block, past ops that share no buffer with
-them, so every computation reads and writes what it did. Every rank runs the same
-program text, so the collectives keep one order on all ranks (the one
+Among the ops whose predecessors are placed it takes the posts first, then the other ops,
+then the waits for whole collectives that later work needs, then the other waits, in
+program order within each class; a view, an index computation or an allocation goes right
+before the first op that needs it. Ops only move within their block, past ops that share
+no buffer with them, so every computation reads and writes what it did. Every rank runs
+the same program text, so the collectives keep one order on all ranks (the one
 verify-collective-order then checks).
 """
 
