@@ -82,7 +82,8 @@ def _schedule(block: Block, roots: dict[SSAValue, frozenset[SSAValue]]) -> None:
     ops = list(block.ops)
     if not any(isinstance(op, hir.WaitedOp) or _waits_whole(op) for op in ops):
         return  # without posts or whole waits the schedule is the block's order
-    order = _Schedule(ops, _predecessors(ops, roots)).order()
+    movable = [_movable(op) and not op.has_trait(IsTerminator) for op in ops]
+    order = _Schedule(ops, _predecessors(ops, movable, roots), movable).order()
     if _work(order) == _work(ops):
         return  # views and index arithmetic stay where they are unless the work around them moves
     for op in order:
@@ -91,8 +92,11 @@ def _schedule(block: Block, roots: dict[SSAValue, frozenset[SSAValue]]) -> None:
         block.add_op(op)
 
 
-def _predecessors(ops: list[Operation], roots: dict[SSAValue, frozenset[SSAValue]]) -> list[set[int]]:
-    """predecessors[i]: the ops (indices) that op i must follow (see the module doc)."""
+def _predecessors(ops: list[Operation], movable: list[bool],
+                  roots: dict[SSAValue, frozenset[SSAValue]]) -> list[set[int]]:
+    """predecessors[i]: the ops (indices) that op i must follow (see the module doc); an op
+    that cannot move follows every op since the one before it that cannot (which follows
+    the rest), and every later op follows it."""
     position = {op: i for i, op in enumerate(ops)}
     predecessors: list[set[int]] = []
     readers: dict[SSAValue, list[int]] = {}
@@ -111,8 +115,8 @@ def _predecessors(ops: list[Operation], roots: dict[SSAValue, frozenset[SSAValue
             writers[root].append(i)
         if last_barrier is not None:
             before.add(last_barrier)
-        if not _movable(op) or op.has_trait(IsTerminator):
-            before.update(range(i))
+        if not movable[i]:
+            before.update(range(last_barrier or 0, i))
             last_barrier = i
         predecessors.append(before)
     return predecessors
@@ -123,8 +127,9 @@ class _Schedule:
     scheduled for themselves: each goes right before the first op placed that needs it,
     so they stay next to what reads them."""
 
-    def __init__(self, ops: list[Operation], predecessors: list[set[int]]):
+    def __init__(self, ops: list[Operation], predecessors: list[set[int]], movable: list[bool]):
         self.ops = ops
+        self.movable = movable
         self.lazy = [_placed_where_needed(op) for op in ops]
         self.waiting_on: list[set[int]] = []
         """Per op, the scheduled ops it must follow, also through the lazy ones it needs."""
@@ -162,7 +167,7 @@ class _Schedule:
                 count[j] -= 1
                 if count[j] == 0 and not self.lazy[j]:
                     heapq.heappush(ready, (self.kinds[j], j))
-        assert len(order) == len(self.ops), "the terminator, scheduled last, needs every lazy op"
+        assert len(order) == len(self.ops), "each lazy op is needed by a later op that cannot move, at the latest"
         return order
 
     def _kind(self, i: int, followers: list[int]) -> int:
@@ -170,8 +175,7 @@ class _Schedule:
         if isinstance(op, hir.WaitedOp):
             return _POST
         if _waits_whole(op):
-            needed = any(_movable(f) and not f.has_trait(IsTerminator) and not _waits_whole(f)
-                         for f in (self.ops[j] for j in followers))
+            needed = any(self.movable[j] and not _waits_whole(self.ops[j]) for j in followers)
             return _NEEDED_WAIT if needed else _WAIT
         return _OTHER
 
