@@ -25,6 +25,10 @@ class CopyEngineAlgorithm:
     """Size of the `via` buffer, in inputs per member (0: no `via` buffer)."""
     reduces: bool
     """Combines D chunks locally into one (a kernel reading D and writing one chunk)."""
+    gathers_into_symmetric_output: bool = False
+    """Its last phase pushes into the peers' outputs where the output is a view of a
+    symmetric buffer, and into the last input's worth of `via` (then copied into the
+    output) where it is not."""
 
     def share_per_peer(self, input_size: float, team_size: int) -> float:
         """What one phase copies to each peer, of an input of `input_size` (elements or
@@ -39,9 +43,10 @@ class CopyEngineAlgorithm:
         """What its local reduction reads and writes (0: none)."""
         return (team_size + 1) * input_size / team_size if self.reduces else 0.0
 
-    def via_elements(self, input_elements: int) -> int:
-        """Elements of the `via` buffer per member, for an input of `input_elements`."""
-        return self.via_inputs * input_elements
+    def via_elements(self, input_elements: int, symmetric_output: bool = False) -> int:
+        """Elements of the `via` buffer per member, for an input of `input_elements` (and
+        an output that is a view of a symmetric buffer, or not)."""
+        return (self.via_inputs - (symmetric_output and self.gathers_into_symmetric_output)) * input_elements
 
     def input_problem(self, input_elements: int, team_size: int) -> str | None:
         """Why it cannot take an input of this many elements per member (None if it can)."""
@@ -56,8 +61,9 @@ ALGORITHMS: dict[str, CopyEngineAlgorithm] = {
     # Chunk p into member p's `via`; the wait reduces the own chunk and the received ones.
     "hir.reduce_scatter": CopyEngineAlgorithm(phases=1, chunked=True, via_inputs=1, reduces=True),
     # A reduce-scatter into the first half of `via`, then an all-gather of the reduced
-    # chunks into its second half.
-    "hir.allreduce": CopyEngineAlgorithm(phases=2, chunked=True, via_inputs=2, reduces=True),
+    # chunks into its second half, or into the output where that is symmetric.
+    "hir.allreduce": CopyEngineAlgorithm(phases=2, chunked=True, via_inputs=2, reduces=True,
+                                         gathers_into_symmetric_output=True),
 }
 
 

@@ -796,12 +796,19 @@ class CollectiveOp(WaitedOp):
         problem = algorithm.input_problem(math.prod(local_in), self.team_size)
         if problem is not None:
             raise VerifyException(f"{self.name} cannot use the copy-engine transport: {problem}")
-        expected = algorithm.via_elements(math.prod(local_in))
+        expected = algorithm.via_elements(math.prod(local_in), views_symmetric_buffer(self.output))
         if math.prod(local_via) != expected:
             raise VerifyException(
                 f"the via buffer holds {math.prod(local_via)} elements per member but {self.name} needs "
                 f"{expected} for an input of {math.prod(local_in)} on a team of {self.team_size}"
             )
+
+
+def views_symmetric_buffer(value: SSAValue) -> bool:
+    """Is `value` a `hir.allocate symmetric` or a view (`hir.alias_select`, `hir.alias_chunk`) of one?"""
+    while isinstance(value.owner, AliasViewOp):
+        value = value.owner.input
+    return isinstance(value.owner, AllocateOp) and value.owner.is_symmetric
 
 
 def _member_numel(t: TensorType) -> int | None:
@@ -870,13 +877,14 @@ class AllgatherOp(CollectiveOp):
 class AllreduceOp(ReducingCollectiveOp):
     """Every team member gets the reduction of all inputs.
 
-    Copy engine: a reduce-scatter then an all-gather of the reduced chunks, through `via`
-    (twice the input: the other members' input chunks, then their reduced chunks). Posting
-    copies input chunk p into member p's `via`, for every other member p, and does not read
-    input chunk `me`. Waiting hands the rest to the communication stream, after the
-    current stream's work so far (which computed chunk `me`): it reduces chunk `me` with
-    the received ones into the output and sends it to every other member; the current
-    stream then waits for theirs and copies them into the output.
+    Copy engine: a reduce-scatter then an all-gather of the reduced chunks. Posting copies
+    input chunk p into member p's `via`, for every other member p, and does not read input
+    chunk `me`. Waiting hands the rest to the communication stream, after the current
+    stream's work so far (which computed chunk `me`): it reduces chunk `me` with the
+    received ones into the output and sends it to every other member; the current stream
+    then waits for theirs. Where the output is a view of a symmetric buffer, the reduced
+    chunks land in the members' outputs and `via` is the input's size; otherwise they land
+    in a second half of `via` (twice the input) and are copied into the output.
     """
 
     name = "hir.allreduce"

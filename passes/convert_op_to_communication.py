@@ -66,6 +66,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
+from .buffer_aliases import alias_source
 from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops
 from .sharding_policy import (
     Exchange,
@@ -374,12 +375,40 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
     return None
 
 
-def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], team: hir.Team, rewriter: PatternRewriter) -> SSAValue:
-    """The symmetric `via` buffer of a copy-engine reduce-scatter or all-reduce: allocated
-    before the op's loop with one slice per iteration (before the op at the top level)."""
+def gathers_into_symmetric_output(buffer: SSAValue) -> SSAValue:
+    """The output of a copy-engine all-reduce becomes a view of a symmetric buffer, which
+    its members' reduced chunks are pushed into (no `via` half to copy them from), where
+    that buffer is allocated once per run: outside loops (one allocated in a loop, a
+    bounded intermediate, keeps its bound). A buffer the program returns is then a result
+    its peers write into, whose instance each run is agreed among them
+    (runtime/result_sets.py); that needs the buffer returned as itself, not as a view or
+    through an op written into it. Returns what now holds `buffer`'s value."""
+    root = _buffer_root(buffer)
+    allocate = root.owner
+    if (not isinstance(allocate, hir.AllocateOp) or _enclosing_loops(allocate) or allocate.extents
+            or _returns_an_alias_of(root)):
+        return buffer
+    return make_symmetric(buffer)
+
+
+def _returns_an_alias_of(buffer: SSAValue) -> bool:
+    """Does the program return a value other than `buffer` that shares its memory?"""
+    for use in buffer.uses:
+        user = use.operation
+        for result in user.results:
+            if alias_source(user, result) is buffer and (
+                    any(isinstance(u.operation, hir.ReturnOp) for u in result.uses) or _returns_an_alias_of(result)):
+                return True
+    return False
+
+
+def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], output: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+    """The symmetric `via` buffer of a copy-engine reduce-scatter or all-reduce (into
+    `output`): allocated before the op's loop with one slice per iteration (before the op
+    at the top level)."""
     source = tensor_type(op.operands[0])
     chunk_axes = [a for a in source.axes if not a.is_reduction]
-    if kind is hir.AllreduceOp:
+    if kind is hir.AllreduceOp and not hir.views_symmetric_buffer(output):
         chunk_axes = [Axis(2), *chunk_axes]  # input chunks, then reduced chunks
     chunk = TensorType.of(source.element_type, chunk_axes, source.mesh)
     loops = _enclosing_loops(op)
@@ -504,7 +533,11 @@ class ConvertToCollectives(RewritePattern):
                 new_ops = []
                 buffer = make_symmetric(buffer)
             elif copy_engine:
-                via = copy_engine_via(op, c.kind, c.team, rewriter)
+                if c.kind is hir.AllreduceOp:
+                    rewriter.insert(new_ops, InsertPoint.before(op))
+                    new_ops = []
+                    buffer = gathers_into_symmetric_output(buffer)
+                via = copy_engine_via(op, c.kind, buffer, rewriter)
             collective = located_like(c.kind(
                 op.input, buffer, c.team, root=c.root, reduction=reduction, transport=plan.transport, via=via,
             ), op)

@@ -19,6 +19,7 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
+from hostir.passes.buffer_aliases import buffer_roots
 from hostir_dialect import hir
 from hostir_dialect.copy_engine_facts import ALGORITHMS, CopyEngineAlgorithm, copy_engine_algorithm
 from hostir_dialect.diagnostics import op_error
@@ -27,6 +28,7 @@ from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from .hazards import Hazards
 from .layouts import logical_shape, torch_dtype
+from .result_sets import RESULT_SETS, SCRATCH, HostAgreement
 from .streams import role_stream
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
@@ -370,42 +372,57 @@ class CopyEngineReduceScatter(CopyEngineCollective):
 class CopyEngineAllreduce(CopyEngineReduceScatter):
     """out = the reduction over the team of every member's input, as a reduce-scatter and
     then an all-gather of the reduced chunks (each member sends 2(D-1)/D of its input, as
-    in a ring). `via` (a view of `symmetric_via`, twice the input) receives the other
-    members' input chunks in its first half and their reduced chunks in its second.
+    in a ring). The other members' input chunks arrive in `via` (a view of
+    `symmetric_via`); their reduced chunks arrive in the output itself where it is a view
+    of a symmetric buffer (`output()`, the instance of this run: a program result's set
+    changes from run to run), else in the second half of `via` (then twice the input),
+    from where they are copied into the output.
 
     Posting sends the other members' chunks of the input (phase 1) and does not read this
     rank's own chunk, as a reduce-scatter's post. Waiting enqueues phase 2 on the
     communication stream, after the current stream's work so far (which computed the own
     chunk): wait for the other members' chunks, reduce the own chunk with them into the
     output (a small kernel there, not on the waiting stream), and push it into every other
-    member's `via`; the waiting stream then waits for the other members' reduced chunks
-    and copies them into the output."""
+    member's output (or `via`); the waiting stream then waits for the other members'
+    reduced chunks."""
 
     ALGORITHM = ALGORITHMS["hir.allreduce"]
+
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering, symmetric_via: SymmetricTensor,
+                 kind: ReduceKind, op: hir.CollectiveOp | None = None,
+                 output: Callable[[], SymmetricTensor] | None = None):
+        super().__init__(flags, first_slot, posts, ordering, symmetric_via, kind, op)
+        self.output = output
 
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
-        scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
+        if self.output is not None:
+            into, scattered, gathered = self.output(), _chunks(via, size), outs
+        else:
+            into = self.symmetric_via
+            scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
         scattered_sent = self.scatter(chunks, scattered, slot)
 
         def complete() -> None:
-            gathered_sent = self.reduce_and_gather(self.own_and_received(chunks, scattered), outs[me], gathered, slot)
+            gathered_sent = self.reduce_and_gather(self.own_and_received(chunks, scattered), outs[me], into, gathered,
+                                                   slot)
             for peer in self.peers:
                 self.receive(peer, slot + 1, gathered[peer])
-                outs[peer].copy_(gathered[peer])
-                self.ordering.touch(self.op, reads=[gathered[peer]], writes=[outs[peer]])
+                if gathered[peer] is not outs[peer]:
+                    outs[peer].copy_(gathered[peer])
+                    self.ordering.touch(self.op, reads=[gathered[peer]], writes=[outs[peer]])
             self.ordering.join(scattered_sent)
             self.ordering.join(gathered_sent)
 
         return CopyEngineWork(complete)
 
-    def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, gathered: list[torch.Tensor],
-                          slot: int):
+    def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, into: SymmetricTensor,
+                          gathered: list[torch.Tensor], slot: int):
         """Phase 2, on its communication stream: once the other members' chunks (phase 1's
-        flags, `slot`) are in `parts`, reduce `parts` into `reduced`, push it into slot `me`
-        of every other member's `gathered` and signal `slot + 1`."""
+        flags, `slot`) are in `parts`, reduce `parts` into `reduced`, push it into slot
+        `me` of every other member's `gathered` (views of `into`) and signal `slot + 1`."""
         me = self.position
 
         def reduce(stream) -> None:
@@ -413,8 +430,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
                 self.receive(peer, slot, parts[peer], stream)
             self.reduce_into(reduced, parts, stream)
 
-        return self.push_and_signal(self.symmetric_via, lambda peer: _copy(peer_view(self.symmetric_via, gathered[me], peer),
-                                                                           reduced),
+        return self.push_and_signal(into, lambda peer: _copy(peer_view(into, gathered[me], peer), reduced),
                                     slot + 1, phase=2, before=reduce)
 
 
@@ -489,6 +505,11 @@ class CopyEngineProgram:
     Flags of a team: one slot per symmetric buffer (its release/acquire handshake: set
     means "the member at this position is done with its instance") and one per post of
     each copy-engine collective in a run.
+
+    A symmetric buffer the program returns (a result the peers write into) has one
+    instance per result set (runtime/result_sets.py), each with its handshake slot; a run
+    uses the set `use_result_set` names (by default the scratch set, whose results are
+    overwritten by the next run), the same on every member.
     """
 
     def __init__(self, program: hir.ProgramOp, rank: int, device: torch.device, groups, timeout: float,
@@ -498,11 +519,17 @@ class CopyEngineProgram:
         ranks, if it is on."""
         self.rank = rank
         self.heap = SymmetricHeap(rank, device, groups, timeout)
+        self.timeout = timeout
         self.ordering = Ordering(device, current, hazards, lanes)
         self.hazards = hazards
         self.buffers: dict[hir.AllocateOp, tuple[SymmetricTensor, Flags | None, int]] = {}
         """Each symmetric buffer of this rank: its instances, its team's flags (None: a
-        team of one, which has no peer to hand it over to) and its handshake slot."""
+        team of one, which has no peer to hand it over to) and its handshake slot; for a
+        returned one, those of the result set in use."""
+        self.results: dict[hir.AllocateOp, list[tuple[SymmetricTensor, Flags | None, int]]] = {}
+        """Each returned symmetric buffer's instances and handshake slot per result set."""
+        self.result_positions = returned_symmetric_buffers(program)
+        self.result_set = SCRATCH
         self.collectives: list[CopyEngineCollective] = []
         symmetric = [op for op in program.walk() if isinstance(op, hir.AllocateOp) and op.is_symmetric]
         posting = [op for op in program.walk() if isinstance(op, hir.CollectiveOp) and op.uses_copy_engine]
@@ -510,11 +537,18 @@ class CopyEngineProgram:
         self.flags = self._create_flags(symmetric, posting)
         for op in symmetric:
             self._create_buffer(op)
+        self.agreement = self._result_agreement()
+        """How the members agree on each run's result set (None: no returned symmetric buffer, or no peer)."""
 
     def _team_of(self, op: Operation) -> tuple[int, ...]:
         if isinstance(op, hir.AllocateOp):
             return tensor_type(op.result).mesh.devices  # type: ignore[union-attr]  # verified: symmetric has a mesh
         return op.teams.devices  # type: ignore[attr-defined]  # verified: a copy-engine team is listed
+
+    def _slots_of(self, op: hir.AllocateOp | hir.CollectiveOp) -> int:
+        if isinstance(op, hir.CollectiveOp):
+            return _flags_of(op)
+        return RESULT_SETS + 1 if op in self.result_positions else 1
 
     def _create_flags(self, symmetric: list[hir.AllocateOp], posting: list[hir.CollectiveOp]) -> dict[tuple[int, ...], Flags]:
         """The flags of every team this rank is in, slots assigned in program order."""
@@ -523,14 +557,14 @@ class CopyEngineProgram:
         for op in ops:
             team = self._team_of(op)
             self._slots[op] = counts.get(team, 0)
-            counts[team] = self._slots[op] + (1 if isinstance(op, hir.AllocateOp) else _flags_of(op))
+            counts[team] = self._slots[op] + self._slots_of(op)
         flags = {}
         for team in sorted(counts):
             if self.rank in team and len(team) > 1:
                 flags[team] = Flags(self.heap, team, counts[team])
-        for op in symmetric:  # initially every member is done with its instance
+        for op in symmetric:  # initially every member is done with its instance (a result set: released when used)
             team = self._team_of(op)
-            if team in flags:
+            if team in flags and op not in self.result_positions:
                 flags[team].set_local(self._slots[op], 1)
         for team in flags:
             self.heap.barrier(team)
@@ -545,10 +579,37 @@ class CopyEngineProgram:
         if DYNAMIC in shape:
             raise op_error(op, "a symmetric buffer needs a static local shape (it is allocated when the program is compiled)")
         perm = t.value_allocation_order() or tuple(range(len(shape)))
-        dense = self.heap.allocate(team, [shape[p] for p in perm], torch_dtype(t))
         logical = [perm.index(d) for d in range(len(perm))]
-        instances = [dense.peer(p).permute(logical) for p in range(len(team))]
-        self.buffers[op] = (SymmetricTensor(team, dense.position, instances), self.flags.get(team), self._slots[op])
+        instances = []
+        for k in range(self._slots_of(op)):
+            dense = self.heap.allocate(team, [shape[p] for p in perm], torch_dtype(t))
+            symmetric = SymmetricTensor(team, dense.position, [dense.peer(p).permute(logical) for p in range(len(team))])
+            instances.append((symmetric, self.flags.get(team), self._slots[op] + k))
+        if op in self.result_positions:
+            self.results[op] = instances
+        self.buffers[op] = instances[-1]
+
+    def use_result_set(self, k: int) -> None:
+        """This run computes its returned symmetric buffers into result set `k`."""
+        self.result_set = k
+        for op, instances in self.results.items():
+            self.buffers[op] = instances[k]
+
+    def result_buffers(self, k: int) -> dict[int, torch.Tensor]:
+        """This rank's instances of result set `k`, by result position."""
+        return {self.result_positions[op]: instances[k][0].local for op, instances in self.results.items()}
+
+    def _result_agreement(self) -> HostAgreement | None:
+        """The agreement on result sets among the members of the team of the returned
+        symmetric buffers (None: this rank has none, or no peer)."""
+        teams = {instances[0][0].team for instances in self.results.values()}
+        if not teams:
+            return None
+        if len(teams) > 1:
+            raise op_error(next(iter(self.results)), "the program returns symmetric buffers of several teams; "
+                                                     "their result sets are agreed in one team")
+        team = teams.pop()
+        return HostAgreement(self.heap, team, self.timeout) if len(team) > 1 else None
 
     # -- what the evaluator's steps call ------------------------------------------
     def begin_run(self) -> None:
@@ -558,40 +619,44 @@ class CopyEngineProgram:
     def acquire(self, op: hir.AllocateOp) -> Callable[[], torch.Tensor]:
         """The step of `hir.allocate symmetric`: hand out this rank's instance, acquired
         (`Ordering.acquire`): the pushes into the peers' instances wait until the peers
-        are done with them (their previous run)."""
-        symmetric, flags, slot = self.buffers[op]
-        peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
-
+        are done with them (their previous run). A returned buffer's instance is that of
+        the run's result set, released to the peers first (after the caller's work so far
+        on the current stream, which may still read the set's earlier results)."""
         ordering = self.ordering
 
-        def wait_for_peers(stream) -> None:
-            if flags is not None:  # None: a team of one, no peer to wait for
-                for peer in peers:
-                    flags.wait(peer, slot, stream)
-
         def acquire() -> torch.Tensor:
-            ordering.acquire(symmetric, (symmetric.team, slot, "acquired"), wait_for_peers)
+            symmetric, flags, slot = self.buffers[op]
+            ordering.acquire(symmetric, (symmetric.team, slot, "acquired"), _waiting_for_peers(symmetric, flags, slot))
             return symmetric.local
 
-        return acquire
+        if op not in self.results:
+            return acquire
+        release = self._release(op)
+
+        def acquire_result() -> torch.Tensor:
+            release()
+            return acquire()
+
+        return acquire_result
 
     def release(self, op: hir.AllocateOp, deallocate: hir.DeallocateOp) -> Callable[[], None]:
         """The step of `deallocate` of the symmetric buffer `op`: tell every peer, after
         this rank's prior work, that it may write into this rank's instance again."""
-        symmetric, flags, slot = self.buffers[op]
-        peers = [p for p in range(len(symmetric.team)) if p != symmetric.position]
+        return self._release(op, deallocate)
 
+    def _release(self, op: hir.AllocateOp, deallocate: hir.DeallocateOp | None = None) -> Callable[[], None]:
         ordering, hazards = self.ordering, self.hazards
 
         def release() -> None:
+            symmetric, flags, slot = self.buffers[op]
             # The acquiring stream's wait rejoins the current stream here even where nothing
             # was pushed (a CUDA graph capture must end with every stream it forked joined).
             ordering.join(ordering.acquisition(symmetric))
             if hazards is not None:
-                hazards.release(hazards.current_stream(), deallocate, symmetric.local)
+                hazards.release(hazards.current_stream(), deallocate or op, symmetric.local)
             stream = ordering.current()
             if flags is not None:  # None: a team of one, no peer to tell
-                for peer in peers:
+                for peer in _peers(symmetric):
                     flags.signal(peer, slot, stream)
 
         return release
@@ -609,7 +674,7 @@ class CopyEngineProgram:
                                                  _reduction(op), op)
         else:
             collective = CopyEngineAllreduce(flags, first, slots, self.ordering, self._symmetric(op, op.via),
-                                             _reduction(op), op)
+                                             _reduction(op), op, self._symmetric_output(op))
         self.collectives.append(collective)
         return collective
 
@@ -621,3 +686,43 @@ class CopyEngineProgram:
                                f"{'output' if isinstance(op, hir.AllgatherOp) else 'via buffer'} must be a view of a `hir.allocate symmetric`")
         return self.buffers[allocate][0]
 
+    def _symmetric_output(self, op: hir.CollectiveOp) -> Callable[[], SymmetricTensor] | None:
+        """Where the output of `op` is a view of a symmetric buffer, its instance in this run."""
+        allocate = buffer_root(op.output).owner
+        if not isinstance(allocate, hir.AllocateOp) or allocate not in self.buffers:
+            return None
+        return lambda: self.buffers[allocate][0]
+
+
+def _peers(symmetric: SymmetricTensor) -> list[int]:
+    return [p for p in range(len(symmetric.team)) if p != symmetric.position]
+
+
+def _waiting_for_peers(symmetric: SymmetricTensor, flags: Flags | None, slot: int) -> Callable[[object], None]:
+    """What makes a stream wait until every peer released its instance of `symmetric`."""
+    def wait_for_peers(stream) -> None:
+        if flags is not None:  # None: a team of one, no peer to wait for
+            for peer in _peers(symmetric):
+                flags.wait(peer, slot, stream)
+
+    return wait_for_peers
+
+
+def returned_symmetric_buffers(program: hir.ProgramOp) -> dict[hir.AllocateOp, int]:
+    """The symmetric buffers `program` returns (results its peers write into), each with
+    its first position among the results. One is returned only as itself: it is handed out
+    as one of its result sets (runtime/result_sets.py), whereas a view of it would be
+    handed out as the one instance every run reuses."""
+    terminator = program.body.block.last_op
+    assert terminator is not None  # a verified program ends with its return
+    roots = buffer_roots(program)
+    returned: dict[hir.AllocateOp, int] = {}
+    for position, value in enumerate(terminator.operands):
+        owner = roots.get(value, value).owner
+        if not isinstance(owner, hir.AllocateOp) or not owner.is_symmetric:
+            continue
+        if value is not owner.result:
+            raise op_error(terminator, f"returns result #{position}, which shares the memory of a symmetric buffer "
+                                       "without being it; the next run would overwrite it. Return the buffer itself")
+        returned.setdefault(owner, position)
+    return returned

@@ -54,6 +54,7 @@ from .copy_engine import MAX_COPY_ENGINE_STREAMS, CopyEngineProgram
 from .graphs import CUDA_GRAPH, CudaGraphs, graph_mode
 from .hazards import Hazards, enabled_by_environment
 from .layouts import empty_buffer, in_allocation_order, logical_shape, shard_factor, torch_dtype
+from .result_sets import ResultSets
 from .streams import make_streams
 
 
@@ -143,8 +144,9 @@ class Evaluator:
         self._arg_specs = [_ArgSpec.of(arg, self.rank) for arg in self.function.args]
         self._split_extents = split_argument_extents(self.function)
         self.graph_mode = graph_mode(cuda_graph, self.device, program)
+        self.result_sets = self._result_sets(cuda_graph)
         self.graphs = (CudaGraphs(self.run_eagerly, self.streams, for_callers=cuda_graph is None,  # type: ignore[arg-type]  # graph mode runs on CUDA streams
-                                  result_buffers=self.result_buffers)
+                                  result_buffers=self.result_buffers, result_sets=self.result_sets)
                        if self.graph_mode == CUDA_GRAPH else None)
 
     def _copy_engine(self, program: hir.ProgramOp, comm: Communicator, lanes: int) -> CopyEngineProgram | None:
@@ -155,6 +157,22 @@ class Evaluator:
         streams = self.streams
         return CopyEngineProgram(program, comm.rank, comm.device, comm.group, timeout,
                                  lambda: streams.active, self.hazards, lanes)
+
+    def _result_sets(self, cuda_graph: bool | None) -> ResultSets | None:
+        """The result sets of a program whose peers write into its results, unless its
+        results are overwritten by the next run anyway (`cuda_graph=True` in graph mode:
+        then every run uses the scratch set)."""
+        copy_engine = self.copy_engine
+        if copy_engine is None or not copy_engine.result_positions or (cuda_graph and self.graph_mode == CUDA_GRAPH):
+            return None
+
+        def buffers(k: int) -> list | None:
+            ordinary = self.result_buffers()
+            if ordinary is not None:
+                ordinary[:] = [copy_engine.result_buffers(k).get(p, b) for p, b in enumerate(ordinary)]
+            return ordinary
+
+        return ResultSets(buffers, copy_engine.use_result_set, copy_engine.agreement)
 
     @property
     def name(self) -> str:
@@ -180,8 +198,13 @@ class Evaluator:
         return list(inputs)
 
     def _run_checked(self, inputs: Sequence[Any]) -> list:
+        sets = self.result_sets
+        if sets is not None:
+            sets.choose()  # every run, on every member, whichever way it runs
         if self.graphs is not None:
             return self.graphs.run(inputs)
+        if sets is not None:
+            return sets.hand_out(sets.chosen, self.run_eagerly(inputs, sets.buffers(sets.chosen)))
         return self.run_eagerly(inputs)
 
     def run_eagerly(self, inputs: Sequence[Any], results: Sequence[Any] | None = None) -> list:

@@ -69,6 +69,7 @@ from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import HostIRError, op_error
 
 from .buffers import BufferUses
+from .result_sets import ResultSets, storage_uses
 from .streams import CudaStreams
 
 CUDA_GRAPH = "cuda graph"
@@ -195,7 +196,7 @@ class _InTurns:
         return _copied_in(self.inputs, inputs)
 
     def run(self, inputs: Sequence[Any]) -> list:
-        free = next((captured for captured, alone in self._handed if _storage_uses(captured.outputs) == alone), None)
+        free = next((captured for captured, alone in self._handed if storage_uses(captured.outputs) == alone), None)
         if free is None and len(self._handed) < HANDED_OUT_GRAPHS:
             free = self._handed_out_graph()
         if free is not None:
@@ -212,7 +213,7 @@ class _InTurns:
         # Counted before the capture, when nothing but this object can hold them: a
         # reference the run keeps (a collective's work, say) then never reads as free
         # (copies), and one it drops later cannot hide a result the caller holds.
-        alone = _storage_uses(results)
+        alone = storage_uses(results)
         captured = self._captured(results)
         assert all(x is r for x, r in zip(captured.outputs, results)), "a program compiled with result buffers returns them"
         self._handed.append((captured, alone))
@@ -232,10 +233,33 @@ def _copied_in(buffers: list, inputs: Sequence[Any]) -> list:
     return list(buffers)
 
 
-def _storage_uses(outputs: Sequence[Any]) -> list[int]:
-    """How many tensors share each output's storage (an alias handed out counts)."""
-    return [torch._C._storage_Use_Count(x.untyped_storage()._cdata) if isinstance(x, torch.Tensor) else 0
-            for x in outputs]
+class _BySet:
+    """The graphs of one input binding in the default mode for a program whose peers
+    write into its results (runtime/result_sets.py): a graph per result set, computing its
+    results into that set's buffers; a run replays the graph of the set every member
+    chose for it (`ResultSets.chosen`). The scratch set's graph computes its results anew
+    (in the graphs' shared pool) and they are copied before anything else replays."""
+
+    def __init__(self, inputs: list, capture: Callable[..., _Captured], sets: ResultSets):
+        self.inputs = inputs
+        self._capture = capture
+        self._sets = sets
+        self._pool: Any = None
+        self._graphs: dict[int, _Captured] = {}
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def bind(self, inputs: Sequence[Any]) -> list:
+        return _copied_in(self.inputs, inputs)
+
+    def run(self, inputs: Sequence[Any]) -> list:
+        chosen = self._sets.chosen
+        captured = self._graphs.get(chosen)
+        if captured is None:
+            captured = self._graphs[chosen] = self._capture(self.inputs, self._pool, self._sets.buffers(chosen))
+            self._pool = captured.pool()
+        return self._sets.hand_out(chosen, captured.replay(inputs))
 
 
 class CudaGraphs:
@@ -249,19 +273,22 @@ class CudaGraphs:
     nothing in while the caller keeps passing them. Nothing is captured while torch's
     profiler records (a new signature runs eagerly).
     `run_eagerly(inputs, results)` runs the program (into `results`, buffers from
-    `result_buffers()`, where given)."""
+    `result_buffers()`, where given). With `result_sets` (a program whose peers write into
+    its results), the default mode's graphs are those of the result set chosen for the
+    run (`_BySet`)."""
 
     def __init__(self, run_eagerly: Callable[..., list], streams: CudaStreams, for_callers: bool = False,
-                 result_buffers: Callable[[], list | None] = lambda: None):
+                 result_buffers: Callable[[], list | None] = lambda: None, result_sets: ResultSets | None = None):
         self._run_eagerly = run_eagerly
         self._streams = streams
         self._for_callers = for_callers
         self._result_buffers = result_buffers
+        self._result_sets = result_sets
         self._graphs: dict[tuple, _Captured] = {}
         """Graphs with `cuda_graph=True`, by signature."""
-        self._copying: dict[tuple, _InTurns] = {}
+        self._copying: dict[tuple, _InTurns | _BySet] = {}
         """The default mode's graphs of copied-in inputs, by signature."""
-        self._bound: dict[tuple, _InTurns] = {}
+        self._bound: dict[tuple, _InTurns | _BySet] = {}
         """The default mode's graphs captured on a caller's own tensors, by signature."""
         self._previous: list[Any] = []
         """Weak references to the tensors of the previous run (for_callers)."""
@@ -285,6 +312,9 @@ class CudaGraphs:
             # The default graph mode does not capture while torch's profiler records: a new
             # signature runs eagerly, once, so a profile shows each op once (not a warm-up, a
             # capture and a replay: nvFuser's tests count the kernels of a first run).
+            sets = self._result_sets
+            if sets is not None:
+                return sets.hand_out(sets.chosen, self._run_eagerly(inputs, sets.buffers(sets.chosen)))
             return self._run_eagerly(inputs)
         return self._for_caller(inputs).run(inputs)
 
@@ -305,14 +335,20 @@ class CudaGraphs:
             captured = self._graphs[key] = self._capture([_static_copy(x) for x in inputs])
         return captured
 
-    def _copying_in(self, inputs: Sequence[Any], key: tuple) -> _InTurns:
+    def _copying_in(self, inputs: Sequence[Any], key: tuple) -> _InTurns | _BySet:
         """The graphs that copy inputs of signature `key` in."""
         turns = self._copying.get(key)
         if turns is None:
-            turns = self._copying[key] = _InTurns([_static_copy(x) for x in inputs], self._capture, self._result_buffers)
+            turns = self._copying[key] = self._turns([_static_copy(x) for x in inputs])
         return turns
 
-    def _for_caller(self, inputs: Sequence[Any]) -> _InTurns:
+    def _turns(self, inputs: list) -> _InTurns | _BySet:
+        """The default mode's graphs of one input binding."""
+        if self._result_sets is not None:
+            return _BySet(inputs, self._capture, self._result_sets)
+        return _InTurns(inputs, self._capture, self._result_buffers)
+
+    def _for_caller(self, inputs: Sequence[Any]) -> _InTurns | _BySet:
         """The graphs bound to these very tensors, bound now if the caller passes the
         same ones a second time in a row, else the graphs that copy them in."""
         key = signature(inputs)
@@ -323,7 +359,7 @@ class CudaGraphs:
         self._previous = [weakref.ref(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         if not repeated:
             return self._copying_in(inputs, key)
-        bound = self._bound[key] = _InTurns(list(inputs), self._capture, self._result_buffers)
+        bound = self._bound[key] = self._turns(list(inputs))
         self._copying.pop(key, None)  # its input copies and memory pool are not needed any more
         return bound
 

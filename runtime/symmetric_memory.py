@@ -111,7 +111,7 @@ class SymmetricHeap:
         self.groups = groups
         self.timeout = timeout
         self._count = 0
-        self._backend = _CudaBackend(device) if device.type == "cuda" else _SharedFileBackend()
+        self._backend = _CudaBackend(device) if device.type == "cuda" else _SharedFileBackend(device)
 
     def allocate(self, team: tuple[int, ...], shape: Sequence[int], dtype: torch.dtype) -> SymmetricTensor:
         """A tensor of `shape` and `dtype` on every member of `team` (collective over the team)."""
@@ -122,6 +122,20 @@ class SymmetricHeap:
         if len(team) == 1:
             return SymmetricTensor(team, 0, [torch.empty(tuple(shape), dtype=dtype, device=self.device)])
         instances = self._backend.allocate(self.groups(team), team, position, tuple(shape), dtype, self._count)
+        return SymmetricTensor(team, position, instances)
+
+    def allocate_on_host(self, team: tuple[int, ...], shape: Sequence[int], dtype: torch.dtype) -> SymmetricTensor:
+        """A tensor of `shape` and `dtype`, zeroed, in the host memory of every member of
+        `team`, which every member reads and writes with plain loads and stores: the members
+        share a host, as the members of a copy-engine team do (collective over the team)."""
+        if self.rank not in team:
+            raise SymmetricMemoryError(f"rank {self.rank} allocates shared memory of team {list(team)} without being in it")
+        self._count += 1
+        position = team.index(self.rank)
+        if len(team) == 1:
+            return SymmetricTensor(team, 0, [torch.zeros(tuple(shape), dtype=dtype)])
+        instances = _SharedFileBackend(self.device).allocate(self.groups(team), team, position, tuple(shape), dtype,
+                                                             self._count)
         return SymmetricTensor(team, position, instances)
 
     def barrier(self, team: tuple[int, ...]) -> None:
@@ -145,14 +159,18 @@ class SymmetricHeap:
 
 
 class _SharedFileBackend:
-    """CPU ranks: one file per member in shared memory, mapped by every member."""
+    """CPU ranks: one file per member in shared memory, mapped by every member (created
+    zeroed). `device`: where the team's process group moves tensors (its token)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
 
     def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
         # The files hold this run's tensors: nobody else may open them, even for the
         # moment they have a name. They live in a directory only this user may enter,
         # under a random name, and each is created anew (never an existing file or a
         # link someone planted), readable and writable by this user only.
-        token = _agree_on_token(group, team)
+        token = _agree_on_token(group, team, self.device)
         base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
         directory = base / f"hostir-{token}-{count}"
         if position == 0:
@@ -189,9 +207,9 @@ class _SharedFileBackend:
         flag.fill_(0)
 
 
-def _agree_on_token(group, team: tuple[int, ...]) -> int:
+def _agree_on_token(group, team: tuple[int, ...], device: torch.device) -> int:
     """A random number every member of the team knows (names the shared files)."""
-    token = torch.tensor([uuid.uuid4().int & (2**62 - 1)], dtype=torch.int64)
+    token = torch.tensor([uuid.uuid4().int & (2**62 - 1)], dtype=torch.int64, device=device)
     dist.broadcast(token, src=team[0], group=group)
     return int(token.item())
 

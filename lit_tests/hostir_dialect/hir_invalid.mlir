@@ -468,6 +468,16 @@ hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[4]>) {
 }
 // -----
 // CHECK: // {{-----}}
+// An output in symmetric memory receives the reduced chunks: the via buffer holds the input's size.
+hir.program @p(%x: !fusion.tensor<f32[4], mesh=[0, 1]>) {
+  %out = hir.allocate symmetric : !fusion.tensor<f32[4], mesh=[0, 1]>
+  %via = hir.allocate symmetric : !fusion.tensor<f32[8], mesh=[0, 1]>
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op the via buffer holds 8 elements per member but hir.allreduce needs 4 for an input of 4 on a team of 2
+  %w = hir.allreduce %x -> %out via %via team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[4], mesh=[0, 1]> -> !fusion.tensor<f32[4], mesh=[0, 1]>, !fusion.tensor<f32[8], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[3]>, %y: !fusion.tensor<f32[6]>) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce cannot use the copy-engine transport: its input of 3 elements per member does not split into 2 equal chunks
   %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[3]> -> !fusion.tensor<f32[3]>, !fusion.tensor<f32[6]>

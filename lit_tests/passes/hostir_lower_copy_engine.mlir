@@ -5,7 +5,8 @@
 
 // matmul+AR with each chunk's rows as 2 blocks, one reduced by each member: the peer's
 // block, the post (phase 1 sends it), the own block while it travels, then the wait
-// (phase 2 on its own communication stream: reduce, push; then the peer's reduced block).
+// (phase 2 on its own communication stream: reduce, push into the peer's output, which is
+// symmetric; then the peer's reduced block has arrived in the own output).
 !a = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
 !b = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
 !bb = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
@@ -19,7 +20,8 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 }
 // CHECK-LABEL: hir.program @matmul_ar(
 // CHECK-NEXT:    %me = hir.team_position team [0, 1]
-// CHECK:         %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2, 2 didx, 2, 2, 3], mesh=[0, 1]>
+// CHECK:         %c = hir.allocate symmetric : !fusion.tensor<f32[2 stream, r2, 2, 2, 3], mesh=[0, 1]>
+// CHECK:         %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2 didx, 2, 2, 3], mesh=[0, 1]>
 // CHECK-NEXT:    scf.for
 // CHECK:           hir.synchronize %user_stream
 // CHECK-NEXT:    }

@@ -325,7 +325,10 @@ class FunctionCompiler:
                 start = len(self.lines)
                 copy = self.bind(copy_into, "copy_into")
                 for position, value in copied:
-                    self.emit(f"if results[{position}] is not None: {copy}(results[{position}], {self.name(value)})")
+                    if _is_symmetric_allocation(value):  # the result set's own buffer (runtime/result_sets.py)
+                        self.emit(f"results[{position}] = {self.name(value)}")
+                    else:
+                        self.emit(f"if results[{position}] is not None: {copy}(results[{position}], {self.name(value)})")
                 self.on_current_stream(self.op_being_compiled, start)  # type: ignore[arg-type]  # the terminator
         self.emit("if results is not None: return tuple(results)")
 
@@ -405,6 +408,10 @@ class FunctionCompiler:
         if self.context.stream_log is not None:
             activate.append(_Line(depth, f"_log.append(({op.name!r}, _streams.stream_id(_streams.active)))", op))
         self.lines[start:start] = activate
+
+
+def _is_symmetric_allocation(value: SSAValue) -> bool:
+    return isinstance(value.owner, hir.AllocateOp) and value.owner.is_symmetric
 
 
 def _allocated_results(block: Block) -> dict[int, SSAValue]:

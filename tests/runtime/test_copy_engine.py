@@ -184,7 +184,7 @@ def test_pushes_wait_for_their_symmetric_buffers_acquisition_wherever_it_is_allo
     and ordered only the last worker's pushes): both run clean under the hazard check,
     which catches a push that does not join it."""
     program, inputs = _lowered_matmul_ar()
-    via = next(line for line in program.splitlines(keepends=True) if "hir.allocate symmetric" in line)
+    via = next(line for line in program.splitlines(keepends=True) if "%via = hir.allocate symmetric" in line)
     sync_loop_end = program.index("\n", program.index("    } loc(", program.index(via))) + 1
     late = program[:sync_loop_end].replace(via, "") + via + program[sync_loop_end:]
     for text in (program, late):

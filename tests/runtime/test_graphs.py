@@ -22,7 +22,6 @@ from hostir.runtime.graphs import (
     EAGER_ON_CPU,
     CudaGraphs,
     _no_garbage_collection,
-    _storage_uses,
     check_capturable,
     graph_mode,
     release_cuda_graphs,
@@ -463,18 +462,6 @@ def test_a_reference_the_capture_holds_for_a_while_never_hides_a_result_the_call
     del captures[0].kept_by_the_run
     graphs.run([torch.full((2,), 5.0)])
     assert float(held[0]) == 2.0 and len(captures) == 2
-
-
-def test_storage_uses_count_every_alias_of_a_result():
-    buffer = torch.empty(4)
-    (alone,) = _storage_uses([buffer])
-    alias = buffer.detach()
-    view = alias[1:]
-    assert _storage_uses([buffer]) == [alone + 2]
-    del alias
-    assert _storage_uses([buffer]) == [alone + 2]  # the view keeps its base
-    del view
-    assert _storage_uses([buffer, None]) == [alone, 0]
 
 
 def test_a_program_computes_its_results_into_the_buffers_it_is_given():

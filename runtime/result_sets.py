@@ -1,0 +1,148 @@
+"""Result sets: the buffers a program's results are computed into, handed out to the caller
+in turn, for programs whose peers write into the results (docs/copy_engine.md).
+
+A copy-engine all-reduce whose output is a program result pushes each member's reduced
+chunks straight into the other members' outputs: the output is a symmetric buffer, and a
+push of run k lands in the buffer the peer uses in run k. So the members cannot each pick
+their result buffers alone (as runtime/graphs.py's default mode does for other programs):
+they agree on them, once per run, here.
+
+- A program has RESULT_SETS sets of result buffers handed out in turn, plus one scratch
+  set that is never handed out (its results are copied). A set is free on a rank when the
+  caller holds none of its results (no tensor of the caller shares their storage).
+- At the start of each run, the members of the team exchange which sets are free on each
+  (`HostAgreement`: a word per member in shared host memory, which the members of a
+  copy-engine team share: the copy engines reach the GPUs of one host) and all take the
+  lowest set free on every member, else the scratch set. Every member decides from the
+  same words, so every member decides alike.
+- On the device, the program's `hir.allocate symmetric` of the result then releases the
+  chosen set to the peers (after the caller's work so far on the current stream, which
+  may still read the set's previous results) and acquires it: the peers' pushes of this
+  run wait for that (runtime/copy_engine.py).
+
+It costs one host handshake per run, a few microseconds when the ranks' hosts are in step,
+as an SPMD program's are.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from .symmetric_memory import SymmetricHeap, SymmetricMemoryError
+
+RESULT_SETS = 2
+"""Sets handed out in turn: a caller that keeps the previous run's results while it runs
+the next (`y = f(x)` in a loop) finds the other one free (as graphs.HANDED_OUT_GRAPHS)."""
+
+SCRATCH = RESULT_SETS
+"""The index of the set whose results are copied before they are handed out."""
+
+
+def storage_uses(tensors: Sequence[Any]) -> list[int]:
+    """How many tensors share each tensor's storage (an alias handed out counts)."""
+    return [torch._C._storage_Use_Count(x.untyped_storage()._cdata) if isinstance(x, torch.Tensor) else 0
+            for x in tensors]
+
+
+class HostAgreement:
+    """The members of a team on one host agree once per run on a bit mask: each writes its
+    mask into a word of shared host memory and every member reads all of them.
+
+    Each member has two words, used by alternate runs: a member that read every word of
+    run n may write its word of run n + 1 before the slowest member read its word of run
+    n, but not its word of run n + 2, which waits for every member's word of run n + 1."""
+
+    def __init__(self, heap: SymmetricHeap, team: tuple[int, ...], timeout: float):
+        self.words = heap.allocate_on_host(team, (2,), torch.int64)
+        self.size = len(team)
+        self.timeout = timeout
+        self.runs = 0
+
+    def agree(self, mask: int) -> int:
+        """The AND of the masks (below 2**32) every member passes in this run."""
+        self.runs += 1
+        word = self.runs % 2
+        self.words.local[word] = (self.runs << 32) | mask  # one aligned 64-bit store: never seen half-written
+        agreed = mask
+        for position in range(self.size):
+            if position != self.words.position:
+                agreed &= self._mask_of(position, word)
+        return agreed
+
+    def _mask_of(self, position: int, word: int) -> int:
+        memory = self.words.peer(position)
+        deadline = time.monotonic() + self.timeout
+        pause = 1e-6
+        while True:
+            value = int(memory[word].item())
+            if value >> 32 == self.runs:
+                return value & 0xFFFFFFFF
+            if time.monotonic() > deadline:
+                raise SymmetricMemoryError(
+                    f"timed out after {self.timeout:g} s waiting for rank {self.words.team[position]} to start run "
+                    f"{self.runs} of a program whose peers write into its results (every rank runs it as often)")
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-3)
+
+
+class ResultSets:
+    """The result sets of one program on this rank (see the module doc).
+
+    `buffers(k)` makes set k's buffers (None where the results have no static shape: then
+    only the scratch set is used, with results computed anew and copied); `use(k)` tells
+    the program which set its symmetric results are in."""
+
+    def __init__(self, buffers: Callable[[int], list | None], use: Callable[[int], None],
+                 agreement: HostAgreement | None):
+        self._make = buffers
+        self._use = use
+        self._agreement = agreement
+        self.chosen = SCRATCH
+        """The set of the current run."""
+        self._sets: dict[int, list | None] = {}
+        self._handed: dict[int, list] = {}
+        """What each set hands out aliases of: its buffers, each on a storage of its own
+        (that only this object and the caller's tensors refer to, unlike the buffers, which
+        the run's own bookkeeping refers to as well)."""
+        self._alone: dict[int, list[int]] = {}
+        """The storage uses of `_handed` when the caller holds none of them."""
+
+    def choose(self) -> int:
+        """The set this run computes its results into, the same on every member (collective)."""
+        free = sum(1 << k for k in range(RESULT_SETS) if self._free(k))
+        if self._agreement is not None:
+            free = self._agreement.agree(free)
+        self.chosen = (free & -free).bit_length() - 1 if free else SCRATCH
+        self._use(self.chosen)
+        return self.chosen
+
+    def _free(self, k: int) -> bool:
+        if self.buffers(k) is None:
+            return False
+        handed = self._handed.get(k)
+        return handed is None or storage_uses(handed) == self._alone[k]
+
+    def buffers(self, k: int) -> list | None:
+        """Set k's buffers, one per result (None where this rank holds none); None for the
+        scratch set, whose results are computed anew."""
+        if k == SCRATCH:
+            return None
+        if k not in self._sets:
+            self._sets[k] = self._make(k)
+        return self._sets[k]
+
+    def hand_out(self, k: int, results: Sequence[Any]) -> list:
+        """The results of a run into set k, for the caller: new aliases of the set's
+        buffers, or copies of the scratch set's."""
+        if k == SCRATCH:
+            return [x.clone() if isinstance(x, torch.Tensor) else x for x in results]
+        handed = self._handed.get(k)
+        if handed is None:
+            # DLPack makes a tensor of the same memory on a storage object of its own.
+            handed = self._handed[k] = [torch.from_dlpack(x) if isinstance(x, torch.Tensor) else x for x in results]
+            self._alone[k] = storage_uses(handed)
+        return [x.detach() if isinstance(x, torch.Tensor) else x for x in handed]
