@@ -631,7 +631,10 @@ class CopyEngineProgram:
 
         if op not in self.results:
             return acquire
-        release = self._release(op)
+        # Not joining the acquiring stream: this run has not acquired the set yet, and the
+        # set's last acquisition (an event of an earlier run) must not be waited for in a
+        # CUDA graph capture. This run's pushes join this run's acquisition.
+        release = self._release(op, joins_acquisition=False)
 
         def acquire_result() -> torch.Tensor:
             release()
@@ -644,14 +647,16 @@ class CopyEngineProgram:
         this rank's prior work, that it may write into this rank's instance again."""
         return self._release(op, deallocate)
 
-    def _release(self, op: hir.AllocateOp, deallocate: hir.DeallocateOp | None = None) -> Callable[[], None]:
+    def _release(self, op: hir.AllocateOp, deallocate: hir.DeallocateOp | None = None,
+                 joins_acquisition: bool = True) -> Callable[[], None]:
         ordering, hazards = self.ordering, self.hazards
 
         def release() -> None:
             symmetric, flags, slot = self.buffers[op]
-            # The acquiring stream's wait rejoins the current stream here even where nothing
-            # was pushed (a CUDA graph capture must end with every stream it forked joined).
-            ordering.join(ordering.acquisition(symmetric))
+            if joins_acquisition:
+                # The acquiring stream's wait rejoins the current stream here even where nothing
+                # was pushed (a CUDA graph capture must end with every stream it forked joined).
+                ordering.join(ordering.acquisition(symmetric))
             if hazards is not None:
                 hazards.release(hazards.current_stream(), deallocate or op, symmetric.local)
             stream = ordering.current()

@@ -199,13 +199,15 @@ class Evaluator:
 
     def _run_checked(self, inputs: Sequence[Any]) -> list:
         sets = self.result_sets
-        if sets is not None:
-            sets.choose()  # every run, on every member, whichever way it runs
+        if sets is None:
+            return self.graphs.run(inputs) if self.graphs is not None else self.run_eagerly(inputs)
+        chosen = sets.begin_run()
         if self.graphs is not None:
-            return self.graphs.run(inputs)
-        if sets is not None:
-            return sets.hand_out(sets.chosen, self.run_eagerly(inputs, sets.buffers(sets.chosen)))
-        return self.run_eagerly(inputs)
+            results = self.graphs.run(inputs)
+        else:
+            results = sets.hand_out(chosen, self.run_eagerly(inputs, sets.buffers(chosen)))
+        sets.agree_on_next()  # every run, on every member, while the device works
+        return results
 
     def run_eagerly(self, inputs: Sequence[Any], results: Sequence[Any] | None = None) -> list:
         """Run the compiled steps once on checked inputs (a graph captures such a run, so the

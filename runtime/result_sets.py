@@ -5,16 +5,20 @@ A copy-engine all-reduce whose output is a program result pushes each member's r
 chunks straight into the other members' outputs: the output is a symmetric buffer, and a
 push of run k lands in the buffer the peer uses in run k. So the members cannot each pick
 their result buffers alone (as runtime/graphs.py's default mode does for other programs):
-they agree on them, once per run, here.
+they agree on them, here.
 
 - A program has RESULT_SETS sets of result buffers handed out in turn, plus one scratch
   set that is never handed out (its results are copied). A set is free on a rank when the
   caller holds none of its results (no tensor of the caller shares their storage).
-- At the start of each run, the members of the team exchange which sets are free on each
-  (`HostAgreement`: a word per member in shared host memory, which the members of a
-  copy-engine team share: the copy engines reach the GPUs of one host) and all take the
-  lowest set free on every member, else the scratch set. Every member decides from the
-  same words, so every member decides alike.
+- At the end of each run, once its work is enqueued, the members of the team exchange
+  which sets are free on each (`HostAgreement`: a word per member in shared host memory,
+  which the members of a copy-engine team share: the copy engines reach the GPUs of one
+  host) and all take the lowest set free on every member for the next run, else the
+  scratch set. Every member decides from the same words, so every member decides alike.
+  A set free then is still free when the next run starts (only a run hands a set out), so
+  a run starts without waiting for the other members' hosts, and the exchange runs while
+  the device works. Three sets, so that a caller that keeps the previous result while it
+  runs the next (`y = f(x)` in a loop) leaves one free when a run ends.
 - On the device, the program's `hir.allocate symmetric` of the result then releases the
   chosen set to the peers (after the caller's work so far on the current stream, which
   may still read the set's previous results) and acquires it: the peers' pushes of this
@@ -34,9 +38,9 @@ import torch
 
 from .symmetric_memory import SymmetricHeap, SymmetricMemoryError
 
-RESULT_SETS = 2
-"""Sets handed out in turn: a caller that keeps the previous run's results while it runs
-the next (`y = f(x)` in a loop) finds the other one free (as graphs.HANDED_OUT_GRAPHS)."""
+RESULT_SETS = 3
+"""Sets handed out in turn: when a run ends, a caller that keeps the previous run's results
+while it runs the next (`y = f(x)` in a loop) holds two, and the next run takes the third."""
 
 SCRATCH = RESULT_SETS
 """The index of the set whose results are copied before they are handed out."""
@@ -48,6 +52,12 @@ def storage_uses(tensors: Sequence[Any]) -> list[int]:
             for x in tensors]
 
 
+SPIN_SECONDS = 2e-3
+"""How long a member waiting for the others' words reads them without pausing: the members
+of an SPMD program reach a run within microseconds of each other, and the shortest pause
+the host clock gives is tens of microseconds, which would delay every run."""
+
+
 class HostAgreement:
     """The members of a team on one host agree once per run on a bit mask: each writes its
     mask into a word of shared host memory and every member reads all of them.
@@ -57,8 +67,11 @@ class HostAgreement:
     n, but not its word of run n + 2, which waits for every member's word of run n + 1."""
 
     def __init__(self, heap: SymmetricHeap, team: tuple[int, ...], timeout: float):
-        self.words = heap.allocate_on_host(team, (2,), torch.int64)
-        self.size = len(team)
+        words = heap.allocate_on_host(team, (2,), torch.int64)
+        self.team = team
+        self.position = words.position
+        self._words = [words.peer(p).numpy() for p in range(len(team))]
+        """Every member's words (numpy views: a read or write is one aligned 64-bit access)."""
         self.timeout = timeout
         self.runs = 0
 
@@ -66,27 +79,30 @@ class HostAgreement:
         """The AND of the masks (below 2**32) every member passes in this run."""
         self.runs += 1
         word = self.runs % 2
-        self.words.local[word] = (self.runs << 32) | mask  # one aligned 64-bit store: never seen half-written
+        self._words[self.position][word] = (self.runs << 32) | mask
         agreed = mask
-        for position in range(self.size):
-            if position != self.words.position:
+        for position in range(len(self.team)):
+            if position != self.position:
                 agreed &= self._mask_of(position, word)
         return agreed
 
     def _mask_of(self, position: int, word: int) -> int:
-        memory = self.words.peer(position)
-        deadline = time.monotonic() + self.timeout
-        pause = 1e-6
+        words, run = self._words[position], self.runs
+        start = time.monotonic()
+        spin_until, deadline = start + SPIN_SECONDS, start + self.timeout
+        pause = 1e-5
         while True:
-            value = int(memory[word].item())
-            if value >> 32 == self.runs:
+            value = int(words[word])
+            if value >> 32 == run:
                 return value & 0xFFFFFFFF
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise SymmetricMemoryError(
-                    f"timed out after {self.timeout:g} s waiting for rank {self.words.team[position]} to start run "
-                    f"{self.runs} of a program whose peers write into its results (every rank runs it as often)")
-            time.sleep(pause)
-            pause = min(2 * pause, 1e-3)
+                    f"timed out after {self.timeout:g} s waiting for rank {self.team[position]} to start run "
+                    f"{run} of a program whose peers write into its results (every rank runs it as often)")
+            if now > spin_until:
+                time.sleep(pause)
+                pause = min(2 * pause, 1e-3)
 
 
 class ResultSets:
@@ -94,7 +110,8 @@ class ResultSets:
 
     `buffers(k)` makes set k's buffers (None where the results have no static shape: then
     only the scratch set is used, with results computed anew and copied); `use(k)` tells
-    the program which set its symmetric results are in."""
+    the program which set its symmetric results are in. Each run calls `begin_run` before
+    its work, `hand_out` with its results and `agree_on_next` once its work is enqueued."""
 
     def __init__(self, buffers: Callable[[int], list | None], use: Callable[[int], None],
                  agreement: HostAgreement | None):
@@ -103,6 +120,8 @@ class ResultSets:
         self._agreement = agreement
         self.chosen = SCRATCH
         """The set of the current run."""
+        self._next = 0
+        """The set of the next run, agreed (at first every set is free on every member)."""
         self._sets: dict[int, list | None] = {}
         self._handed: dict[int, list] = {}
         """What each set hands out aliases of: its buffers, each on a storage of its own
@@ -111,14 +130,19 @@ class ResultSets:
         self._alone: dict[int, list[int]] = {}
         """The storage uses of `_handed` when the caller holds none of them."""
 
-    def choose(self) -> int:
-        """The set this run computes its results into, the same on every member (collective)."""
+    def begin_run(self) -> int:
+        """The set this run computes its results into (agreed when the previous run ended)."""
+        self.chosen = self._next
+        self._use(self.chosen)
+        return self.chosen
+
+    def agree_on_next(self) -> int:
+        """The set of the next run: the lowest free on every member now (collective)."""
         free = sum(1 << k for k in range(RESULT_SETS) if self._free(k))
         if self._agreement is not None:
             free = self._agreement.agree(free)
-        self.chosen = (free & -free).bit_length() - 1 if free else SCRATCH
-        self._use(self.chosen)
-        return self.chosen
+        self._next = (free & -free).bit_length() - 1 if free else SCRATCH
+        return self._next
 
     def _free(self, k: int) -> bool:
         if self.buffers(k) is None:

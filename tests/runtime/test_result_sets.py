@@ -122,13 +122,14 @@ def _runs_holding(rank: int, world_size: int, program: str, types: list, holds: 
 
 
 HOLDING = [
-    ("latest", [0, 1, 0, 1, 0, 1]),
-    ("all", [0, 1, SCRATCH, SCRATCH, SCRATCH, SCRATCH]),
-    # rank 1 frees every set, rank 0 none: both take rank 0's free ones, then copies
-    ("all on rank 0", [0, 1, SCRATCH, SCRATCH, SCRATCH, SCRATCH]),
-    # set 0 stays held on rank 0 only: where the latest result holds set 1, rank 1 alone
-    # would take set 0; both copy instead
-    ("the first on rank 0", [0, 1, SCRATCH, 1, SCRATCH, 1]),
+    # when a run ends, the caller holds its result and the previous one: the next takes the third
+    ("latest", [0, 1, 2, 0, 1, 2]),
+    ("all", [0, 1, 2, SCRATCH, SCRATCH, SCRATCH]),
+    # rank 1 frees every set, rank 0 none: both take rank 0's free ones, then copy
+    ("all on rank 0", [0, 1, 2, SCRATCH, SCRATCH, SCRATCH]),
+    # set 0 stays held on rank 0 only: when run 2 ends, rank 1 alone would take set 0 for
+    # run 3 (its only free set, as set 2 is rank 0's only one after run 3); both copy instead
+    ("the first on rank 0", [0, 1, 2, SCRATCH, 1, 2]),
 ]
 
 
