@@ -37,7 +37,9 @@ Transport (option `transport=nccl|copy-engine|auto`, docs/copy_engine.md): an al
 reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one loop with
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
-buffer, allocated before the loop with one slice per iteration. A team that spans nodes
+buffer, allocated before the loop with one slice per iteration. An all-reduce's output
+becomes symmetric too where it is allocated once per run (the members push their reduced
+chunks into each other's outputs; `gathers_into_symmetric_output`). A team that spans nodes
 (option `ranks-per-node`, by default torchrun's LOCAL_WORLD_SIZE; docs/multi_node.md)
 stays on NCCL: copy engines reach one node. `copy-engine` refuses, located, a collective
 that cannot; `auto` takes the copy engines where they can carry the collective and the

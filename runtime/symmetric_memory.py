@@ -14,6 +14,10 @@ This is what the copy-engine transport of `hir` collectives runs on (docs/copy_e
   work runs synchronously in program order, so a signal is a plain store and a wait spins
   (with back-off and a timeout) until the flag is set.
 
+`SymmetricHeap.allocate_on_host` gives every member of a team on one host a tensor in
+shared host memory (the CPU backend's files, on GPUs too), which the members read and write
+with plain loads and stores: the agreement on result sets (runtime/result_sets.py) runs there.
+
 Every member must create the same buffers in the same order (creation is collective over
 the team's process group), as process groups are.
 

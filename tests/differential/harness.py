@@ -462,9 +462,15 @@ def _job(case: Case, shift: int, device: str) -> runtime.Job:
     """The case as one job of a launch, its text shifted by `shift` lines (which names it
     in a diagnostic). On GPUs each program runs again after its first run (a graph's
     capture), so replays and the cross-run handshakes of symmetric buffers are checked;
-    in the default graph mode until each of the two graphs that take turns is replayed."""
+    in the default graph mode until each of the two graphs that take turns is replayed.
+    On CPU ranks a program that may use the copy engines runs twice (each run keeping the
+    previous one's results, as `y = f(x)` in a loop): its symmetric buffers' cross-run
+    handshake and the agreement on its result sets (runtime/result_sets.py) are checked."""
     graph = case.lowering.cuda_graph
-    repeat = 1 if device == "cpu" else 3 if graph else 5 if graph is None else 2
+    if device == "cpu":
+        repeat = 1 if case.lowering.transport == "nccl" else 2
+    else:
+        repeat = 3 if graph else 5 if graph is None else 2
     return runtime.Job("\n" * shift + case.text, case.per_rank_inputs, name=None,
                        number_of_streams=case.program.number_of_streams, repeat=repeat,
                        cuda_graph=case.lowering.cuda_graph, unit_backend=case.lowering.unit_backend,
