@@ -37,9 +37,10 @@ Transport (option `transport=nccl|copy-engine|auto`, docs/copy_engine.md): an al
 reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one loop with
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
-buffer, allocated before the loop with one slice per iteration. An all-reduce's output
-becomes symmetric too where it is allocated once per run (the members push their reduced
-chunks into each other's outputs; `gathers_into_symmetric_output`). A team that spans nodes
+buffer, allocated before the loop with one slice per iteration. With
+`symmetric-allreduce-output=true`, an all-reduce's output becomes symmetric too where it is
+allocated once per run (the members push their reduced chunks into each other's outputs;
+`gathers_into_symmetric_output`). A team that spans nodes
 (option `ranks-per-node`, by default torchrun's LOCAL_WORLD_SIZE; docs/multi_node.md)
 stays on NCCL: copy engines reach one node. `copy-engine` refuses, located, a collective
 that cannot; `auto` takes the copy engines where they can carry the collective and the
@@ -507,8 +508,9 @@ class ConvertToCollectives(RewritePattern):
         hir.wait %w                                    (once per planned collective)
     and every use of %r reads %d."""
 
-    def __init__(self, plans: dict[Operation, Plan]):
+    def __init__(self, plans: dict[Operation, Plan], symmetric_allreduce_output: bool = False):
         self.plans = plans
+        self.symmetric_allreduce_output = symmetric_allreduce_output
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: fusion.SetOp | fusion.ReduceOp, rewriter: PatternRewriter) -> None:
@@ -535,7 +537,7 @@ class ConvertToCollectives(RewritePattern):
                 new_ops = []
                 buffer = make_symmetric(buffer)
             elif copy_engine:
-                if c.kind is hir.AllreduceOp:
+                if c.kind is hir.AllreduceOp and self.symmetric_allreduce_output:
                     rewriter.insert(new_ops, InsertPoint.before(op))
                     new_ops = []
                     buffer = gathers_into_symmetric_output(buffer)
@@ -568,6 +570,12 @@ class ConvertOpToCommunication(ModulePass):
     """Ranks per node, where copy engines end (docs/multi_node.md); 0: torchrun's
     LOCAL_WORLD_SIZE, or one node when it is not set."""
 
+    symmetric_allreduce_output: bool = False
+    """A copy-engine all-reduce's output becomes symmetric where it is allocated once per
+    run, and its members push their reduced chunks into each other's outputs; a returned
+    one is a result set (`gathers_into_symmetric_output`). Off by default until it is
+    verified on GPUs as a default (docs/copy_engine.md)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):
             raise ValueError(f"unknown transport {self.transport!r}; expected one of {', '.join(TransportChoice)}")
@@ -583,6 +591,6 @@ class ConvertOpToCommunication(ModulePass):
                 if isinstance(inner, fusion.ComputeOp) and communicates(inner):
                     collectives = plan_communication(inner)
                     plans[inner] = Plan(collectives, choose_transport(inner, collectives, choice, machine, topology))
-        convert = ConvertToCollectives(plans)
+        convert = ConvertToCollectives(plans, self.symmetric_allreduce_output)
         for planned in plans:  # the ops to rewrite are known: no walk of the whole module for them
             convert.match_and_rewrite(planned, PatternRewriter(planned))

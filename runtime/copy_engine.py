@@ -28,7 +28,7 @@ from hostir_dialect.tensor_type import DYNAMIC, tensor_type
 
 from .hazards import Hazards
 from .layouts import logical_shape, torch_dtype
-from .result_sets import RESULT_SETS, SCRATCH, HostAgreement
+from .result_sets import RESULT_SETS, HostAgreement
 from .streams import role_stream
 from .symmetric_memory import Flags, SymmetricHeap, SymmetricTensor, peer_view
 
@@ -83,6 +83,10 @@ class Ordering:
         self._sides: dict[tuple[int, int], object] = {
             (phase, lane): self._new_side(phase, lane) for phase in range(1, phases + 1) for lane in range(lanes)}
         self._acquiring = self._new_side(0, 0)
+        self._acquiring_results = self._new_side(0, 1)
+        """Result sets are acquired on a stream of their own: the peers release them when their
+        run starts, later than other buffers (at the end of their previous run), and on one
+        stream the first would hold back the others' acquisitions, and with them every push."""
         self._acquired: dict[SymmetricTensor, object] = {}
         """Each symmetric buffer's acquisition in this run: the mark its pushes wait for."""
         self._events: dict[tuple, torch.cuda.Event] = {}
@@ -95,7 +99,7 @@ class Ordering:
             return role_stream(self.device, ("copy-engine", phase, lane), priority=SIDE_PRIORITY)
         if self.hazards is not None:
             if phase == 0:
-                return self.hazards.new_stream("the copy engines' acquiring stream")
+                return self.hazards.new_stream("the copy engines' acquiring stream" + (" of results" if lane else ""))
             return self.hazards.new_stream(f"the copy engines' stream of phase {phase}" +
                                            (f", lane {lane}" if self.lanes > 1 else ""))
         return None
@@ -112,13 +116,15 @@ class Ordering:
             self.hazards.join(side, self.hazards.mark(self.hazards.current_stream()))
         return side
 
-    def acquire(self, buffer: SymmetricTensor, key: tuple, wait_for_peers: Callable[[object], None]) -> None:
+    def acquire(self, buffer: SymmetricTensor, key: tuple, wait_for_peers: Callable[[object], None],
+                result: bool = False) -> None:
         """Acquire `buffer` for this run: `wait_for_peers(stream)` makes the acquiring
         stream, after the current stream's work so far, wait until every peer is done with
         its instance (its previous run); only the pushes into the peers' instances wait
         for that (`acquisition`), so this run's compute starts without waiting for the
-        peers to finish their previous run. `key` names the point within a run."""
-        side = self._forked(self._acquiring)
+        peers to finish their previous run. `key` names the point within a run; `result`:
+        `buffer` is a result set's (acquired on a stream of its own)."""
+        side = self._forked(self._acquiring_results if result else self._acquiring)
         wait_for_peers(side)
         if self.hazards is not None:
             self.hazards.acquire(side, buffer.local)  # the acquiring stream is the check's own
@@ -529,7 +535,6 @@ class CopyEngineProgram:
         self.results: dict[hir.AllocateOp, list[tuple[SymmetricTensor, Flags | None, int]]] = {}
         """Each returned symmetric buffer's instances and handshake slot per result set."""
         self.result_positions = returned_symmetric_buffers(program)
-        self.result_set = SCRATCH
         self.collectives: list[CopyEngineCollective] = []
         symmetric = [op for op in program.walk() if isinstance(op, hir.AllocateOp) and op.is_symmetric]
         posting = [op for op in program.walk() if isinstance(op, hir.CollectiveOp) and op.uses_copy_engine]
@@ -587,11 +592,10 @@ class CopyEngineProgram:
             instances.append((symmetric, self.flags.get(team), self._slots[op] + k))
         if op in self.result_positions:
             self.results[op] = instances
-        self.buffers[op] = instances[-1]
+        self.buffers[op] = instances[-1]  # a returned one's: the scratch set, the last, until a run names another
 
     def use_result_set(self, k: int) -> None:
         """This run computes its returned symmetric buffers into result set `k`."""
-        self.result_set = k
         for op, instances in self.results.items():
             self.buffers[op] = instances[k]
 
@@ -624,12 +628,15 @@ class CopyEngineProgram:
         on the current stream, which may still read the set's earlier results)."""
         ordering = self.ordering
 
+        result = op in self.results
+
         def acquire() -> torch.Tensor:
             symmetric, flags, slot = self.buffers[op]
-            ordering.acquire(symmetric, (symmetric.team, slot, "acquired"), _waiting_for_peers(symmetric, flags, slot))
+            ordering.acquire(symmetric, (symmetric.team, slot, "acquired"), _waiting_for_peers(symmetric, flags, slot),
+                             result)
             return symmetric.local
 
-        if op not in self.results:
+        if not result:
             return acquire
         # Not joining the acquiring stream: this run has not acquired the set yet, and the
         # set's last acquisition (an event of an earlier run) must not be waited for in a

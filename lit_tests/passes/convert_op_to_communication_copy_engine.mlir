@@ -1,5 +1,6 @@
 // RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine}' --verify-diagnostics | filecheck %s
 // RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=auto}' | filecheck %s --check-prefix=AUTO
+// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine symmetric-allreduce-output=true}' --verify-diagnostics | filecheck %s --check-prefix=SYM
 
 // The copy-engine transport (docs/copy_engine.md): an all-gather in a stream loop writes
 // into a view of the gathered buffer, which becomes symmetric.
@@ -102,34 +103,41 @@ hir.program @reduce_scatter_in_loop(%u: !u) -> !c {
 
 // -----
 
-// An all-reduce at the top level: its output becomes symmetric, and the members push their
-// reduced chunks straight into each other's outputs; the via buffer receives the input
-// chunks only. A returned output is a result the peers write into (its instance is agreed
-// each run, runtime/result_sets.py); an intermediate one is released when it dies.
+// An all-reduce at the top level: a via buffer of twice the input (the members' input
+// chunks, then their reduced chunks).
 !p = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 !s = !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
-!t = !fusion.tensor<f32[8], mesh=[0, 1]>
 hir.program @allreduce(%p: !p) -> !s {
   %s = fusion.reduce sum %p dims [0] : !p -> !s
   hir.return %s : !s
 }
+// CHECK-LABEL: hir.program @allreduce
+// CHECK-NEXT:    %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %s = hir.allocate : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
+
+// With symmetric-allreduce-output, the output becomes symmetric, and the members push their
+// reduced chunks straight into each other's outputs; the via buffer receives the input
+// chunks only. A returned output is a result the peers write into (its instance is agreed
+// each run, runtime/result_sets.py); an intermediate one is released when it dies.
+// SYM-LABEL: hir.program @allreduce
+// SYM-NEXT:    %s = hir.allocate symmetric : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
+// SYM-NEXT:    %via = hir.allocate symmetric : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// SYM-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
+// SYM-NEXT:    hir.wait %w
+// SYM-NEXT:    hir.return %s
+// SYM-LABEL: hir.program @allreduce_intermediate
+// SYM-NEXT:    %s = hir.allocate symmetric : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
+// SYM-NEXT:    %via = hir.allocate symmetric : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
+// SYM-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
+// SYM-NEXT:    hir.wait %w
+// SYM-NEXT:    %t = fusion.neg %s
+!t = !fusion.tensor<f32[8], mesh=[0, 1]>
 hir.program @allreduce_intermediate(%p: !p) -> !t {
   %s = fusion.reduce sum %p dims [0] : !p -> !s
   %t = fusion.neg %s : !s -> !t
   hir.return %t : !t
 }
-// CHECK-LABEL: hir.program @allreduce
-// CHECK-NEXT:    %s = hir.allocate symmetric : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %via = hir.allocate symmetric : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
-// CHECK-NEXT:    hir.wait %w
-// CHECK-NEXT:    hir.return %s
-// CHECK-LABEL: hir.program @allreduce_intermediate
-// CHECK-NEXT:    %s = hir.allocate symmetric : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %via = hir.allocate symmetric : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
-// CHECK-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
-// CHECK-NEXT:    hir.wait %w
-// CHECK-NEXT:    %t = fusion.neg %s
 
 // -----
 

@@ -120,15 +120,19 @@ class Lowering:
     out in turn from two graphs."""
     unit_backend: str | None = None
     """How kernel units run: "eager" or "compiled" (None: the device's default)."""
+    symmetric_output: bool = False
+    """`symmetric-allreduce-output`: copy-engine all-reduces push into symmetric outputs
+    (returned ones: result sets agreed each run, runtime/result_sets.py)."""
 
     @property
     def pipeline(self) -> str:
-        return f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}}}"
+        symmetric = " symmetric-allreduce-output=true" if self.symmetric_output else ""
+        return f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}{symmetric}}}"
 
     def __str__(self) -> str:
         graph = {True: ["graph"], None: ["default-graph"], False: []}[self.cuda_graph]
         flags = [*(["bounded"] if self.bounded else []), *graph,
-                 *([self.unit_backend] if self.unit_backend else [])]
+                 *([self.unit_backend] if self.unit_backend else []), *(["symmetric-output"] if self.symmetric_output else [])]
         return "+".join([self.transport, *flags])
 
     @staticmethod
@@ -137,15 +141,18 @@ class Lowering:
         transport, *flags = text.split("+")
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
         graph = True if "graph" in flags else None if "default-graph" in flags else False
-        return Lowering(transport, "bounded" in flags, graph, backend)
+        return Lowering(transport, "bounded" in flags, graph, backend, "symmetric-output" in flags)
 
 
 DEFAULT_LOWERING = Lowering()
-CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True))
+CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True)) + (
+    Lowering("copy-engine", symmetric_output=True),)
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
                                                  Lowering("copy-engine", True, True, "eager"),
-                                                 Lowering("auto", False, None), Lowering("copy-engine", True, None))
+                                                 Lowering("auto", False, None), Lowering("copy-engine", True, None),
+                                                 Lowering("copy-engine", False, None, symmetric_output=True),
+                                                 Lowering("copy-engine", False, True, symmetric_output=True))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
 default) and on GPUs (units compiled into fused kernels by default; eagerly too)."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))

@@ -82,7 +82,7 @@ def test_a_member_that_runs_more_often_than_its_peers_times_out_naming_the_peer(
 
 def _lowered_matmul_ar() -> tuple[str, list]:
     module = parse_module(MATMUL_AR, "matmul_ar.mlir")
-    lower(module, pipeline="hostir-lower{transport=copy-engine}")
+    lower(module, pipeline="hostir-lower{transport=copy-engine symmetric-allreduce-output=true}")
     (function,) = [op for op in module.ops if isinstance(op, hir.ProgramOp)]
     return located_text(module), [arg.type for arg in function.args]
 
