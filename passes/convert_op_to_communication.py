@@ -308,6 +308,11 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     local_input = tensor_type(op.operands[0]).local_shape(team.devices[0])
     if local_input is None or DYNAMIC in local_input:
         return "its input's shape must be static (symmetric buffers are sized when the program is lowered)"
+    local_output = tensor_type(op.results[0]).local_shape(team.devices[0])
+    if local_output is None or DYNAMIC in local_output:
+        # A device-parallel axis of dynamic extent holds one element per member, so the
+        # input of an all-gather can be static where its gathered output is not.
+        return "its output's shape must be static (symmetric buffers are sized when the program is lowered)"
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
     return algorithm.input_problem(math.prod(local_input), team.size)

@@ -155,6 +155,22 @@ hir.program @allgather_output(%x: !x) -> !y {
 
 // -----
 
+// Refused with copy-engine, NCCL with auto: an all-gather of a device-parallel axis of
+// dynamic extent (one element per member: a static input) into a dynamic output, which
+// a symmetric buffer, sized when the program is compiled, cannot hold.
+!x = !fusion.tensor<f32[? didx, 8], mesh=[0, 1]>
+!y = !fusion.tensor<f32[?, 8], mesh=[0, 1]>
+hir.program @allgather_dynamic(%x: !x) -> !y {
+  %y = fusion.set %x : !x -> !y
+  %z = fusion.neg %y : !y -> !y
+  hir.return %z : !y
+}
+// CHECK: convert_op_to_communication_copy_engine.mlir:[[# @LINE - 4]]:3: error: 'fusion.set' op cannot communicate on the copy engines: its output's shape must be static (symmetric buffers are sized when the program is lowered)
+// AUTO-LABEL: hir.program @allgather_dynamic
+// AUTO:         %w = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[? didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[?, 8], mesh=[0, 1]>
+
+// -----
+
 // Refused with copy-engine: a gather has no copy-engine algorithm.
 !x = !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>
 !y = !fusion.tensor<f32[2, 8], mesh=[0]>

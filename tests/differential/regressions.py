@@ -854,4 +854,21 @@ t0.set_device_mesh(mesh)
 t0.outer_split(0, 2)
 t0.axis(0).parallelize(ParallelType.DIDx)
 """, "correct", lowering="auto"),
+    # Found on 4 CPU ranks (seed 13): `auto` put an all-gather of a device-parallel axis of
+    # dynamic extent (one element per member, so a static input) on the copy engines, and
+    # its gathered output, of dynamic extent, could not be a symmetric buffer: refused when
+    # the program was compiled. The copy engines now need a static output too, and `auto`
+    # keeps such an all-gather on NCCL.
+    "all_gather_of_a_dynamic_device_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, 4], dtype='float32')  # concrete: [2, 4]
+    t1 = fd.ops.set(t0)
+    t2 = fd.ops.neg(t1)
+    fd.add_output(t2)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.axis(0).parallelize(ParallelType.DIDx)
+t1.set_device_mesh(mesh)
+t2.set_device_mesh(mesh)
+""", "correct", lowering="auto"),
 }
