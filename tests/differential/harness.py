@@ -89,6 +89,9 @@ DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
 """What is disabled in the variants of a sampled program ("+" joins passes): each pass in
 turn, and the pair that leaves no host program at all (the fusion then runs as is)."""
 OUTCOMES = ("correct", "refused", "wrong", "crash", "hang")
+NOT_RUN = "not run"
+"""The outcome of a case whose launch the profile's time limit left out (neither a program
+of the counts nor a failure)."""
 COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, hir.AliasViewOp)
 TOLERANCES = {  # dtype -> (rtol, atol before scaling)
     torch.float64: (1e-7, 1e-9),
@@ -456,11 +459,15 @@ def run_here(case: Case, dry_run: bool) -> Result | list[list]:
 
 
 def run_launches(cases: list[Case], world_size: int, log=lambda *_: None,
-                 device: str = "cpu") -> dict[int, Result | list[list]]:
+                 device: str = "cpu", deadline: float | None = None) -> dict[int, Result | list[list]]:
     """id(case) -> every rank's outputs, or the Result of a failure; one launch when
-    nothing fails, one more per failing job. On `device` cuda, one GPU per rank."""
+    nothing fails, one more per failing job. On `device` cuda, one GPU per rank. No launch
+    starts after `deadline` (time.monotonic()): its cases are NOT_RUN."""
     done: dict[int, Result | list[list]] = {}
     for start in range(0, len(cases), MAX_JOBS_PER_LAUNCH):
+        if deadline is not None and time.monotonic() > deadline:
+            log(f"time limit: {len(cases) - start} programs on {world_size} ranks not run")
+            return done | {id(c): c.result(NOT_RUN, "spawn", "the profile's time limit passed first") for c in cases[start:]}
         done |= _run_until_clean(cases[start:start + MAX_JOBS_PER_LAUNCH], world_size, log, device)
     return done
 
@@ -651,8 +658,10 @@ def variants(programs_: list[Program], disable_every: int,
     return cases
 
 
-def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None, device: str = "cpu") -> list[Result]:
-    """Every case's result. On `device` cuda every program runs on spawned GPU ranks."""
+def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None, device: str = "cpu",
+              deadline: float | None = None) -> list[Result]:
+    """Every case's result. On `device` cuda every program runs on spawned GPU ranks; no
+    launch starts after `deadline` (time.monotonic())."""
     results: dict[int, Result] = {}
     to_launch: dict[int, list[Case]] = defaultdict(list)
     for number, case in enumerate(cases):
@@ -673,10 +682,10 @@ def run_cases(cases: list[Case], seed_value: int, log=lambda *_: None, device: s
     log(f"prepared {len(cases)} cases; launching {sum(map(len, to_launch.values()))} on spawned ranks")
     for world_size, batch in sorted(to_launch.items()):
         start = time.monotonic()
-        for case_id, ran in run_launches(batch, world_size, log, device).items():
+        for case_id, ran in run_launches(batch, world_size, log, device, deadline).items():
             case = next(c for c in batch if id(c) == case_id)
             results[case_id] = ran if isinstance(ran, Result) else compare(case, ran)
-            results[case_id].communicated = True
+            results[case_id].communicated = results[case_id].outcome != NOT_RUN
         log(f"world size {world_size}: {len(batch)} programs in {time.monotonic() - start:.0f} s")
     return [_with_reference_problem(c, results[id(c)]) for c in cases]
 
@@ -691,13 +700,15 @@ def _with_reference_problem(case: Case, result: Result) -> Result:
 
 def run_profile(count: int, seed_value: int, world_sizes: Sequence[int] = (1, 2, 4), disable_every: int = 5,
                 log=lambda *_: None, lowerings: Sequence[Lowering] = (DEFAULT_LOWERING,), pipeline_count: int = 0,
-                device: str = "cpu") -> list[Result]:
+                device: str = "cpu", time_limit: float = 0.0) -> list[Result]:
     """`count` random programs and `pipeline_count` tensor-parallel pipelines, each with
-    every one of `lowerings`."""
+    every one of `lowerings`; with `time_limit` (seconds, 0: none), no launch starts after
+    it (so a profile run under a device's time limit reports what ran)."""
+    deadline = time.monotonic() + time_limit if time_limit > 0 else None
     drawn = draw_programs(count, seed_value, world_sizes) if count else []
     drawn += draw_programs(pipeline_count, seed_value, world_sizes, pipelines) if pipeline_count else []
     log(f"drew {len(drawn)} programs, {len(lowerings)} lowerings each")
-    return run_cases(variants(drawn, disable_every, lowerings), seed_value, log, device)
+    return run_cases(variants(drawn, disable_every, lowerings), seed_value, log, device, deadline)
 
 
 # --------------------------------------------------------------------------- #
@@ -712,22 +723,23 @@ def summary(results: list[Result]) -> str:
         if not selected:
             continue
         lines.append(f"{title}:")
-        lines.append(f"  {'ranks':>5} {'programs':>8} " + " ".join(f"{o:>8}" for o in OUTCOMES) + f" {'invalid':>8}")
+        lines.append(f"  {'ranks':>5} {'programs':>8} " + " ".join(f"{o:>8}" for o in OUTCOMES)
+                     + f" {'invalid':>8} {NOT_RUN:>8}")
         by_world = defaultdict(list)
         for r in selected:
             by_world[r.world_size].append(r)
         for world, rs in sorted(by_world.items()) + [("all", selected)]:
             counts = Counter(r.outcome for r in rs)
-            programs_ = len(rs) - counts["invalid"]
+            programs_ = len(rs) - counts["invalid"] - counts[NOT_RUN]
             lines.append(f"  {world!s:>5} {programs_:>8} " + " ".join(f"{counts[o]:>8}" for o in OUTCOMES)
-                         + f" {counts['invalid']:>8}")
-    variants = [r for r in results if r.disabled is not None and r.outcome != "invalid"]
+                         + f" {counts['invalid']:>8} {counts[NOT_RUN]:>8}")
+    variants = [r for r in results if r.disabled is not None and r.outcome not in ("invalid", NOT_RUN)]
     if variants:
         lines.append("variants by disabled passes:")
         for name in DISABLED_VARIANTS:
             counts = Counter(r.outcome for r in variants if r.disabled == name)
             lines.append(f"  {name:<42} " + " ".join(f"{o} {counts[o]}" for o in OUTCOMES))
-    whole = [r for r in results if r.disabled is None and r.outcome != "invalid"]
+    whole = [r for r in results if r.disabled is None and r.outcome not in ("invalid", NOT_RUN)]
     lowerings = sorted({r.lowering for r in whole})
     if len(lowerings) > 1:
         lines.append("whole pipeline by lowering:")
@@ -855,6 +867,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "intermediates (x CUDA graph on GPUs)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="run on CPU ranks (gloo, stream hazards checked) or on one GPU per rank (NCCL)")
+    parser.add_argument("--time-limit", type=float, default=0.0,
+                        help="seconds after which no launch starts; its programs are reported as not run (0: none)")
     args = parser.parse_args(argv)
     if args.replay:
         return replay(args.replay, int(args.ranks.split(",")[0]), args.seed)
@@ -868,7 +882,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lowerings = (DEFAULT_LOWERING,) if args.lowerings == "default" else GPU_LOWERINGS if args.device == "cuda" \
         else CPU_LOWERINGS
     results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log,
-                          lowerings, args.pipelines, args.device)
+                          lowerings, args.pipelines, args.device, args.time_limit)
     print(summary(results))
     if args.report:
         with open(args.report, "w") as f:

@@ -100,6 +100,33 @@ def test_every_defect_found_stays_fixed():
     assert not changed, changed
 
 
+def test_no_launch_starts_after_the_time_limit_and_its_programs_are_reported_not_run(monkeypatch):
+    """A GPU profile under a device's time limit reports what ran instead of nothing: the
+    launches after the deadline start not, and their programs count apart."""
+    sources = [r.source for r in REGRESSIONS.values() if r.world_size == 2 and r.disabled is None][:3]
+    cases = [harness.Case(program_from_source(s, 2), i, None, harness.Lowering.parse("nccl")) for i, s in enumerate(sources)]
+    monkeypatch.setattr(harness, "MAX_JOBS_PER_LAUNCH", 2)
+    launched: list[int] = []
+    clock = iter([0.0, 5.0])  # the first launch starts before the deadline, the second after
+
+    def fake_batch(jobs, world_size, **options):
+        launched.append(len(jobs))
+        return [[runtime.RankResult([index], [], None) for _ in range(world_size)] for index in range(len(jobs))]
+
+    monkeypatch.setattr(harness.runtime, "run_spmd_batch", fake_batch)
+    monkeypatch.setattr(harness.time, "monotonic", lambda: next(clock, 5.0))
+    for case in cases:
+        assert harness.prepare(case, 0) is None
+    done = harness.run_launches(cases, 2, deadline=1.0)
+    assert launched == [2]
+    assert [isinstance(done[id(c)], list) for c in cases] == [True, True, False]
+    assert done[id(cases[2])].outcome == harness.NOT_RUN
+    results = [c.result("correct") for c in cases[:2]] + [done[id(cases[2])]]
+    header, by_world = harness.summary(results).splitlines()[1:3]
+    assert header.endswith("invalid  not run")
+    assert by_world.split() == ["2", "2", "2", "0", "0", "0", "0", "0", "1"]  # 2 programs, 2 correct, 1 not run
+
+
 def test_after_a_crash_only_the_jobs_after_the_culprit_run_again(monkeypatch):
     # Three programs in one launch; the second crashes. The launcher hands back what every
     # rank finished before (the first), so the relaunch holds the third alone.
