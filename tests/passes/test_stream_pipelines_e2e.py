@@ -27,6 +27,8 @@ from hostir_dialect.tensor_type import TensorType
 PIPELINE = "hostir-lower{transport=nccl}"
 """Every collective on NCCL and every Stream pipeline as written (no cost model)."""
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"
+COPY_ENGINE_SYMMETRIC_OUTPUT = "hostir-lower{transport=copy-engine symmetric-allreduce-output=true}"
+"""All-reduces pushing into symmetric outputs (returned ones: result sets, runtime/result_sets.py)."""
 AUTO = "hostir-lower{transport=auto}"
 """The cost model decides: at these toy sizes choose-pipelining runs every program whole."""
 BOUNDED = (
@@ -558,9 +560,10 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.parametrize("pipeline", [COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT])
 @pytest.mark.parametrize("copy_engine_streams", [1, 2])
 @pytest.mark.parametrize("case", list(GPU_CASES))
-def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams):
+def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams, pipeline):
     """The copy-engine transport on GPUs, with one and two communication streams per
     phase: right results, and, where split-by-member splits the matmul (AG+matmul,
     matmul+RS, matmul+AR with row blocks), peer-to-peer copies that run while a matmul
@@ -568,12 +571,14 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, co
     launches can be slower than the GPU, which then runs each copy alone, so whether they
     overlap would measure the host, not the schedule. matmul+AR without row blocks has no
     split: its copies overlap only other iterations' matmuls, which the schedule allows
-    but does not demand."""
+    but does not demand. With `symmetric-allreduce-output` too (the all-reduces' results are
+    result sets): its pushes once waited behind a result set's acquisition, i.e. for the
+    other rank's host to start its run (20-125 ms when the profiler started late there)."""
     text = GPU_CASES[case]
     reference = parse_module(text)
     inputs = random_inputs(reference, seed=0)
     expected = runtime.run_fusion(reference, [x.cuda() for x in inputs])
-    program = lowered(text, COPY_ENGINE)
+    program = lowered(text, pipeline)
     assert "transport copy_engine" in str(program)
     (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
     arg_types = [arg.type for arg in function.args]
