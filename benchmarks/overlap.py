@@ -72,6 +72,10 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | No
     ("hostir_auto", AUTO, False),
     ("hostir_ce_graph", {"convert-op-to-communication": {"transport": "copy-engine"}}, True),
     ("hostir_auto_graph", AUTO_GRAPH, True),
+    # The defaults with copy-engine all-reduces pushing into symmetric outputs (an option, off
+    # by default until verified on GPUs; docs/copy_engine.md).
+    ("hostir_symmetric_output", {**AUTO_GRAPH, "convert-op-to-communication": {
+        **AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": True}}, None),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")
