@@ -804,11 +804,18 @@ class CollectiveOp(WaitedOp):
             )
 
 
-def views_symmetric_buffer(value: SSAValue) -> bool:
-    """Is `value` a `hir.allocate symmetric` or a view (`hir.alias_select`, `hir.alias_chunk`) of one?"""
+def view_root(value: SSAValue) -> SSAValue:
+    """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of (`value` itself
+    where it is no view)."""
     while isinstance(value.owner, AliasViewOp):
         value = value.owner.input
-    return isinstance(value.owner, AllocateOp) and value.owner.is_symmetric
+    return value
+
+
+def views_symmetric_buffer(value: SSAValue) -> bool:
+    """Is `value` a `hir.allocate symmetric` or a view of one?"""
+    owner = view_root(value).owner
+    return isinstance(owner, AllocateOp) and owner.is_symmetric
 
 
 def _member_numel(t: TensorType) -> int | None:

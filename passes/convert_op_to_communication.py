@@ -350,21 +350,21 @@ def _forking(loop: scf.ForOp) -> Operation:
     return loop.prev_op if forks_streams(loop.prev_op) else loop  # type: ignore[return-value]  # forks_streams: an op
 
 
-def _buffer_root(value: SSAValue) -> SSAValue:
-    """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of."""
-    while isinstance(value.owner, hir.AliasViewOp):
-        value = value.owner.input
-    return value
+def _returned_aliases(buffer: SSAValue) -> list[SSAValue]:
+    """The values sharing `buffer`'s memory (itself, its views, what is written into it:
+    passes/buffer_aliases.py) that the program returns."""
+    returned = [buffer] if any(isinstance(use.operation, hir.ReturnOp) for use in buffer.uses) else []
+    for use in buffer.uses:
+        user = use.operation
+        for result in user.results:
+            if alias_source(user, result) is buffer:
+                returned += _returned_aliases(result)
+    return returned
 
 
 def _is_returned(buffer: SSAValue) -> bool:
-    """Does the program return `buffer` or a view of it?"""
-    for use in buffer.uses:
-        if isinstance(use.operation, hir.ReturnOp):
-            return True
-        if isinstance(use.operation, hir.AliasViewOp) and _is_returned(use.operation.result):
-            return True
-    return False
+    """Does the program return `buffer`, or a value sharing its memory?"""
+    return bool(_returned_aliases(buffer))
 
 
 def _gathered_buffer_problem(op: Operation) -> str | None:
@@ -373,7 +373,7 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
     destination = op.operands[-1] if isinstance(op, fusion.ComputeOp) and op.out is not None else None
     if destination is None:
         return None if not _is_returned(op.results[0]) else "its output is a program output"
-    root = _buffer_root(destination)
+    root = hir.view_root(destination)
     if not isinstance(root.owner, hir.AllocateOp):
         return "its output is not a buffer the program allocates"
     if _is_returned(root):
@@ -391,23 +391,12 @@ def gathers_into_symmetric_output(buffer: SSAValue) -> SSAValue:
     its peers write into, whose instance each run is agreed among them
     (runtime/result_sets.py); that needs the buffer returned as itself, not as a view or
     through an op written into it. Returns what now holds `buffer`'s value."""
-    root = _buffer_root(buffer)
+    root = hir.view_root(buffer)
     allocate = root.owner
     if (not isinstance(allocate, hir.AllocateOp) or _enclosing_loops(allocate) or allocate.extents
-            or _returns_an_alias_of(root)):
+            or any(value is not root for value in _returned_aliases(root))):
         return buffer
     return make_symmetric(buffer)
-
-
-def _returns_an_alias_of(buffer: SSAValue) -> bool:
-    """Does the program return a value other than `buffer` that shares its memory?"""
-    for use in buffer.uses:
-        user = use.operation
-        for result in user.results:
-            if alias_source(user, result) is buffer and (
-                    any(isinstance(u.operation, hir.ReturnOp) for u in result.uses) or _returns_an_alias_of(result)):
-                return True
-    return False
 
 
 def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], output: SSAValue, rewriter: PatternRewriter) -> SSAValue:
@@ -453,7 +442,7 @@ def make_symmetric(buffer: SSAValue) -> SSAValue:
     holds `buffer`'s value. One allocated in a loop (a bounded intermediate, or the op's
     own result) becomes a slice of a symmetric buffer allocated before the loop, one
     slice per iteration."""
-    root = _buffer_root(buffer)
+    root = hir.view_root(buffer)
     allocate = root.owner
     assert isinstance(allocate, hir.AllocateOp)
     loops = _enclosing_loops(allocate)

@@ -463,13 +463,6 @@ def _reduce_into(out: torch.Tensor, parts: list[torch.Tensor], combine: Callable
 # --------------------------------------------------------------------------- #
 
 
-def buffer_root(value: SSAValue) -> SSAValue:
-    """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of."""
-    while isinstance(value.owner, hir.AliasViewOp):
-        value = value.owner.input
-    return value
-
-
 def posts_per_run(op: Operation) -> int:
     """How many times a run posts `op`: the product of its loops' constant trip counts."""
     count, parent = 1, op.parent_op()
@@ -691,7 +684,7 @@ class CopyEngineProgram:
         return collective
 
     def _symmetric(self, op: Operation, view: SSAValue | None) -> SymmetricTensor:
-        root = buffer_root(view) if view is not None else None
+        root = hir.view_root(view) if view is not None else None
         allocate = root.owner if root is not None else None
         if not isinstance(allocate, hir.AllocateOp) or allocate not in self.buffers:
             raise op_error(op, "a copy-engine collective writes into other members' buffers: its "
@@ -700,7 +693,7 @@ class CopyEngineProgram:
 
     def _symmetric_output(self, op: hir.CollectiveOp) -> Callable[[], SymmetricTensor] | None:
         """Where the output of `op` is a view of a symmetric buffer, its instance in this run."""
-        allocate = buffer_root(op.output).owner
+        allocate = hir.view_root(op.output).owner
         if not isinstance(allocate, hir.AllocateOp) or allocate not in self.buffers:
             return None
         return lambda: self.buffers[allocate][0]

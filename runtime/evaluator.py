@@ -201,11 +201,11 @@ class Evaluator:
         sets = self.result_sets
         if sets is None:
             return self.graphs.run(inputs) if self.graphs is not None else self.run_eagerly(inputs)
-        chosen = sets.begin_run()
+        sets.begin_run()
         if self.graphs is not None:
             results = self.graphs.run(inputs)
         else:
-            results = sets.hand_out(chosen, self.run_eagerly(inputs, sets.buffers(chosen)))
+            results = sets.run_into_chosen(lambda buffers: self.run_eagerly(inputs, buffers))
         sets.agree_on_next()  # every run, on every member, while the device works
         return results
 

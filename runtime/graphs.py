@@ -254,12 +254,15 @@ class _BySet:
         return _copied_in(self.inputs, inputs)
 
     def run(self, inputs: Sequence[Any]) -> list:
-        chosen = self._sets.chosen
-        captured = self._graphs.get(chosen)
+        return self._sets.run_into_chosen(lambda buffers: self._graph(self._sets.chosen, buffers).replay(inputs))
+
+    def _graph(self, k: int, buffers: list | None) -> _Captured:
+        """Set k's graph, captured computing into `buffers` where it is new."""
+        captured = self._graphs.get(k)
         if captured is None:
-            captured = self._graphs[chosen] = self._capture(self.inputs, self._pool, self._sets.buffers(chosen))
+            captured = self._graphs[k] = self._capture(self.inputs, self._pool, buffers)
             self._pool = captured.pool()
-        return self._sets.hand_out(chosen, captured.replay(inputs))
+        return captured
 
 
 class CudaGraphs:
@@ -312,9 +315,8 @@ class CudaGraphs:
             # The default graph mode does not capture while torch's profiler records: a new
             # signature runs eagerly, once, so a profile shows each op once (not a warm-up, a
             # capture and a replay: nvFuser's tests count the kernels of a first run).
-            sets = self._result_sets
-            if sets is not None:
-                return sets.hand_out(sets.chosen, self._run_eagerly(inputs, sets.buffers(sets.chosen)))
+            if self._result_sets is not None:
+                return self._result_sets.run_into_chosen(lambda buffers: self._run_eagerly(inputs, buffers))
             return self._run_eagerly(inputs)
         return self._for_caller(inputs).run(inputs)
 

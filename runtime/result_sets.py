@@ -111,7 +111,8 @@ class ResultSets:
     `buffers(k)` makes set k's buffers (None where the results have no static shape: then
     only the scratch set is used, with results computed anew and copied); `use(k)` tells
     the program which set its symmetric results are in. Each run calls `begin_run` before
-    its work, `hand_out` with its results and `agree_on_next` once its work is enqueued."""
+    its work, `run_into_chosen` (or `hand_out`) with its results and `agree_on_next` once its
+    work is enqueued."""
 
     def __init__(self, buffers: Callable[[int], list | None], use: Callable[[int], None],
                  agreement: HostAgreement | None):
@@ -130,19 +131,17 @@ class ResultSets:
         self._alone: dict[int, list[int]] = {}
         """The storage uses of `_handed` when the caller holds none of them."""
 
-    def begin_run(self) -> int:
-        """The set this run computes its results into (agreed when the previous run ended)."""
+    def begin_run(self) -> None:
+        """This run computes its results into the set agreed when the previous run ended."""
         self.chosen = self._next
         self._use(self.chosen)
-        return self.chosen
 
-    def agree_on_next(self) -> int:
-        """The set of the next run: the lowest free on every member now (collective)."""
+    def agree_on_next(self) -> None:
+        """The next run's set: the lowest free on every member now (collective)."""
         free = sum(1 << k for k in range(RESULT_SETS) if self._free(k))
         if self._agreement is not None:
             free = self._agreement.agree(free)
         self._next = (free & -free).bit_length() - 1 if free else SCRATCH
-        return self._next
 
     def _free(self, k: int) -> bool:
         if self.buffers(k) is None:
@@ -158,6 +157,11 @@ class ResultSets:
         if k not in self._sets:
             self._sets[k] = self._make(k)
         return self._sets[k]
+
+    def run_into_chosen(self, run: Callable[[list | None], Sequence[Any]]) -> list:
+        """`run(buffers)` computes this run's results into the chosen set's buffers; they
+        are handed out."""
+        return self.hand_out(self.chosen, run(self.buffers(self.chosen)))
 
     def hand_out(self, k: int, results: Sequence[Any]) -> list:
         """The results of a run into set k, for the caller: new aliases of the set's

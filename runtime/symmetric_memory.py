@@ -119,27 +119,23 @@ class SymmetricHeap:
 
     def allocate(self, team: tuple[int, ...], shape: Sequence[int], dtype: torch.dtype) -> SymmetricTensor:
         """A tensor of `shape` and `dtype` on every member of `team` (collective over the team)."""
-        if self.rank not in team:
-            raise SymmetricMemoryError(f"rank {self.rank} allocates symmetric memory of team {list(team)} without being in it")
-        self._count += 1
-        position = team.index(self.rank)
-        if len(team) == 1:
-            return SymmetricTensor(team, 0, [torch.empty(tuple(shape), dtype=dtype, device=self.device)])
-        instances = self._backend.allocate(self.groups(team), team, position, tuple(shape), dtype, self._count)
-        return SymmetricTensor(team, position, instances)
+        return self._allocate(self._backend, self.device, team, shape, dtype)
 
     def allocate_on_host(self, team: tuple[int, ...], shape: Sequence[int], dtype: torch.dtype) -> SymmetricTensor:
         """A tensor of `shape` and `dtype`, zeroed, in the host memory of every member of
         `team`, which every member reads and writes with plain loads and stores: the members
         share a host, as the members of a copy-engine team do (collective over the team)."""
+        return self._allocate(_SharedFileBackend(self.device), torch.device("cpu"), team, shape, dtype)
+
+    def _allocate(self, backend, device: torch.device, team: tuple[int, ...], shape: Sequence[int],
+                  dtype: torch.dtype) -> SymmetricTensor:
         if self.rank not in team:
-            raise SymmetricMemoryError(f"rank {self.rank} allocates shared memory of team {list(team)} without being in it")
+            raise SymmetricMemoryError(f"rank {self.rank} allocates symmetric memory of team {list(team)} without being in it")
         self._count += 1
         position = team.index(self.rank)
         if len(team) == 1:
-            return SymmetricTensor(team, 0, [torch.zeros(tuple(shape), dtype=dtype)])
-        instances = _SharedFileBackend(self.device).allocate(self.groups(team), team, position, tuple(shape), dtype,
-                                                             self._count)
+            return SymmetricTensor(team, 0, [torch.zeros(tuple(shape), dtype=dtype, device=device)])
+        instances = backend.allocate(self.groups(team), team, position, tuple(shape), dtype, self._count)
         return SymmetricTensor(team, position, instances)
 
     def barrier(self, team: tuple[int, ...]) -> None:

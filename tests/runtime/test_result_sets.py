@@ -198,3 +198,34 @@ def test_a_program_returning_a_view_of_a_symmetric_buffer_is_refused():
         assert re.fullmatch(r"matmul_ar.mlir:\d+:\d+: error: 'hir.return' op returns result #0, which shares the memory "
                             r"of a symmetric buffer without being it; the next run would overwrite it. Return the "
                             r"buffer itself", message), message
+
+
+def _negated_into_a_returned_symmetric_buffer(world_size: int) -> str:
+    """A hand-written program returning a symmetric buffer that no collective writes: only
+    the result sets keep one run from overwriting the results of another."""
+    t = f"!fusion.tensor<f32[4], mesh={list(range(world_size))}>"
+    return f"""
+hir.program @negated(%x: {t}) -> {t} {{
+  %b = hir.allocate symmetric : {t}
+  %c = fusion.neg %x into %b : {t} -> {t}
+  hir.return %b : {t}
+}}
+"""
+
+
+def _keeps_every_result(rank: int, world_size: int, program: str) -> dict:
+    evaluator = Evaluator(parse_module(program), rank=rank, world_size=world_size, check_hazards=True)
+    kept, chosen = [], []
+    for run in range(RUNS):
+        kept.append(evaluator.run([torch.full((4,), float(run))])[0])
+        chosen.append(evaluator.result_sets.chosen)  # type: ignore[union-attr]  # it returns a symmetric buffer
+    return {"chosen": chosen, "kept": [k.clone() for k in kept]}
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_a_returned_symmetric_buffer_is_a_result_set_on_one_rank_and_on_several(world_size):
+    program = _negated_into_a_returned_symmetric_buffer(world_size)
+    for result in launch(_keeps_every_result, world_size, (program,), backend="gloo", timeout=120):
+        assert result["chosen"] == [0, 1, 2, SCRATCH, SCRATCH, SCRATCH]
+        for run, kept in enumerate(result["kept"]):
+            torch.testing.assert_close(kept, torch.neg(torch.full((4,), float(run))))
