@@ -10,9 +10,11 @@ import abc
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xdsl.ir import SSAValue
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import fusion, hir
+from hostir_dialect.building import index_constant
 from hostir_dialect.tensor_type import TensorType, tensor_type
 
 
@@ -66,6 +68,11 @@ class ChunkForm(abc.ABC):
         """The type of a chunk of a `t` along its logical axis `axis`."""
 
     @abc.abstractmethod
+    def whole_axis(self, chunk_axis: int, axis: int) -> int:
+        """The logical axis of the whole tensor that a chunk's `chunk_axis` is (chunks
+        taken along `axis`)."""
+
+    @abc.abstractmethod
     def takes(self, t: TensorType, axis: int) -> bool:
         """Can a loop take chunks of a `t` along its logical axis `axis`? Not of a
         reduction axis (no storage), nor where a chunk is not one of each device's part."""
@@ -91,6 +98,9 @@ class Selected(ChunkForm):
 
     def type(self, t: TensorType, axis: int) -> TensorType:
         return sliced_type(t, axis)
+
+    def whole_axis(self, chunk_axis: int, axis: int) -> int:
+        return chunk_axis + (chunk_axis >= axis)
 
     def takes(self, t: TensorType, axis: int) -> bool:
         chosen = t.axes[axis]  # a device-parallel axis: each device holds a part of it
@@ -120,6 +130,17 @@ class Narrowed(ChunkForm):
 
     def type(self, t: TensorType, axis: int) -> TensorType:
         return narrowed_type(t, axis, self.parts)
+
+    def whole_axis(self, chunk_axis: int, axis: int) -> int:
+        return chunk_axis
+
+    def block_extent(self, extent: SSAValue) -> list[Operation]:
+        """The ops computing the run-time extent of one block of an axis of `extent`
+        (the last one's result)."""
+        parts = index_constant(self.parts)
+        block = arith.DivUIOp(extent, parts.result)
+        parts.result.name_hint, block.result.name_hint = "parts", "block"
+        return [parts, block]
 
     def takes(self, t: TensorType, axis: int) -> bool:
         return not t.axes[axis].is_reduction and t.axes[axis].narrowing_problem(self.parts) is None

@@ -639,12 +639,17 @@ class _LoopBuilder:
         after a `hir.extent` of each of its dynamic extents, read from a tensor defined
         before the loop (without them, allocating refuses, located, on the ranks)."""
         full = tensor_type(tensor).with_(stream_allocated=False)
-        sources = [same_extent_origin(tensor, axis, lambda v: v in self.results) for axis in full.dynamic_value_axes()]
-        known = [source for source in sources if source is not None]
-        extents = [self.located(hir.ExtentOp(*source)) for source in known] if len(known) == len(sources) else []
+        extents = self.extents(tensor, full.dynamic_value_axes())
         allocate = self.located(hir.AllocateOp(full, extents=[e.results[0] for e in extents]))
         allocate.results[0].name_hint = tensor.name_hint
         return [*extents, allocate]
+
+    def extents(self, tensor: SSAValue, axes: Sequence[int]) -> list[Operation]:
+        """A `hir.extent` of each of `tensor`'s logical `axes`, read from a tensor defined
+        before the loop that has the same run-time extent; none unless every axis has one
+        (without them, allocating refuses, located, on the ranks)."""
+        sources = [same_extent_origin(tensor, axis, lambda v: v in self.results) for axis in axes]
+        return [self.located(hir.ExtentOp(*source)) for source in sources if source is not None] if None not in sources else []
 
     def bounds(self) -> tuple[SSAValue, SSAValue, SSAValue]:
         lower = self.located(index_constant(0)).results[0]
@@ -776,13 +781,30 @@ class _Chunks:
         if result in buffers:
             chunk = self.select(buffers[result].results[0], axis, self.index)
         else:
-            allocate = self.builder.located(hir.AllocateOp(self.builder.loop.form.type(tensor_type(result), axis)))
-            self.block.add_op(allocate)
+            ops, extents = self.chunk_extents(result, axis)
+            allocate = self.builder.located(hir.AllocateOp(self.builder.loop.form.type(tensor_type(result), axis),
+                                                           extents=extents))
+            self.block.add_ops([*ops, allocate])
             chunk = allocate.results[0]
             chunk.name_hint = _chunk_name(result)
             self.loop_local.append(chunk)
         self.cache[(result, axis, self.index)] = chunk
         return chunk
+
+    def chunk_extents(self, result: SSAValue, axis: int) -> tuple[list[Operation], list[SSAValue]]:
+        """The ops computing the extents of a loop-local chunk of `result` along `axis`,
+        and the extents: the whole result's, but for a block of a dynamic `axis`, the
+        axis's over the number of blocks. None where one is not known."""
+        form = self.builder.loop.form
+        whole = [form.whole_axis(a, axis) for a in form.type(tensor_type(result), axis).dynamic_value_axes()]
+        ops = self.builder.extents(result, whole)
+        extents: list[SSAValue] = [op.results[0] for op in ops]
+        if axis in whole and ops:
+            assert isinstance(form, Narrowed), "a selected chunk lacks the loop's axis"
+            block = [self.builder.located(op) for op in form.block_extent(extents[whole.index(axis)])]
+            ops += block
+            extents[whole.index(axis)] = block[-1].results[0]
+        return ops, extents
 
     def emit(self, slicing: Slicing, buffers: dict[SSAValue, Operation]) -> None:
         chunks = {v: self.select(v, a, self.strided_index(*stride)) for v, a, stride in slicing.inputs() if a is not None}

@@ -40,3 +40,39 @@ hir.program @read_after(%a: !fusion.tensor<f32[4, 8]>) -> (!fusion.tensor<f32[4 
 // CHECK-NEXT:    %c = hir.allocate : !fusion.tensor<f32[4 stream, 8]>
 // CHECK-NOT:     hir.deallocate
 // CHECK:         fusion.add %b, %b
+
+// -----
+
+// A loop-local chunk of dynamic extent is allocated with its extent, read from the tensor
+// before the loop that has it (without one, the runtime refuses the allocation).
+hir.program @dynamic_rows(%x: !fusion.tensor<f32[4, ?]>) -> !fusion.tensor<f32[4 stream, ?]> {
+  %h = fusion.neg %x : !fusion.tensor<f32[4, ?]> -> !fusion.tensor<f32[4 stream, ?]>
+  %y = fusion.abs %h : !fusion.tensor<f32[4 stream, ?]> -> !fusion.tensor<f32[4 stream, ?]>
+  hir.return %y : !fusion.tensor<f32[4 stream, ?]>
+}
+// CHECK-LABEL: hir.program @dynamic_rows
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           %x_i = hir.alias_select %x
+// CHECK-NEXT:      %[[E:.+]] = hir.extent %x axis 1 : !fusion.tensor<f32[4, ?]>
+// CHECK-NEXT:      %h_i = hir.allocate(%[[E]]) : !fusion.tensor<f32[?]>
+// CHECK-NEXT:      fusion.neg %x_i into %h_i
+// CHECK:           hir.deallocate %h_i
+
+// -----
+
+// A chunk that is one block of a dynamic axis has the axis's extent over the blocks.
+hir.program @dynamic_blocks(%x: !fusion.tensor<f32[?, 8]>) -> !fusion.tensor<f32[?(2 stream, ?), 8]> {
+  %h = fusion.neg %x : !fusion.tensor<f32[?, 8]> -> !fusion.tensor<f32[?(2 stream, ?), 8]>
+  %y = fusion.abs %h : !fusion.tensor<f32[?(2 stream, ?), 8]> -> !fusion.tensor<f32[?(2 stream, ?), 8]>
+  hir.return %y : !fusion.tensor<f32[?(2 stream, ?), 8]>
+}
+// CHECK-LABEL: hir.program @dynamic_blocks
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:           %x_i = hir.alias_chunk %x[%{{.+}}] axis 0 parts 2
+// CHECK-NEXT:      %[[E:.+]] = hir.extent %x axis 0 : !fusion.tensor<f32[?, 8]>
+// CHECK-NEXT:      %parts = arith.constant 2 : index
+// CHECK-NEXT:      %block = arith.divui %[[E]], %parts : index
+// CHECK-NEXT:      %h_i = hir.allocate(%block) : !fusion.tensor<f32[?, 8]>
+// CHECK-NEXT:      fusion.neg %x_i into %h_i

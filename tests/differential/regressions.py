@@ -871,4 +871,35 @@ t0.axis(0).parallelize(ParallelType.DIDx)
 t1.set_device_mesh(mesh)
 t2.set_device_mesh(mesh)
 """, "correct", lowering="auto"),
+    # Found on 2 CPU ranks (seed 15, five programs, every transport): with bounded
+    # intermediates, a chunk a loop iteration allocates for itself had no extents where the
+    # tensor has a dynamic axis, so every rank refused the program when compiling it ("no
+    # input provides its extent"), which ran right without the option. A loop-local chunk
+    # now reads its extents as the whole buffers do, from the tensor before the loop; one
+    # block of a dynamic axis has the axis's extent over the number of blocks.
+    "loop_local_chunk_of_a_dynamic_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([3, -1, 2], dtype='float32')  # concrete: [3, 4, 2]
+    t1 = fd.ops.abs(t0)
+    t2 = fd.ops.add(t1, 1.0)
+    fd.add_output(t2)
+mesh = DeviceMesh([0, 1])
+t2.set_device_mesh(mesh)
+t2.outer_split(1, 2)
+t2.axis(1).parallelize(ParallelType.DIDx)
+t2.axis(0).parallelize(ParallelType.Stream)
+""", "correct", lowering="nccl+bounded"),
+    "loop_local_block_of_a_dynamic_axis": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, -1], dtype='float32')  # concrete: [4, 6]
+    t1 = fd.ops.abs(t0)
+    t2 = fd.ops.add(t1, 1.0)
+    fd.add_output(t2)
+mesh = DeviceMesh([0, 1])
+t2.set_device_mesh(mesh)
+t2.outer_split(0, 2)
+t2.axis(0).parallelize(ParallelType.Stream)
+t2.outer_split(2, 2)
+t2.axis(2).parallelize(ParallelType.DIDx)
+""", "correct", lowering="copy-engine+bounded"),
 }
