@@ -17,7 +17,11 @@ from typing import ClassVar
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I64,
+    BFloat16Type,
     FlatSymbolRefAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntegerAttr,
     UnitAttr,
@@ -660,12 +664,7 @@ class CollectiveOp(WaitedOp):
         root: int | None = None, reduction: ReduceKind | None = None,
         transport: Transport = Transport.NCCL, via: SSAValue | None = None,
     ):
-        init_segmented(self, [input, output, via], [WorkType()], {
-            "team": TeamAttr.of(team),
-            "root": i64_attr(root) if root is not None else None,
-            "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
-            "transport": TransportAttr(transport),
-        })
+        init_segmented(self, [input, output, via], [WorkType()], collective_properties(team, root, reduction, transport))
 
     @property
     def uses_copy_engine(self) -> bool:
@@ -804,6 +803,17 @@ class CollectiveOp(WaitedOp):
             )
 
 
+def collective_properties(team: Team | Sequence[int], root: int | None, reduction: ReduceKind | None,
+                          transport: Transport) -> dict[str, Attribute | None]:
+    """A collective's properties (None: absent)."""
+    return {
+        "team": TeamAttr.of(team),
+        "root": i64_attr(root) if root is not None else None,
+        "reduction": ReduceKindAttr(reduction) if reduction is not None else None,
+        "transport": TransportAttr(transport),
+    }
+
+
 def view_root(value: SSAValue) -> SSAValue:
     """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of (`value` itself
     where it is no view)."""
@@ -895,6 +905,56 @@ class AllreduceOp(ReducingCollectiveOp):
     """
 
     name = "hir.allreduce"
+    own = var_operand_def(TensorType)
+    """None, or the two operands of a matmul whose product is this member's contribution in
+    place of input chunk `me` (`own (%a, %b)`), which the collective then does not read:
+    phase 2 computes it onto the reduction of the other members' chunks (`addmm`, the
+    reduction in the GEMM's epilogue; split-by-member's `reduce-in-producer`)."""
+    assembly_format = (
+        "$input `->` $output (`via` $via^)? (`own` `(` $own^ `:` type($own) `)`)? `team` $team (`root` $root^)? "
+        "(`op` $reduction^)? "
+        "(`transport` $transport^)? attr-dict `:` type($input) `->` type($output) (`,` type($via)^)?"
+    )
+
+    def __init__(
+        self, input: SSAValue, output: SSAValue, team: Team | Sequence[int], *,
+        reduction: ReduceKind | None = None, transport: Transport = Transport.NCCL, via: SSAValue | None = None,
+        own: Sequence[SSAValue] = (), root: None = None,
+    ):
+        # xDSL orders a subclass's operand definitions before its bases' (own first).
+        init_segmented(self, [own, input, output, via], [WorkType()], collective_properties(team, root, reduction, transport))
+
+    @property
+    def own_product(self) -> tuple[SSAValue, SSAValue] | None:
+        """The matmul operands of this member's contribution, where it is a product."""
+        return (self.own[0], self.own[1]) if self.own else None
+
+    def verify_transport(self) -> None:
+        super().verify_transport()
+        if self.own:
+            self.verify_own()
+
+    def verify_own(self) -> None:
+        if len(self.own) != 2:
+            raise VerifyException(f"`own` takes a matmul's two operands, got {len(self.own)}")
+        if not self.uses_copy_engine or self.reduction is None or self.reduction.data != ReduceKind.SUM:
+            raise VerifyException("`own` needs the copy-engine transport and `op sum` (its product is added in phase 2)")
+        a, b, chunk = (tensor_type(v) for v in (*self.own, self.input))
+        if a.element_type != chunk.element_type or b.element_type != chunk.element_type:
+            raise VerifyException("the `own` operands and the input have different element types")
+        if not isinstance(chunk.element_type, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+            raise VerifyException(f"`own` multiplies {chunk.element_type} matrices; it needs a floating-point type")
+        member = self.teams.devices[0]
+        a_shape, b_shape, input_shape = (t.local_shape(member) for t in (a, b, chunk))
+        if a_shape is None or b_shape is None or input_shape is None or DYNAMIC in a_shape + b_shape + input_shape:
+            return  # a member outside the mesh, or dynamic: the product's GEMM refuses a mismatch when it runs
+        if len(b_shape) < 2 or any(e != 1 for e in b_shape[:-2]) or not a_shape or a_shape[-1] != b_shape[-2]:
+            raise VerifyException(f"`own` multiplies {list(a_shape)} by {list(b_shape)}: it needs rows of "
+                                  "length K and one K x N matrix (its batch axes of one element)")
+        product = math.prod(a_shape) // a_shape[-1] * b_shape[-1]
+        if product * self.team_size != math.prod(input_shape):
+            raise VerifyException(f"`own`'s product has {product} elements per member, but a chunk of the input has "
+                                  f"{math.prod(input_shape) // self.team_size}")
 
 
 @op_definition

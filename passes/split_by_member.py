@@ -310,10 +310,11 @@ def _insert_part(split: MemberSplit, position: SSAValue, anchor: Operation, sour
         Rewriter.insert_op(op, InsertPoint.before(anchor))
 
 
-def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) -> bool:
+def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp, reduce_in_producer: bool = False) -> bool:
     """Other members' chunks, the post, then the own chunk (see the module docstring):
     the copy-engine post of a reduce-scatter or all-reduce reads only the other members'
-    chunks of its input."""
+    chunks of its input. With `reduce_in_producer`, an all-reduce computes the own chunk
+    of a matmul itself (`own_product`)."""
     wait, partial = _sole_wait(collective), collective.input
     parts = member_parts(tensor_type(partial), collective.team_size, any_blocks=isinstance(collective, hir.AllreduceOp))
     producer = _writer_before(collective, partial)
@@ -325,9 +326,48 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp) ->
         return False
     split = split.allocated()
     member_loop(collective, producer, 1, split.emit)
-    _insert_part(split, team_position(collective), wait)
+    me = team_position(collective)
+    if not (reduce_in_producer and isinstance(collective, hir.AllreduceOp) and own_product(collective, split, me)):
+        _insert_part(split, me, wait)
     _retire(split)
     return True
+
+
+def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -> bool:
+    """Give the all-reduce the operands of its producer's own part, a matmul by one
+    matrix without epilogue whose part is rows in order (`own (%a_me, %b)`), in place of
+    computing that part: the all-reduce's second phase multiplies them onto the other
+    members' parts (the GEMM adds them, beta = 1), so no add kernel runs and the own part's
+    GEMM runs once the peers' parts are in, while the next chunks' other parts compute."""
+    matmul = split.op
+    if not isinstance(matmul, fusion.MatmulOp) or matmul.epilogue is not None or matmul.a not in split.parted \
+            or not _whole_in_every_part(split, matmul.b) or tensor_type(split.destination).value_allocation_order() is not None:
+        return False
+    views = [located_like(split.form.view(v, me, split.parted[v]), matmul) for v in (matmul.a, matmul.b) if v in split.parted]
+    for view in views:
+        view.result.name_hint = f"{view.input.name_hint}_me" if view.input.name_hint else None
+    parts = iter(views)
+    own = [next(parts).result if v in split.parted else v for v in (matmul.a, matmul.b)]
+    assert collective.reduction is not None and collective.via is not None  # a verified copy-engine all-reduce
+    fused = located_like(hir.AllreduceOp(collective.input, collective.output, collective.teams,
+                                         reduction=collective.reduction.data, transport=collective.transport.data,
+                                         via=collective.via, own=own), collective)
+    Rewriter.insert_op(views, InsertPoint.before(collective))
+    try:
+        fused.verify_own()
+    except VerifyException:
+        fused.erase(safe_erase=False)
+        for view in reversed(views):
+            Rewriter.erase_op(view)
+        return False
+    fused.work.name_hint = collective.work.name_hint
+    Rewriter.replace_op(collective, fused)
+    return True
+
+
+def _whole_in_every_part(split: MemberSplit, operand: SSAValue) -> bool:
+    """Does every part of `split` read all of `operand` (not parted, or along a broadcast axis)?"""
+    return operand not in split.parted or tensor_type(operand).axes[split.parted[operand]].is_broadcast
 
 
 def _writer_before(collective: hir.CollectiveOp, buffer: SSAValue) -> fusion.ComputeOp | None:
@@ -353,6 +393,10 @@ class SplitByMember(ModulePass):
 
     name = "split-by-member"
 
+    reduce_in_producer: bool = False
+    """A copy-engine all-reduce of a matmul's product computes this member's part itself
+    (`own_product`). Off by default until it is measured on GPUs (docs/copy_engine.md)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in programs(op):
             for collective in [c for c in program.walk() if isinstance(c, hir.CollectiveOp) and c.uses_copy_engine]:
@@ -360,4 +404,4 @@ class SplitByMember(ModulePass):
                     split_allgather_consumer(collective)
                 else:
                     assert isinstance(collective, (hir.ReduceScatterOp, hir.AllreduceOp))  # verified: no other kind uses copy engines
-                    split_scatter_producer(collective)
+                    split_scatter_producer(collective, self.reduce_in_producer)

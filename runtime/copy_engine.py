@@ -390,7 +390,8 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     chunk): wait for the other members' chunks, reduce the own chunk with them into the
     output (a small kernel there, not on the waiting stream), and push it into every other
     member's output (or `via`); the waiting stream then waits for the other members'
-    reduced chunks."""
+    reduced chunks. With `own` (a matmul's operands, `hir.allreduce ... own(...)`), phase 2
+    computes this rank's part there instead, onto the other members' chunks."""
 
     ALGORITHM = ALGORITHMS["hir.allreduce"]
 
@@ -400,7 +401,10 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         super().__init__(flags, first_slot, posts, ordering, symmetric_via, kind, op)
         self.output = output
 
-    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
+    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor,
+             own: tuple[torch.Tensor, torch.Tensor] | None = None) -> CopyEngineWork:
+        """`own`: the operands of a matmul whose product is this rank's contribution,
+        computed on phase 2 onto the other members' chunks (input chunk `me` unread)."""
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
@@ -413,7 +417,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
 
         def complete() -> None:
             gathered_sent = self.reduce_and_gather(self.own_and_received(chunks, scattered), outs[me], into, gathered,
-                                                   slot)
+                                                   slot, own)
             for peer in self.peers:
                 self.receive(peer, slot + 1, gathered[peer])
                 if gathered[peer] is not outs[peer]:
@@ -425,19 +429,36 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         return CopyEngineWork(complete)
 
     def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, into: SymmetricTensor,
-                          gathered: list[torch.Tensor], slot: int):
+                          gathered: list[torch.Tensor], slot: int, own: tuple[torch.Tensor, torch.Tensor] | None):
         """Phase 2, on its communication stream: once the other members' chunks (phase 1's
-        flags, `slot`) are in `parts`, reduce `parts` into `reduced`, push it into slot
-        `me` of every other member's `gathered` (views of `into`) and signal `slot + 1`."""
+        flags, `slot`) are in `parts`, reduce `parts` (with `own`'s product in place of
+        this rank's part) into `reduced`, push it into slot `me` of every other member's
+        `gathered` (views of `into`) and signal `slot + 1`."""
         me = self.position
 
         def reduce(stream) -> None:
             for peer in self.peers:
                 self.receive(peer, slot, parts[peer], stream)
-            self.reduce_into(reduced, parts, stream)
+            if own is None:
+                self.reduce_into(reduced, parts, stream)
+            else:
+                self.reduce_onto_product(reduced, [parts[p] for p in self.peers], own, stream)
 
         return self.push_and_signal(into, lambda peer: _copy(peer_view(into, gathered[me], peer), reduced),
                                     slot + 1, phase=2, before=reduce)
+
+
+    def reduce_onto_product(self, out: torch.Tensor, received: list[torch.Tensor], own: tuple[torch.Tensor, torch.Tensor],
+                            stream=None) -> None:
+        """out = a @ b + the sum of `received`, the first one added by the GEMM itself
+        (beta = 1: the reduction in its epilogue). `out` and `received` are flat chunks
+        holding the product's rows in order; b is one K x N matrix."""
+        a, b = own
+        k, n = b.shape[-2:]
+        torch.addmm(received[0].view(-1, n), a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
+        for part in received[1:]:
+            out.add_(part)
+        self.ordering.touch(self.op, reads=[*received, a, b], writes=[out], stream=stream)
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:

@@ -601,3 +601,39 @@ hir.program @p(%x: !fusion.tensor<f32[4, 6], mesh=[0, 1]>, %y: !fusion.tensor<f3
   hir.local_shard %x -> %y axis 2 team [0, 1] : !fusion.tensor<f32[4, 6], mesh=[0, 1]> -> !fusion.tensor<f32[4, 6(2 didx, 3), r2], mesh=[0, 1]>
   hir.return
 }
+// -----
+// CHECK: // {{-----}}
+// `own`: the two operands of the matmul whose product is this member's part.
+hir.program @p(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[4, 2]>, %v: !fusion.tensor<f32[48]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own` takes a matmul's two operands, got 1
+  %w = hir.allreduce %x -> %x via %v own(%a : !fusion.tensor<f32[4, 2]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>, !fusion.tensor<f32[48]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[4, 2]>, %b: !fusion.tensor<f32[2, 3]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own` needs the copy-engine transport and `op sum` (its product is added in phase 2)
+  %w = hir.allreduce %x -> %x own(%a, %b : !fusion.tensor<f32[4, 2]>, !fusion.tensor<f32[2, 3]>) team [0, 1] op sum : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[2, 2]>, %b: !fusion.tensor<f32[2, 3]>, %v: !fusion.tensor<f32[48]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own`'s product has 6 elements per member, but a chunk of the input has 12
+  %w = hir.allreduce %x -> %x via %v own(%a, %b : !fusion.tensor<f32[2, 2]>, !fusion.tensor<f32[2, 3]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>, !fusion.tensor<f32[48]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[4, 2]>, %b: !fusion.tensor<f32[2, 2, 3]>, %v: !fusion.tensor<f32[48]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own` multiplies [4, 2] by [2, 2, 3]: it needs rows of length K and one K x N matrix (its batch axes of one element)
+  %w = hir.allreduce %x -> %x via %v own(%a, %b : !fusion.tensor<f32[4, 2]>, !fusion.tensor<f32[2, 2, 3]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>, !fusion.tensor<f32[48]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<i32[8, 3]>, %a: !fusion.tensor<i32[4, 2]>, %b: !fusion.tensor<i32[2, 3]>, %v: !fusion.tensor<i32[48]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own` multiplies i32 matrices; it needs a floating-point type
+  %w = hir.allreduce %x -> %x via %v own(%a, %b : !fusion.tensor<i32[4, 2]>, !fusion.tensor<i32[2, 3]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<i32[8, 3]> -> !fusion.tensor<i32[8, 3]>, !fusion.tensor<i32[48]>
+  hir.return
+}

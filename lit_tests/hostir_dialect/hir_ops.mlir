@@ -261,3 +261,13 @@ hir.program @copy_engine(%a: !shard, %u: !partial) -> (!gathered, !scattered, !p
   hir.wait %w3
   hir.return %g, %c, %o : !gathered, !scattered, !partial
 }
+
+// A copy-engine all-reduce whose own part is a product it computes (`own`: the matmul's operands).
+// CHECK-LABEL: hir.program @allreduce_own_product(
+hir.program @allreduce_own_product(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[4, 2]>, %b: !fusion.tensor<f32[2, 3]>, %v: !fusion.tensor<f32[48]>) {
+  // CHECK-NEXT: %w = hir.allreduce %x -> %x via %v own(%a, %b : !fusion.tensor<f32[4, 2]>, !fusion.tensor<f32[2, 3]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>, !fusion.tensor<f32[48]>
+  %w = hir.allreduce %x -> %x via %v own(%a, %b : !fusion.tensor<f32[4, 2]>, !fusion.tensor<f32[2, 3]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>, !fusion.tensor<f32[48]>
+  // CHECK-NEXT: hir.wait %w
+  hir.wait %w
+  hir.return
+}

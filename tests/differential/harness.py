@@ -126,16 +126,22 @@ class Lowering:
     symmetric_output: bool = False
     """`symmetric-allreduce-output`: copy-engine all-reduces push into symmetric outputs
     (returned ones: result sets agreed each run, runtime/result_sets.py)."""
+    reduce_in_producer: bool = False
+    """`reduce-in-producer`: a copy-engine all-reduce of a matmul computes the own part
+    onto the others' (split-by-member)."""
 
     @property
     def pipeline(self) -> str:
         symmetric = " symmetric-allreduce-output=true" if self.symmetric_output else ""
-        return f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}{symmetric}}}"
+        producer = " reduce-in-producer=true" if self.reduce_in_producer else ""
+        return (f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}"
+                f"{symmetric}{producer}}}")
 
     def __str__(self) -> str:
         graph = {True: ["graph"], None: ["default-graph"], False: []}[self.cuda_graph]
         flags = [*(["bounded"] if self.bounded else []), *graph,
-                 *([self.unit_backend] if self.unit_backend else []), *(["symmetric-output"] if self.symmetric_output else [])]
+                 *([self.unit_backend] if self.unit_backend else []), *(["symmetric-output"] if self.symmetric_output else []),
+                 *(["reduce-in-producer"] if self.reduce_in_producer else [])]
         return "+".join([self.transport, *flags])
 
     @staticmethod
@@ -144,18 +150,23 @@ class Lowering:
         transport, *flags = text.split("+")
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
         graph = True if "graph" in flags else None if "default-graph" in flags else False
-        return Lowering(transport, "bounded" in flags, graph, backend, "symmetric-output" in flags)
+        return Lowering(transport, "bounded" in flags, graph, backend, "symmetric-output" in flags,
+                        "reduce-in-producer" in flags)
 
 
 DEFAULT_LOWERING = Lowering()
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True)) + (
-    Lowering("copy-engine", symmetric_output=True),)
+    Lowering("copy-engine", symmetric_output=True), Lowering("copy-engine", reduce_in_producer=True),
+    Lowering("copy-engine", True, symmetric_output=True, reduce_in_producer=True))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
                                                  Lowering("copy-engine", True, True, "eager"),
                                                  Lowering("auto", False, None), Lowering("copy-engine", True, None),
                                                  Lowering("copy-engine", False, None, symmetric_output=True),
-                                                 Lowering("copy-engine", False, True, symmetric_output=True))
+                                                 Lowering("copy-engine", False, True, symmetric_output=True),
+                                                 Lowering("copy-engine", False, True, reduce_in_producer=True),
+                                                 Lowering("copy-engine", False, None, symmetric_output=True,
+                                                          reduce_in_producer=True))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
 default) and on GPUs (units compiled into fused kernels by default; eagerly too)."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))

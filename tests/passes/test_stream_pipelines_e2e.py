@@ -29,6 +29,8 @@ PIPELINE = "hostir-lower{transport=nccl}"
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"
 COPY_ENGINE_SYMMETRIC_OUTPUT = "hostir-lower{transport=copy-engine symmetric-allreduce-output=true}"
 """All-reduces pushing into symmetric outputs (returned ones: result sets, runtime/result_sets.py)."""
+COPY_ENGINE_REDUCE_IN_PRODUCER = "hostir-lower{transport=copy-engine reduce-in-producer=true}"
+"""All-reduces of a matmul computing the own part onto the others' (`own` operands)."""
 AUTO = "hostir-lower{transport=auto}"
 """The cost model decides: at these toy sizes choose-pipelining runs every program whole."""
 BOUNDED = (
@@ -36,6 +38,7 @@ BOUNDED = (
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
 COPY_ENGINE_BOUNDED = "hostir-lower{transport=copy-engine bounded-intermediates=true}"
+COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, COPY_ENGINE_REDUCE_IN_PRODUCER)
 AG_AFTER = (
     "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
@@ -352,6 +355,9 @@ MULTI_DEVICE = {
     "matmul_AR_blocks": (matmul_ar_blocks, PIPELINE, "hir.allreduce"),
     "matmul_AR_blocks-copy_engine": (matmul_ar_blocks, COPY_ENGINE, "hir.allreduce"),
     "matmul_AR_blocks-copy_engine-bounded": (matmul_ar_blocks, COPY_ENGINE_BOUNDED, "hir.allreduce"),
+    "matmul_AR-reduce_in_producer-copy_engine": (matmul_ar, COPY_ENGINE_REDUCE_IN_PRODUCER, "hir.allreduce"),
+    "matmul_AR_blocks-reduce_in_producer-copy_engine": (matmul_ar_blocks, COPY_ENGINE_REDUCE_IN_PRODUCER,
+                                                        "hir.allreduce"),
     "AG_before_Matmul-copy_engine-bounded": (ag_matmul, COPY_ENGINE_BOUNDED, "hir.allgather"),
     "independent_pipelines-copy_engine": (independent_pipelines, COPY_ENGINE, "hir.allgather"),
     # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
@@ -371,7 +377,8 @@ RUNS = 3
 SPLIT_BY_MEMBER = {
     "AG_before_Matmul-copy_engine", "AG_before_Matmul-copy_engine-bounded", "matmul_RS_through_bcast-copy_engine",
     "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded", "independent_pipelines-copy_engine",
-    "matmul_AR-copy_engine", "AG_before_Matmul-auto",
+    "matmul_AR-copy_engine", "AG_before_Matmul-auto", "matmul_AR-reduce_in_producer-copy_engine",
+    "matmul_AR_blocks-reduce_in_producer-copy_engine",
 }
 """The cases whose compute split-by-member splits around the copy-engine collective
 (its member loops use `hir.team_position`): the others have no compute next to it.
@@ -392,7 +399,7 @@ def splits_by_member(name: str, extent: int, world: int) -> bool:
 def stream_counts(pipeline: str) -> list[tuple[int, int]]:
     """(numberOfStreams, copy_engine_streams) of a case's jobs: every stream count, and on
     the copy engines also 2 communication streams per phase, the posts taking them in turn."""
-    copy_engine = pipeline in (COPY_ENGINE, COPY_ENGINE_BOUNDED)
+    copy_engine = pipeline in COPY_ENGINE_PIPELINES
     return [(streams, 1) for streams in STREAM_COUNTS] + ([(STREAM_COUNTS[-1], 2)] if copy_engine else [])
 
 
@@ -420,8 +427,9 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             if pipeline != COPY_ENGINE_BOUNDED:  # there the bounded buffers that communicate become symmetric slices
                 assert allocates_in_loop(program) == (pipeline == BOUNDED), name
             if pipeline != AUTO:
-                assert ("transport copy_engine" in str(program)) == (pipeline in (COPY_ENGINE, COPY_ENGINE_BOUNDED)), name
+                assert ("transport copy_engine" in str(program)) == (pipeline in COPY_ENGINE_PIPELINES), name
             assert split_by_member(program) == splits_by_member(name, extent, world), (name, extent, world)
+            assert (" own(" in str(program)) == (pipeline == COPY_ENGINE_REDUCE_IN_PRODUCER), name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
@@ -560,7 +568,7 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
-@pytest.mark.parametrize("pipeline", [COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT])
+@pytest.mark.parametrize("pipeline", [COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_REDUCE_IN_PRODUCER])
 @pytest.mark.parametrize("copy_engine_streams", [1, 2])
 @pytest.mark.parametrize("case", list(GPU_CASES))
 def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams, pipeline):
@@ -573,7 +581,8 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, co
     split: its copies overlap only other iterations' matmuls, which the schedule allows
     but does not demand. With `symmetric-allreduce-output` too (the all-reduces' results are
     result sets): its pushes once waited behind a result set's acquisition, i.e. for the
-    other rank's host to start its run (20-125 ms when the profiler started late there)."""
+    other rank's host to start its run (20-125 ms when the profiler started late there).
+    With `reduce-in-producer`: the own part's GEMM runs on the all-reduce's second phase."""
     text = GPU_CASES[case]
     reference = parse_module(text)
     inputs = random_inputs(reference, seed=0)
