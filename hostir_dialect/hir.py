@@ -924,11 +924,6 @@ class AllreduceOp(ReducingCollectiveOp):
         # xDSL orders a subclass's operand definitions before its bases' (own first).
         init_segmented(self, [own, input, output, via], [WorkType()], collective_properties(team, root, reduction, transport))
 
-    @property
-    def own_product(self) -> tuple[SSAValue, SSAValue] | None:
-        """The matmul operands of this member's contribution, where it is a product."""
-        return (self.own[0], self.own[1]) if self.own else None
-
     def verify_transport(self) -> None:
         super().verify_transport()
         if self.own:

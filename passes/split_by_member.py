@@ -47,6 +47,12 @@ chunks), each part of every operand it splits one contiguous block (a strided pa
 be copied before a matmul reads it); an op that allocates its result gets a buffer for
 its parts. Anything else is left as it is: the split is an optimization, never needed for
 a correct result.
+
+With `reduce-in-producer`, an all-reduce whose producer is a matmul by one matrix takes
+the own part's operands instead of the own part being computed (`own_product`):
+
+      %w = hir.allreduce %ub -> %c via %r own(%a[me], %b) ...
+      hir.wait %w                       (phase 2: %c[me] = %a[me] @ %b + the others' parts)
 """
 
 from __future__ import annotations

@@ -447,7 +447,6 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         return self.push_and_signal(into, lambda peer: _copy(peer_view(into, gathered[me], peer), reduced),
                                     slot + 1, phase=2, before=reduce)
 
-
     def reduce_onto_product(self, out: torch.Tensor, received: list[torch.Tensor], own: tuple[torch.Tensor, torch.Tensor],
                             stream=None) -> None:
         """out = a @ b + the sum of `received`, the first one added by the GEMM itself
