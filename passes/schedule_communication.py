@@ -24,7 +24,8 @@ A list scheduler, block by block. An op follows
 - the earlier ops that write a buffer it reads, and those that read or write a buffer it
   writes (`_accesses`): a compute op reads its operands and writes its destination or
   result; a collective writes all its buffers (input, output, `via`) from its post to its
-  wait, so an op that reads its input, or views it, keeps its side of both; a kernel unit
+  wait, so an op that reads its input, or views it, keeps its side of both (an
+  all-reduce's `own` operands it reads from its post to its wait); a kernel unit
   writes its inputs too, as its result may be a view of one; a deallocation writes its
   buffer; views and index arithmetic access none,
 - every earlier op it cannot move past: stream ops (the current stream decides where work
@@ -227,11 +228,17 @@ def _accesses(op: Operation, roots: dict[SSAValue, frozenset[SSAValue]]) -> tupl
         nested = _posting(inner) if isinstance(inner, hir.WaitOp) else inner
         written = {*written_operands(nested), *nested.results}
         if isinstance(nested, (hir.WaitedOp, hir.DeallocateOp, hir.PostOnStreamOp)):
-            written.update(nested.operands)
+            written.update(v for v in nested.operands if not _only_read(nested, v))
         for value in (*nested.operands, *nested.results):
             if isinstance(value.type, TensorType):
                 (writes if value in written else reads).update(roots.get(value, frozenset({value})))
     return reads, writes
+
+
+def _only_read(op: Operation, operand: SSAValue) -> bool:
+    """Is `operand` one that `op`, a collective, reads and never writes (an all-reduce's
+    `own` matmul operands, read from its post to its wait)?"""
+    return isinstance(op, hir.AllreduceOp) and operand in op.own
 
 
 def _posting(wait: hir.WaitOp) -> Operation:
