@@ -52,7 +52,19 @@ from xdsl.utils.exceptions import VerifyException
 
 from . import fusion
 from .fusion import AxisShape
-from .tensor_type import DYNAMIC, INT64_MAX, MAX_MESH_DIMENSIONS, Axis, IterKind, Mesh, Piece, TensorDesc, TensorType, tensor_type
+from .tensor_type import (
+    DYNAMIC,
+    INT64_MAX,
+    MAX_MESH_DIMENSIONS,
+    Axis,
+    IterKind,
+    Mesh,
+    Piece,
+    TensorDesc,
+    TensorType,
+    is_floating_point,
+    tensor_type,
+)
 from .tensor_type import ParallelKind as _PT
 
 
@@ -129,7 +141,7 @@ class DataType(Enum):
 
     @property
     def is_float(self) -> bool:
-        return isinstance(self.element_type, (Float16Type, BFloat16Type, Float32Type, Float64Type))
+        return is_floating_point(self.element_type)
 
     @property
     def is_integer(self) -> bool:

@@ -66,7 +66,7 @@ from .attributes import i64_attr
 from .building import init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp
-from .tensor_type import DYNAMIC, INT64_MAX, Axis, IterKind, TensorType, tensor_type
+from .tensor_type import DYNAMIC, FLOAT_TYPES, INT64_MAX, Axis, IterKind, TensorType, is_floating_point, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Shape rules
@@ -75,7 +75,7 @@ from .tensor_type import DYNAMIC, INT64_MAX, Axis, IterKind, TensorType, tensor_
 AxisShape = tuple[int, IterKind]
 """A logical axis without parallelization: what shape rules compute."""
 
-SCALAR_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type, IntegerType, IndexType)
+SCALAR_TYPES = (*FLOAT_TYPES, IntegerType, IndexType)
 
 
 def _scalar_kind(t: Attribute) -> int:
@@ -474,7 +474,7 @@ class FloatingPointUnaryOp(ElementwiseUnaryOp):
 
     def verify_element_type(self) -> None:
         source = tensor_type(self.input).element_type
-        if not isinstance(source, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        if not is_floating_point(source):
             raise VerifyException(f"{self.name} takes a floating-point tensor, got {source}; cast it first")
         super().verify_element_type()
 
@@ -1216,7 +1216,7 @@ def epilogue_of(op: Operation) -> Epilogue | None:
 def epilogue_problem(epilogue: Epilogue, result: TensorType) -> str | None:
     """Why a matmul or linear of this result type cannot apply `epilogue` (None if it can)."""
     element = result.element_type
-    if not isinstance(element, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+    if not is_floating_point(element):
         return f"an epilogue {epilogue.value} needs a floating-point result, got {element}"
     return None
 
@@ -1729,7 +1729,7 @@ class UniformOp(RandomOp):
         if (self.seed is None) != (self.offset is None):
             raise VerifyException("uniform takes a seed and an offset together, or neither")
         result = tensor_type(self.result).element_type
-        if not isinstance(result, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        if not is_floating_point(result):
             raise VerifyException(f"uniform makes floating-point numbers, got element type {result}")
 
 
@@ -1795,7 +1795,7 @@ class TriuOp(ComputeOp, StreamSliceable):
 
 def _refuse_integers(op: ComputeOp) -> None:
     source = tensor_type(op.tensor_inputs()[0]).element_type
-    if not isinstance(source, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+    if not is_floating_point(source):
         raise VerifyException(f"{op.name} takes a floating-point tensor, got {source}; cast it first")
 
 
@@ -2028,7 +2028,7 @@ class AttentionOp(ComputeOp):
             if tensor_type(x).element_type != RNG_STATE_TYPE:
                 raise VerifyException(f"the random state has element type {RNG_STATE_TYPE}")
         element_types = {tensor_type(x).element_type for x in (q, k, v)}
-        if len(element_types) > 1 or not isinstance(next(iter(element_types)), (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        if len(element_types) > 1 or not is_floating_point(next(iter(element_types))):
             raise VerifyException(f"q, k and v need one floating-point element type, got {sorted(map(str, element_types))}")
 
     def value_axis_targets(self, operand: SSAValue) -> list[int]:

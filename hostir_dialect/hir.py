@@ -17,11 +17,7 @@ from typing import ClassVar
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     I64,
-    BFloat16Type,
     FlatSymbolRefAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     IndexType,
     IntegerAttr,
     UnitAttr,
@@ -71,7 +67,7 @@ from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp, lookup_function
 from .fusion import ComputeOp, FuncOp, ReduceKind, ReduceKindAttr
 from .parsing import next_token
-from .tensor_type import DEVICE_KINDS, DYNAMIC, Mesh, ParallelKind, TensorType, parse_mesh, tensor_type
+from .tensor_type import DEVICE_KINDS, DYNAMIC, Mesh, ParallelKind, TensorType, is_floating_point, parse_mesh, tensor_type
 
 # --------------------------------------------------------------------------- #
 # Types and enums
@@ -937,7 +933,7 @@ class AllreduceOp(ReducingCollectiveOp):
         a, b, chunk = (tensor_type(v) for v in (*self.own, self.input))
         if a.element_type != chunk.element_type or b.element_type != chunk.element_type:
             raise VerifyException("the `own` operands and the input have different element types")
-        if not isinstance(chunk.element_type, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+        if not is_floating_point(chunk.element_type):
             raise VerifyException(f"`own` multiplies {chunk.element_type} matrices; it needs a floating-point type")
         member = self.teams.devices[0]
         a_shape, b_shape, input_shape = (t.local_shape(member) for t in (a, b, chunk))

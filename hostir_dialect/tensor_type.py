@@ -338,10 +338,18 @@ INT64_MAX = 2**63 - 1
 """Extents, element counts and device ids are torch's int64s."""
 
 
+FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+"""The floating-point element types (those torch has a dtype for)."""
+
+
+def is_floating_point(t: Attribute) -> bool:
+    return isinstance(t, FLOAT_TYPES)
+
+
 def is_supported_element_type(t: Attribute) -> bool:
     """Has a torch dtype: f16 bf16 f32 f64, signless i1 i8 i16 i32 i64, ui8 and ui64 (what
     runtime/layouts.py's `torch_dtype` maps)."""
-    if isinstance(t, (Float16Type, BFloat16Type, Float32Type, Float64Type)):
+    if is_floating_point(t):
         return True
     if not isinstance(t, IntegerType):
         return False
