@@ -889,6 +889,16 @@ t2.outer_split(1, 2)
 t2.axis(1).parallelize(ParallelType.DIDx)
 t2.axis(0).parallelize(ParallelType.Stream)
 """, "correct", lowering="nccl+bounded"),
+    "loop_local_chunk_of_a_dynamic_axis_on_one_device": Regression(1, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([3, -1, 2], dtype='float32')  # concrete: [3, 4, 2]
+    t1 = fd.ops.abs(t0)
+    t2 = fd.ops.add(t1, 1.0)
+    fd.add_output(t2)
+mesh = DeviceMesh([0])
+t2.set_device_mesh(mesh)
+t2.axis(0).parallelize(ParallelType.Stream)
+""", "correct", lowering="nccl+bounded"),
     "loop_local_block_of_a_dynamic_axis": Regression(2, """
 with FusionDefinition() as fd:
     t0 = fd.define_tensor([-1, -1], dtype='float32')  # concrete: [4, 6]
