@@ -79,6 +79,11 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | No
     # The defaults with copy-engine all-reduces computing their own part of a matmul onto the
     # others' (split-by-member's reduce-in-producer; off by default until measured).
     ("hostir_reduce_in_producer", {**AUTO_GRAPH, "split-by-member": {"reduce-in-producer": True}}, None),
+    # Both: the own part's GEMM adds in place onto the part the other rank pushed into the output.
+    ("hostir_reduce_in_producer_symmetric", {
+        **AUTO_GRAPH, "split-by-member": {"reduce-in-producer": True},
+        "convert-op-to-communication": {**AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": True}},
+     None),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")

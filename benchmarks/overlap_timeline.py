@@ -14,8 +14,7 @@ to DIR/<case>_<shape>_<variant>_rank<r>.json.
         [--copy-engine-streams N]
 
 Variants: the names overlap.py prints without their _S suffix (naive, torch_fused,
-handwritten_nccl, hostir_default, hostir_nccl, hostir_ce, hostir_auto, hostir_ce_graph,
-hostir_auto_graph);
+handwritten_nccl, handwritten_ce, and every hostir label of overlap.py's HOSTIR_VARIANTS);
 the swept ones run at each --chunks.
 """
 
@@ -62,9 +61,10 @@ def builders(case, names: list[str], chunk_counts: list[int], copy_engine_stream
             for s in chunk_counts:
                 yield f"{name}_S{s}", partial(hostir, case, s, options, cuda_graph=graph,
                                               copy_engine_streams=copy_engine_streams)
-        elif name == "handwritten_nccl":
+        elif name in ("handwritten_nccl", "handwritten_ce"):
+            method = case.handwritten if name == "handwritten_nccl" else case.handwritten_ce
             for s in chunk_counts:
-                yield f"{name}_S{s}", partial(case.handwritten, s)
+                yield f"{name}_S{s}", partial(method, s)
         else:
             yield name, getattr(case, name)
 

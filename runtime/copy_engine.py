@@ -41,6 +41,9 @@ _COMBINE: dict[ReduceKind, Callable[..., torch.Tensor]] = {
 }
 
 
+PRODUCT_PHASE = -1
+"""`Ordering._new_side`'s phase for the streams of all-reduces' own matmul parts."""
+
 SIDE_PRIORITY = -1
 """The CUDA stream priority of the copy engines' streams (torch's: lower is higher; the
 workers' is 0)."""
@@ -82,6 +85,9 @@ class Ordering:
         phases = max(algorithm.phases for algorithm in ALGORITHMS.values())
         self._sides: dict[tuple[int, int], object] = {
             (phase, lane): self._new_side(phase, lane) for phase in range(1, phases + 1) for lane in range(lanes)}
+        self._producing = {lane: self._new_side(PRODUCT_PHASE, lane) for lane in range(lanes)}
+        """An all-reduce's own matmul part (`own`) runs on a stream of its own, beside phase
+        2's: behind that stream's pushes of earlier posts' sums, the GEMM would wait for them."""
         self._acquiring = self._new_side(0, 0)
         self._acquiring_results = self._new_side(0, 1)
         """Result sets are acquired on a stream of their own: the peers release them when their
@@ -100,6 +106,9 @@ class Ordering:
         if self.hazards is not None:
             if phase == 0:
                 return self.hazards.new_stream("the copy engines' acquiring stream" + (" of results" if lane else ""))
+            if phase == PRODUCT_PHASE:
+                return self.hazards.new_stream("the copy engines' product stream" +
+                                               (f", lane {lane}" if self.lanes > 1 else ""))
             return self.hazards.new_stream(f"the copy engines' stream of phase {phase}" +
                                            (f", lane {lane}" if self.lanes > 1 else ""))
         return None
@@ -108,6 +117,11 @@ class Ordering:
         """The communication stream of `phase` and `lane`, made to wait for the current
         stream's work so far (None on CPU, unless the hazard check follows it)."""
         return self._forked(self._sides[phase, lane])
+
+    def fork_product(self, lane: int = 0):
+        """The stream of all-reduces' own matmul parts of `lane` (see `_producing`), made to
+        wait for the current stream's work so far (None on CPU, unless the hazard check follows it)."""
+        return self._forked(self._producing[lane])
 
     def _forked(self, side):
         if self.cuda:
@@ -278,19 +292,21 @@ class CopyEngineCollective:
         """The lane of the post that `slot` is a flag of (the same in every run)."""
         return (slot - self.first_slot) // self.ALGORITHM.phases % self.ordering.lanes
 
-    def push_and_signal(self, into: SymmetricTensor, pushes: Callable[[int], torch.Tensor], slot: int,
-                        phase: int = 1, before: Callable[[object], None] | None = None):
-        """On the communication stream of `phase`, after the current stream's work so far:
-        `before` (given the stream), then `pushes(peer)` into every other member's instance
-        of `into` (it returns the tensor it read), then its flag `slot`. Returns the mark of
-        the end of this work."""
+    def push_and_signal(self, into: SymmetricTensor | tuple[SymmetricTensor, ...], pushes: Callable[[int], torch.Tensor],
+                        slot: int, phase: int = 1, before: Callable[[object], None] | None = None, after=None):
+        """On the communication stream of `phase`, after the current stream's work so far
+        and the mark `after`: `before` (given the stream), then `pushes(peer)` into every
+        other member's instance of `into` (one buffer or several; it returns the tensor it
+        read), then its flag `slot`. Returns the mark of the end of this work."""
         ordering = self.ordering
         side = ordering.fork(phase, self.lane(slot))
+        ordering.join(after, side)
         with ordering.enqueue_on(side):
             if before is not None:
                 before(side)
-            ordering.join(ordering.acquisition(into), side)
-            ordering.pushed(self.op, into.local, side)
+            for buffer in into if isinstance(into, tuple) else (into,):
+                ordering.join(ordering.acquisition(buffer), side)
+                ordering.pushed(self.op, buffer.local, side)
             for peer in self.peers:
                 ordering.touch(self.op, reads=[pushes(peer)], stream=side)
                 self.flags.signal(peer, slot, side)
@@ -391,7 +407,10 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     output (a small kernel there, not on the waiting stream), and push it into every other
     member's output (or `via`); the waiting stream then waits for the other members'
     reduced chunks. With `own` (a matmul's operands, `hir.allreduce ... own(...)`), phase 2
-    computes this rank's part there instead, onto the other members' chunks."""
+    computes this rank's part instead, onto the other members' chunks, on a stream of its
+    own (`Ordering.fork_product`); with a symmetric output too, each member's lead (the
+    first other member) pushes its chunk straight into that member's output, where the
+    GEMM adds onto it in place (no copy of it into the output first)."""
 
     ALGORITHM = ALGORITHMS["hir.allreduce"]
 
@@ -408,16 +427,20 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
-        if self.output is not None:
-            into, scattered, gathered = self.output(), _chunks(via, size), outs
-        else:
+        if self.output is None:
             into = self.symmetric_via
             scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
-        scattered_sent = self.scatter(chunks, scattered, slot)
+        else:
+            into, scattered, gathered = self.output(), _chunks(via, size), outs
+        parts = self.own_and_received(chunks, scattered)
+        if own is not None and self.output is not None:
+            parts[_lead(me)] = outs[me]  # pushed there by the lead: the own GEMM adds onto it in place
+            scattered_sent = self.scatter_onto_outputs(chunks, scattered, outs, into, slot)
+        else:
+            scattered_sent = self.scatter(chunks, scattered, slot)
 
         def complete() -> None:
-            gathered_sent = self.reduce_and_gather(self.own_and_received(chunks, scattered), outs[me], into, gathered,
-                                                   slot, own)
+            gathered_sent = self.reduce_and_gather(parts, outs[me], into, gathered, slot, own)
             for peer in self.peers:
                 self.receive(peer, slot + 1, gathered[peer])
                 if gathered[peer] is not outs[peer]:
@@ -428,36 +451,69 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
 
         return CopyEngineWork(complete)
 
+    def scatter_onto_outputs(self, chunks: list[torch.Tensor], scattered: list[torch.Tensor], outs: list[torch.Tensor],
+                             output: SymmetricTensor, slot: int):
+        """`scatter`, but chunk p goes into chunk p of member p's output (a view of `output`)
+        where this rank is member p's lead: the part p's own GEMM adds onto in place."""
+        me = self.position
+
+        def push(peer: int) -> torch.Tensor:
+            if _lead(peer) == me:
+                return _copy(peer_view(output, outs[peer], peer), chunks[peer])
+            return _copy(peer_view(self.symmetric_via, scattered[me], peer), chunks[peer])
+
+        return self.push_and_signal((self.symmetric_via, output), push, slot)
+
     def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, into: SymmetricTensor,
                           gathered: list[torch.Tensor], slot: int, own: tuple[torch.Tensor, torch.Tensor] | None):
         """Phase 2, on its communication stream: once the other members' chunks (phase 1's
-        flags, `slot`) are in `parts`, reduce `parts` (with `own`'s product in place of
-        this rank's part) into `reduced`, push it into slot `me` of every other member's
-        `gathered` (views of `into`) and signal `slot + 1`."""
+        flags, `slot`) are in `parts`, reduce `parts` into `reduced`, push it into slot `me`
+        of every other member's `gathered` (views of `into`) and signal `slot + 1`. With
+        `own`, the reduction is `own`'s product onto the other members' chunks, on the
+        product stream, which the pushes wait for."""
         me = self.position
 
-        def reduce(stream) -> None:
+        def receive(stream) -> None:
             for peer in self.peers:
                 self.receive(peer, slot, parts[peer], stream)
-            if own is None:
-                self.reduce_into(reduced, parts, stream)
-            else:
-                self.reduce_onto_product(reduced, [parts[p] for p in self.peers], own, stream)
 
-        return self.push_and_signal(into, lambda peer: _copy(peer_view(into, gathered[me], peer), reduced),
-                                    slot + 1, phase=2, before=reduce)
+        def reduce(stream) -> None:
+            receive(stream)
+            self.reduce_into(reduced, parts, stream)
+
+        def push(peer: int) -> torch.Tensor:
+            return _copy(peer_view(into, gathered[me], peer), reduced)
+
+        if own is None:
+            return self.push_and_signal(into, push, slot + 1, phase=2, before=reduce)
+        ordering = self.ordering
+        product = ordering.fork_product(self.lane(slot))
+        with ordering.enqueue_on(product):
+            receive(product)
+            self.reduce_onto_product(reduced, [parts[p] for p in self.peers], own, product)
+        computed = ordering.mark((self.flags.team, slot, "product"), product)
+        return self.push_and_signal(into, push, slot + 1, phase=2, after=computed)
 
     def reduce_onto_product(self, out: torch.Tensor, received: list[torch.Tensor], own: tuple[torch.Tensor, torch.Tensor],
                             stream=None) -> None:
         """out = a @ b + the sum of `received`, the first one added by the GEMM itself
-        (beta = 1: the reduction in its epilogue). `out` and `received` are flat chunks
-        holding the product's rows in order; b is one K x N matrix."""
+        (beta = 1: the reduction in its epilogue), in place where it is `out` itself (else
+        torch copies it into `out` first). `out` and `received` are flat chunks holding the
+        product's rows in order; b is one K x N matrix."""
         a, b = own
         k, n = b.shape[-2:]
-        torch.addmm(received[0].view(-1, n), a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
+        if received[0] is out:
+            out.view(-1, n).addmm_(a.reshape(-1, k), b.reshape(k, n))
+        else:
+            torch.addmm(received[0].view(-1, n), a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
         for part in received[1:]:
             out.add_(part)
         self.ordering.touch(self.op, reads=[*received, a, b], writes=[out], stream=stream)
+
+
+def _lead(position: int) -> int:
+    """The lead of the member at `position`: the first other member of the team."""
+    return 1 if position == 0 else 0
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:

@@ -39,6 +39,9 @@ def test_variants_are_named_as_overlap_py_names_them():
     assert names == ["naive", "hostir_ce_graph_S2", "hostir_ce_graph_S4", "handwritten_nccl_S2", "handwritten_nccl_S4"]
     with pytest.raises(AttributeError):
         list(overlap_timeline.builders(case, ["no_such_variant"], [2]))
+    all_reduce = CASES["matmul+AR"](Problem(64, 32, 16, torch.float32, torch.device("cpu"), 0, 2))
+    names = [name for name, _ in overlap_timeline.builders(all_reduce, ["handwritten_ce"], [2, 4])]
+    assert names == ["handwritten_ce_S2", "handwritten_ce_S4"]
 
 
 def test_device_events_are_read_from_a_chrome_trace_with_host_clock_times(tmp_path):

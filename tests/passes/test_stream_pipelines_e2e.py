@@ -31,6 +31,9 @@ COPY_ENGINE_SYMMETRIC_OUTPUT = "hostir-lower{transport=copy-engine symmetric-all
 """All-reduces pushing into symmetric outputs (returned ones: result sets, runtime/result_sets.py)."""
 COPY_ENGINE_REDUCE_IN_PRODUCER = "hostir-lower{transport=copy-engine reduce-in-producer=true}"
 """All-reduces of a matmul computing the own part onto the others' (`own` operands)."""
+COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC = (
+    "hostir-lower{transport=copy-engine reduce-in-producer=true symmetric-allreduce-output=true}")
+"""Both: the own part's GEMM adds in place onto the part its lead pushed into the output."""
 AUTO = "hostir-lower{transport=auto}"
 """The cost model decides: at these toy sizes choose-pipelining runs every program whole."""
 BOUNDED = (
@@ -38,7 +41,8 @@ BOUNDED = (
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
 COPY_ENGINE_BOUNDED = "hostir-lower{transport=copy-engine bounded-intermediates=true}"
-COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, COPY_ENGINE_REDUCE_IN_PRODUCER)
+REDUCE_IN_PRODUCER = (COPY_ENGINE_REDUCE_IN_PRODUCER, COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC)
+COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, *REDUCE_IN_PRODUCER)
 AG_AFTER = (
     "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
@@ -358,6 +362,10 @@ MULTI_DEVICE = {
     "matmul_AR-reduce_in_producer-copy_engine": (matmul_ar, COPY_ENGINE_REDUCE_IN_PRODUCER, "hir.allreduce"),
     "matmul_AR_blocks-reduce_in_producer-copy_engine": (matmul_ar_blocks, COPY_ENGINE_REDUCE_IN_PRODUCER,
                                                         "hir.allreduce"),
+    "matmul_AR-reduce_in_producer-symmetric-copy_engine": (matmul_ar, COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC,
+                                                           "hir.allreduce"),
+    "matmul_AR_blocks-reduce_in_producer-symmetric-copy_engine": (
+        matmul_ar_blocks, COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC, "hir.allreduce"),
     "AG_before_Matmul-copy_engine-bounded": (ag_matmul, COPY_ENGINE_BOUNDED, "hir.allgather"),
     "independent_pipelines-copy_engine": (independent_pipelines, COPY_ENGINE, "hir.allgather"),
     # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
@@ -378,7 +386,8 @@ SPLIT_BY_MEMBER = {
     "AG_before_Matmul-copy_engine", "AG_before_Matmul-copy_engine-bounded", "matmul_RS_through_bcast-copy_engine",
     "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded", "independent_pipelines-copy_engine",
     "matmul_AR-copy_engine", "AG_before_Matmul-auto", "matmul_AR-reduce_in_producer-copy_engine",
-    "matmul_AR_blocks-reduce_in_producer-copy_engine",
+    "matmul_AR_blocks-reduce_in_producer-copy_engine", "matmul_AR-reduce_in_producer-symmetric-copy_engine",
+    "matmul_AR_blocks-reduce_in_producer-symmetric-copy_engine",
 }
 """The cases whose compute split-by-member splits around the copy-engine collective
 (its member loops use `hir.team_position`): the others have no compute next to it.
@@ -429,7 +438,7 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             if pipeline != AUTO:
                 assert ("transport copy_engine" in str(program)) == (pipeline in COPY_ENGINE_PIPELINES), name
             assert split_by_member(program) == splits_by_member(name, extent, world), (name, extent, world)
-            assert (" own(" in str(program)) == (pipeline == COPY_ENGINE_REDUCE_IN_PRODUCER), name
+            assert (" own(" in str(program)) == (pipeline in REDUCE_IN_PRODUCER), name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
@@ -568,7 +577,8 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
-@pytest.mark.parametrize("pipeline", [COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_REDUCE_IN_PRODUCER])
+@pytest.mark.parametrize("pipeline", [COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_REDUCE_IN_PRODUCER,
+                                      COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC])
 @pytest.mark.parametrize("copy_engine_streams", [1, 2])
 @pytest.mark.parametrize("case", list(GPU_CASES))
 def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams, pipeline):
@@ -582,7 +592,9 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, co
     but does not demand. With `symmetric-allreduce-output` too (the all-reduces' results are
     result sets): its pushes once waited behind a result set's acquisition, i.e. for the
     other rank's host to start its run (20-125 ms when the profiler started late there).
-    With `reduce-in-producer`: the own part's GEMM runs on the all-reduce's second phase."""
+    With `reduce-in-producer`: the own part's GEMM runs on a stream of its own, after the
+    other rank's part arrived; with both options, it adds in place onto the part pushed
+    into the output."""
     text = GPU_CASES[case]
     reference = parse_module(text)
     inputs = random_inputs(reference, seed=0)
