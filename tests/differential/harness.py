@@ -166,9 +166,15 @@ GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto")
                                                  Lowering("copy-engine", False, True, symmetric_output=True),
                                                  Lowering("copy-engine", False, True, reduce_in_producer=True),
                                                  Lowering("copy-engine", False, None, symmetric_output=True,
+                                                          reduce_in_producer=True),
+                                                 Lowering("copy-engine", False, False, symmetric_output=True,
+                                                          reduce_in_producer=True),
+                                                 Lowering("copy-engine", True, True, symmetric_output=True,
                                                           reduce_in_producer=True))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
-default) and on GPUs (units compiled into fused kernels by default; eagerly too)."""
+default) and on GPUs (units compiled into fused kernels by default; eagerly too). Both
+all-reduce options together run eagerly, replayed in either graph mode and with bounded
+intermediates: what they would be as the default (docs/copy_engine.md)."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
 """Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
 
