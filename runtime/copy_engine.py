@@ -423,7 +423,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor,
              own: tuple[torch.Tensor, torch.Tensor] | None = None) -> CopyEngineWork:
         """`own`: the operands of a matmul whose product is this rank's contribution,
-        computed on phase 2 onto the other members' chunks (input chunk `me` unread)."""
+        computed on the product stream onto the other members' chunks (input chunk `me` unread)."""
         slot = self.next_slot()
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
