@@ -102,6 +102,9 @@ TOLERANCES = {  # dtype -> (rtol, atol before scaling)
 COLLECTIVE_TIMEOUT = 60.0
 """Seconds a collective may block before its rank gives up (a hang)."""
 MAX_JOBS_PER_LAUNCH = 150
+TIMED_JOBS_PER_LAUNCH = 20
+"""Under a time limit, launches are shorter, so that the last one ends soon after the limit:
+on GPUs a launch of 150 jobs, each replayed and its units compiled, ran for minutes past it."""
 
 # Spawned ranks inherit this: c10d's C++ warnings (a peer closing its store connection
 # when a launch is stopped) would bury the summary.
@@ -481,11 +484,12 @@ def run_launches(cases: list[Case], world_size: int, log=lambda *_: None,
     nothing fails, one more per failing job. On `device` cuda, one GPU per rank. No launch
     starts after `deadline` (time.monotonic()): its cases are NOT_RUN."""
     done: dict[int, Result | list[list]] = {}
-    for start in range(0, len(cases), MAX_JOBS_PER_LAUNCH):
+    per_launch = MAX_JOBS_PER_LAUNCH if deadline is None else min(MAX_JOBS_PER_LAUNCH, TIMED_JOBS_PER_LAUNCH)
+    for start in range(0, len(cases), per_launch):
         if deadline is not None and time.monotonic() > deadline:
             log(f"time limit: {len(cases) - start} programs on {world_size} ranks not run")
             return done | {id(c): c.result(NOT_RUN, "spawn", "the profile's time limit passed first") for c in cases[start:]}
-        done |= _run_until_clean(cases[start:start + MAX_JOBS_PER_LAUNCH], world_size, log, device)
+        done |= _run_until_clean(cases[start:start + per_launch], world_size, log, device)
     return done
 
 

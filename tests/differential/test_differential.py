@@ -127,6 +127,28 @@ def test_no_launch_starts_after_the_time_limit_and_its_programs_are_reported_not
     assert by_world.split() == ["2", "2", "2", "0", "0", "0", "0", "0", "1"]  # 2 programs, 2 correct, 1 not run
 
 
+def test_launches_are_shorter_under_a_time_limit(monkeypatch):
+    """With a deadline a launch takes at most TIMED_JOBS_PER_LAUNCH jobs, so the last launch
+    ends soon after the limit; without one, up to MAX_JOBS_PER_LAUNCH."""
+    sources = [r.source for r in REGRESSIONS.values() if r.world_size == 2 and r.disabled is None][:3]
+    cases = [harness.Case(program_from_source(s, 2), i, None, harness.Lowering.parse("nccl")) for i, s in enumerate(sources)]
+    monkeypatch.setattr(harness, "TIMED_JOBS_PER_LAUNCH", 1)
+    launched: list[int] = []
+
+    def fake_batch(jobs, world_size, **options):
+        launched.append(len(jobs))
+        return [[runtime.RankResult([index], [], None) for _ in range(world_size)] for index in range(len(jobs))]
+
+    monkeypatch.setattr(harness.runtime, "run_spmd_batch", fake_batch)
+    for case in cases:
+        assert harness.prepare(case, 0) is None
+    harness.run_launches(cases, 2, deadline=harness.time.monotonic() + 3600)
+    assert launched == [1, 1, 1]
+    launched.clear()
+    harness.run_launches(cases, 2)
+    assert launched == [3]
+
+
 def test_after_a_crash_only_the_jobs_after_the_culprit_run_again(monkeypatch):
     # Three programs in one launch; the second crashes. The launcher hands back what every
     # rank finished before (the first), so the relaunch holds the third alone.
