@@ -386,9 +386,11 @@ class CopyEngineReduceScatter(CopyEngineCollective):
     def scatter(self, chunks: list[torch.Tensor], received: list[torch.Tensor], slot: int):
         """Copy input chunk p into slot `me` of member p's `received`, for every other member
         p, then signal `slot`; chunk `me` is not read."""
-        me = self.position
-        return self.push_and_signal(self.symmetric_via,
-                                    lambda peer: _copy(peer_view(self.symmetric_via, received[me], peer), chunks[peer]), slot)
+        return self.push_and_signal(self.symmetric_via, lambda peer: self.push_chunk(chunks, received, peer), slot)
+
+    def push_chunk(self, chunks: list[torch.Tensor], received: list[torch.Tensor], peer: int) -> torch.Tensor:
+        """Input chunk `peer` into slot `me` of member `peer`'s `received`; the chunk read."""
+        return _copy(peer_view(self.symmetric_via, received[self.position], peer), chunks[peer])
 
 
 class CopyEngineAllreduce(CopyEngineReduceScatter):
@@ -460,7 +462,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         def push(peer: int) -> torch.Tensor:
             if _lead(peer) == me:
                 return _copy(peer_view(output, outs[peer], peer), chunks[peer])
-            return _copy(peer_view(self.symmetric_via, scattered[me], peer), chunks[peer])
+            return self.push_chunk(chunks, scattered, peer)
 
         return self.push_and_signal((self.symmetric_via, output), push, slot)
 
