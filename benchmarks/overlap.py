@@ -72,17 +72,15 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | No
     ("hostir_auto", AUTO, False),
     ("hostir_ce_graph", {"convert-op-to-communication": {"transport": "copy-engine"}}, True),
     ("hostir_auto_graph", AUTO_GRAPH, True),
-    # The defaults with copy-engine all-reduces pushing into symmetric outputs (an option, off
-    # by default until verified on GPUs; docs/copy_engine.md).
-    ("hostir_symmetric_output", {**AUTO_GRAPH, "convert-op-to-communication": {
-        **AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": True}}, None),
-    # The defaults with copy-engine all-reduces computing their own part of a matmul onto the
-    # others' (split-by-member's reduce-in-producer; off by default until measured).
-    ("hostir_reduce_in_producer", {**AUTO_GRAPH, "split-by-member": {"reduce-in-producer": True}}, None),
-    # Both: the own part's GEMM adds in place onto the part the other rank pushed into the output.
-    ("hostir_reduce_in_producer_symmetric", {
-        **AUTO_GRAPH, "split-by-member": {"reduce-in-producer": True},
-        "convert-op-to-communication": {**AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": True}},
+    # The defaults with one or both of the copy-engine all-reduce options (on by default,
+    # docs/copy_engine.md) off: only symmetric outputs, only the reduction in the producer,
+    # neither (the defaults before the tenth session).
+    ("hostir_symmetric_output", {**AUTO_GRAPH, "split-by-member": {"reduce-in-producer": False}}, None),
+    ("hostir_reduce_in_producer", {**AUTO_GRAPH, "convert-op-to-communication": {
+        **AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": False}}, None),
+    ("hostir_plain_allreduce", {**AUTO_GRAPH, "split-by-member": {"reduce-in-producer": False},
+                                "convert-op-to-communication": {
+                                    **AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": False}},
      None),
 )
 CHUNK_COUNTS = (2, 4, 8)

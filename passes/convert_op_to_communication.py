@@ -38,7 +38,7 @@ reduce-scatter or all-reduce over a whole 1-D mesh, at the top level or in one l
 constant bounds, can run on the copy engines. Its all-gather output buffer then becomes
 `hir.allocate symmetric`, and a reduce-scatter or all-reduce gets a symmetric `via`
 buffer, allocated before the loop with one slice per iteration. With
-`symmetric-allreduce-output=true`, an all-reduce's output becomes symmetric too where it is
+`symmetric-allreduce-output` (on by default), an all-reduce's output becomes symmetric too where it is
 allocated once per run (the members push their reduced chunks into each other's outputs;
 `gathers_into_symmetric_output`). A team that spans nodes
 (option `ranks-per-node`, by default torchrun's LOCAL_WORLD_SIZE; docs/multi_node.md)
@@ -54,8 +54,8 @@ import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
@@ -82,7 +82,7 @@ from .sharding_policy import (
     shards_locally,
     team_along,
 )
-from .stream_loops import forks_streams
+from .stream_loops import enclosing_loops, forks_streams, trip_count
 
 
 @dataclass(frozen=True)
@@ -258,8 +258,8 @@ def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, 
             raise op_error(op, f"cannot communicate on the copy engines: {problem}")
         return hir.Transport.COPY_ENGINE
     if problem is None:
-        loops = _enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
-        posts = _trip_count(loops[0]) if loops else 1
+        loops = enclosing_loops(op)  # copy_engine_problem allows one, with a constant trip count
+        posts = trip_count(loops[0]) if loops else 1
         assert posts is not None
         beside = posts * _matmuls_ms(loops[0], machine) if loops else 0.0
         kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team.devices[0]), plan[0].team.size
@@ -302,8 +302,8 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     mesh, team = tensor_type(op.operands[0]).mesh, plan[0].team
     if mesh is None or mesh.ndim != 1 or team.devices != mesh.devices or team.size < 2:
         return "its team must be a whole 1-D mesh of several devices (symmetric buffers span a mesh)"
-    loops = _enclosing_loops(op)
-    if len(loops) > 1 or (loops and _trip_count(loops[0]) is None):
+    loops = enclosing_loops(op)
+    if len(loops) > 1 or (loops and trip_count(loops[0]) is None):
         return "it must be at the top level or in one loop with constant bounds from 0 by 1"
     local_input = tensor_type(op.operands[0]).local_shape(team.devices[0])
     if local_input is None or DYNAMIC in local_input:
@@ -316,29 +316,6 @@ def copy_engine_problem(op: Operation, plan: list[Collective]) -> str | None:
     if plan[0].kind is hir.AllgatherOp:
         return _gathered_buffer_problem(op)
     return algorithm.input_problem(math.prod(local_input), team.size)
-
-
-def _enclosing_loops(op: Operation) -> list[scf.ForOp]:
-    loops, parent = [], op.parent_op()
-    while parent is not None and not isinstance(parent, hir.ProgramOp):
-        if isinstance(parent, scf.ForOp):
-            loops.append(parent)
-        parent = parent.parent_op()
-    return loops
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
-def _trip_count(loop: scf.ForOp) -> int | None:
-    """The iterations of a loop `0 to N step 1` with a constant N (None otherwise)."""
-    if _constant(loop.lb) != 0 or _constant(loop.step) != 1:
-        return None
-    return _constant(loop.ub)
 
 
 def _forking(loop: scf.ForOp) -> Operation:
@@ -378,7 +355,7 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
         return "its output is not a buffer the program allocates"
     if _is_returned(root):
         return "its output is a program output"
-    if _enclosing_loops(root.owner) not in ([], _enclosing_loops(op)):
+    if enclosing_loops(root.owner) not in ([], enclosing_loops(op)):
         return "its output is allocated in a loop that is not the collective's"
     return None
 
@@ -393,7 +370,7 @@ def gathers_into_symmetric_output(buffer: SSAValue) -> SSAValue:
     through an op written into it. Returns what now holds `buffer`'s value."""
     root = hir.view_root(buffer)
     allocate = root.owner
-    if (not isinstance(allocate, hir.AllocateOp) or _enclosing_loops(allocate) or allocate.extents
+    if (not isinstance(allocate, hir.AllocateOp) or enclosing_loops(allocate) or allocate.extents
             or any(value is not root for value in _returned_aliases(root))):
         return buffer
     return make_symmetric(buffer)
@@ -408,7 +385,7 @@ def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], output: SSAValu
     if kind is hir.AllreduceOp and not hir.views_symmetric_buffer(output):
         chunk_axes = [Axis(2), *chunk_axes]  # input chunks, then reduced chunks
     chunk = TensorType.of(source.element_type, chunk_axes, source.mesh)
-    loops = _enclosing_loops(op)
+    loops = enclosing_loops(op)
     if not loops:
         allocate = located_like(hir.AllocateOp(chunk, symmetric=True), op)
         allocate.result.name_hint = "via"
@@ -425,7 +402,7 @@ def symmetric_slice_per_iteration(chunk: TensorType, loop: scf.ForOp, op: Operat
     inserted). A symmetric buffer is acquired from the peers, not from an allocator: a
     chunk reused by the next iteration, on another stream, would be overwritten while
     this iteration still reads it."""
-    trips = _trip_count(loop)
+    trips = trip_count(loop)
     assert trips is not None  # copy_engine_problem admits only a loop with constant bounds from 0 by 1
     order = (0, *(p + 1 for p in chunk.allocation_order()))
     whole = TensorType.of(chunk.element_type, [Axis(trips), *chunk.axes], chunk.mesh, order)
@@ -445,7 +422,7 @@ def make_symmetric(buffer: SSAValue) -> SSAValue:
     root = hir.view_root(buffer)
     allocate = root.owner
     assert isinstance(allocate, hir.AllocateOp)
-    loops = _enclosing_loops(allocate)
+    loops = enclosing_loops(allocate)
     if not loops:
         allocate.properties["symmetric"] = UnitAttr()
         return buffer
@@ -564,11 +541,11 @@ class ConvertOpToCommunication(ModulePass):
     """Ranks per node, where copy engines end (docs/multi_node.md); 0: torchrun's
     LOCAL_WORLD_SIZE, or one node when it is not set."""
 
-    symmetric_allreduce_output: bool = False
+    symmetric_allreduce_output: bool = True
     """A copy-engine all-reduce's output becomes symmetric where it is allocated once per
     run, and its members push their reduced chunks into each other's outputs; a returned
-    one is a result set (`gathers_into_symmetric_output`). Off by default until it is
-    verified on GPUs as a default (docs/copy_engine.md)."""
+    one is a result set (`gathers_into_symmetric_output`). On by default: it saves the
+    copy out of the `via` buffer (docs/copy_engine.md, measured there)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.transport not in set(TransportChoice):

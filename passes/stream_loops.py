@@ -5,10 +5,35 @@ extend: a sync loop that forks every worker stream from the user's, then the mai
 from __future__ import annotations
 
 from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import hir
 from hostir_dialect.attributes import INDEX
+
+
+def enclosing_loops(op: Operation) -> list[scf.ForOp]:
+    """The loops around `op` in its program, innermost first."""
+    loops, parent = [], op.parent_op()
+    while parent is not None and not isinstance(parent, hir.ProgramOp):
+        if isinstance(parent, scf.ForOp):
+            loops.append(parent)
+        parent = parent.parent_op()
+    return loops
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def trip_count(loop: scf.ForOp) -> int | None:
+    """The iterations of a loop `0 to N step 1` with a constant N (None otherwise)."""
+    if _constant(loop.lb) != 0 or _constant(loop.step) != 1:
+        return None
+    return _constant(loop.ub)
 
 
 def worker_stream_ops(index: SSAValue) -> list[Operation]:

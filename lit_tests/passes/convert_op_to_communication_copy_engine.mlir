@@ -1,6 +1,6 @@
-// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine}' --verify-diagnostics | filecheck %s
+// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine symmetric-allreduce-output=false}' --verify-diagnostics | filecheck %s
 // RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=auto}' | filecheck %s --check-prefix=AUTO
-// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine symmetric-allreduce-output=true}' --verify-diagnostics | filecheck %s --check-prefix=SYM
+// RUN: hostir-opt %s --split-input-file -p 'convert-op-to-communication{transport=copy-engine}' --verify-diagnostics | filecheck %s --check-prefix=SYM
 
 // The copy-engine transport (docs/copy_engine.md): an all-gather in a stream loop writes
 // into a view of the gathered buffer, which becomes symmetric.
@@ -116,8 +116,8 @@ hir.program @allreduce(%p: !p) -> !s {
 // CHECK-NEXT:    %s = hir.allocate : !fusion.tensor<f32[r2 didx, 8], mesh=[0, 1]>
 // CHECK-NEXT:    %w = hir.allreduce %p -> %s via %via team [0, 1] op sum transport copy_engine
 
-// With symmetric-allreduce-output, the output becomes symmetric, and the members push their
-// reduced chunks straight into each other's outputs; the via buffer receives the input
+// With symmetric-allreduce-output (the default; the CHECK lines above are without it), the
+// output becomes symmetric, and the members push their reduced chunks straight into each other's outputs; the via buffer receives the input
 // chunks only. A returned output is a result the peers write into (its instance is agreed
 // each run, runtime/result_sets.py); an intermediate one is released when it dies.
 // SYM-LABEL: hir.program @allreduce

@@ -1,5 +1,5 @@
-// RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine}' | filecheck %s
-// RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine symmetric-allreduce-output=true}' | filecheck %s --check-prefix=SYM
+// RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine symmetric-allreduce-output=false reduce-in-producer=false}' | filecheck %s
+// RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine}' | filecheck %s --check-prefix=SYM
 
 // The stream pipelines on the copy engines, lowered whole (docs/copy_engine.md): what each
 // iteration of the loop computes, posts and waits for, in order.
@@ -7,6 +7,7 @@
 // matmul+AR with each chunk's rows as 2 blocks, one reduced by each member: the peer's
 // block, the post (phase 1 sends it), the own block while it travels, then the wait
 // (phase 2 on its own communication stream: reduce, push; then the peer's reduced block).
+// Shown with both all-reduce options off; the default (SYM) follows.
 !a = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
 !b = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
 !bb = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
@@ -21,12 +22,18 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 // CHECK-LABEL: hir.program @matmul_ar(
 // CHECK-NEXT:    %me = hir.team_position team [0, 1]
 // CHECK:         %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2, 2 didx, 2, 2, 3], mesh=[0, 1]>
-// With symmetric-allreduce-output the output is symmetric (the peers push their reduced
-// blocks into it) and the via buffer holds the input's blocks only.
+// By default (symmetric-allreduce-output) the output is symmetric (the peers push their
+// reduced blocks into it) and the via buffer holds the input's blocks only; the own block
+// is not computed before the post: the all-reduce computes it onto the peer's block
+// (reduce-in-producer: `own`).
 // SYM-LABEL: hir.program @matmul_ar(
 // SYM:         %c = hir.allocate symmetric : !fusion.tensor<f32[2 stream, r2, 2, 2, 3], mesh=[0, 1]>
 // SYM:         %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2 didx, 2, 2, 3], mesh=[0, 1]>
-// SYM:           %w = hir.allreduce %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine
+// SYM:             fusion.matmul %a_i_p, %bb_i_p into %u_i_p
+// SYM-NEXT:      }
+// SYM-NOT:       fusion.matmul
+// SYM:           %w = hir.allreduce %u_i -> %c_i via %via_i own(%a_i_me, %bb_i_me : {{.*}}) team [0, 1] op sum transport copy_engine
+// SYM-NOT:       fusion.matmul
 // SYM:         hir.return %c
 // CHECK-NEXT:    scf.for
 // CHECK:           hir.synchronize %user_stream

@@ -64,7 +64,10 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 // The loop only sends, so order-chunk-compute runs its compute in chunk order: each
 // iteration's worker waits for the user's stream, which waited for the previous
 // iteration's compute; its waits come after the handover, and a loop after it joins them.
+// The all-reduce computes this member's part itself, onto the others' (`own`:
+// reduce-in-producer), and pushes its reduced chunk into the others' symmetric outputs.
 // CHECK-LABEL: hir.program @matmul_ar
+// CHECK:         %c = hir.allocate symmetric
 // CHECK:         %user_stream = hir.get_current_stream
 // CHECK-NEXT:    %via = hir.allocate symmetric
 // CHECK-NEXT:    scf.for
@@ -74,8 +77,7 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 // CHECK:           scf.for %s
 // CHECK:             fusion.matmul
 // CHECK:           }
-// CHECK:           hir.allreduce {{.*}} transport copy_engine
-// CHECK:           fusion.matmul
+// CHECK:           hir.allreduce %u_i -> %c_i via %via_i own(%a_i_me, %bb_i_me {{.*}} transport copy_engine
 // CHECK-NEXT:      hir.set_current_stream %user_stream
 // CHECK-NEXT:      hir.synchronize %[[WORKER]]
 // CHECK-NEXT:      hir.set_current_stream %[[WORKER]]

@@ -1,4 +1,4 @@
-// RUN: hostir-opt %s --split-input-file -p split-by-member | filecheck %s
+// RUN: hostir-opt %s --split-input-file -p 'split-by-member{reduce-in-producer=false}' | filecheck %s
 
 // An all-gather's consumer, split by member: own part first, read from the input in
 // place (so the post leaves the own slot alone: peers_only), then each other part after
@@ -201,7 +201,9 @@ hir.program @team_of_four(%a: !a, %b: !b) -> !c {
 // -----
 
 // An all-reduce's producer, split as a reduce-scatter's: the copy-engine all-reduce's
-// post sends the other members' chunks only (docs/copy_engine.md).
+// post sends the other members' chunks only (docs/copy_engine.md). Without
+// reduce-in-producer (by default the all-reduce computes the own part itself:
+// split_by_member_reduce_in_producer.mlir).
 !a = !fusion.tensor<f32[2 didx, 2, 4, 4], mesh=[0, 1]>
 !b = !fusion.tensor<f32[2 didx, b1, 4, 3], mesh=[0, 1]>
 !u = !fusion.tensor<f32[2 didx, 2, 4, 3, r4], mesh=[0, 1]>

@@ -126,25 +126,26 @@ class Lowering:
     out in turn from two graphs."""
     unit_backend: str | None = None
     """How kernel units run: "eager" or "compiled" (None: the device's default)."""
-    symmetric_output: bool = False
-    """`symmetric-allreduce-output`: copy-engine all-reduces push into symmetric outputs
-    (returned ones: result sets agreed each run, runtime/result_sets.py)."""
-    reduce_in_producer: bool = False
-    """`reduce-in-producer`: a copy-engine all-reduce of a matmul computes the own part
-    onto the others' (split-by-member)."""
+    symmetric_output: bool = True
+    """`symmetric-allreduce-output` (on by default): copy-engine all-reduces push into
+    symmetric outputs (returned ones: result sets agreed each run, runtime/result_sets.py)."""
+    reduce_in_producer: bool = True
+    """`reduce-in-producer` (on by default): a copy-engine all-reduce of a matmul computes
+    the own part onto the others' (split-by-member)."""
 
     @property
     def pipeline(self) -> str:
-        symmetric = " symmetric-allreduce-output=true" if self.symmetric_output else ""
-        producer = " reduce-in-producer=true" if self.reduce_in_producer else ""
+        symmetric = "" if self.symmetric_output else " symmetric-allreduce-output=false"
+        producer = "" if self.reduce_in_producer else " reduce-in-producer=false"
         return (f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}"
                 f"{symmetric}{producer}}}")
 
     def __str__(self) -> str:
         graph = {True: ["graph"], None: ["default-graph"], False: []}[self.cuda_graph]
         flags = [*(["bounded"] if self.bounded else []), *graph,
-                 *([self.unit_backend] if self.unit_backend else []), *(["symmetric-output"] if self.symmetric_output else []),
-                 *(["reduce-in-producer"] if self.reduce_in_producer else [])]
+                 *([self.unit_backend] if self.unit_backend else []),
+                 *([] if self.symmetric_output else ["no-symmetric-output"]),
+                 *([] if self.reduce_in_producer else ["no-reduce-in-producer"])]
         return "+".join([self.transport, *flags])
 
     @staticmethod
@@ -153,31 +154,28 @@ class Lowering:
         transport, *flags = text.split("+")
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
         graph = True if "graph" in flags else None if "default-graph" in flags else False
-        return Lowering(transport, "bounded" in flags, graph, backend, "symmetric-output" in flags,
-                        "reduce-in-producer" in flags)
+        return Lowering(transport, "bounded" in flags, graph, backend, "no-symmetric-output" not in flags,
+                        "no-reduce-in-producer" not in flags)
 
 
 DEFAULT_LOWERING = Lowering()
+PLAIN_ALLREDUCE = {"symmetric_output": False, "reduce_in_producer": False}
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True)) + (
-    Lowering("copy-engine", symmetric_output=True), Lowering("copy-engine", reduce_in_producer=True),
-    Lowering("copy-engine", True, symmetric_output=True, reduce_in_producer=True))
+    Lowering("copy-engine", **PLAIN_ALLREDUCE), Lowering("copy-engine", True, **PLAIN_ALLREDUCE),
+    Lowering("copy-engine", symmetric_output=False), Lowering("copy-engine", reduce_in_producer=False))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
                                                  Lowering("copy-engine", True, True, "eager"),
-                                                 Lowering("auto", False, None), Lowering("copy-engine", True, None),
-                                                 Lowering("copy-engine", False, None, symmetric_output=True),
-                                                 Lowering("copy-engine", False, True, symmetric_output=True),
-                                                 Lowering("copy-engine", False, True, reduce_in_producer=True),
-                                                 Lowering("copy-engine", False, None, symmetric_output=True,
-                                                          reduce_in_producer=True),
-                                                 Lowering("copy-engine", False, False, symmetric_output=True,
-                                                          reduce_in_producer=True),
-                                                 Lowering("copy-engine", True, True, symmetric_output=True,
-                                                          reduce_in_producer=True))
+                                                 Lowering("auto", False, None), Lowering("copy-engine", False, None),
+                                                 Lowering("copy-engine", True, None),
+                                                 *(Lowering("copy-engine", b, g, **PLAIN_ALLREDUCE)
+                                                   for b in (False, True) for g in (False, True)),
+                                                 Lowering("copy-engine", False, True, symmetric_output=False),
+                                                 Lowering("copy-engine", False, True, reduce_in_producer=False))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
-default) and on GPUs (units compiled into fused kernels by default; eagerly too). Both
-all-reduce options together run eagerly, replayed in either graph mode and with bounded
-intermediates: what they would be as the default (docs/copy_engine.md)."""
+default) and on GPUs (units compiled into fused kernels by default; eagerly too). The
+copy-engine all-reduce options (both on by default) are also covered off, each alone and
+both together, eagerly, replayed and with bounded intermediates."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
 """Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
 

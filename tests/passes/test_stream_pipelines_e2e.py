@@ -27,13 +27,17 @@ from hostir_dialect.tensor_type import TensorType
 PIPELINE = "hostir-lower{transport=nccl}"
 """Every collective on NCCL and every Stream pipeline as written (no cost model)."""
 COPY_ENGINE = "hostir-lower{transport=copy-engine}"
-COPY_ENGINE_SYMMETRIC_OUTPUT = "hostir-lower{transport=copy-engine symmetric-allreduce-output=true}"
-"""All-reduces pushing into symmetric outputs (returned ones: result sets, runtime/result_sets.py)."""
-COPY_ENGINE_REDUCE_IN_PRODUCER = "hostir-lower{transport=copy-engine reduce-in-producer=true}"
-"""All-reduces of a matmul computing the own part onto the others' (`own` operands)."""
-COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC = (
-    "hostir-lower{transport=copy-engine reduce-in-producer=true symmetric-allreduce-output=true}")
-"""Both: the own part's GEMM adds in place onto the part its lead pushed into the output."""
+"""By default, both all-reduce options: an all-reduce of a matmul computes the own part
+(`own` operands) in place onto the part its lead pushed into the symmetric output."""
+COPY_ENGINE_SYMMETRIC_OUTPUT = "hostir-lower{transport=copy-engine reduce-in-producer=false}"
+"""All-reduces pushing into symmetric outputs (returned ones: result sets, runtime/result_sets.py),
+their producers computing every part before the post."""
+COPY_ENGINE_REDUCE_IN_PRODUCER = "hostir-lower{transport=copy-engine symmetric-allreduce-output=false}"
+"""All-reduces of a matmul computing the own part onto the others' (`own` operands), into
+an output of their own."""
+COPY_ENGINE_PLAIN_ALLREDUCE = (
+    "hostir-lower{transport=copy-engine reduce-in-producer=false symmetric-allreduce-output=false}")
+"""Neither all-reduce option: the producer computes every part, phase 2 copies out of `via`."""
 AUTO = "hostir-lower{transport=auto}"
 """The cost model decides: at these toy sizes choose-pipelining runs every program whole."""
 BOUNDED = (
@@ -41,8 +45,8 @@ BOUNDED = (
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
 COPY_ENGINE_BOUNDED = "hostir-lower{transport=copy-engine bounded-intermediates=true}"
-REDUCE_IN_PRODUCER = (COPY_ENGINE_REDUCE_IN_PRODUCER, COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC)
-COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, *REDUCE_IN_PRODUCER)
+WITHOUT_REDUCE_IN_PRODUCER = (COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_PLAIN_ALLREDUCE)
+COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, COPY_ENGINE_REDUCE_IN_PRODUCER, *WITHOUT_REDUCE_IN_PRODUCER)
 AG_AFTER = (
     "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
@@ -337,6 +341,8 @@ def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
+ALLREDUCES_OF_A_MATMUL = (matmul_ar, matmul_ar_blocks)
+"""The cases whose all-reduce reduces a matmul's product: `reduce-in-producer` applies."""
 MULTI_DEVICE = {
     "Allgather": (allgather, PIPELINE, "hir.allgather"),
     "Allreduce": (allreduce, PIPELINE, "hir.allreduce"),
@@ -362,10 +368,8 @@ MULTI_DEVICE = {
     "matmul_AR-reduce_in_producer-copy_engine": (matmul_ar, COPY_ENGINE_REDUCE_IN_PRODUCER, "hir.allreduce"),
     "matmul_AR_blocks-reduce_in_producer-copy_engine": (matmul_ar_blocks, COPY_ENGINE_REDUCE_IN_PRODUCER,
                                                         "hir.allreduce"),
-    "matmul_AR-reduce_in_producer-symmetric-copy_engine": (matmul_ar, COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC,
-                                                           "hir.allreduce"),
-    "matmul_AR_blocks-reduce_in_producer-symmetric-copy_engine": (
-        matmul_ar_blocks, COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC, "hir.allreduce"),
+    "matmul_AR-plain_allreduce-copy_engine": (matmul_ar, COPY_ENGINE_PLAIN_ALLREDUCE, "hir.allreduce"),
+    "matmul_AR_blocks-plain_allreduce-copy_engine": (matmul_ar_blocks, COPY_ENGINE_PLAIN_ALLREDUCE, "hir.allreduce"),
     "AG_before_Matmul-copy_engine-bounded": (ag_matmul, COPY_ENGINE_BOUNDED, "hir.allgather"),
     "independent_pipelines-copy_engine": (independent_pipelines, COPY_ENGINE, "hir.allgather"),
     # transport=auto: no stream loop (choose-pipelining), the collectives on whole tensors.
@@ -386,8 +390,8 @@ SPLIT_BY_MEMBER = {
     "AG_before_Matmul-copy_engine", "AG_before_Matmul-copy_engine-bounded", "matmul_RS_through_bcast-copy_engine",
     "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded", "independent_pipelines-copy_engine",
     "matmul_AR-copy_engine", "AG_before_Matmul-auto", "matmul_AR-reduce_in_producer-copy_engine",
-    "matmul_AR_blocks-reduce_in_producer-copy_engine", "matmul_AR-reduce_in_producer-symmetric-copy_engine",
-    "matmul_AR_blocks-reduce_in_producer-symmetric-copy_engine",
+    "matmul_AR_blocks-reduce_in_producer-copy_engine", "matmul_AR-plain_allreduce-copy_engine",
+    "matmul_AR_blocks-plain_allreduce-copy_engine",
 }
 """The cases whose compute split-by-member splits around the copy-engine collective
 (its member loops use `hir.team_position`): the others have no compute next to it.
@@ -432,13 +436,17 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             inputs = random_inputs(reference, seed=extent)
             expected = runtime.run_fusion(reference, inputs)
             program = lowered(text, pipeline)
-            assert collective_in_loop(program, collective) == (pipeline != AUTO), f"{name}: {collective} and the stream loop"
+            in_loop = collective_in_loop(program, collective)
+            assert in_loop == (pipeline != AUTO), f"{name}: {collective} and the stream loop"
             if pipeline != COPY_ENGINE_BOUNDED:  # there the bounded buffers that communicate become symmetric slices
                 assert allocates_in_loop(program) == (pipeline == BOUNDED), name
             if pipeline != AUTO:
                 assert ("transport copy_engine" in str(program)) == (pipeline in COPY_ENGINE_PIPELINES), name
-            assert split_by_member(program) == splits_by_member(name, extent, world), (name, extent, world)
-            assert (" own(" in str(program)) == (pipeline in REDUCE_IN_PRODUCER), name
+            split = splits_by_member(name, extent, world)
+            assert split_by_member(program) == split, (name, extent, world)
+            reduces_in_producer = (split and in_loop and fusion_text in ALLREDUCES_OF_A_MATMUL
+                                   and pipeline not in WITHOUT_REDUCE_IN_PRODUCER)
+            assert (" own(" in str(program)) == reduces_in_producer, name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]
@@ -578,7 +586,7 @@ def test_gpu_pipeline_is_correct_and_overlaps(case):
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
 @pytest.mark.parametrize("pipeline", [COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_REDUCE_IN_PRODUCER,
-                                      COPY_ENGINE_REDUCE_IN_PRODUCER_SYMMETRIC])
+                                      COPY_ENGINE_PLAIN_ALLREDUCE])
 @pytest.mark.parametrize("copy_engine_streams", [1, 2])
 @pytest.mark.parametrize("case", list(GPU_CASES))
 def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, copy_engine_streams, pipeline):

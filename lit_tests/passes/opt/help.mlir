@@ -23,7 +23,7 @@
 // CHECK-NEXT:   reorder-sharded-axis          Lay out the buffers of each communication as its collective needs them (local copies around it)
 // CHECK-NEXT:   schedule-communication        Post every collective as early and wait for it as late as its data allow
 // CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
-// CHECK-NEXT:                                 options: reduce-in-producer=false (bool)
+// CHECK-NEXT:                                 options: reduce-in-producer=true (bool)
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams
 // CHECK-NEXT:                                 options: bounded-intermediates=false (bool)
 // CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
