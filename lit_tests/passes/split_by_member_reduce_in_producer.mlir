@@ -70,6 +70,41 @@ hir.program @whole(%a: !a, %b: !b) -> !c {
 
 // -----
 
+// A loop of one chunk is run whole too.
+!a = !fusion.tensor<f32[1, 2 didx, 2, 4, 4], mesh=[0, 1]>
+!a_i = !fusion.tensor<f32[2 didx, 2, 4, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, b1, 4, 3], mesh=[0, 1]>
+!u = !fusion.tensor<f32[1, 2 didx, 2, 4, 3, r4], mesh=[0, 1]>
+!u_i = !fusion.tensor<f32[2 didx, 2, 4, 3, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[1, r2 didx, 2, 4, 3], mesh=[0, 1]>
+!c_i = !fusion.tensor<f32[r2 didx, 2, 4, 3], mesh=[0, 1]>
+!v = !fusion.tensor<f32[1, 2, 2 didx, 2, 4, 3], mesh=[0, 1]>
+!v_i = !fusion.tensor<f32[2, 2 didx, 2, 4, 3], mesh=[0, 1]>
+hir.program @one_chunk(%a: !a, %b: !b) -> !c {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %u = hir.allocate : !u
+  %c = hir.allocate : !c
+  %via = hir.allocate symmetric : !v
+  scf.for %i = %c0 to %c1 step %c1 {
+    %a_i = hir.alias_select %a[%i] axis 0 : !a -> !a_i
+    %u_i = hir.alias_select %u[%i] axis 0 : !u -> !u_i
+    %c_i = hir.alias_select %c[%i] axis 0 : !c -> !c_i
+    %via_i = hir.alias_select %via[%i] axis 0 : !v -> !v_i
+    %r = fusion.matmul %a_i, %b into %u_i : !a_i, !b -> !u_i
+    %w = hir.allreduce %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine : !u_i -> !c_i, !v_i
+    hir.wait %w
+  }
+  hir.deallocate %via : !v
+  hir.return %c : !c
+}
+// CHECK-LABEL: hir.program @one_chunk
+// CHECK:           %w = hir.allreduce %u_i -> %c_i via %via_i team [0, 1]
+// CHECK:           fusion.matmul {{.*}} into
+// CHECK-NEXT:      hir.wait %w
+
+// -----
+
 // A matmul with an epilogue (the product is not what is reduced) computes its own part
 // as without the option, in a loop too.
 !a = !fusion.tensor<f32[2, 2 didx, 2, 4, 4], mesh=[0, 1]>
