@@ -11,7 +11,13 @@ Method (every benchmark here):
   device, as a training loop issues layer after layer), timed as a whole: the time per run,
   max over ranks. A settled run pays its launch and the ranks' start skew in full (a graph
   launch takes 40-100 us of host time before the first kernel starts); back to back
-  they are paid once.
+  they are paid once;
+- with `rounds` > 1 (`checked_timings`), every variant is built and checked first, and the
+  timed runs are then spread over that many rounds, each timing every variant in turn (its
+  share of the settled runs, then `repeat` runs back to back): a drift of the machine during
+  the launch (clocks, temperature, a neighbour) then weighs on every variant alike instead of
+  favouring those timed first or last. The medians are over all rounds; back to back, the
+  median of the rounds'.
 """
 
 from __future__ import annotations
@@ -171,16 +177,34 @@ def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warm
     """Per rank, the medians over `repeat` settled runs after `warmup` runs, the fastest and
     slowest run's device time and the time per run of `repeat` runs back to back; the max
     over ranks of each."""
-    for _ in range(warmup):
-        run()
-    samples = []
-    for _ in range(repeat):
-        settle(device)
-        samples.append(_one_run(run, device))
+    return time_in_rounds({"run": run}, device, repeat, warmup)["run"]
+
+
+def time_in_rounds(runs: dict[str, Callable[[], object]], device: torch.device, repeat: int, warmup: int,
+                   rounds: int = 1) -> dict[str, Timing]:
+    """`time_runs` of every run, spread over `rounds` rounds that each time every run in turn
+    (see the module doc): per run at least `repeat` settled runs in all, and per round
+    `repeat` runs back to back. Every rank passes the same names in the same order."""
+    for run in runs.values():
+        for _ in range(warmup):
+            run()
+    samples: dict[str, list] = {name: [] for name in runs}
+    back_to_back: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            for _ in range(math.ceil(repeat / rounds)):
+                settle(device)
+                samples[name].append(_one_run(run, device))
+            settle(device)
+            back_to_back[name].append(_back_to_back(run, device, repeat))
+    return {name: _timing(samples[name], statistics.median(back_to_back[name]), device) for name in runs}
+
+
+def _timing(samples: list[tuple[float, float, float]], back_to_back: float, device: torch.device) -> Timing:
+    """The medians of settled `samples` (device, wall, host ms), the fastest and slowest
+    device time and `back_to_back`, each the max over ranks."""
     medians = [statistics.median(column) for column in zip(*samples)]
     device_times = [sample[0] for sample in samples]
-    settle(device)
-    back_to_back = _back_to_back(run, device, repeat)
     return Timing(*max_over_ranks([*medians, min(device_times), max(device_times), back_to_back], device))
 
 
@@ -221,17 +245,46 @@ def checked_timing(build: Callable[[], Variant], operands: Callable[[], object],
                    dtype: torch.dtype, repeat: int, warmup: int) -> dict:
     """Build a variant, check it on `operands()` and, when right, time it, on every rank:
     {"status": "ok", "error": e, "timing": Timing}, {"status": "WRONG <e>", "error": e} or
-    {"status": "ERROR", "message": why}. The ranks agree after the build and after the check,
-    so that a rank that failed alone does not leave the others waiting in a collective."""
+    {"status": "ERROR", "message": why}."""
+    result, variant = checked(build, operands, device, dtype)
+    if variant is not None:
+        result["timing"] = time_runs(variant.run, device, repeat, warmup)
+    return result
+
+
+def checked_timings(builds: dict[str, Callable[[], Variant]], operands: Callable[[], object], device: torch.device,
+                    dtype: torch.dtype, repeat: int, warmup: int, rounds: int = 1) -> dict[str, dict]:
+    """`checked_timing` of every variant: one at a time with `rounds` = 1 (each built, checked,
+    timed and dropped before the next is built: the least memory); else all built and
+    checked first, all alive at once, then timed in `rounds` rounds (`time_in_rounds`)."""
+    if rounds == 1:
+        return {name: checked_timing(build, operands, device, dtype, repeat, warmup) for name, build in builds.items()}
+    results, variants = {}, {}
+    for name, build in builds.items():
+        results[name], variant = checked(build, operands, device, dtype)
+        if variant is not None:
+            variants[name] = variant
+    timings = time_in_rounds({name: v.run for name, v in variants.items()}, device, repeat, warmup, rounds)
+    for name, timing in timings.items():
+        results[name]["timing"] = timing
+    return results
+
+
+def checked(build: Callable[[], Variant], operands: Callable[[], object], device: torch.device,
+            dtype: torch.dtype) -> tuple[dict, Variant | None]:
+    """Build a variant and check it on `operands()`, on every rank: ({"status": "ok", "error":
+    e}, the variant) when right, else ({"status": "WRONG <e>", "error": e} or {"status":
+    "ERROR", "message": why}, None). The ranks agree after the build and after the check, so
+    that a rank that failed alone does not leave the others waiting in a collective."""
     variant, failure = _attempt(build)
     if failure := agreed_failure(failure):
-        return {"status": "ERROR", "message": failure}
+        return {"status": "ERROR", "message": failure}, None
     error, failure = _attempt(lambda: check(variant, operands(), device))
     if failure := agreed_failure(failure):
-        return {"status": "ERROR", "message": failure}
+        return {"status": "ERROR", "message": failure}, None
     if not error < TOLERANCE[dtype]:
-        return {"status": f"WRONG {error:.1e}", "error": error}
-    return {"status": "ok", "error": error, "timing": time_runs(variant.run, device, repeat, warmup)}
+        return {"status": f"WRONG {error:.1e}", "error": error}, None
+    return {"status": "ok", "error": error}, variant
 
 
 def _attempt(step: Callable[[], object]) -> tuple[object, str | None]:

@@ -31,7 +31,7 @@ the hideable time they hide and their TFLOP/s per GPU against the GEMM alone's:
 A variant whose check fails is reported `WRONG <error>` and not timed.
 
     torchrun --nproc-per-node 2 benchmarks/overlap.py [--dtype bf16|fp32] [--shapes MxKxN ...]
-        [--chunks S ...] [--hostir LABEL ...] [--copy-engine-streams N] [--json PATH] [--png PATH] [--tiny]
+        [--chunks S ...] [--hostir LABEL ...] [--copy-engine-streams N] [--rounds N] [--json PATH] [--png PATH] [--tiny]
 
 On GPUs it writes benchmarks/results/overlap_<gpu>x<ranks>_<dtype>.json and .png unless told
 otherwise. --tiny runs toy sizes (on CPU ranks with gloo where there are no GPUs) to prove the
@@ -53,7 +53,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
-from measure import DTYPES, Variant, checked_timing, format_table, join_world, leave_world, machine_info, machine_kind, parse_shape
+from measure import DTYPES, Variant, checked_timings, format_table, join_world, leave_world, machine_info, machine_kind, parse_shape
 
 from hostir.passes.cost_model import Machine
 from hostir_dialect.copy_engine_facts import copy_engine_algorithm
@@ -100,6 +100,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shapes", nargs="+", type=parse_shape, help="MxKxN ... (default: the three overlap shapes)")
     parser.add_argument("--repeat", type=int, help="timed runs per variant (default 30; --tiny 3)")
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each case's variants in this many rounds, all built first (measure.py; default 1)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--png", type=Path, help="write the chart here (needs matplotlib)")
     parser.add_argument("--chunks", nargs="+", type=int, default=list(CHUNK_COUNTS),
@@ -153,6 +155,7 @@ def benchmark(args: argparse.Namespace, device: torch.device) -> dict:
         "cost_model": {"machine": cost_model.name, "copy_engine_gbps": cost_model.copy_engine.gbps},
         "repeat": args.repeat,
         "warmup": args.warmup,
+        "rounds": args.rounds,
         "chunk_counts": args.chunks,
         "copy_engine_streams": args.copy_engine_streams,
         "families": families(selected(args)),
@@ -203,8 +206,13 @@ def families(hostir_variants: tuple = HOSTIR_VARIANTS) -> list[str]:
 
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace, cost_model: Machine) -> dict:
-    variants = {name: measure_variant(build, case, next(seeds), args)
-                for name, build in variant_builders(case, args.chunks, selected(args), args.copy_engine_streams)}
+    builds = dict(variant_builders(case, args.chunks, selected(args), args.copy_engine_streams))
+    variants = {name: {"status": build} for name, build in builds.items() if isinstance(build, str)}
+    buildable = {name: build for name, build in builds.items() if not isinstance(build, str)}
+    checked = checked_timings(buildable, lambda: Operands(case.p, next(seeds)), case.p.device, case.p.dtype,
+                              args.repeat, args.warmup, args.rounds)
+    variants |= {name: _with_times(result) for name, result in checked.items()}
+    variants = {name: variants[name] for name in builds}  # in the builders' order
     bounds = Bounds.of(case, variants, cost_model)
     for name, result in variants.items():
         if name not in BASELINES and "ms" in result and bounds is not None:
@@ -220,11 +228,8 @@ def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace, cos
             "variants": variants, "best": best}
 
 
-def measure_variant(build: Callable[[], Variant] | str, case: Case, seed: int, args: argparse.Namespace) -> dict:
-    """Build, check and (when right) time one variant on every rank."""
-    if isinstance(build, str):
-        return {"status": build}
-    result = checked_timing(build, lambda: Operands(case.p, seed), case.p.device, case.p.dtype, args.repeat, args.warmup)
+def _with_times(result: dict) -> dict:
+    """A checked variant's result with its Timing as the report's ms fields."""
     if "timing" in result:
         timing = result.pop("timing")
         result["ms"] = timing.device_ms

@@ -22,7 +22,7 @@ ranks) before it is timed (method: measure.py):
                     `hostir-lower` and run by `Evaluator` with NO option: the defaults
                     (cost model's transport and pipelining, CUDA graph, compiled units)
 
-    torchrun --nproc-per-node 2 benchmarks/transformer_block.py [--shapes MxHxF ...] [--json PATH] [--tiny]
+    torchrun --nproc-per-node 2 benchmarks/transformer_block.py [--shapes MxHxF ...] [--rounds N] [--json PATH] [--tiny]
 
 Prints one row per block and shape: ms of every variant, and hostir's best over the GEMMs
 and over the best PyTorch variant; then the same table for runs issued back to back, as a
@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from measure import Variant, checked_timing, format_table, join_world, leave_world, machine_info, machine_kind
+from measure import Variant, checked_timings, format_table, join_world, leave_world, machine_info, machine_kind
 
 from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.passes import lower
@@ -342,12 +342,9 @@ def variants(layer: Layer, cuda: bool) -> dict[str, Callable[[], Variant]]:
     return built
 
 
-def run_layer(layer: Layer, repeat: int, warmup: int) -> dict:
-    cuda = layer.device.type == "cuda"
-    results: dict[str, dict] = {}
-    for name, build in variants(layer, cuda).items():
-        results[name] = checked_timing(build, lambda: operands(layer), layer.device, layer.dtype, repeat, warmup)
-    return results
+def run_layer(layer: Layer, repeat: int, warmup: int, rounds: int = 1) -> dict:
+    builds = variants(layer, layer.device.type == "cuda")
+    return checked_timings(builds, lambda: operands(layer), layer.device, layer.dtype, repeat, warmup, rounds)
 
 
 def summary_row(block: str, shape: tuple[int, int, int], results: dict, timing: str = "device_ms") -> list[str]:
@@ -377,6 +374,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--blocks", nargs="+", choices=("mlp", "attention"), default=["mlp", "attention"])
     parser.add_argument("--repeat", type=int, help="timed runs per variant (default 20; --tiny 2)")
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each block's variants in this many rounds, all built first (measure.py; default 1)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     args = parser.parse_args(argv)
@@ -388,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict:
     for block in args.blocks:
         for m, h, f in shapes:
             layer = Layer(block, m, h, f, device, rank, world)
-            results = run_layer(layer, repeat, warmup)
+            results = run_layer(layer, repeat, warmup, args.rounds)
             rows.append(summary_row(block, (m, h, f), results))
             back_to_back.append(summary_row(block, (m, h, f), results, "back_to_back_ms"))
             records.append({"block": block, "shape": [m, h, f], "results": {
@@ -404,7 +403,8 @@ def main(argv: list[str] | None = None) -> dict:
         out = args.json or (None if args.tiny or device.type != "cuda"
                             else RESULTS / f"transformer_block_{machine_kind(device)}.json")
         if out is not None:
-            out.write_text(json.dumps({"machine": machine_info(device, "bf16"), "layers": records}, indent=1) + "\n")
+            report = {"machine": machine_info(device, "bf16"), "repeat": repeat, "rounds": args.rounds, "layers": records}
+            out.write_text(json.dumps(report, indent=1) + "\n")
     leave_world(joined)
     return {"layers": records}
 
