@@ -113,6 +113,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-engine-streams", type=int, default=1,
                         help="the hostir variants' communication streams per copy-engine phase (default 1)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
     args.repeat = args.repeat or (3 if args.tiny else 30)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 5)

@@ -379,6 +379,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
     repeat, warmup = args.repeat or (2 if args.tiny else 20), args.warmup or (1 if args.tiny else 5)
     device, joined = join_world()

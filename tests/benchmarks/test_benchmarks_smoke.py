@@ -152,3 +152,10 @@ def test_the_layer_benchmark_checks_and_times_torch_and_hostir_with_its_defaults
             timing = result["timing"]
             assert 0 < timing["device_fastest_ms"] <= timing["device_ms"] <= timing["device_slowest_ms"], name
             assert timing["back_to_back_ms"] > 0, name
+
+
+@pytest.mark.parametrize("main", [overlap.main, transformer_block.main], ids=["overlap", "transformer_block"])
+def test_fewer_than_one_round_is_refused_before_anything_runs(main, capsys):
+    with pytest.raises(SystemExit):
+        main(["--tiny", "--rounds", "0"])
+    assert "--rounds must be at least 1, got 0" in capsys.readouterr().err
