@@ -209,12 +209,11 @@ def families(hostir_variants: tuple = HOSTIR_VARIANTS) -> list[str]:
 
 def measure_case(case: Case, seeds: Iterator[int], args: argparse.Namespace, cost_model: Machine) -> dict:
     builds = dict(variant_builders(case, args.chunks, selected(args), args.copy_engine_streams))
-    variants = {name: {"status": build} for name, build in builds.items() if isinstance(build, str)}
-    buildable = {name: build for name, build in builds.items() if not isinstance(build, str)}
-    checked = checked_timings(buildable, lambda: Operands(case.p, next(seeds)), case.p.device, case.p.dtype,
+    checked = checked_timings({name: build for name, build in builds.items() if not isinstance(build, str)},
+                              lambda: Operands(case.p, next(seeds)), case.p.device, case.p.dtype,
                               args.repeat, args.warmup, args.rounds)
-    variants |= {name: _with_times(result) for name, result in checked.items()}
-    variants = {name: variants[name] for name in builds}  # in the builders' order
+    variants = {name: {"status": build} if isinstance(build, str) else _with_times(checked[name])
+                for name, build in builds.items()}
     bounds = Bounds.of(case, variants, cost_model)
     for name, result in variants.items():
         if name not in BASELINES and "ms" in result and bounds is not None:

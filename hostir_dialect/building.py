@@ -18,7 +18,7 @@ import functools
 from collections.abc import Mapping, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import UNKNOWN_LOC, DenseArrayBase, i32
+from xdsl.dialects.builtin import UNKNOWN_LOC, DenseArrayBase, IntegerAttr, i32
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import AttrSizedOperandSegments
 
@@ -69,6 +69,14 @@ def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
 
 def _present(attributes: Mapping[str, Attribute | None] | None) -> dict[str, Attribute]:
     return {name: a for name, a in (attributes or {}).items() if a is not None}
+
+
+def constant_integer(value: SSAValue) -> int | None:
+    """The integer an `arith.constant` defines `value` as (None where something else defines it)."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
 
 
 def index_constant(value: int) -> arith.ConstantOp:

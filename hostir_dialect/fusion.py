@@ -23,7 +23,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, Generic, TypeVar
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
@@ -63,7 +62,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from . import cache_check
 from .attributes import i64_attr
-from .building import init_flat, init_segmented
+from .building import constant_integer, init_flat, init_segmented
 from .definition import op_definition
 from .functions import FunctionLikeOp, ReturnLikeOp
 from .tensor_type import DYNAMIC, FLOAT_TYPES, INT64_MAX, Axis, IterKind, TensorType, is_floating_point, tensor_type
@@ -1422,10 +1421,7 @@ class SelectOp(ComputeOp, StreamSliceable):
 
     def constant_index(self) -> int | None:
         """The index when an `arith.constant` defines it."""
-        owner = self.index.owner
-        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-            return owner.value.value.data
-        return None
+        return constant_integer(self.index)
 
     def axis_map(self, operand: SSAValue) -> dict[int, int]:
         if operand is not self.input:

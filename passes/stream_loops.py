@@ -5,11 +5,11 @@ extend: a sync loop that forks every worker stream from the user's, then the mai
 from __future__ import annotations
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from hostir_dialect import hir
 from hostir_dialect.attributes import INDEX
+from hostir_dialect.building import constant_integer
 
 
 def enclosing_loops(op: Operation) -> list[scf.ForOp]:
@@ -22,18 +22,11 @@ def enclosing_loops(op: Operation) -> list[scf.ForOp]:
     return loops
 
 
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 def trip_count(loop: scf.ForOp) -> int | None:
     """The iterations of a loop `0 to N step 1` with a constant N (None otherwise)."""
-    if _constant(loop.lb) != 0 or _constant(loop.step) != 1:
+    if constant_integer(loop.lb) != 0 or constant_integer(loop.step) != 1:
         return None
-    return _constant(loop.ub)
+    return constant_integer(loop.ub)
 
 
 def worker_stream_ops(index: SSAValue) -> list[Operation]:

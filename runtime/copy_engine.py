@@ -15,12 +15,12 @@ from contextlib import contextmanager
 from typing import cast
 
 import torch
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from hostir.passes.buffer_aliases import buffer_roots
+from hostir.passes.stream_loops import enclosing_loops
 from hostir_dialect import hir
+from hostir_dialect.building import constant_integer
 from hostir_dialect.copy_engine_facts import ALGORITHMS, CopyEngineAlgorithm, copy_engine_algorithm
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import ReduceKind
@@ -543,14 +543,12 @@ def _reduce_into(out: torch.Tensor, parts: list[torch.Tensor], combine: Callable
 
 def posts_per_run(op: Operation) -> int:
     """How many times a run posts `op`: the product of its loops' constant trip counts."""
-    count, parent = 1, op.parent_op()
-    while parent is not None and not isinstance(parent, hir.ProgramOp):
-        if isinstance(parent, scf.ForOp):
-            lower, upper, step = (_constant(v) for v in (parent.lb, parent.ub, parent.step))
-            if lower is None or upper is None or step is None or step <= 0:
-                raise op_error(op, "a copy-engine collective needs loops with constant bounds (its flags are counted when the program is compiled)")
-            count *= max(0, -(-(upper - lower) // step))
-        parent = parent.parent_op()
+    count = 1
+    for loop in enclosing_loops(op):
+        lower, upper, step = (constant_integer(v) for v in (loop.lb, loop.ub, loop.step))
+        if lower is None or upper is None or step is None or step <= 0:
+            raise op_error(op, "a copy-engine collective needs loops with constant bounds (its flags are counted when the program is compiled)")
+        count *= max(0, -(-(upper - lower) // step))
     return count
 
 
@@ -565,13 +563,6 @@ def _reduction(op: hir.CollectiveOp) -> ReduceKind:
     """The reduction kind of a copy-engine reduce-scatter or all-reduce."""
     assert op.reduction is not None  # verified: a reducing collective names its reduction
     return op.reduction.data
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 class CopyEngineProgram:
