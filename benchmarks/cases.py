@@ -61,7 +61,9 @@ class Problem:
 
     @property
     def peers(self) -> list[int]:
-        return [q for q in range(self.world) if q != self.rank]
+        """The other ranks in the order a rank pushes to them, as hostir's copy engines do:
+        at step s to the rank s places before it, so no GPU receives two pushes at once."""
+        return [(self.rank - step) % self.world for step in range(1, self.world)]
 
     def empty(self, *shape: int) -> torch.Tensor:
         return torch.empty(shape, dtype=self.dtype, device=self.device)

@@ -38,6 +38,9 @@ class TransportChoice(StrEnum):
 
 MACHINES = Path(__file__).resolve().parent / "machines"
 FALLBACK_MACHINE = "h200x2"
+CALIBRATION_TEAM = 2
+"""The members of the collectives `hostir-calibrate` times (runtime/calibrate.py): NCCL's
+constants hold for this team size and are scaled to others (`Machine.phases_ms`)."""
 DETECT = "detect"
 DEFAULT_MACHINE = DETECT
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
@@ -213,20 +216,28 @@ class Machine:
     def phases_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float,
                   team_size: int, spans_nodes: bool = False) -> list[float]:
         """One collective of `kind` whose members each contribute `input_bytes`, phase by
-        phase (each waits for the one before): NCCL's one (fitted on that measure;
-        `inter_node` for a team that spans nodes), or the
-        copy engines' (hostir_dialect/copy_engine_facts.py): per phase, every peer's share
-        copied at once, then one signal; the local reduction (D chunks read, one written)
-        belongs to the last phase (the all-reduce's second reduces, then pushes)."""
+        phase (each waits for the one before): NCCL's one (fitted on that measure for
+        CALIBRATION_TEAM members, its bytes scaled to `team_size` as its ring's are;
+        `inter_node` for a team that spans nodes), or the copy engines'
+        (hostir_dialect/copy_engine_facts.py): per phase, the peers' shares one after the
+        other, then one signal; the local reduction (D chunks read, one written) belongs to
+        the last phase (the all-reduce's second reduces, then pushes)."""
+        algorithm = copy_engine_algorithm(kind.name)
         if transport == hir.Transport.COPY_ENGINE:
             assert not spans_nodes, "the copy engines reach only one node"
-            algorithm = copy_engine_algorithm(kind.name)
             assert algorithm is not None  # asked only where the copy engines can carry it
-            phase = self.copy_engine.ms(algorithm.share_per_peer(input_bytes, team_size)) + self.signal_us / 1e3
-            phases = [phase] * algorithm.phases
+            # A phase's pushes run one after the other on its communication stream, each
+            # at the bandwidth of one copy into a peer.
+            pushes = (team_size - 1) * self.copy_engine.ms(algorithm.share_per_peer(input_bytes, team_size))
+            phases = [pushes + self.signal_us / 1e3] * algorithm.phases
             phases[-1] += self.memory_ms(algorithm.reduced(input_bytes, team_size))
             return phases
-        return [(self.inter_node if spans_nodes else self.nccl)[kind.name].ms(input_bytes)]
+        if spans_nodes:
+            return [self.inter_node[kind.name].ms(input_bytes)]
+        # Measured on CALIBRATION_TEAM members; NCCL's ring sends what the copy engines'
+        # algorithm sends (2(D-1)/D of the input for an all-reduce), so the bytes scale by it.
+        scale = algorithm.sent(1.0, team_size) / algorithm.sent(1.0, CALIBRATION_TEAM) if algorithm else 1.0
+        return [self.nccl[kind.name].ms(input_bytes * scale)]
 
     def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
                       spans_nodes: bool = False) -> float:

@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 
 from hostir.passes import lower
-from hostir.passes.cost_model import detected_gpus, user_machines
+from hostir.passes.cost_model import CALIBRATION_TEAM, detected_gpus, user_machines
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect.tensor_type import TensorType
 
@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("hostir-calibrate: error: needs two NVIDIA GPUs of one kind on this host", file=sys.stderr)
         return 1
     name = args.name or f"{gpus[0]}x2"
-    constants = launch(measure, 2, (name,), backend="nccl", timeout=900)[0]
+    constants = launch(measure, CALIBRATION_TEAM, (name,), backend="nccl", timeout=900)[0]
     out = args.out or user_machines() / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(constants, indent=2) + "\n")

@@ -276,7 +276,15 @@ class CopyEngineCollective:
         self.posts = posts
         self.ordering = ordering
         self.position = flags.memory.position
-        self.peers = tuple(p for p in range(flags.size) if p != self.position)
+        size = flags.size
+        self.peers = tuple((self.position - step) % size for step in range(1, size))
+        """The other members in the order this rank pushes to them: at step s every member
+        pushes to the member s places before it, so no two pushes land on one GPU at once
+        (pushing in team order, every member's first push went to member 0: at 4 GPUs the
+        transfers took twice their time) and member p receives from p + 1, p + 2, ... in
+        turn, the order of the consumers' loops over the parts (`split-by-member`)."""
+        self.sources = tuple((self.position + step) % size for step in range(1, size))
+        """The other members in the order their pushes reach this rank."""
         self._next = 0
 
     def begin_run(self) -> None:
@@ -411,7 +419,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     reduced chunks. With `own` (a matmul's operands, `hir.allreduce ... own(...)`), phase 2
     computes this rank's part instead, onto the other members' chunks, on a stream of its
     own (`Ordering.fork_product`); with a symmetric output too, each member's lead (the
-    first other member) pushes its chunk straight into that member's output, where the
+    member after it, whose push reaches it first) pushes its chunk straight into that member's output, where the
     GEMM adds onto it in place (no copy of it into the output first)."""
 
     ALGORITHM = ALGORITHMS["hir.allreduce"]
@@ -436,7 +444,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
             into, scattered, gathered = self.output(), _chunks(via, size), outs
         parts = self.own_and_received(chunks, scattered)
         if own is not None and self.output is not None:
-            parts[_lead(me)] = outs[me]  # pushed there by the lead: the own GEMM adds onto it in place
+            parts[self.lead(me)] = outs[me]  # pushed there by the lead: the own GEMM adds onto it in place
             scattered_sent = self.scatter_onto_outputs(chunks, scattered, outs, into, slot)
         else:
             scattered_sent = self.scatter(chunks, scattered, slot)
@@ -453,6 +461,11 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
 
         return CopyEngineWork(complete)
 
+    def lead(self, position: int) -> int:
+        """The lead of the member at `position`: the member whose push reaches it first
+        (the first of its `sources`)."""
+        return (position + 1) % self.flags.size
+
     def scatter_onto_outputs(self, chunks: list[torch.Tensor], scattered: list[torch.Tensor], outs: list[torch.Tensor],
                              output: SymmetricTensor, slot: int):
         """`scatter`, but chunk p goes into chunk p of member p's output (a view of `output`)
@@ -460,7 +473,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         me = self.position
 
         def push(peer: int) -> torch.Tensor:
-            if _lead(peer) == me:
+            if self.lead(peer) == me:
                 return _copy(peer_view(output, outs[peer], peer), chunks[peer])
             return self.push_chunk(chunks, scattered, peer)
 
@@ -492,7 +505,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         product = ordering.fork_product(self.lane(slot))
         with ordering.enqueue_on(product):
             receive(product)
-            self.reduce_onto_product(reduced, [parts[p] for p in self.peers], own, product)
+            self.reduce_onto_product(reduced, [parts[p] for p in self.sources], own, product)
         computed = ordering.mark((self.flags.team, slot, "product"), product)
         return self.push_and_signal(into, push, slot + 1, phase=2, after=computed)
 
@@ -511,11 +524,6 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         for part in received[1:]:
             out.add_(part)
         self.ordering.touch(self.op, reads=[*received, a, b], writes=[out], stream=stream)
-
-
-def _lead(position: int) -> int:
-    """The lead of the member at `position`: the first other member of the team."""
-    return 1 if position == 0 else 0
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:

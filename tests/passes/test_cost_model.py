@@ -40,6 +40,28 @@ def test_copy_engine_time_follows_the_algorithm_share_phases_and_reduction():
     assert machine.phases_ms(hir.AllreduceOp, NCCL, size, 2) == [pytest.approx(machine.nccl["hir.allreduce"].ms(size))]
 
 
+@pytest.mark.parametrize("kind, ring_bytes", [(hir.AllgatherOp, 3.0), (hir.ReduceScatterOp, 1.5), (hir.AllreduceOp, 1.5)])
+def test_nccl_time_scales_from_the_measured_pair_to_the_team_as_a_ring_sends(kind, ring_bytes):
+    """Constants are measured on two GPUs; on four, a ring sends 3x the input for an
+    all-gather ((D-1) against 1), 1.5x for a reduce-scatter and an all-reduce ((D-1)/D
+    against 1/2)."""
+    machine = Machine.load(FALLBACK_MACHINE)
+    size = 64 * 2**20
+    link = machine.nccl[kind.name]
+    assert machine.phases_ms(kind, NCCL, size, 2) == [pytest.approx(link.ms(size))]
+    assert machine.phases_ms(kind, NCCL, size, 4) == [pytest.approx(link.ms(ring_bytes * size))]
+
+
+def test_a_copy_engine_phase_pushes_to_its_peers_one_after_the_other():
+    machine = Machine.load(FALLBACK_MACHINE)
+    size = 64 * 2**20
+    signal = machine.signal_us / 1e3
+    assert machine.phases_ms(hir.AllgatherOp, COPY_ENGINE, size, 4) == [pytest.approx(3 * machine.copy_engine.ms(size) + signal)]
+    reduction = machine.memory_ms(5 * size / 4)  # four chunks read, one written
+    assert machine.phases_ms(hir.ReduceScatterOp, COPY_ENGINE, size, 4) == [
+        pytest.approx(3 * machine.copy_engine.ms(size / 4) + signal + reduction)]
+
+
 def test_beside_matmuls_the_transport_that_slows_them_less_can_win():
     # Four posts of 8 MB: alone NCCL's one round beats the copy engines' two phases; beside
     # 1 ms of matmuls, which NCCL's kernels slow more than the copy engines' transfers do,

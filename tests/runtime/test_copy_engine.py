@@ -4,6 +4,7 @@ collective gives what its NCCL counterpart gives, run after run."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -79,6 +80,22 @@ def test_copy_engine_collectives_match_their_definitions(world_size):
             torch.testing.assert_close(result["allgather"][run], torch.cat(halves))
             torch.testing.assert_close(result["reduce_scatter"][run], total.view(world_size, -1)[rank])
             torch.testing.assert_close(result["allreduce"][run], torch.stack(xs).amax(0))
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4, 8])
+def test_pushes_go_in_ring_order_one_into_each_gpu_at_a_time_and_arrive_in_the_consumers_order(world_size):
+    def collective(position: int) -> CopyEngineCollective:
+        flags = SimpleNamespace(memory=SimpleNamespace(position=position), size=world_size)
+        return CopyEngineCollective(flags, 0, 1, Ordering(torch.device("cpu")))  # type: ignore[arg-type]
+
+    members = [collective(p) for p in range(world_size)]
+    for step in range(world_size - 1):
+        targets = [member.peers[step] for member in members]
+        assert sorted(targets) == list(range(world_size)), f"step {step}: two pushes land on one GPU: {targets}"
+        for sender, target in enumerate(targets):
+            # What `split-by-member`'s loops wait for at this step (member me + s) arrives now.
+            assert members[target].sources[step] == sender
+    assert members[0].peers == tuple((-s) % world_size for s in range(1, world_size))
 
 
 def _own_slot_after_peers_only_posts(rank: int, world_size: int) -> tuple[torch.Tensor, str]:
