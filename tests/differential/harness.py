@@ -47,7 +47,7 @@ because sums of sharded partial results round differently from one eager sum.
 CLI:
   python -m tests.differential.harness --programs N --seed S --ranks 1,2,4 --report out.json
   python -m tests.differential.harness --programs 0 --pipelines N --ranks 1,2 --lowerings all
-  python -m tests.differential.harness --pipelines N --ranks 2 --lowerings all --device cuda   # on 2 GPUs
+  python -m tests.differential.harness --pipelines N --ranks 2 --lowerings all --device cuda   # on 2 GPUs (4: --ranks 4)
   python -m tests.differential.harness --shrink out.json       # a reproducer per failure
   python -m tests.differential.harness --replay repro.py --ranks 2   # one program, all variants
 """

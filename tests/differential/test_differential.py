@@ -77,14 +77,16 @@ def test_pipelines_with_compiled_units_are_right_on_cpu_ranks():
 
 
 @pytest.mark.gpu
-def test_pipelines_are_right_with_every_lowering_option_on_two_gpus():
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_pipelines_are_right_with_every_lowering_option_on_gpus(gpus):
     """A fixed-seed slice of the GPU differential profile (README): NCCL, copy engines and
-    auto, bounded intermediates, CUDA-graph replay, in f32 and bf16."""
+    auto, bounded intermediates, CUDA-graph replay, in f32 and bf16; on four GPUs the copy
+    engines push to three peers in ring order."""
     import torch
 
-    if torch.cuda.device_count() < 2:
-        pytest.skip("needs 2 CUDA GPUs")
-    results = harness.run_profile(0, 11, (2,), 0, lowerings=harness.GPU_LOWERINGS, pipeline_count=8, device="cuda")
+    if torch.cuda.device_count() < gpus:
+        pytest.skip(f"needs {gpus} CUDA GPUs")
+    results = harness.run_profile(0, 11, (gpus,), 0, lowerings=harness.GPU_LOWERINGS, pipeline_count=8, device="cuda")
     assert not _failures(results), harness.summary(results)
     assert sum(r.outcome == "correct" for r in results) >= 0.9 * len(results), harness.summary(results)
 
