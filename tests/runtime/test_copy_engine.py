@@ -68,7 +68,7 @@ def _collectives(rank: int, world_size: int) -> dict[str, list]:
     return results
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
+@pytest.mark.parametrize("world_size", [2, 3, 4])
 def test_copy_engine_collectives_match_their_definitions(world_size):
     per_rank = launch(_collectives, world_size, backend="gloo", timeout=120)
     n = 4 * world_size
