@@ -37,7 +37,7 @@ INTEGER_UNARY = ("neg", "abs", "relu")  # the dialect keeps an integer type for 
 ARITHMETIC = ("add", "sub", "mul", "maximum", "minimum", "div", "pow")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCTIONS = ("sum", "max", "min", "prod")
-EXTENTS = {1: (2, 4, 8, 3, 6, 1), 2: (2, 4, 8, 4, 2, 8, 6, 3, 1), 4: (4, 8, 4, 8, 2, 6, 1, 3)}
+EXTENTS = {1: (2, 4, 8, 3, 6, 1), 2: (2, 4, 8, 4, 2, 8, 6, 3, 1), 3: (3, 6, 3, 6, 2, 4, 1), 4: (4, 8, 4, 8, 2, 6, 1, 3)}
 """Extents by world size, most of them divisible by the devices of the meshes."""
 OP_KINDS = ("unary", "binary", "binary", "reduce", "matmul", "linear", "broadcast", "permute",
             "reshape", "squeeze", "slice", "select", "cast", "set", "compare", "parity", "parity", "parity")
@@ -574,8 +574,8 @@ def _product(values) -> int:
 # Schedules
 # --------------------------------------------------------------------------- #
 
-MAIN_MESHES = {1: ("None", "[0]"), 2: ("[0, 1]",), 4: ("[0, 1, 2, 3]", "[[0, 1], [2, 3]]")}
-OTHER_MESHES = {1: ("[0]",), 2: ("[1, 0]", "[0]", "[1]"), 4: ("[0, 1]", "[2, 3]", "[1, 2]", "[0]", "[[0, 1], [2, 3]]",
+MAIN_MESHES = {1: ("None", "[0]"), 2: ("[0, 1]",), 3: ("[0, 1, 2]",), 4: ("[0, 1, 2, 3]", "[[0, 1], [2, 3]]")}
+OTHER_MESHES = {1: ("[0]",), 2: ("[1, 0]", "[0]", "[1]"), 3: ("[0, 1]", "[1, 2]", "[2, 0, 1]", "[1]"), 4: ("[0, 1]", "[2, 3]", "[1, 2]", "[0]", "[[0, 1], [2, 3]]",
                                                              "[[[0, 1]], [[2, 3]]]",
                                                              "[0, 1, 2, 3]")}
 

@@ -67,6 +67,19 @@ def test_pipelines_are_right_with_every_lowering_option_on_cpu_ranks():
     assert {"hir.alias_select", "hir.alias_chunk"} <= chunked, "the slice must pipeline both spellings of Stream"
 
 
+def test_pipelines_are_right_on_an_odd_team_of_three_cpu_ranks():
+    """Three members: the copy engines' pushes (to member me - s at step s) and arrivals
+    (from me + s) differ at every step, where on two and four ranks some steps coincide; an
+    all-reduce's lead (whose push the own GEMM adds onto in place) must be the first
+    arrival (a lead of me - 1 fails here)."""
+    results = harness.run_profile(0, 3, (3,), 0, lowerings=harness.CPU_LOWERINGS, pipeline_count=4)
+    assert not _failures(results), harness.summary(results)
+    assert sum(r.outcome == "correct" for r in results) >= 0.9 * len(results), harness.summary(results)
+    on_copy_engines = {name for r in results if r.outcome == "correct" and r.lowering.startswith("copy-engine")
+                       for name in r.host_ops}
+    assert {"hir.allgather", "hir.allreduce"} <= on_copy_engines, harness.summary(results)
+
+
 def test_pipelines_with_compiled_units_are_right_on_cpu_ranks():
     """The compiled-unit backend (torch.compile, Inductor's C++ kernels on CPUs) computes
     what eager torch computes, hoisted weight layouts and loop-local buffers included."""
