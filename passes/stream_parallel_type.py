@@ -177,6 +177,8 @@ def same_extent_origin(value: SSAValue, axis: int, computed: Callable[[SSAValue]
         owner = value.owner
         if isinstance(owner, hir.PostOnStreamOp):
             returned = owner.unit().body.block.last_op.operands[value.index]  # type: ignore[union-attr, attr-defined]
+            if tensor_type(returned).rank != tensor_type(value).rank:
+                return None  # the unit computes a chunk of the result: their axes differ
             found = same_extent_origin(returned, axis, lambda v: not isinstance(v, BlockArgument))
             found = (owner.inputs[found[0].index], found[1]) if found is not None else None  # type: ignore[attr-defined]
         else:

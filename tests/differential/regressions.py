@@ -912,4 +912,24 @@ t2.axis(0).parallelize(ParallelType.Stream)
 t2.outer_split(2, 2)
 t2.axis(2).parallelize(ParallelType.DIDx)
 """, "correct", lowering="copy-engine+bounded"),
+    # Twelfth session, found on 3 ranks and shrunk to 2: with bounded intermediates, the
+    # extent of a loop-local chunk was traced through a kernel unit that computes one
+    # chunk (its returned value one axis short of the post's result), and
+    # stream-parallel-type failed with an IndexError. It now finds no extent there, and
+    # allocating the chunk refuses, located, on every rank (without bounded intermediates,
+    # and on one rank, the program is correct).
+    "extent_traced_through_a_unit_that_computes_a_chunk": Regression(2, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([-1, -1, -1], dtype='float32')  # concrete: [6, 4, 6]
+    t2 = fd.ops.exp(t0)
+    t3 = fd.ops.broadcast(t2, [False, False, True, False])
+    t7 = fd.ops.select(t3, 5, dim=0)
+    fd.add_output(t7)
+mesh = DeviceMesh([0, 1])
+t0.set_device_mesh(mesh)
+t0.outer_split(2, 2)
+t0.axis(2).parallelize(ParallelType.DIDx)
+t7.set_device_mesh(mesh)
+t7.axis(0).parallelize(ParallelType.Stream)
+""", "refused", lowering="nccl+bounded"),
 }
