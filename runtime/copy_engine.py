@@ -246,7 +246,11 @@ class AllgatherWork:
                 raise RuntimeError("waits for this rank's own slot, which a `peers_only` all-gather does not fill")
             gather.ordering.join(self._own)
             return
-        for peer in sorted(self._pending) if position is None else [position] if position in self._pending else []:
+        if position is None:
+            arriving = [p for p in gather.sources if p in self._pending]
+        else:
+            arriving = [position] if position in self._pending else []
+        for peer in arriving:
             gather.receive(peer, self._slot, self._slots[peer])
             self._pending.discard(peer)
         if position is None and self._sent is not None:
@@ -285,7 +289,8 @@ class CopyEngineCollective:
         p + 2, ... in turn, the order of the consumers' loops over the parts
         (`split-by-member`)."""
         self.sources = tuple((self.position + step) % size for step in range(1, size))
-        """The other members in the order their pushes reach this rank."""
+        """The other members in the order their pushes reach this rank, the order it waits
+        for them in."""
         self._next = 0
 
     def begin_run(self) -> None:
@@ -376,7 +381,7 @@ class CopyEngineReduceScatter(CopyEngineCollective):
         sent = self.scatter(chunks, received, slot)
 
         def complete() -> None:
-            for peer in self.peers:
+            for peer in self.sources:
                 self.receive(peer, slot, received[peer])
             self.ordering.join(sent)
             self.reduce_into(out, self.own_and_received(chunks, received))
@@ -453,7 +458,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
 
         def complete() -> None:
             gathered_sent = self.reduce_and_gather(parts, outs[me], into, gathered, slot, own)
-            for peer in self.peers:
+            for peer in self.sources:  # each part copied out as soon as it arrived
                 self.receive(peer, slot + 1, gathered[peer])
                 if gathered[peer] is not outs[peer]:
                     outs[peer].copy_(gathered[peer])
@@ -491,7 +496,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         me = self.position
 
         def receive(stream) -> None:
-            for peer in self.peers:
+            for peer in self.sources:
                 self.receive(peer, slot, parts[peer], stream)
 
         def reduce(stream) -> None:
