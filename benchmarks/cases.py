@@ -37,6 +37,7 @@ from measure import Variant
 from hostir.passes import PIPELINES
 from hostir.passes.pipeline import build_passes, run_passes
 from hostir.runtime import Evaluator
+from hostir.runtime.copy_engine import push_order
 from hostir.runtime.layouts import logical_shape
 from hostir.runtime.symmetric_memory import Flags, SymmetricHeap
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
@@ -61,9 +62,8 @@ class Problem:
 
     @property
     def peers(self) -> list[int]:
-        """The other ranks in the order a rank pushes to them, as hostir's copy engines do:
-        at step s to the rank s places before it, so no GPU receives two pushes at once."""
-        return [(self.rank - step) % self.world for step in range(1, self.world)]
+        """The other ranks in the order a rank pushes to them, as hostir's copy engines do."""
+        return list(push_order(self.rank, self.world))
 
     def empty(self, *shape: int) -> torch.Tensor:
         return torch.empty(shape, dtype=self.dtype, device=self.device)

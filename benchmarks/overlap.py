@@ -68,6 +68,7 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | No
     # hostir_default: no option anywhere (hostir-lower's and the Evaluator's defaults).
     ("hostir_default", None, None),
     ("hostir_nccl", {}, False),
+    ("hostir_nccl_graph", {}, True),
     ("hostir_ce", {"convert-op-to-communication": {"transport": "copy-engine"}}, False),
     ("hostir_auto", AUTO, False),
     ("hostir_ce_graph", {"convert-op-to-communication": {"transport": "copy-engine"}}, True),

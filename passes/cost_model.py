@@ -3,10 +3,11 @@
 Constants are measured on a machine by `hostir-calibrate` (runtime/calibrate.py) into the
 user's cache (`$XDG_CACHE_HOME/hostir/machines/<name>.json`, default `~/.cache`), or ship
 with hostir in `passes/machines/<name>.json`; `Machine.load(name)` reads the cache first.
-A machine is named by its GPU kind and count, `h100x2`; `detect` (the passes' default)
-names the GPUs of the machine lowering the program, read from the NVIDIA driver without
-importing torch, and falls back to FALLBACK_MACHINE where none is known (no GPU, or a kind
-never measured). Times are in milliseconds. Where the ranks sit, node by node, is a
+A machine is named by its GPU kind and the number of GPUs its constants were measured on
+together, `h100x2`, `h200x4`; `detect` (the passes' default) names the GPUs of the machine
+lowering the program, read from the NVIDIA driver without importing torch: constants
+measured on all of its GPUs where they exist, else on a pair of its kind, else
+FALLBACK_MACHINE (no GPU, or a kind never measured). Times are in milliseconds. Where the ranks sit, node by node, is a
 `Topology` (docs/multi_node.md).
 """
 
@@ -39,8 +40,8 @@ class TransportChoice(StrEnum):
 MACHINES = Path(__file__).resolve().parent / "machines"
 FALLBACK_MACHINE = "h200x2"
 CALIBRATION_TEAM = 2
-"""The members of the collectives `hostir-calibrate` times (runtime/calibrate.py): NCCL's
-constants hold for this team size and are scaled to others (`Machine.phases_ms`)."""
+"""The members of the collectives behind constants that do not name their `team` (every
+machine file before `hostir-calibrate` measured on all of a host's GPUs)."""
 DETECT = "detect"
 DEFAULT_MACHINE = DETECT
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
@@ -75,13 +76,14 @@ def detected_gpus(root: Path | None = None) -> tuple[str, int] | None:
 
 
 def detected_machine(root: Path | None = None) -> str:
-    """The name of this machine's cost model: its GPUs' kind and count where constants
-    for them exist (pairs: the constants are measured on two GPUs), else the fallback."""
+    """The name of this machine's cost model: constants measured on all of its GPUs
+    (`h200x4` on four H200), else on a pair of its kind, else the fallback."""
     gpus = detected_gpus(root)
     if gpus is not None:
-        name = f"{gpus[0]}x{min(gpus[1], 2)}"
-        if machine_file(name) is not None:
-            return name
+        kind, count = gpus
+        for name in dict.fromkeys((f"{kind}x{count}", f"{kind}x2")):
+            if machine_file(name) is not None:
+                return name
     return FALLBACK_MACHINE
 
 
@@ -166,6 +168,10 @@ class Machine:
     """An NCCL collective whose team spans nodes, by op name (bytes: what each rank
     contributes), where measured (docs/multi_node.md); a machine without them cannot
     price such a collective."""
+    team: int = CALIBRATION_TEAM
+    """The members the collectives were measured with, all at work at once (`nccl`,
+    `copy_engine`: every member pushing to every other in ring order, `signal_us`,
+    `gpu_us_per_phase`): NCCL's bytes are scaled from it to other team sizes."""
 
     @staticmethod
     def load(name: str = DEFAULT_MACHINE) -> Machine:
@@ -187,6 +193,7 @@ class Machine:
             host_us_per_chunk=data["host_us_per_chunk"],
             gpu_us_per_phase=data.get("gpu_us_per_phase", 0.0),
             inter_node={kind: Link(**link) for kind, link in data.get("inter_node", {}).items()},
+            team=data.get("team", CALIBRATION_TEAM),
         )
 
     def replayed(self) -> Machine:
@@ -217,7 +224,7 @@ class Machine:
                   team_size: int, spans_nodes: bool = False) -> list[float]:
         """One collective of `kind` whose members each contribute `input_bytes`, phase by
         phase (each waits for the one before): NCCL's one (fitted on that measure for
-        CALIBRATION_TEAM members, its bytes scaled to `team_size` as its ring's are;
+        `team` members, its bytes scaled to `team_size` as its ring's are;
         `inter_node` for a team that spans nodes), or the copy engines'
         (hostir_dialect/copy_engine_facts.py): per phase, the peers' shares one after the
         other, then one signal; the local reduction (D chunks read, one written) belongs to
@@ -234,9 +241,9 @@ class Machine:
             return phases
         if spans_nodes:
             return [self.inter_node[kind.name].ms(input_bytes)]
-        # Measured on CALIBRATION_TEAM members; NCCL's ring sends what the copy engines'
-        # algorithm sends (2(D-1)/D of the input for an all-reduce), so the bytes scale by it.
-        scale = algorithm.sent(1.0, team_size) / algorithm.sent(1.0, CALIBRATION_TEAM) if algorithm else 1.0
+        # Measured on `team` members; NCCL's ring sends what the copy engines' algorithm
+        # sends (2(D-1)/D of the input for an all-reduce), so the bytes scale by it.
+        scale = algorithm.sent(1.0, team_size) / algorithm.sent(1.0, self.team) if algorithm else 1.0
         return [self.nccl[kind.name].ms(input_bytes * scale)]
 
     def collective_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,

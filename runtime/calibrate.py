@@ -2,20 +2,23 @@
 (hostir/passes/cost_model.py), once, into the user's cache, where `hostir-lower` (machine
 `detect`, its default) finds them.
 
-    hostir-calibrate [--name h100x2] [--out FILE]
+    hostir-calibrate [--gpus N] [--name h100x4] [--out FILE]
 
-Two ranks on two GPUs of this host (NCCL, one process per GPU): copy-engine pushes into a
-peer's symmetric memory and NCCL's all-gather, reduce-scatter and all-reduce at sizes from
-64 KiB to 256 MiB (a line through the times: latency + bytes / bandwidth, least squares);
+One rank per GPU on N GPUs of this host (default all of them; NCCL, one process per GPU),
+every rank at work at once, as a program's collectives run: copy-engine pushes into every
+other rank's symmetric memory in the order a copy-engine phase pushes (per push), and
+NCCL's all-gather, reduce-scatter and all-reduce of the N ranks, at sizes from 64 KiB to
+256 MiB each rank's (a line through the times: latency + bytes / bandwidth, least squares);
 dense matmuls in bf16 and fp32 at several sizes, replayed from a CUDA graph (sustained
-rate, and the work at which the rate halves); a cross-rank signal's round trip with CUDA
-stream memory operations; how much longer a matmul takes beside a copy-engine transfer
-and beside an NCCL all-gather; the
+rate, and the work at which the rate halves); a signal passed around the ranks with CUDA
+stream memory operations (per hop); how much longer a matmul takes beside a copy-engine
+transfer and beside an NCCL all-gather; the
 evaluator's host time per stream-loop iteration (a tiny all-gather + matmul pipeline at 8
 and at 2 chunks, run eagerly, wall-clock); and the GPU time each collective phase of a
 chunk adds (a tiny matmul + all-reduce pipeline at 8 and 2 chunks, replayed from a CUDA
 graph, per phase). Timing: CUDA events (wall-clock for the host),
-medians of 20 runs after warm-up, the maximum over the ranks. About a minute.
+medians of 20 runs after warm-up, the maximum over the ranks. About a minute. The
+constants hold for a team of N (`team`); the cost model scales NCCL's bytes to others.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import torch
 import torch.distributed as dist
 
 from hostir.passes import lower
-from hostir.passes.cost_model import CALIBRATION_TEAM, detected_gpus, user_machines
+from hostir.passes.cost_model import detected_gpus, user_machines
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect.tensor_type import TensorType
 
+from .copy_engine import push_order
 from .evaluator import Evaluator
 from .launcher import launch
 from .layouts import shard_tensor
@@ -78,21 +82,30 @@ def fit_line(points: Sequence[tuple[float, float]]) -> dict[str, float]:
 
 
 def transfers(device: torch.device, heap: SymmetricHeap) -> dict:
-    peer = 1 - dist.get_rank()
+    """`copy_engine`: one push of a copy-engine phase, as every rank pushes to every other
+    in turn at once (the time of all of a rank's pushes over their number); `nccl`: each
+    collective of all the ranks, by what each contributes."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    peers = push_order(rank, world)
     largest = int(max(SIZES_MIB) * 2**20)
-    buffer = heap.allocate((0, 1), (largest,), torch.uint8)
+    buffer = heap.allocate(tuple(range(world)), (largest,), torch.uint8)
     source = torch.randint(0, 255, (largest,), dtype=torch.uint8, device=device)
-    out = torch.empty(2 * largest, dtype=torch.uint8, device=device)
+    out = torch.empty(world * largest, dtype=torch.uint8, device=device)
     points: dict[str, list[tuple[float, float]]] = {k: [] for k in ("ce", "hir.allgather", "hir.reduce_scatter", "hir.allreduce")}
     for mib in SIZES_MIB:
         n = int(mib * 2**20)
-        half = source[:n].view(torch.bfloat16)
-        points["ce"].append((n, timed(lambda: buffer.peer(peer)[:n].copy_(source[:n]))))
-        points["hir.allgather"].append((n, timed(lambda: dist.all_gather_into_tensor(out[: 2 * n], source[:n]))))
-        full = torch.randn(n // 2, dtype=torch.bfloat16, device=device)  # n bytes in, as for the others
-        chunk = torch.empty(n // 4, dtype=torch.bfloat16, device=device)  # two ranks: half of it out
+
+        def pushes() -> None:
+            for peer in peers:
+                buffer.peer(peer)[:n].copy_(source[:n])
+
+        points["ce"].append((n, timed(pushes) / len(peers)))
+        points["hir.allgather"].append((n, timed(lambda: dist.all_gather_into_tensor(out[: world * n], source[:n]))))
+        share = n // 2 // world  # bf16 elements out of n bytes in, as for the others
+        full = torch.randn(world * share, dtype=torch.bfloat16, device=device)
+        chunk = torch.empty(share, dtype=torch.bfloat16, device=device)
         points["hir.reduce_scatter"].append((n, timed(lambda: dist.reduce_scatter_tensor(chunk, full))))
-        points["hir.allreduce"].append((n, timed(lambda: dist.all_reduce(half))))
+        points["hir.allreduce"].append((n, timed(lambda: dist.all_reduce(source[:n].view(torch.bfloat16)))))
     return {"copy_engine": fit_line(points.pop("ce")), "nccl": {k: fit_line(v) for k, v in points.items()}}
 
 
@@ -154,19 +167,22 @@ def matmul_rate(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
     return peak / 1e9, overhead_ms * peak / 1e9
 
 
-def signal_round_trip(heap: SymmetricHeap) -> float:
-    flags = Flags(heap, (0, 1), slots=2)
-    rank, peer = dist.get_rank(), 1 - dist.get_rank()
+def signal_hop(heap: SymmetricHeap) -> float:
+    """µs from a flag set in the next rank's memory to its stream moving on: a signal passed
+    once around the ranks (from rank 0 to 1, ..., back to 0), per hop."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    flags = Flags(heap, tuple(range(world)), slots=1)
+    after, before = (rank + 1) % world, (rank - 1) % world
 
-    def ping() -> None:
+    def around() -> None:
         if rank == 0:
-            flags.signal(peer, 0)
-            flags.wait(peer, 1)
+            flags.signal(after, 0)
+            flags.wait(before, 0)
         else:
-            flags.wait(peer, 0)
-            flags.signal(peer, 1)
+            flags.wait(before, 0)
+            flags.signal(after, 0)
 
-    return 1e3 * timed(ping) / 2
+    return 1e3 * timed(around) / world
 
 
 def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
@@ -174,15 +190,16 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     work: the GEMM is queued first and a 128 MiB transfer posted after it on another
     stream (a chunk's collective follows the GEMMs already queued on the other worker
     streams). NCCL's kernels then wait for SMs the GEMM holds (on 2x H200: about 0.36 of
-    the GEMM's time, against 0.19 with the transfer posted first); the copy engines do not."""
-    peer = 1 - dist.get_rank()
+    the GEMM's time, against 0.19 with the transfer posted first); the copy engines do not.
+    Every rank at once, the copy engines' transfer into the rank before it."""
+    peer = push_order(dist.get_rank(), dist.get_world_size())[0]
     a = torch.randn(16384, 8192, dtype=torch.bfloat16, device=device)
     b = torch.randn(8192, 4096, dtype=torch.bfloat16, device=device)
     c = torch.empty(16384, 4096, dtype=torch.bfloat16, device=device)
     n = 128 * 2**20
-    buffer = heap.allocate((0, 1), (n,), torch.uint8)
+    buffer = heap.allocate(tuple(range(dist.get_world_size())), (n,), torch.uint8)
     source = torch.empty(n, dtype=torch.uint8, device=device)
-    gathered = torch.empty(2 * n, dtype=torch.uint8, device=device)
+    gathered = torch.empty(dist.get_world_size() * n, dtype=torch.uint8, device=device)
     side = torch.cuda.Stream(device=device)
 
     def after_the_matmul(transfer: Callable[[], object]) -> Callable[[], None]:
@@ -274,16 +291,17 @@ def gpu_us_per_phase(device: torch.device) -> float:
 
 
 def measure(rank: int, world_size: int, name: str) -> dict:
-    """Every constant, measured on this rank together with the other (launched per rank)."""
+    """Every constant, measured on this rank together with the others (launched per rank)."""
     device = torch.device("cuda", rank)
     heap = SymmetricHeap(rank, device, lambda team: dist.group.WORLD)
     kind = torch.cuda.get_device_name(device)
-    constants: dict = {"name": name, "measured_on": f"2x {kind}, torch {torch.__version__}, NCCL "
+    constants: dict = {"name": name, "team": world_size,
+                       "measured_on": f"{world_size}x {kind}, torch {torch.__version__}, NCCL "
                        f"{'.'.join(map(str, torch.cuda.nccl.version()))}, hostir-calibrate"}
     constants |= matmuls(device)
     constants["memory_gbps"] = next((v for k, v in MEMORY_GBPS.items() if k in name), 3350.0)
     constants |= transfers(device, heap)
-    constants["signal_us"] = round(signal_round_trip(heap), 1)
+    constants["signal_us"] = round(signal_hop(heap), 1)
     constants["matmul_slowdown"] = slowdowns(device, heap)
     constants["host_us_per_chunk"] = host_us_per_chunk(device)
     constants["gpu_us_per_phase"] = gpu_us_per_phase(device)
@@ -292,15 +310,21 @@ def measure(rank: int, world_size: int, name: str) -> dict:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hostir-calibrate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--name", help="the machine's name (default: its GPU kind and count, e.g. h100x2)")
+    parser.add_argument("--gpus", type=int, help="how many of this host's GPUs to measure together (default: all)")
+    parser.add_argument("--name", help="the machine's name (default: its GPU kind and the GPUs measured, e.g. h100x4)")
     parser.add_argument("--out", type=Path, help=f"default: {user_machines()}/NAME.json")
     args = parser.parse_args(argv)
     gpus = detected_gpus()
     if gpus is None or gpus[1] < 2 or torch.cuda.device_count() < 2:
         print("hostir-calibrate: error: needs two NVIDIA GPUs of one kind on this host", file=sys.stderr)
         return 1
-    name = args.name or f"{gpus[0]}x2"
-    constants = launch(measure, CALIBRATION_TEAM, (name,), backend="nccl", timeout=900)[0]
+    team = args.gpus or min(gpus[1], torch.cuda.device_count())
+    if not 2 <= team <= torch.cuda.device_count():
+        print(f"hostir-calibrate: error: --gpus {team}: this host has {torch.cuda.device_count()} GPUs; "
+              "measure 2 to all of them", file=sys.stderr)
+        return 1
+    name = args.name or f"{gpus[0]}x{team}"
+    constants = launch(measure, team, (name,), backend="nccl", timeout=900)[0]
     out = args.out or user_machines() / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(constants, indent=2) + "\n")

@@ -203,6 +203,14 @@ class Ordering:
             self.hazards.remote_write(stream if stream is not None else self.hazards.current_stream(), op, region, peer)
 
 
+def push_order(position: int, size: int) -> tuple[int, ...]:
+    """The other members of a team of `size`, in the order the member at `position` pushes
+    to them: at step s every member pushes to the member s places before it, so no two
+    pushes land on one GPU at once (pushed in team order, every member's first push went to
+    member 0: on 4× H200 an all-gather's raw pushes took 1.7 times as long)."""
+    return tuple((position - step) % size for step in range(1, size))
+
+
 def _no_stream() -> None:
     return None
 
@@ -281,13 +289,10 @@ class CopyEngineCollective:
         self.ordering = ordering
         self.position = flags.memory.position
         size = flags.size
-        self.peers = tuple((self.position - step) % size for step in range(1, size))
-        """The other members in the order this rank pushes to them: at step s every member
-        pushes to the member s places before it, so no two pushes land on one GPU at once
-        (pushed in team order, every member's first push went to member 0: on 4× H200 an
-        all-gather's raw pushes took 1.7 times as long) and member p receives from p + 1,
-        p + 2, ... in turn, the order of the consumers' loops over the parts
-        (`split-by-member`)."""
+        self.peers = push_order(self.position, size)
+        """The other members in the order this rank pushes to them (`push_order`); member p
+        receives from p + 1, p + 2, ... in turn, the order of the consumers' loops over the
+        parts (`split-by-member`)."""
         self.sources = tuple((self.position + step) % size for step in range(1, size))
         """The other members in the order their pushes reach this rank, the order it waits
         for them in."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -50,6 +51,26 @@ def test_nccl_time_scales_from_the_measured_pair_to_the_team_as_a_ring_sends(kin
     link = machine.nccl[kind.name]
     assert machine.phases_ms(kind, NCCL, size, 2) == [pytest.approx(link.ms(size))]
     assert machine.phases_ms(kind, NCCL, size, 4) == [pytest.approx(link.ms(ring_bytes * size))]
+
+
+def test_nccl_time_scales_from_the_team_the_constants_were_measured_on():
+    """Constants measured on four GPUs (`team`) hold for four and scale to two by ring bytes."""
+    pair = Machine.load(FALLBACK_MACHINE)
+    four = replace(pair, team=4)
+    size = 64 * 2**20
+    link = four.nccl["hir.allreduce"]
+    assert four.phases_ms(hir.AllreduceOp, NCCL, size, 4) == [pytest.approx(link.ms(size))]
+    assert four.phases_ms(hir.AllreduceOp, NCCL, size, 2) == [pytest.approx(link.ms(size / 1.5))]
+
+
+def test_a_machine_file_names_its_team_else_a_pair(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert Machine.load(FALLBACK_MACHINE).team == 2  # shipped before the team was recorded
+    data = json.loads((cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text())
+    measured = cost_model.user_machines() / "h200x4.json"
+    measured.parent.mkdir(parents=True)
+    measured.write_text(json.dumps(data | {"name": "h200x4", "team": 4}))
+    assert Machine.load("h200x4").team == 4
 
 
 def test_a_copy_engine_phase_pushes_to_its_peers_one_after_the_other():
@@ -144,6 +165,19 @@ def test_detect_picks_this_machines_constants_measured_or_shipped_else_the_fallb
     assert Machine.load("b200x2").name == "b200x2"
     monkeypatch.setattr(cost_model, "NVIDIA_GPUS", tmp_path / "no-gpu")
     assert Machine.load("detect").name == FALLBACK_MACHINE
+
+
+def test_detect_prefers_constants_measured_on_all_of_the_hosts_gpus(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cache = cost_model.user_machines()
+    cache.mkdir(parents=True)
+    shipped = (cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text()
+    four_b200 = _driver(tmp_path / "b200", *["NVIDIA B200"] * 4)
+    (cache / "b200x2.json").write_text(shipped)
+    assert detected_machine(four_b200) == "b200x2"  # no four-GPU constants: the pair's
+    (cache / "b200x4.json").write_text(shipped)
+    assert detected_machine(four_b200) == "b200x4"
+    assert detected_machine(_driver(tmp_path / "b200-8", *["NVIDIA B200"] * 8)) == "b200x2"
 
 
 # --------------------------------------------------------------------------- #

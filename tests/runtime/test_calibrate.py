@@ -1,4 +1,4 @@
-"""hostir-calibrate (runtime/calibrate.py): measures on two GPUs, refuses elsewhere."""
+"""hostir-calibrate (runtime/calibrate.py): measures on all of a host's GPUs (at least two), refuses elsewhere."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ def test_it_refuses_a_machine_without_two_gpus(capsys, monkeypatch):
     monkeypatch.setattr(calibrate, "detected_gpus", lambda: None)
     assert calibrate.main([]) == 1
     assert capsys.readouterr().err == "hostir-calibrate: error: needs two NVIDIA GPUs of one kind on this host\n"
+
+
+def test_it_refuses_more_gpus_than_the_host_has(capsys, monkeypatch):
+    monkeypatch.setattr(calibrate, "detected_gpus", lambda: ("h200", 4))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    for gpus in ("1", "5"):
+        assert calibrate.main(["--gpus", gpus]) == 1
+        assert capsys.readouterr().err == (f"hostir-calibrate: error: --gpus {gpus}: this host has 4 GPUs; "
+                                           "measure 2 to all of them\n")
 
 
 def test_a_line_fit_gives_latency_and_bandwidth():
@@ -59,6 +68,7 @@ def test_it_measures_every_constant_the_cost_model_reads(tmp_path):
     import json
 
     constants = json.loads(out.read_text())
+    assert constants["team"] == torch.cuda.device_count()  # all of the host's GPUs at once
     assert constants["matmul_tflops"]["bf16"] > 100 and constants["copy_engine"]["gbps"] > 50
     assert set(constants["nccl"]) == {"hir.allgather", "hir.reduce_scatter", "hir.allreduce"}
     # GEMMs replayed from a graph: what small ones take beyond the peak rate is the GPU's
