@@ -22,6 +22,7 @@ Method (every benchmark here):
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import math
 import os
@@ -316,6 +317,18 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         cells = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def add_rounds_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--rounds N` (at least 1, default 1): time `what` in N rounds (`checked_timings`)."""
+    parser.add_argument("--rounds", type=_rounds, default=1,
+                        help=f"time {what} in this many rounds, all built first (measure.py; default 1)")
+
+
+def _rounds(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"--rounds must be at least 1, got {text}")
+    return int(text)
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:

@@ -53,7 +53,18 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from cases import CASES, Case, Operands, Problem, hostir, lowering_pipeline, unsupported
-from measure import DTYPES, Variant, checked_timings, format_table, join_world, leave_world, machine_info, machine_kind, parse_shape
+from measure import (
+    DTYPES,
+    Variant,
+    add_rounds_argument,
+    checked_timings,
+    format_table,
+    join_world,
+    leave_world,
+    machine_info,
+    machine_kind,
+    parse_shape,
+)
 
 from hostir.passes.cost_model import Machine
 from hostir_dialect.copy_engine_facts import copy_engine_algorithm
@@ -101,8 +112,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shapes", nargs="+", type=parse_shape, help="MxKxN ... (default: the three overlap shapes)")
     parser.add_argument("--repeat", type=int, help="timed runs per variant (default 30; --tiny 3)")
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="time each case's variants in this many rounds, all built first (measure.py; default 1)")
+    add_rounds_argument(parser, "each case's variants")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--png", type=Path, help="write the chart here (needs matplotlib)")
     parser.add_argument("--chunks", nargs="+", type=int, default=list(CHUNK_COUNTS),
@@ -114,8 +124,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--copy-engine-streams", type=int, default=1,
                         help="the hostir variants' communication streams per copy-engine phase (default 1)")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     args.shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
     args.repeat = args.repeat or (3 if args.tiny else 30)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 5)

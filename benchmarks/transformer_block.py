@@ -44,7 +44,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from measure import Variant, checked_timings, format_table, join_world, leave_world, machine_info, machine_kind
+from measure import Variant, add_rounds_argument, checked_timings, format_table, join_world, leave_world, machine_info, machine_kind
 
 from hostir import DeviceMesh, FusionDefinition, ParallelType
 from hostir.passes import lower
@@ -374,13 +374,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--blocks", nargs="+", choices=("mlp", "attention"), default=["mlp", "attention"])
     parser.add_argument("--repeat", type=int, help="timed runs per variant (default 20; --tiny 2)")
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="time each block's variants in this many rounds, all built first (measure.py; default 1)")
+    add_rounds_argument(parser, "each block's variants")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     shapes = args.shapes or [parse_shape(s) for s in (TINY_SHAPES if args.tiny else SHAPES)]
     repeat, warmup = args.repeat or (2 if args.tiny else 20), args.warmup or (1 if args.tiny else 5)
     device, joined = join_world()

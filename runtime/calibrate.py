@@ -192,14 +192,15 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     streams). NCCL's kernels then wait for SMs the GEMM holds (on 2x H200: about 0.36 of
     the GEMM's time, against 0.19 with the transfer posted first); the copy engines do not.
     Every rank at once, the copy engines' transfer into the rank before it."""
-    peer = push_order(dist.get_rank(), dist.get_world_size())[0]
+    world = dist.get_world_size()
+    peer = push_order(dist.get_rank(), world)[0]
     a = torch.randn(16384, 8192, dtype=torch.bfloat16, device=device)
     b = torch.randn(8192, 4096, dtype=torch.bfloat16, device=device)
     c = torch.empty(16384, 4096, dtype=torch.bfloat16, device=device)
     n = 128 * 2**20
-    buffer = heap.allocate(tuple(range(dist.get_world_size())), (n,), torch.uint8)
+    buffer = heap.allocate(tuple(range(world)), (n,), torch.uint8)
     source = torch.empty(n, dtype=torch.uint8, device=device)
-    gathered = torch.empty(dist.get_world_size() * n, dtype=torch.uint8, device=device)
+    gathered = torch.empty(world * n, dtype=torch.uint8, device=device)
     side = torch.cuda.Stream(device=device)
 
     def after_the_matmul(transfer: Callable[[], object]) -> Callable[[], None]:

@@ -288,14 +288,13 @@ class CopyEngineCollective:
         self.posts = posts
         self.ordering = ordering
         self.position = flags.memory.position
-        size = flags.size
-        self.peers = push_order(self.position, size)
+        self.peers = push_order(self.position, flags.size)
         """The other members in the order this rank pushes to them (`push_order`); member p
         receives from p + 1, p + 2, ... in turn, the order of the consumers' loops over the
         parts (`split-by-member`)."""
-        self.sources = tuple((self.position + step) % size for step in range(1, size))
-        """The other members in the order their pushes reach this rank, the order it waits
-        for them in."""
+        self.sources = self.peers[::-1]
+        """The other members in the order their pushes reach this rank (p + 1, p + 2, ...:
+        the push order reversed), the order it waits for them in."""
         self._next = 0
 
     def begin_run(self) -> None:
