@@ -94,6 +94,9 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | No
                                 "convert-op-to-communication": {
                                     **AUTO_GRAPH["convert-op-to-communication"], "symmetric-allreduce-output": False}},
      None),
+    # The defaults with each all-reduce waited in its own iteration, not skewed into the next
+    # (order-chunk-compute's `skew`, on by default since the fourteenth session).
+    ("hostir_unskewed", {**AUTO_GRAPH, "order-chunk-compute": {"skew": False}}, None),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")

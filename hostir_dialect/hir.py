@@ -25,9 +25,11 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import (
     Attribute,
+    BlockArgument,
     Data,
     Dialect,
     Operation,
+    OpResult,
     ParametrizedAttribute,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
@@ -610,10 +612,49 @@ class WaitedOp(HostOp):
 
     def verify_work_is_waited(self) -> None:
         work = self.results[0]
-        if not any(isinstance(use.operation, WaitOp) and use.operation.member is None for use in work.uses):
+        if not waited_whole(work):
             name = f"%{work.name_hint}" if work.name_hint else "its work token"
             waited = "waited whole" if any(isinstance(use.operation, WaitOp) for use in work.uses) else "waited"
             raise VerifyException(f"work token {name} is never {waited} (hir.wait {name})")
+
+
+def waited_whole(work: SSAValue, carried: frozenset[SSAValue] = frozenset()) -> bool:
+    """Does a `hir.wait` without `from` wait for `work`, directly or through the `scf.for`
+    loops that carry it on (a work token waited one iteration later, in order-chunk-compute's
+    skewed loops)? A carried work is waited where both the next iteration (the body's
+    argument) and the loop's result are."""
+    for use in work.uses:
+        if isinstance(use.operation, WaitOp) and use.operation.member is None:
+            return True
+        loop, position = _carrying_loop(use.operation, use.index)
+        if loop is None or work in carried:
+            continue
+        inside, after = loop.body.block.args[position + 1], loop.res[position]
+        if waited_whole(inside, carried | {work}) and waited_whole(after, carried | {work}):
+            return True
+    return False
+
+
+def _carrying_loop(op: Operation, index: int) -> tuple[scf.ForOp | None, int]:
+    """The loop that carries operand `index` of `op` on, and its iteration argument's position."""
+    if isinstance(op, scf.ForOp) and index >= 3:  # lb, ub, step, then the initial values
+        return op, index - 3
+    if isinstance(op, scf.YieldOp) and isinstance(loop := op.parent_op(), scf.ForOp):
+        return loop, index
+    return None, 0
+
+
+def posting_op(work: SSAValue) -> Operation:
+    """The op that posted `work`, followed back through the loops that carry it (a loop's
+    body argument or result holds what its body yields)."""
+    while True:
+        if isinstance(work, OpResult) and isinstance(work.op, scf.ForOp):
+            work = work.op.body.block.last_op.operands[work.index]  # type: ignore[union-attr]  # a body ends in its yield
+        elif isinstance(work, BlockArgument) and isinstance(loop := work.block.parent_op(), scf.ForOp) and work.index:
+            work = loop.body.block.last_op.operands[work.index - 1]  # type: ignore[union-attr]
+        else:
+            assert isinstance(work, OpResult)  # a !hir.work is a result of the op that posted it
+            return work.op
 
 
 class CollectiveOp(WaitedOp):

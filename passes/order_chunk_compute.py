@@ -45,9 +45,37 @@ buffers its collectives read among them), the user's stream waits for every work
 A loop that receives (an all-gather's consumer computes from what arrives) keeps its
 order: there a chunk's compute waits for its transfers, and chaining the computes would
 make each also wait for the previous chunk's transfers (AG+matmul 16384x8192x1024, S = 4,
-2x H100: 0.615 ms chained against 0.465). The pass adds waits and moves none of the
+2x H100: 0.615 ms chained against 0.465). The ordering adds waits and moves none of the
 program's work, so what it computes is unchanged; it runs after insert-deallocations,
 which places the frees after the loop that the join must precede.
+
+Option `skew` (on by default): where the loop's all-reduces compute this member's part
+themselves (`hir.allreduce ... own(...)`, split-by-member's reduce-in-producer), the own
+part's GEMM is enqueued by the wait, on a product stream of its own, after the waiting
+stream's work so far and the arrival of the other members' parts. Waited in its own
+iteration, chunk i's own GEMM runs beside chunk i + 1's peer GEMMs, both end together, and
+the last chunk's own GEMM waits for the last push with the SMs idle. The hand-written
+schedule of issue 27 computes p(0), p(1), m(0), p(2), m(1), ...: each chunk's own GEMM
+after the next chunk's peer GEMMs, which gives each push a GEMM's time to land. So the
+loop is software-pipelined, as MLIR's scf pipelining does it: the first iteration's compute
+and posts are peeled before the loop, iteration i waits for iteration i - 1's all-reduce
+(its work token carried by the loop) after its own compute and posts, and the last
+iteration's all-reduce is waited after the loop, on the user's stream, before the workers
+are joined:
+
+    (iteration 0 up to its hand-over)
+    %last = scf.for %i = %second to %ub step %c1 iter_args(%previous = %w) -> (!hir.work) {
+      (iteration %i up to its hand-over: compute, posts, the user's stream waits for them)
+      hir.set_current_stream %worker
+      hir.wait %previous
+      hir.set_current_stream %user
+      scf.yield %w : !hir.work
+    }
+    hir.wait %last
+
+Only loops of constant bounds and at least two iterations whose body ends in such waits
+alone are skewed (with bounded intermediates a wait is followed by the chunk's free, and
+the loop keeps its order).
 """
 
 from __future__ import annotations
@@ -63,6 +91,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from hostir_dialect import fusion, hir
 from hostir_dialect.attributes import INDEX
+from hostir_dialect.building import constant_integer, index_constant
 from hostir_dialect.copy_engine_facts import copy_engine_algorithm
 from hostir_dialect.diagnostics import located_like
 from hostir_dialect.symbols import programs
@@ -158,15 +187,76 @@ def join_loop(loop: scf.ForOp) -> scf.ForOp:
     return located_like(scf.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(block)]), loop)
 
 
+def skewed_waits(loop: scf.ForOp, iteration: SendingIteration) -> list[hir.WaitOp]:
+    """The waits an ordered loop can move into its next iteration (none: leave it as it
+    is): its body ends in waits only, each for an all-reduce of this iteration that computes
+    its own part (`own`), and the loop runs at least twice (its first iteration is peeled)."""
+    ops = list(loop.body.block.ops)
+    waits = ops[ops.index(iteration.first_wait):-2]  # then the user's stream and the yield
+    if loop.iter_args or not all(isinstance(op, hir.WaitOp) and _computes_own_part_here(op, loop) for op in waits):
+        return []
+    lower, upper, step = (constant_integer(v) for v in (loop.lb, loop.ub, loop.step))
+    if lower is None or upper is None or step is None or step <= 0 or upper - lower <= step:
+        return []
+    return waits  # type: ignore[return-value]  # checked above
+
+
+def _computes_own_part_here(wait: hir.WaitOp, loop: scf.ForOp) -> bool:
+    post = wait.work.owner
+    return (wait.member is None and isinstance(post, hir.AllreduceOp) and bool(post.own)
+            and post.parent_block() is loop.body.block)
+
+
+def skew(loop: scf.ForOp, waits: list[hir.WaitOp]) -> None:
+    """Software-pipeline `loop`: iteration i waits for iteration i - 1's all-reduces after
+    its own compute and posts, so that the previous chunk's own part (computed when the
+    wait is enqueued, after what the current stream did so far) follows this chunk's
+    compute; the first iteration's compute and posts run before the loop, the last
+    iteration's waits after it, on the user's stream."""
+    block = loop.body.block
+    handover = waits[0].prev_op
+    posted = handover.prev_op if handover is not None else None  # the user's stream waits for the iteration's compute
+    assert isinstance(posted, hir.SynchronizeOp)  # built by `order`
+    first: dict[SSAValue, SSAValue] = {block.args[0]: loop.lb}
+    prologue = [op.clone(value_mapper=first) for op in _until(block, posted)]
+    second = index_constant(constant_integer(loop.lb) + constant_integer(loop.step))  # type: ignore[operator]  # skewed_waits checked both
+    second.result.name_hint = "second"
+    works = [wait.work for wait in waits]
+    for position, wait in enumerate(waits):
+        wait.operands[0] = block.insert_arg(hir.WorkType(), position + 1)
+        wait.work.name_hint = "previous"
+    Rewriter.replace_op(block.last_op, scf.YieldOp(*works))  # type: ignore[arg-type]  # a loop body ends in its yield
+    skewed = scf.ForOp.create(operands=[second.result, loop.ub, loop.step, *(first[w] for w in works)],
+                              result_types=[w.type for w in works], regions=[loop.detach_region(loop.body)])
+    last = [hir.WaitOp(carried) for carried in skewed.res]
+    for carried in skewed.res:
+        carried.name_hint = "last"
+    Rewriter.insert_op([located_like(op, loop) for op in (*prologue, second, skewed, *last)], InsertPoint.before(loop))
+    Rewriter.erase_op(loop)
+
+
+def _until(block: Block, last: Operation) -> list[Operation]:
+    ops = list(block.ops)
+    return ops[:ops.index(last) + 1]
+
+
 @dataclass(frozen=True)
 class OrderChunkCompute(ModulePass):
     """Run in chunk order the compute of stream loops that only send, through a copy-engine all-reduce"""
 
     name = "order-chunk-compute"
 
+    skew: bool = True
+    """Wait for each chunk's all-reduce that computes its own part in the next iteration,
+    after that iteration's compute (see the module docstring); false: in its own iteration."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in programs(op):
             for loop in [inner for inner in program.walk() if isinstance(inner, scf.ForOp)]:
                 iteration = sending_iteration(loop)
-                if iteration is not None:
-                    order(loop, iteration)
+                if iteration is None:
+                    continue
+                order(loop, iteration)
+                waits = skewed_waits(loop, iteration) if self.skew else []
+                if waits:
+                    skew(loop, waits)

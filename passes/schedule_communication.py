@@ -225,7 +225,7 @@ def _accesses(op: Operation, roots: dict[SSAValue, frozenset[SSAValue]]) -> tupl
     for inner in op.walk():
         if _computes_no_memory(inner):
             continue
-        nested = _posting(inner) if isinstance(inner, hir.WaitOp) else inner
+        nested = hir.posting_op(inner.work) if isinstance(inner, hir.WaitOp) else inner
         written = {*written_operands(nested), *nested.results}
         if isinstance(nested, (hir.WaitedOp, hir.DeallocateOp, hir.PostOnStreamOp)):
             written.update(v for v in nested.operands if not _only_read(nested, v))
@@ -239,13 +239,6 @@ def _only_read(op: Operation, operand: SSAValue) -> bool:
     """Is `operand` one that `op`, a collective, reads and never writes (an all-reduce's
     `own` matmul operands, read from its post to its wait)?"""
     return isinstance(op, hir.AllreduceOp) and operand in op.own
-
-
-def _posting(wait: hir.WaitOp) -> Operation:
-    """The op that posted what `wait` waits for."""
-    post = wait.work.owner
-    assert isinstance(post, Operation), "a work token is the result of its post"
-    return post
 
 
 def _waits_whole(op: Operation) -> bool:

@@ -637,3 +637,20 @@ hir.program @p(%x: !fusion.tensor<i32[8, 3]>, %a: !fusion.tensor<i32[4, 2]>, %b:
   %w = hir.allreduce %x -> %x via %v own(%a, %b : !fusion.tensor<i32[4, 2]>, !fusion.tensor<i32[2, 3]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<i32[8, 3]> -> !fusion.tensor<i32[8, 3]>, !fusion.tensor<i32[48]>
   hir.return
 }
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%x: !fusion.tensor<f32[4]>, %y: !fusion.tensor<f32[8]>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  // Carried into the loop, a work is waited in its first iteration, but the loop's result
+  // (this work where the loop runs no iteration, else the last iteration's) never is.
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allgather' op work token %first is never waited (hir.wait %first)
+  %first = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+  %last = scf.for %i = %c0 to %c2 step %c1 iter_args(%previous = %first) -> (!hir.work) {
+    hir.wait %previous
+    %w = hir.allgather %x -> %y team [0, 1] : !fusion.tensor<f32[4]> -> !fusion.tensor<f32[8]>
+    scf.yield %w : !hir.work
+  }
+  hir.return
+}

@@ -63,27 +63,41 @@ fusion.func @matmul_ar(%a: !a, %b: !b) -> !c {
 }
 // The loop only sends, so order-chunk-compute runs its compute in chunk order: each
 // iteration's worker waits for the user's stream, which waited for the previous
-// iteration's compute; its waits come after the handover, and a loop after it joins them.
-// The all-reduce computes this member's part itself, onto the others' (`own`:
-// reduce-in-producer), and pushes its reduced chunk into the others' symmetric outputs.
+// iteration's compute; a loop after it joins the workers. The all-reduce computes this
+// member's part itself, onto the others' (`own`: reduce-in-producer), when it is waited,
+// and pushes its reduced chunk into the others' symmetric outputs; so the loop is skewed:
+// the first chunk is computed and posted before it, each iteration waits for the previous
+// chunk's all-reduce after computing its own chunk's peer blocks, and the last chunk's
+// all-reduce is waited after the loop.
 // CHECK-LABEL: hir.program @matmul_ar
 // CHECK:         %c = hir.allocate symmetric
 // CHECK:         %user_stream = hir.get_current_stream
 // CHECK-NEXT:    %via = hir.allocate symmetric
 // CHECK-NEXT:    scf.for
-// CHECK:         scf.for
+// CHECK:         hir.set_current_stream %[[FIRST:.+]]
+// CHECK-NEXT:    hir.synchronize %user_stream
+// CHECK:         scf.for %s
+// CHECK:           fusion.matmul
+// CHECK:         }
+// CHECK:         %w = hir.allreduce %u_i -> %c_i via %via_i own(%a_i_me, %bb_i_me {{.*}} transport copy_engine
+// CHECK-NEXT:    hir.set_current_stream %user_stream
+// CHECK-NEXT:    hir.synchronize %[[FIRST]]
+// CHECK-NEXT:    %second = arith.constant 1 : index
+// CHECK-NEXT:    %last = scf.for {{.*}} iter_args(%previous = %w) -> (!hir.work) {
 // CHECK:           hir.set_current_stream %[[WORKER:.+]]
 // CHECK-NEXT:      hir.synchronize %user_stream
 // CHECK:           scf.for %s
 // CHECK:             fusion.matmul
 // CHECK:           }
-// CHECK:           hir.allreduce %u_i -> %c_i via %via_i own(%a_i_me, %bb_i_me {{.*}} transport copy_engine
+// CHECK:           %[[W:.+]] = hir.allreduce {{.*}} own({{.*}} transport copy_engine
 // CHECK-NEXT:      hir.set_current_stream %user_stream
 // CHECK-NEXT:      hir.synchronize %[[WORKER]]
 // CHECK-NEXT:      hir.set_current_stream %[[WORKER]]
-// CHECK-NEXT:      hir.wait %w
+// CHECK-NEXT:      hir.wait %previous
 // CHECK-NEXT:      hir.set_current_stream %user_stream
+// CHECK-NEXT:      scf.yield %[[W]] : !hir.work
 // CHECK-NEXT:    }
+// CHECK-NEXT:    hir.wait %last
 // CHECK-NEXT:    scf.for
 // CHECK:           %[[JOINED:.+]] = hir.stream
 // CHECK-NEXT:      hir.synchronize %[[JOINED]]

@@ -113,8 +113,7 @@ def _is_dense(value: SSAValue) -> bool:
 
 
 def wait(c: FunctionCompiler, op: hir.WaitOp) -> None:
-    work, poster = c.name(op.work), op.work.owner
-    assert isinstance(poster, Operation)  # a !hir.work is a result of the op that posted it
+    work, poster = c.name(op.work), hir.posting_op(op.work)
     member = c.name(op.member) if op.member is not None else "None"
 
     def incomplete(error: RuntimeError) -> ExecutionError:

@@ -132,20 +132,25 @@ class Lowering:
     reduce_in_producer: bool = True
     """`reduce-in-producer` (on by default): a copy-engine all-reduce of a matmul computes
     the own part onto the others' (split-by-member)."""
+    skew: bool = True
+    """order-chunk-compute's `skew` (on by default): a loop of such all-reduces waits for
+    each in the next iteration, after that iteration's compute."""
 
     @property
     def pipeline(self) -> str:
         symmetric = "" if self.symmetric_output else " symmetric-allreduce-output=false"
         producer = "" if self.reduce_in_producer else " reduce-in-producer=false"
+        skew = "" if self.skew else " skew=false"
         return (f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}"
-                f"{symmetric}{producer}}}")
+                f"{symmetric}{producer}{skew}}}")
 
     def __str__(self) -> str:
         graph = {True: ["graph"], None: ["default-graph"], False: []}[self.cuda_graph]
         flags = [*(["bounded"] if self.bounded else []), *graph,
                  *([self.unit_backend] if self.unit_backend else []),
                  *([] if self.symmetric_output else ["no-symmetric-output"]),
-                 *([] if self.reduce_in_producer else ["no-reduce-in-producer"])]
+                 *([] if self.reduce_in_producer else ["no-reduce-in-producer"]),
+                 *([] if self.skew else ["no-skew"])]
         return "+".join([self.transport, *flags])
 
     @staticmethod
@@ -155,14 +160,15 @@ class Lowering:
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
         graph = True if "graph" in flags else None if "default-graph" in flags else False
         return Lowering(transport, "bounded" in flags, graph, backend, "no-symmetric-output" not in flags,
-                        "no-reduce-in-producer" not in flags)
+                        "no-reduce-in-producer" not in flags, "no-skew" not in flags)
 
 
 DEFAULT_LOWERING = Lowering()
 PLAIN_ALLREDUCE = {"symmetric_output": False, "reduce_in_producer": False}
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True)) + (
     Lowering("copy-engine", **PLAIN_ALLREDUCE), Lowering("copy-engine", True, **PLAIN_ALLREDUCE),
-    Lowering("copy-engine", symmetric_output=False), Lowering("copy-engine", reduce_in_producer=False))
+    Lowering("copy-engine", symmetric_output=False), Lowering("copy-engine", reduce_in_producer=False),
+    Lowering("copy-engine", skew=False))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
                                                  Lowering("copy-engine", True, True, "eager"),
@@ -171,11 +177,13 @@ GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto")
                                                  *(Lowering("copy-engine", b, g, **PLAIN_ALLREDUCE)
                                                    for b in (False, True) for g in (False, True)),
                                                  Lowering("copy-engine", False, True, symmetric_output=False),
-                                                 Lowering("copy-engine", False, True, reduce_in_producer=False))
+                                                 Lowering("copy-engine", False, True, reduce_in_producer=False),
+                                                 Lowering("copy-engine", False, True, skew=False))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
 default) and on GPUs (units compiled into fused kernels by default; eagerly too). The
 copy-engine all-reduce options (both on by default) are also covered off, each alone and
-both together, eagerly, replayed and with bounded intermediates."""
+both together, eagerly, replayed and with bounded intermediates, and the skewed loop of
+such all-reduces off."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
 """Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
 

@@ -1,9 +1,10 @@
 """order-chunk-compute on the example pipelines, as hostir-lower runs it: a loop that only
 sends through the copy engines' two-phase all-reduce (matmul+AR) runs its compute in chunk
-order and joins its workers after the loop; loops of one-phase collectives (matmul+AR on
-NCCL, matmul+RS on either transport) and a loop that receives (AG+matmul, whose
-split-by-member waits sit in an inner loop) keep their order; running the pass again
-changes nothing."""
+order and joins its workers after the loop; where the all-reduce computes its own part
+(reduce-in-producer, the default) the loop is skewed: each iteration waits for the previous
+one's all-reduce; loops of one-phase collectives (matmul+AR on NCCL, matmul+RS on either
+transport) and a loop that receives (AG+matmul, whose split-by-member waits sit in an inner
+loop) keep their order; running the pass again changes nothing."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ from hostir_dialect.context import make_context, parse_module
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fusions"
 
 
-def lowered(example: str, transport: str, skip_ordering: bool = False):
+def lowered(example: str, transport: str, skip_ordering: bool = False, options: str = ""):
     module = parse_module((EXAMPLES / example).read_text())
-    passes = build_passes(f"hostir-lower{{transport={transport}}}")
+    passes = build_passes(f"hostir-lower{{transport={transport} {options}}}")
     if skip_ordering:
         passes = [p for p in passes if not isinstance(p, OrderChunkCompute)]
     run_passes(make_context(), module, passes)
@@ -40,8 +41,9 @@ def joins_workers(loop: scf.ForOp) -> bool:
         not any(isinstance(op, hir.SetCurrentStreamOp) for op in body)
 
 
-def test_a_loop_that_only_sends_through_a_two_phase_all_reduce_computes_in_chunk_order_and_joins_after():
-    sync, main, join = top_loops(lowered("matmul_ar.mlir", "copy-engine"))
+@pytest.mark.parametrize("options", ["skew=false", "reduce-in-producer=false", "bounded-intermediates=true"])
+def test_a_loop_that_only_sends_through_a_two_phase_all_reduce_computes_in_chunk_order_and_joins_after(options):
+    sync, main, join = top_loops(lowered("matmul_ar.mlir", "copy-engine", options=options))
     body = list(main.body.block.ops)
     enter = next(op for op in body if isinstance(op, hir.SetCurrentStreamOp))
     user = body[-2].stream
@@ -68,3 +70,26 @@ def test_without_the_pass_the_all_reduce_loop_is_one_it_would_order():
     # The check of the first test fails without the pass: the loop is a sending iteration.
     loops = top_loops(lowered("matmul_ar.mlir", "copy-engine", skip_ordering=True))
     assert len(loops) == 2 and sending_iteration(loops[1]) is not None
+
+
+def test_a_loop_whose_all_reduce_computes_its_own_part_waits_for_it_in_the_next_iteration():
+    module = lowered("matmul_ar.mlir", "copy-engine")
+    loops = top_loops(module)  # the peeled first iteration's loop over the peers among them
+    sync, join = loops[0], loops[-1]
+    (main,) = [loop for loop in loops if loop.iter_args]
+    body = list(main.body.block.ops)
+    (previous,) = main.body.block.args[1:]
+    (wait,) = [op for op in body if isinstance(op, hir.WaitOp)]
+    (post,) = [op for op in body if isinstance(op, hir.AllreduceOp)]
+    assert wait.work == previous and post.own and tuple(body[-1].operands) == (post.work,)
+    assert [type(op) for op in body[body.index(wait) - 3:body.index(wait)]] == \
+        [hir.SetCurrentStreamOp, hir.SynchronizeOp, hir.SetCurrentStreamOp]  # after this iteration's compute
+    outside = list(main.parent_block().ops)
+    (first,) = [op for op in outside[outside.index(sync):outside.index(main)] if isinstance(op, hir.AllreduceOp)]
+    assert tuple(main.iter_args) == (first.work,) and main.lb.owner.value.value.data == 1  # the first iteration peeled
+    last = main.next_op
+    assert isinstance(last, hir.WaitOp) and last.work == main.res[0] and last.next_op is join
+    assert joins_workers(join)
+    again = str(module)
+    run_passes(make_context(), module, [OrderChunkCompute()])
+    assert str(module) == again

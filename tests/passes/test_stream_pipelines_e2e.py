@@ -447,6 +447,10 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             reduces_in_producer = (split and in_loop and fusion_text in ALLREDUCES_OF_A_MATMUL
                                    and pipeline not in WITHOUT_REDUCE_IN_PRODUCER)
             assert (" own(" in str(program)) == reduces_in_producer, name
+            # order-chunk-compute skews such a loop: each chunk's all-reduce waited in the next
+            # iteration (not with bounded intermediates, whose waits are followed by frees).
+            skewed = reduces_in_producer and pipeline != COPY_ENGINE_BOUNDED
+            assert ("iter_args(%previous" in str(program)) == skewed, name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
             per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(world)]

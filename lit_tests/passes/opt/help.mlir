@@ -19,6 +19,7 @@
 // CHECK-NEXT:   insert-deallocations          Free every buffer a host program owns after its last use
 // CHECK-NEXT:   lower-to-host                 Turn each user fusion into a hir.program of standalone host ops and kernel units
 // CHECK-NEXT:   order-chunk-compute           Run in chunk order the compute of stream loops that only send, through a copy-engine all-reduce
+// CHECK-NEXT:                                 options: skew=true (bool)
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated
 // CHECK-NEXT:   reorder-sharded-axis          Lay out the buffers of each communication as its collective needs them (local copies around it)
 // CHECK-NEXT:   schedule-communication        Post every collective as early and wait for it as late as its data allow
