@@ -811,11 +811,14 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     `[S, D, m, F]` reduce-scattered or all-reduced like the first (the attention
     projections' form). The Stream axis has S chunks (not pipelined when S = 1). A third
     of them spell the chunks as nvFuser's overlap tests do: X `[S*D*m, H]`, its rows split
-    in S chunks (Stream on that piece) and then over the devices."""
+    in S chunks (Stream on that piece) and then over the devices. A fifth are the
+    row-parallel matmul alone (`row_parallel_block`)."""
     world_size = draw(st.sampled_from(tuple(world_sizes)))
     w = _Writer(draw, world_size)
     d, chunks, dtype = world_size, w.pick(CHUNKS), w.pick(PIPELINE_DTYPES)
     rows, hidden, ffn = w.pick((2, 4)), w.pick((4, 8)), d * w.pick((2, 4))
+    if w.chance(0.2):
+        return row_parallel_block(w, chunks, rows, ffn, hidden, dtype)
     gathers, second, scatters, residual = w.chance(0.7), w.chance(0.7), w.chance(0.5), w.chance(0.3)
     split_rows = w.chance(0.33)
     shape = (chunks * d * rows, hidden) if split_rows else (chunks, d, rows, hidden)
@@ -835,24 +838,13 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     # Beside it, as the attention projections sit beside each other: an independent
     # row-parallel matmul of its own input, in the same stream loop (two chains whose
     # posts and waits schedule-communication interleaves).
-    beside = not split_rows and w.chance(0.3)
-    if beside:
-        a, wo = w.input((chunks, d, rows, ffn), dtype), w.input((ffn, hidden), dtype)
-        o = w.op(f"fd.ops.matmul({a}, {wo})", False)
-        w.run(f"fd.add_output({o})", w.definition)
-    w.run("fd.__exit__(None, None, None)", [])
-    w.run(f"mesh = DeviceMesh({list(range(d))})", w.schedule)
-    for var in w.tensors:
-        w.run(f"{var}.set_device_mesh(mesh)", w.schedule)
+    beside = _row_parallel_matmul(w, chunks, rows, ffn, hidden, dtype) if not split_rows and w.chance(0.3) else None
+    _on_one_mesh(w)
     _stream_and_split(w, w1, 1, 1, d)
     if second:
         _stream_and_split(w, w2, 1, 0, d)
     if beside:
-        _stream_and_split(w, a, 1, 3, d)
-        _stream_and_split(w, wo, 1, 0, d)
-        _stream_and_split(w, o, chunks, None, d)
-        if scatters and d > 1:
-            w.run(f"{o}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
+        _shard_row_parallel(w, beside, chunks, scatters)
     ends = outputs + ([r] if r is not None else []) if second else []
     if split_rows:
         _split_rows(w, x, chunks, d, stream=False, shard=gathers)
@@ -869,5 +861,47 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
             _stream_and_split(w, var, chunks if var != r else 1, None, d)
             if scatters and d > 1:
                 w.run(f"{var}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
-    return Program(world_size, w.definition, w.schedule, w.inputs, number_of_streams=w.pick((1, 2, 3, 4)),
+    return _program(w)
+
+
+def row_parallel_block(w: _Writer, chunks: int, rows: int, ffn: int, hidden: int, dtype: str) -> Program:
+    """A row-parallel matmul alone, as an attention output projection runs: `[S, D, m, F]`
+    with F sharded, a row-sharded W, the partial sums all-reduced or reduce-scattered on the
+    D axis; a stream loop that computes and then only sends (order-chunk-compute's)."""
+    scatters = w.chance(0.5)
+    block = _row_parallel_matmul(w, chunks, rows, ffn, hidden, dtype)
+    _on_one_mesh(w)
+    _shard_row_parallel(w, block, chunks, scatters)
+    return _program(w)
+
+
+def _row_parallel_matmul(w: _Writer, chunks: int, rows: int, ffn: int, hidden: int, dtype: str) -> tuple[str, str, str]:
+    """o = a @ wo, a fusion output: a `[S, D, m, F]`, wo `[F, H]`."""
+    a, wo = w.input((chunks, w.world_size, rows, ffn), dtype), w.input((ffn, hidden), dtype)
+    o = w.op(f"fd.ops.matmul({a}, {wo})", False)
+    w.run(f"fd.add_output({o})", w.definition)
+    return a, wo, o
+
+
+def _shard_row_parallel(w: _Writer, block: tuple[str, str, str], chunks: int, scatters: bool) -> None:
+    """F sharded (a's last axis, wo's first), o streamed and, with `scatters`, reduce-scattered on its D axis."""
+    a, wo, o = block
+    d = w.world_size
+    _stream_and_split(w, a, 1, 3, d)
+    _stream_and_split(w, wo, 1, 0, d)
+    _stream_and_split(w, o, chunks, None, d)
+    if scatters and d > 1:
+        w.run(f"{o}.axis(1).parallelize(ParallelType.DIDx)", w.schedule)
+
+
+def _on_one_mesh(w: _Writer) -> None:
+    """Close the definition; every tensor on the mesh of all the devices."""
+    w.run("fd.__exit__(None, None, None)", [])
+    w.run(f"mesh = DeviceMesh({list(range(w.world_size))})", w.schedule)
+    for var in w.tensors:
+        w.run(f"{var}.set_device_mesh(mesh)", w.schedule)
+
+
+def _program(w: _Writer) -> Program:
+    return Program(w.world_size, w.definition, w.schedule, w.inputs, number_of_streams=w.pick((1, 2, 3, 4)),
                    rejected_calls=w.rejected, frontend_errors=w.frontend_errors)
