@@ -812,13 +812,13 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     projections' form). The Stream axis has S chunks (not pipelined when S = 1). A third
     of them spell the chunks as nvFuser's overlap tests do: X `[S*D*m, H]`, its rows split
     in S chunks (Stream on that piece) and then over the devices. A fifth are the
-    row-parallel matmul alone (`row_parallel_block`)."""
+    row-parallel matmul alone (`_row_parallel_block`)."""
     world_size = draw(st.sampled_from(tuple(world_sizes)))
     w = _Writer(draw, world_size)
     d, chunks, dtype = world_size, w.pick(CHUNKS), w.pick(PIPELINE_DTYPES)
     rows, hidden, ffn = w.pick((2, 4)), w.pick((4, 8)), d * w.pick((2, 4))
     if w.chance(0.2):
-        return row_parallel_block(w, chunks, rows, ffn, hidden, dtype)
+        return _row_parallel_block(w, chunks, rows, ffn, hidden, dtype)
     gathers, second, scatters, residual = w.chance(0.7), w.chance(0.7), w.chance(0.5), w.chance(0.3)
     split_rows = w.chance(0.33)
     shape = (chunks * d * rows, hidden) if split_rows else (chunks, d, rows, hidden)
@@ -864,7 +864,7 @@ def pipelines(draw, world_sizes=(1, 2)) -> Program:
     return _program(w)
 
 
-def row_parallel_block(w: _Writer, chunks: int, rows: int, ffn: int, hidden: int, dtype: str) -> Program:
+def _row_parallel_block(w: _Writer, chunks: int, rows: int, ffn: int, hidden: int, dtype: str) -> Program:
     """A row-parallel matmul alone, as an attention output projection runs: `[S, D, m, F]`
     with F sharded, a row-sharded W, the partial sums all-reduced or reduce-scattered on the
     D axis; a stream loop that computes and then only sends (order-chunk-compute's)."""
