@@ -73,9 +73,9 @@ are joined:
     }
     hir.wait %last
 
-Only loops of constant bounds and at least two iterations whose body ends in such waits
-alone are skewed (with bounded intermediates a wait is followed by the chunk's free, and
-the loop keeps its order).
+Only loops of constant bounds and at least three iterations (SKEWED_ITERATIONS) whose body
+ends in such waits alone are skewed (with bounded intermediates a wait is followed by the
+chunk's free, and the loop keeps its order).
 """
 
 from __future__ import annotations
@@ -187,16 +187,26 @@ def join_loop(loop: scf.ForOp) -> scf.ForOp:
     return located_like(scf.ForOp.create(operands=[loop.lb, loop.ub, loop.step], regions=[Region(block)]), loop)
 
 
+SKEWED_ITERATIONS = 3
+"""The fewest iterations of a loop that is skewed. With two, the skew only runs the second
+chunk's peer GEMMs and the first chunk's own GEMM one after the other instead of side by
+side, and no later push gains a GEMM's time to land: measured on 2x H200 (three launches,
+benchmarks/README.md, fourteenth session) two skewed chunks were never faster, and 7% slower
+back to back where a block's GEMM fills less than one wave of the SMs (matmul+AR
+16384x8192x1024); from four chunks on the skew was 4-8% faster (32768x4096x2048)."""
+
+
 def skewed_waits(loop: scf.ForOp, iteration: SendingIteration) -> list[hir.WaitOp]:
     """The waits an ordered loop can move into its next iteration (none: leave it as it
     is): its body ends in waits only, each for an all-reduce of this iteration that computes
-    its own part (`own`), and the loop runs at least twice (its first iteration is peeled)."""
+    its own part (`own`), and the loop runs at least SKEWED_ITERATIONS times (its first
+    iteration is peeled)."""
     ops = list(loop.body.block.ops)
     waits = ops[ops.index(iteration.first_wait):-2]  # then the user's stream and the yield
     if loop.iter_args or not all(isinstance(op, hir.WaitOp) and _computes_own_part_here(op, loop) for op in waits):
         return []
     lower, upper, step = (constant_integer(v) for v in (loop.lb, loop.ub, loop.step))
-    if lower is None or upper is None or step is None or step <= 0 or upper - lower <= step:
+    if lower is None or upper is None or step is None or step <= 0 or upper - lower <= (SKEWED_ITERATIONS - 1) * step:
         return []
     return waits  # type: ignore[return-value]  # checked above
 
@@ -247,8 +257,9 @@ class OrderChunkCompute(ModulePass):
     name = "order-chunk-compute"
 
     skew: bool = True
-    """Wait for each chunk's all-reduce that computes its own part in the next iteration,
-    after that iteration's compute (see the module docstring); false: in its own iteration."""
+    """In loops of at least SKEWED_ITERATIONS chunks, wait for each chunk's all-reduce that
+    computes its own part in the next iteration, after that iteration's compute (see the
+    module docstring); false: in its own iteration."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in programs(op):

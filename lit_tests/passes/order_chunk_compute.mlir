@@ -193,7 +193,8 @@ hir.program @allgather_matmul(%a: !a, %b: !b) -> !c {
 // own GEMM follows this chunk's peer GEMM. The first iteration's compute and post are
 // peeled before the loop, each iteration waits for the work of the one before (carried),
 // and the last iteration's all-reduce is waited on the user's stream after the loop,
-// before the workers are joined. With skew=false the wait stays in its own iteration.
+// before the workers are joined (three chunks here: a loop of two keeps its order,
+// SKEWED_ITERATIONS). With skew=false the wait stays in its own iteration.
 // CHECK-LABEL: hir.program @matmul_ar_own(
 // CHECK:         %n_1 = hir.number_of_streams
 // CHECK-NEXT:    %key_1 = arith.remui %c0, %n_1 : index
@@ -235,12 +236,12 @@ hir.program @allgather_matmul(%a: !a, %b: !b) -> !c {
 // NOSKEW-NEXT:      hir.wait %w
 // NOSKEW-NEXT:      hir.set_current_stream %user_stream
 // NOSKEW-NEXT:    }
-!t0 = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
+!t0 = !fusion.tensor<f32[3, 2 didx, 2, 2, 4], mesh=[0, 1]>
 !t1 = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
-!t2 = !fusion.tensor<f32[2 stream, r2, 2, 2, 3], mesh=[0, 1]>
+!t2 = !fusion.tensor<f32[3 stream, r2, 2, 2, 3], mesh=[0, 1]>
 !t3 = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
-!t4 = !fusion.tensor<f32[2 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]>
-!t5 = !fusion.tensor<f32[2, 2 didx, 2, 2, 3], mesh=[0, 1]>
+!t4 = !fusion.tensor<f32[3 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]>
+!t5 = !fusion.tensor<f32[3, 2 didx, 2, 2, 3], mesh=[0, 1]>
 !t6 = !fusion.tensor<f32[2 didx, 2, 2, 4], mesh=[0, 1]>
 !t7 = !fusion.tensor<f32[2 didx, b1, 4, 3], mesh=[0, 1]>
 !t8 = !fusion.tensor<f32[2 didx, 2, 2, 3, r4], mesh=[0, 1]>
@@ -253,7 +254,7 @@ hir.program @matmul_ar_own(%a: !t0, %b: !t1) -> !t2 {
   %bb = hir.post_on_stream @matmul_ar_unit0(%b) : (!t1) -> !t3
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %extent = arith.constant 2 : index
+  %extent = arith.constant 3 : index
   %u = hir.allocate : !t4
   %c = hir.allocate symmetric : !t2
   %user_stream = hir.get_current_stream

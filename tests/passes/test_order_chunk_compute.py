@@ -21,8 +21,9 @@ from hostir_dialect.context import make_context, parse_module
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "fusions"
 
 
-def lowered(example: str, transport: str, skip_ordering: bool = False, options: str = ""):
-    module = parse_module((EXAMPLES / example).read_text())
+def lowered(example: str, transport: str, skip_ordering: bool = False, options: str = "", chunks: int = 4):
+    """The example (4 stream chunks), or with `chunks` chunks."""
+    module = parse_module((EXAMPLES / example).read_text().replace("f32[4", f"f32[{chunks}"))
     passes = build_passes(f"hostir-lower{{transport={transport} {options}}}")
     if skip_ordering:
         passes = [p for p in passes if not isinstance(p, OrderChunkCompute)]
@@ -41,9 +42,12 @@ def joins_workers(loop: scf.ForOp) -> bool:
         not any(isinstance(op, hir.SetCurrentStreamOp) for op in body)
 
 
-@pytest.mark.parametrize("options", ["skew=false", "reduce-in-producer=false", "bounded-intermediates=true"])
-def test_a_loop_that_only_sends_through_a_two_phase_all_reduce_computes_in_chunk_order_and_joins_after(options):
-    sync, main, join = top_loops(lowered("matmul_ar.mlir", "copy-engine", options=options))
+@pytest.mark.parametrize(("options", "chunks"), [
+    ("skew=false", 4), ("reduce-in-producer=false", 4), ("bounded-intermediates=true", 4),
+    ("", 2),  # too few chunks to skew (SKEWED_ITERATIONS)
+])
+def test_a_loop_that_only_sends_through_a_two_phase_all_reduce_computes_in_chunk_order_and_joins_after(options, chunks):
+    sync, main, join = top_loops(lowered("matmul_ar.mlir", "copy-engine", options=options, chunks=chunks))
     body = list(main.body.block.ops)
     enter = next(op for op in body if isinstance(op, hir.SetCurrentStreamOp))
     user = body[-2].stream
