@@ -202,13 +202,14 @@ def skewed_waits(loop: scf.ForOp, iteration: SendingIteration) -> list[hir.WaitO
     its own part (`own`), and the loop runs at least SKEWED_ITERATIONS times (its first
     iteration is peeled)."""
     ops = list(loop.body.block.ops)
-    waits = ops[ops.index(iteration.first_wait):-2]  # then the user's stream and the yield
-    if loop.iter_args or not all(isinstance(op, hir.WaitOp) and _computes_own_part_here(op, loop) for op in waits):
+    ending = ops[ops.index(iteration.first_wait):-2]  # then the user's stream and the yield
+    waits = [op for op in ending if isinstance(op, hir.WaitOp) and _computes_own_part_here(op, loop)]
+    if loop.iter_args or len(waits) != len(ending):
         return []
     lower, upper, step = (constant_integer(v) for v in (loop.lb, loop.ub, loop.step))
     if lower is None or upper is None or step is None or step <= 0 or upper - lower <= (SKEWED_ITERATIONS - 1) * step:
         return []
-    return waits  # type: ignore[return-value]  # checked above
+    return waits
 
 
 def _computes_own_part_here(wait: hir.WaitOp, loop: scf.ForOp) -> bool:
@@ -229,7 +230,9 @@ def skew(loop: scf.ForOp, waits: list[hir.WaitOp]) -> None:
     assert isinstance(posted, hir.SynchronizeOp)  # built by `order`
     first: dict[SSAValue, SSAValue] = {block.args[0]: loop.lb}
     prologue = [op.clone(value_mapper=first) for op in _until(block, posted)]
-    second = index_constant(constant_integer(loop.lb) + constant_integer(loop.step))  # type: ignore[operator]  # skewed_waits checked both
+    lower, step = constant_integer(loop.lb), constant_integer(loop.step)
+    assert lower is not None and step is not None  # skewed_waits checked both
+    second = index_constant(lower + step)
     second.result.name_hint = "second"
     works = [wait.work for wait in waits]
     for position, wait in enumerate(waits):
