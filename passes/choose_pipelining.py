@@ -8,7 +8,7 @@ and tail, the host's work per iteration) exceed what overlapping hides. With
 `transport=auto` (`hostir-lower{transport=auto}` hands it over), this pass estimates per
 function, from the machine's constants (passes/cost_model.py):
 
-    pipelined = max(max(K, S * g + slowdown * min(K, S * g)) + max(0, min(c_last, g) - o),  S * host per chunk)
+    pipelined = max(max(K, S * g) + slowdown * min(K, S * g) + max(0, min(c_last, g) - o),  S * host per chunk)
     serial    = max(C + G + reorders + P * p,                                  host per chunk)
     K         = S * (c - l) + l
 
@@ -19,8 +19,9 @@ all-reduce's second: reduce, push, signal; all of c for the others), o the part 
 runs beside the chunk's transfers (split-by-member's own member part, 1/D of g, where the
 loop's only collective is a one-phase copy-engine one; 0 otherwise), G and g the
 matmuls' (a two-stage pipeline: after the first chunk, the slower stage sets the pace,
-and the last chunk's last phase follows the last matmul; the matmuls run `slowdown` slower
-while transfers run beside them; the host enqueues ahead of the GPU, so its time counts only
+and the last chunk's last phase follows the last matmul; of the shorter of the two stages,
+the share `slowdown` does not overlap the longer (NCCL's kernels wait for the SMs the
+matmuls hold); the host enqueues ahead of the GPU, so its time counts only
 where it is the larger; `cuda-graph=true`: none, the program is replayed from a graph),
 `reorders` the transposing copies that running whole adds where the stream axis lies
 outside the axis a collective splits by member (reorder-sharded-axis then makes each
@@ -54,7 +55,7 @@ from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType, tensor_type
 
-from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops
+from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops, together_ms
 from .fusion_rewriting import retype, tensors
 from .sharding_policy import communicated_type, shards_locally, team_along
 
@@ -62,8 +63,8 @@ from .sharding_policy import communicated_type, shards_locally, team_along
 @dataclass(frozen=True)
 class Stages:
     """A function's work per rank, in ms: its communications and its matmuls, whole and
-    per chunk of its stream loop, and how much its matmuls slow down beside the chunks'
-    transfers."""
+    per chunk of its stream loop, and how much of the shorter of the two does not overlap
+    the other (`Machine.matmul_slowdown`)."""
 
     chunks: int
     communication: float
@@ -108,11 +109,10 @@ class Stages:
         c, g = self.communication_per_chunk, self.matmuls_per_chunk
         communication = self.chunks * (c - self.latency_per_chunk) + self.latency_per_chunk
         matmuls = self.chunks * g
-        # The matmuls run slower only while transfers run beside them.
-        slowed = matmuls + self.slowdown * min(communication, matmuls)
+        together = together_ms(communication, matmuls, self.slowdown)
         last = c if self.last_phase_per_chunk is None else self.last_phase_per_chunk
         exposed = max(0.0, min(last, g) - self.own_part_per_chunk)
-        gpu = max(communication, slowed) + exposed + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
+        gpu = together + exposed + self.chunks * self.phases_per_chunk * gpu_ms_per_phase
         return max(gpu + self.outside, self.chunks * host_ms_per_chunk)
 
     def serial_ms(self, host_ms_per_chunk: float, gpu_ms_per_phase: float = 0.0) -> float:

@@ -94,6 +94,12 @@ def matmul_flops(result: TensorType) -> int | None:
     return None if DYNAMIC in extents else 2 * math.prod(extents)
 
 
+def together_ms(communication_ms: float, matmuls_ms: float, slowdown: float) -> float:
+    """Transfers and matmuls running beside each other: the longer, and the share
+    (`slowdown`, `Machine.matmul_slowdown`) of the shorter that does not overlap it."""
+    return max(communication_ms, matmuls_ms) + slowdown * min(communication_ms, matmuls_ms)
+
+
 @dataclass(frozen=True)
 class Link:
     """A transfer: a fixed latency, then bytes at a bandwidth."""
@@ -156,7 +162,9 @@ class Machine:
     signal_us: float
     """From a flag set in a peer's memory to the stream waiting for it moving on."""
     matmul_slowdown: dict[str, float]
-    """How much longer a matmul takes while transfers of a transport run beside it."""
+    """Of the shorter of a transport's transfers and the matmuls beside them, the share that
+    does not overlap the longer: NCCL's kernels wait for SMs the matmuls hold (about all of
+    it), the copy engines only share the memory's bandwidth with them."""
     host_us_per_chunk: float
     """The evaluator's host time for one iteration of a stream loop (a collective, a
     matmul, the stream switches and events), run eagerly."""
@@ -168,6 +176,13 @@ class Machine:
     """An NCCL collective whose team spans nodes, by op name (bytes: what each rank
     contributes), where measured (docs/multi_node.md); a machine without them cannot
     price such a collective."""
+    copy_engine_collectives: dict[str, Link] = field(default_factory=dict)
+    """A reduction on the copy engines as hostir runs it, whole and replayed from a CUDA
+    graph (its pushes, signals, waits and adds), by what each member contributes, by op
+    name, where measured (`hostir-calibrate`, on teams of more than two): it prices a
+    copy-engine collective of `team` members instead of the sum of its pushes, which
+    leaves out what the members' handshakes and contention cost (at four GPUs, where no
+    copy-engine all-reduce pipeline beat NCCL run whole, docs/copy_engine.md)."""
     team: int = CALIBRATION_TEAM
     """The members the collectives were measured with, all at work at once (`nccl`,
     `copy_engine`: every member pushing to every other in ring order, `signal_us`,
@@ -193,6 +208,7 @@ class Machine:
             host_us_per_chunk=data["host_us_per_chunk"],
             gpu_us_per_phase=data.get("gpu_us_per_phase", 0.0),
             inter_node={kind: Link(**link) for kind, link in data.get("inter_node", {}).items()},
+            copy_engine_collectives={kind: Link(**link) for kind, link in data.get("copy_engine_collectives", {}).items()},
             team=data.get("team", CALIBRATION_TEAM),
         )
 
@@ -226,13 +242,17 @@ class Machine:
         phase (each waits for the one before): NCCL's one (fitted on that measure for
         `team` members, its bytes scaled to `team_size` as its ring's are;
         `inter_node` for a team that spans nodes), or the copy engines'
-        (hostir_dialect/copy_engine_facts.py): per phase, the peers' shares one after the
-        other, then one signal; the local reduction (D chunks read, one written) belongs to
-        the last phase (the all-reduce's second reduces, then pushes)."""
+        (hostir_dialect/copy_engine_facts.py): as measured whole for a team of `team`
+        (`copy_engine_collectives`, its phases alike), else per phase the peers' shares one
+        after the other, then one signal; the local reduction (D chunks read, one written)
+        belongs to the last phase (the all-reduce's second reduces, then pushes)."""
         algorithm = copy_engine_algorithm(kind.name)
         if transport == hir.Transport.COPY_ENGINE:
             assert not spans_nodes, "the copy engines reach only one node"
             assert algorithm is not None  # asked only where the copy engines can carry it
+            measured = self.copy_engine_collectives.get(kind.name)
+            if measured is not None and team_size == self.team:
+                return [measured.ms(input_bytes) / algorithm.phases] * algorithm.phases
             # A phase's pushes run one after the other on its communication stream, each
             # at the bandwidth of one copy into a peer.
             pushes = (team_size - 1) * self.copy_engine.ms(algorithm.share_per_peer(input_bytes, team_size))
@@ -266,13 +286,12 @@ class Machine:
     def beside_ms(self, kind: type[hir.CollectiveOp], transport: hir.Transport, input_bytes: float, team_size: int,
                   posts: int, matmuls_ms: float, spans_nodes: bool = False) -> float:
         """`posts` posts of a loop (posts_ms) and `matmuls_ms` of matmuls running beside
-        them, which the transport slows by its `matmul_slowdown` while both run: the
-        longer of the two, slowed, and the GPU's cost of every phase of every post
+        them (`together`), and the GPU's cost of every phase of every post
         (`gpu_us_per_phase`, as choose-pipelining charges it)."""
         communication = self.posts_ms(kind, transport, input_bytes, team_size, posts, spans_nodes)
-        slowed = matmuls_ms + self.matmul_slowdown[transport] * min(communication, matmuls_ms)
         phases = len(self.phases_ms(kind, transport, input_bytes, team_size, spans_nodes))
-        return max(communication, slowed) + posts * phases * self.gpu_us_per_phase / 1e3
+        together = together_ms(communication, matmuls_ms, self.matmul_slowdown[transport])
+        return together + posts * phases * self.gpu_us_per_phase / 1e3
 
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
                           posts: int = 1, matmuls_ms: float = 0.0, copy_engines: bool = True) -> hir.Transport:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -189,9 +190,10 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     """Each transport's `matmul_slowdown`, measured in the order a stream loop enqueues
     work: the GEMM is queued first and a 128 MiB transfer posted after it on another
     stream (a chunk's collective follows the GEMMs already queued on the other worker
-    streams). NCCL's kernels then wait for SMs the GEMM holds (on 2x H200: about 0.36 of
-    the GEMM's time, against 0.19 with the transfer posted first); the copy engines do not.
-    Every rank at once, the copy engines' transfer into the rank before it."""
+    streams). NCCL's kernels then wait for SMs the GEMM holds (on 2x H200 about 0.85 of the
+    all-gather does not overlap the GEMM); the copy engines' transfer only shares the
+    memory's bandwidth (about 0.15). Every rank at once, the copy engines' transfer into
+    the rank before it."""
     world = dist.get_world_size()
     peer = push_order(dist.get_rank(), world)[0]
     a = torch.randn(16384, 8192, dtype=torch.bfloat16, device=device)
@@ -217,13 +219,16 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
         "nccl": lambda: dist.all_gather_into_tensor(gathered, source),
     }
     matmul = timed(lambda: torch.matmul(a, b, out=c))
-    return {name: slowdown(matmul, timed(after_the_matmul(transfer))) for name, transfer in transfers.items()}
+    return {name: slowdown(matmul, timed(transfer), timed(after_the_matmul(transfer)))
+            for name, transfer in transfers.items()}
 
 
-def slowdown(matmul_ms: float, together_ms: float) -> float:
-    """How much longer a GEMM and a transfer posted after it take than the GEMM alone, per
-    ms of the GEMM (timing noise that makes them faster together is no speed-up)."""
-    return round(max(0.0, together_ms / matmul_ms - 1), 3)
+def slowdown(matmul_ms: float, transfer_ms: float, together_ms: float) -> float:
+    """Of the shorter of a GEMM and a transfer posted after it, the share that does not
+    overlap the longer, as the cost model reads it (`together_ms` = the longer + that share
+    of the shorter; timing noise that makes them faster together is no speed-up)."""
+    longer, shorter = max(matmul_ms, transfer_ms), min(matmul_ms, transfer_ms)
+    return round(min(1.0, max(0.0, (together_ms - longer) / shorter)), 3)
 
 
 def _allgather_matmul(chunks: int, world: int) -> FusionDefinition:
@@ -265,18 +270,63 @@ def _matmul_allreduce(chunks: int, world: int) -> FusionDefinition:
 def _ms_per_chunk(pipeline: Callable[[int, int], FusionDefinition], device: torch.device, cuda_graph: bool) -> float:
     """The slope of a tiny copy-engine pipeline's time between 2 and 8 chunks: wall-clock
     run eagerly (the host is slower than the GPU's work), CUDA-event time replayed."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    times = {}
-    for chunks in (2, 8):
-        module = lower(pipeline(chunks, world).to_module(),
-                       pipeline=f"hostir-lower{{transport=copy-engine cuda-graph={str(cuda_graph).lower()}}}")
-        evaluator = Evaluator(module, rank=rank, world_size=world, device=device, number_of_streams=chunks,
-                              cuda_graph=cuda_graph)
-        types = [t for t in evaluator.function.function_type.inputs.data if isinstance(t, TensorType)]
-        shards = [shard_tensor(torch.randn(t.value_shape()).to(torch.bfloat16), t, rank) for t in types]
-        inputs = [s.to(device) for s in shards if s is not None]  # every rank holds a shard of each
-        times[chunks] = timed(lambda: evaluator.run(inputs), wall=not cuda_graph)
+    world = dist.get_world_size()
+    times = {chunks: _copy_engine_ms(pipeline(chunks, world), device, cuda_graph, chunks) for chunks in (2, 8)}
     return (times[8] - times[2]) / 6
+
+
+def _copy_engine_ms(fd: FusionDefinition, device: torch.device, cuda_graph: bool, streams: int = 1) -> float:
+    """One run of `fd` lowered with `transport=copy-engine` (timed as `_ms_per_chunk` says)."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    module = lower(fd.to_module(), pipeline=f"hostir-lower{{transport=copy-engine cuda-graph={str(cuda_graph).lower()}}}")
+    evaluator = Evaluator(module, rank=rank, world_size=world, device=device, number_of_streams=streams,
+                          cuda_graph=cuda_graph)
+    types = [t for t in evaluator.function.function_type.inputs.data if isinstance(t, TensorType)]
+    shards = [shard_tensor(torch.randn(t.value_shape()).to(torch.bfloat16), t, rank) for t in types]
+    inputs = [s.to(device) for s in shards if s is not None]  # every rank holds a shard of each
+    return timed(lambda: evaluator.run(inputs), wall=not cuda_graph)
+
+
+COLLECTIVE_SIZES_MIB = (1, 4, 16, 64)
+"""What each rank contributes to the copy-engine collectives `copy_engine_collectives` times."""
+
+
+def _reduction_alone(kind: str, world: int, nbytes: int) -> FusionDefinition:
+    """A reduction of `kind` on all ranks, each contributing `nbytes` of bf16 (rows of
+    1024): a sum over the sharded axis, its result whole (an all-reduce) or sharded by
+    row blocks (a reduce-scatter)."""
+    scatters = kind == "hir.reduce_scatter"
+    blocks = [world] if scatters else []
+    with FusionDefinition("calibrate") as fd:
+        a = fd.define_tensor([world, *blocks, max(1, nbytes // 2 // 1024 // math.prod(blocks)), 1024], dtype="bfloat16")
+        c = fd.ops.sum(a, dims=[0])
+        fd.add_output(c)
+    for tensor in (a, c):
+        tensor.set_device_mesh(DeviceMesh(list(range(world))))
+    a.axis(0).parallelize(ParallelType.DIDx)
+    if scatters:
+        c.axis(1).parallelize(ParallelType.DIDx)  # axis 0 is the reduced one
+    return fd
+
+
+def copy_engine_collectives(device: torch.device) -> dict[str, dict[str, float]]:
+    """Each reduction as hostir runs it on the copy engines, whole, replayed from a CUDA
+    graph, every rank at once: its pushes, signals, waits and adds, by what each rank
+    contributes; measured on teams of more than two (none on two). With more than two
+    members a phase pushes to several peers, which contend where the ranks are out of
+    step, and waits for every one of them: what the pushes' own line (`copy_engine`) leaves
+    out (docs/copy_engine.md, "At four GPUs"). Two members push to one peer each, and the
+    cost model's pushes were fitted there against the pipelines hostir runs, which a
+    reduction alone (an add kernel where a matmul + all-reduce adds in the GEMM) prices
+    about twice as slow. (An all-gather's result cannot be a program's output on the copy
+    engines: it stays priced by its pushes, which matched its pipelines at four GPUs.)"""
+    world = dist.get_world_size()
+    if world <= 2:
+        return {}
+    return {kind: fit_line([(mib * 2**20, _copy_engine_ms(_reduction_alone(kind, world, int(mib * 2**20)), device,
+                                                          cuda_graph=True))
+                            for mib in COLLECTIVE_SIZES_MIB])
+            for kind in ("hir.reduce_scatter", "hir.allreduce")}
 
 
 def host_us_per_chunk(device: torch.device) -> float:
@@ -306,6 +356,7 @@ def measure(rank: int, world_size: int, name: str) -> dict:
     constants["matmul_slowdown"] = slowdowns(device, heap)
     constants["host_us_per_chunk"] = host_us_per_chunk(device)
     constants["gpu_us_per_phase"] = gpu_us_per_phase(device)
+    constants["copy_engine_collectives"] = copy_engine_collectives(device)
     return constants
 
 

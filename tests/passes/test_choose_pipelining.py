@@ -40,6 +40,16 @@ def test_the_matmuls_slowdown_beside_transfers_can_outweigh_what_overlap_hides()
     assert replace(stages, slowdown=0.1).pipelined_ms(0.0) < stages.serial_ms(0.0)
 
 
+def test_transfers_longer_than_the_matmuls_are_what_the_matmuls_share_extends():
+    # NCCL's kernels beside the matmuls wait for their SMs: with none of the 0.2 ms of
+    # matmuls overlapping the 1 ms of transfers, the pipeline (1.0 + 0.2 + the last
+    # chunk's 0.1) is slower than running whole (1.2).
+    stages = Stages(chunks=2, communication=1.0, communication_per_chunk=0.5, matmuls=0.2, matmuls_per_chunk=0.1, slowdown=1.0)
+    assert stages.pipelined_ms(0.0) == pytest.approx(1.3)
+    assert stages.pipelined_ms(0.0) > stages.serial_ms(0.0)
+    assert replace(stages, slowdown=0.0).pipelined_ms(0.0) == pytest.approx(1.1)
+
+
 def test_each_phase_of_each_chunk_costs_its_signal_and_wait():
     # One phase per chunk, 0.2 ms each: four chunks lose what overlap hid (1.25 + 0.8 > 2).
     one_phase = replace(BALANCED, phases_per_chunk=1, phases_whole=1)

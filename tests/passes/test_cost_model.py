@@ -73,6 +73,29 @@ def test_a_machine_file_names_its_team_else_a_pair(tmp_path, monkeypatch):
     assert Machine.load("h200x4").team == 4
 
 
+def test_a_copy_engine_reduction_measured_whole_prices_the_team_it_was_measured_with():
+    """`hostir-calibrate` times each reduction as hostir runs it (handshakes and contention
+    included); other teams keep the pushes' price."""
+    pushes = replace(Machine.load(FALLBACK_MACHINE), team=4, copy_engine_collectives={})
+    measured = replace(pushes, copy_engine_collectives={"hir.allreduce": Link(120.0, 180.0)})
+    size = 64 * 2**20
+    whole = Link(120.0, 180.0).ms(size)
+    assert measured.phases_ms(hir.AllreduceOp, COPY_ENGINE, size, 4) == [pytest.approx(whole / 2)] * 2
+    assert measured.replayed().phases_ms(hir.AllreduceOp, COPY_ENGINE, size, 4) == [pytest.approx(whole / 2)] * 2
+    for kind, team in ((hir.AllreduceOp, 2), (hir.ReduceScatterOp, 4)):
+        assert measured.phases_ms(kind, COPY_ENGINE, size, team) == pushes.phases_ms(kind, COPY_ENGINE, size, team)
+
+
+def test_a_machine_file_may_hold_measured_copy_engine_reductions(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    data = json.loads((cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text())
+    measured = cost_model.user_machines() / "h200x4.json"
+    measured.parent.mkdir(parents=True)
+    lines = {"hir.allreduce": {"latency_us": 120.0, "gbps": 180.0}}
+    measured.write_text(json.dumps(data | {"name": "h200x4", "team": 4, "copy_engine_collectives": lines}))
+    assert Machine.load("h200x4").copy_engine_collectives == {"hir.allreduce": Link(120.0, 180.0)}
+
+
 def test_a_copy_engine_phase_pushes_to_its_peers_one_after_the_other():
     machine = Machine.load(FALLBACK_MACHINE)
     size = 64 * 2**20
@@ -96,6 +119,19 @@ def test_beside_matmuls_the_transport_that_slows_them_less_can_win():
     assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 1.0) == pytest.approx(
         1.0 + machine.matmul_slowdown["nccl"] * nccl + per_phase)
     assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, 0.0) == pytest.approx(nccl + per_phase)
+
+
+def test_the_longer_of_transfers_and_matmuls_is_extended_by_the_shorters_share_that_does_not_overlap():
+    machine = replace(Machine.load(), gpu_us_per_phase=0.0)
+    size, posts = 32 * 2**20, 4
+    nccl = machine.posts_ms(hir.AllreduceOp, NCCL, size, 2, posts)
+    share = machine.matmul_slowdown["nccl"]
+    for matmuls in (nccl / 4, 4 * nccl):  # the transfers longer, then the matmuls
+        assert machine.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, matmuls) == pytest.approx(
+            max(nccl, matmuls) + share * min(nccl, matmuls))
+    # With none of it overlapping, beside is one after the other.
+    serial = replace(machine, matmul_slowdown={"nccl": 1.0, "copy_engine": 1.0})
+    assert serial.beside_ms(hir.AllreduceOp, NCCL, size, 2, posts, nccl / 4) == pytest.approx(1.25 * nccl)
 
 
 def test_each_phase_of_each_post_pays_the_gpus_per_phase_cost_beside_the_matmuls():

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
+from hostir.passes import lower
 from hostir.runtime import calibrate
+from hostir_dialect import hir
+from hostir_dialect.tensor_type import tensor_type
 
 
 def test_it_refuses_a_machine_without_two_gpus(capsys, monkeypatch):
@@ -38,10 +43,27 @@ def test_the_matmul_rate_is_the_largest_gemms_and_the_half_rate_what_small_ones_
     assert half_rate_gflop == pytest.approx(700e9 * overhead_ms / 1e9, rel=1e-2)
 
 
-def test_the_slowdown_is_the_time_a_transfer_adds_to_the_gemm_per_ms_of_gemm():
-    assert calibrate.slowdown(1.45, 1.965) == pytest.approx(0.355)
-    # Timing noise that makes both together faster than the GEMM alone is no speed-up.
-    assert calibrate.slowdown(1.45, 1.44) == 0.0
+def test_the_slowdown_is_the_share_of_the_shorter_that_does_not_overlap_the_longer():
+    # 2x H200: a 1.45 ms GEMM, a 0.61 ms NCCL all-gather, 1.966 ms together.
+    assert calibrate.slowdown(1.45, 0.61, 1.966) == pytest.approx(0.846)
+    assert calibrate.slowdown(0.61, 1.45, 1.966) == pytest.approx(0.846)  # whichever is longer
+    # Timing noise: faster together than the longer alone is no speed-up, slower than
+    # both one after the other no more than none of it overlapping.
+    assert calibrate.slowdown(1.45, 0.61, 1.44) == 0.0
+    assert calibrate.slowdown(1.45, 0.61, 2.1) == 1.0
+
+
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("kind", ["hir.reduce_scatter", "hir.allreduce"])
+def test_each_reduction_timed_alone_lowers_to_one_copy_engine_collective_of_its_bytes(kind, world):
+    nbytes = 4 * 2**20
+    module = lower(calibrate._reduction_alone(kind, world, nbytes).to_module(),
+                   pipeline="hostir-lower{transport=copy-engine cuda-graph=true}")
+    collectives = [op for op in module.walk() if isinstance(op, hir.CollectiveOp)]
+    assert [op.name for op in collectives] == [kind]
+    assert collectives[0].transport.data == hir.Transport.COPY_ENGINE
+    source = tensor_type(collectives[0].operands[0])
+    assert math.prod(source.local_shape(0)) * source.element_bytes() == nbytes
 
 
 @pytest.mark.gpu
@@ -71,6 +93,10 @@ def test_it_measures_every_constant_the_cost_model_reads(tmp_path):
     assert constants["team"] == torch.cuda.device_count()  # all of the host's GPUs at once
     assert constants["matmul_tflops"]["bf16"] > 100 and constants["copy_engine"]["gbps"] > 50
     assert set(constants["nccl"]) == {"hir.allgather", "hir.reduce_scatter", "hir.allreduce"}
+    # The reductions measured whole on teams of more than two only.
+    measured = constants["copy_engine_collectives"]
+    assert set(measured) == ({"hir.reduce_scatter", "hir.allreduce"} if constants["team"] > 2 else set())
+    assert all(line["gbps"] > 10 for line in measured.values())
     # GEMMs replayed from a graph: what small ones take beyond the peak rate is the GPU's
     # few µs (a kernel trace on H200: 1.8 GFLOP), not the host's launches (10 or more).
     assert constants["matmul_half_rate_gflop"]["bf16"] < 6
