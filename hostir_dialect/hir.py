@@ -464,6 +464,49 @@ class AliasChunkOp(AliasViewOp):
                                   f"{self.axis_index} in {self.part_count} parts: {expected}")
 
 
+@op_definition
+class AliasAsOp(HostOp):
+    """%v = hir.alias_as %t : T -> U   -- the buffer of `t` seen as a value of type U, never
+    a copy: the same elements on every rank, densely in logical order in both (an
+    all-reduce's output seen as the partial sums it reduces, so that their producer writes
+    into it and NCCL reduces in place: allreduce-in-place). The passes and the runtime
+    follow it to the buffer it views, as the other views."""
+
+    name = "hir.alias_as"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, result_type: TensorType):
+        init_flat(self, [input], [result_type])
+
+    def verify_(self) -> None:
+        if problem := alias_as_problem(tensor_type(self.input), tensor_type(self.result)):
+            raise VerifyException(problem)
+
+
+def alias_as_problem(source: TensorType, result: TensorType) -> str | None:
+    """Why a buffer of type `source` cannot be seen as a value of type `result` (None if it can)."""
+    if result.element_type != source.element_type:
+        return "a view keeps the element type of its input"
+    if source.mesh is None or source.mesh != result.mesh:
+        return "views a buffer of a mesh as a value of the same mesh"
+    for t in (source, result):
+        if t.stream_allocated or t.allocation_order() != tuple(range(t.rank)):
+            return f"views only buffers laid out whole in logical order, not {t}"
+    held, seen = _member_numel(source), _member_numel(result)
+    if held is None or seen is None:
+        return "views only buffers of static local shapes"
+    if held != seen:
+        return f"a rank's buffer of {held} elements cannot be seen as one of {seen}"
+    return None
+
+
+VIEW_OPS = (AliasViewOp, AliasAsOp)
+"""The ops whose result is a view of their `input`'s buffer."""
+
+
 class IndexValueOp(HostOp):
     """A pure op whose one result is an index."""
 
@@ -852,9 +895,9 @@ def collective_properties(team: Team | Sequence[int], root: int | None, reductio
 
 
 def view_root(value: SSAValue) -> SSAValue:
-    """The buffer a view (`hir.alias_select` or `hir.alias_chunk` chain) is of (`value` itself
-    where it is no view)."""
-    while isinstance(value.owner, AliasViewOp):
+    """The buffer a view (a chain of `hir.alias_select`, `hir.alias_chunk`, `hir.alias_as`)
+    is of (`value` itself where it is no view)."""
+    while isinstance(value.owner, VIEW_OPS):
         value = value.owner.input
     return value
 
@@ -1269,7 +1312,7 @@ class LocalShardOp(HostOp):
 HIR = Dialect(
     "hir",
     [
-        ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, AliasChunkOp, ExtentOp,
+        ProgramOp, ReturnOp, AllocateOp, DeallocateOp, AliasSelectOp, AliasChunkOp, AliasAsOp, ExtentOp,
         GetCurrentStreamOp, StreamOp, SetCurrentStreamOp, SynchronizeOp, NumberOfStreamsOp,
         PostOnStreamOp, *COLLECTIVE_OPS, LocalShardOp, SendOp, RecvOp, WaitOp, TeamPositionOp,
     ],

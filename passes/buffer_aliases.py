@@ -1,5 +1,5 @@
 """Which values of a host program share a buffer: views (`hir.alias_select`,
-`hir.alias_chunk`), compute ops written into a destination and kernel units written into
+`hir.alias_chunk`, `hir.alias_as`), compute ops written into a destination and kernel units written into
 their `outs` alias the buffer they write; every other tensor value owns one. The passes
 that place frees (insert-deallocations) or move work (schedule-communication) and the
 runtime's buffer analysis (runtime/buffers.py) follow these chains."""
@@ -14,7 +14,7 @@ from hostir_dialect.tensor_type import TensorType
 
 def alias_source(op: Operation, result: SSAValue) -> SSAValue | None:
     """The value whose buffer `result` of `op` aliases, None if it owns a new one."""
-    if isinstance(op, hir.AliasViewOp):
+    if isinstance(op, hir.VIEW_OPS):
         return op.input
     if isinstance(op, fusion.ComputeOp):
         return op.out

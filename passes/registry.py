@@ -15,6 +15,11 @@ from xdsl.passes import ModulePass
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every hostir pass by CLI name; a pass is imported when its loader is called."""
 
+    def get_allreduce_in_place():
+        from hostir.passes import allreduce_in_place
+
+        return allreduce_in_place.AllreduceInPlace
+
     def get_choose_pipelining():
         from hostir.passes import choose_pipelining
 
@@ -86,6 +91,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return verify_collective_order.VerifyCollectiveOrder
 
     return {
+        "allreduce-in-place": get_allreduce_in_place,
         "choose-pipelining": get_choose_pipelining,
         "convert-op-to-communication": get_convert_op_to_communication,
         "decompose-reshardings": get_decompose_reshardings,
@@ -118,6 +124,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "stream-parallel-type",
         "convert-op-to-communication",
         "split-by-member",
+        "allreduce-in-place",
         "schedule-communication",
         "insert-deallocations",
         "order-chunk-compute",

@@ -59,7 +59,7 @@ from hostir_dialect.tensor_type import TensorType
 
 from .buffer_aliases import buffer_roots, written_operands
 
-_NO_MEMORY = (hir.AliasViewOp, hir.IndexValueOp, arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp,
+_NO_MEMORY = (*hir.VIEW_OPS, hir.IndexValueOp, arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp,
               arith.RemUIOp, arith.DivUIOp, arith.CmpiOp, arith.SelectOp)
 """Views and index arithmetic: they read and write no tensor's memory."""
 

@@ -357,7 +357,8 @@ def _allreduce(p: Plan):
     def post(inp, out) -> Token:
         fi, fo = p.flat_in(inp), p.flat_out(out)
         _check(fo.numel() == fi.numel(), f"allreduce input has {fi.numel()} elements but output {fo.numel()}")
-        fo.copy_(fi)
+        if fo.data_ptr() != fi.data_ptr():  # else in place (allreduce-in-place)
+            fo.copy_(fi)
         if p.size == 1:
             return DONE
         return Token(dist.all_reduce(fo, op=p.reduce_op, group=p.group, async_op=True))

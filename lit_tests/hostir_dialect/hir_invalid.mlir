@@ -39,6 +39,42 @@ hir.program @p(%t: !fusion.tensor<f32[8, 4]>, %i: index) {
 }
 // -----
 // CHECK: // {{-----}}
+// hir.alias_as: the same elements of a rank's buffer seen as a value of another type.
+hir.program @p(%t: !fusion.tensor<f32[r2, 8], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_as' op a view keeps the element type of its input
+  %v = hir.alias_as %t : !fusion.tensor<f32[r2, 8], mesh=[0, 1]> -> !fusion.tensor<bf16[2 didx, 8], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[r2, 8], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_as' op a rank's buffer of 8 elements cannot be seen as one of 16
+  %v = hir.alias_as %t : !fusion.tensor<f32[r2, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[2, 8]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_as' op views a buffer of a mesh as a value of the same mesh
+  %v = hir.alias_as %t : !fusion.tensor<f32[2, 8]> -> !fusion.tensor<f32[16]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[2, 8], mesh=[0, 1], alloc=[1, 0]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_as' op views only buffers laid out whole in logical order, not !fusion.tensor<f32[2, 8], mesh=[0, 1], alloc=[1, 0]>
+  %v = hir.alias_as %t : !fusion.tensor<f32[2, 8], mesh=[0, 1], alloc=[1, 0]> -> !fusion.tensor<f32[16], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+hir.program @p(%t: !fusion.tensor<f32[2 didx, ?], mesh=[0, 1]>) {
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_as' op views only buffers of static local shapes
+  %v = hir.alias_as %t : !fusion.tensor<f32[2 didx, ?], mesh=[0, 1]> -> !fusion.tensor<f32[r2, ?], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
 // hir.alias_chunk: a view of block i of `parts` along a logical axis, which it keeps.
 hir.program @p(%t: !fusion.tensor<f32[9, 4]>, %i: index) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.alias_chunk' op axis 0 of extent 9 is not 2 equal parts

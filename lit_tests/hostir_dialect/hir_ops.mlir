@@ -77,6 +77,14 @@ hir.program @views(%s: !fusion.tensor<f32[4 stream, 2 didx], mesh=[0, 1]>, %b: !
   hir.return
 }
 
+// An all-reduce's output seen as the partial sums it reduces (the same elements on each rank).
+// CHECK-LABEL: hir.program @partial_view(
+hir.program @partial_view(%c: !fusion.tensor<bf16[r2, 8, 16], mesh=[0, 1]>) {
+  // CHECK-NEXT: %p = hir.alias_as %c : !fusion.tensor<bf16[r2, 8, 16], mesh=[0, 1]> -> !fusion.tensor<bf16[2 didx, 8, 16, r4], mesh=[0, 1]>
+  %p = hir.alias_as %c : !fusion.tensor<bf16[r2, 8, 16], mesh=[0, 1]> -> !fusion.tensor<bf16[2 didx, 8, 16, r4], mesh=[0, 1]>
+  hir.return
+}
+
 // Chunks that keep their axis: block i of `parts` along an axis split by a Stream piece,
 // of a dynamic extent, of a sharded tensor along an axis that is not, and along an axis that
 // devices share inside its outer piece (each device's part of block i is block i of its part).

@@ -35,14 +35,14 @@ fusion.func @allgather_add(%x: !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>
 // -----
 
 // A matmul contracting a K sharded over two devices: a local partial matmul, then an
-// allreduce of the partial sums.
+// allreduce of the partial sums, in place: the matmul writes them into the output.
 // CHECK-LABEL: hir.program @k_sharded_matmul(
-// CHECK:         %[[P:.+]] = fusion.matmul
-// CHECK-SAME:      -> !fusion.tensor<f32[2 didx, 4, 6, r4], mesh=[0, 1]>
 // CHECK:         %c = hir.allocate
-// CHECK-NEXT:    %[[W:.+]] = hir.allreduce %[[P]] -> %c team [0, 1] op sum
+// CHECK-NEXT:    %[[V:.+]] = hir.alias_as %c
+// CHECK:         %[[P:.+]] = fusion.matmul {{.*}} into %[[V]]
+// CHECK-SAME:      -> !fusion.tensor<f32[2 didx, 4, 6, r4], mesh=[0, 1]>
+// CHECK:         %[[W:.+]] = hir.allreduce %[[P]] -> %c team [0, 1] op sum
 // CHECK-NEXT:    hir.wait %[[W]]
-// CHECK-NEXT:    hir.deallocate %[[P]]
 // CHECK-NEXT:    hir.return %c
 fusion.func @k_sharded_matmul(%x: !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, %w: !fusion.tensor<f32[8(2 didx, 4), 6], mesh=[0, 1]>) -> !fusion.tensor<f32[4, 6, r8]> {
   %c = fusion.matmul %x, %w : !fusion.tensor<f32[4, 8(2 didx, 4)], mesh=[0, 1]>, !fusion.tensor<f32[8(2 didx, 4), 6], mesh=[0, 1]> -> !fusion.tensor<f32[4, 6, r8]>

@@ -1,5 +1,5 @@
 """Handlers of hir buffers and streams: allocate (symmetric buffers acquired from the peers),
-deallocate, alias_select, alias_chunk, extent, and the stream ops (runtime/streams.py)."""
+deallocate, alias_select, alias_chunk, alias_as, extent, and the stream ops (runtime/streams.py)."""
 
 from __future__ import annotations
 
@@ -133,6 +133,11 @@ def alias_chunk(c: FunctionCompiler, op: hir.AliasChunkOp) -> None:
     c.emit(f"{c.name(op.result)} = {c.bind(chunk, 'chunk')}({c.name(op.input)}, {c.name(op.index)})")
 
 
+def alias_as(c: FunctionCompiler, op: hir.AliasAsOp) -> None:
+    if tensor_type(op.input).is_on_rank(c.rank):
+        c.emit(f"{c.name(op.result)} = {c.name(op.input)}.view({logical_shape(tensor_type(op.result), c.rank)})")
+
+
 def _holds_one_chunk(c: FunctionCompiler, view: hir.AliasViewOp) -> bool:
     """Does this rank's buffer hold one chunk of the view's axis (stream-allocated)?"""
     t = tensor_type(view.input)
@@ -186,6 +191,7 @@ HANDLERS: dict[type, Handler] = {
     hir.DeallocateOp: on_current_stream(deallocate),
     hir.AliasSelectOp: alias_select,
     hir.AliasChunkOp: alias_chunk,
+    hir.AliasAsOp: alias_as,
     hir.ExtentOp: extent,
     hir.GetCurrentStreamOp: get_current_stream,
     hir.StreamOp: stream,

@@ -105,6 +105,8 @@ def _is_dense(value: SSAValue) -> bool:
     owner = value.owner
     if isinstance(owner, hir.AliasViewOp):
         return _is_dense(owner.input) and tensor_type(owner.input).chunk_is_dense(owner.axis_index)
+    if isinstance(owner, hir.AliasAsOp):
+        return _is_dense(owner.input)
     if isinstance(owner, fusion.ComputeOp) and owner.out is not None:
         return _is_dense(owner.out)
     if isinstance(owner, hir.PostOnStreamOp) and owner.outs:

@@ -92,7 +92,7 @@ OUTCOMES = ("correct", "refused", "wrong", "crash", "hang")
 NOT_RUN = "not run"
 """The outcome of a case whose launch the profile's time limit left out (neither a program
 of the counts nor a failure)."""
-COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, hir.AliasViewOp)
+COVERED_OPS = (hir.CollectiveOp, hir.PointToPointOp, hir.PostOnStreamOp, *hir.VIEW_OPS)
 TOLERANCES = {  # dtype -> (rtol, atol before scaling)
     torch.float64: (1e-7, 1e-9),
     torch.float32: (1e-4, 1e-5),

@@ -124,6 +124,8 @@ def build_host_program() -> ModuleOp:
     add(hir.SynchronizeOp(user))
     add(hir.AliasSelectOp(buf, zero, 0, x4))
     add(hir.AliasChunkOp(buf, zero, 0, 2, tensor(4, 4)))
+    on_mesh = add(hir.AllocateOp(tensor(8, mesh=Mesh.of([0, 1])))).results[0]
+    add(hir.AliasAsOp(on_mesh, tensor(2, 4, mesh=Mesh.of([0, 1]))))
     position = add(hir.TeamPositionOp([0, 1])).results[0]
     add(hir.ExtentOp(a, 1))
     add(hir.PostOnStreamOp("unit", [a], [t84]))

@@ -5,6 +5,7 @@
 // options (name=default (type), dashed as in pipelines), then the pipelines with their passes, as mlir-opt
 // --help does.
 // CHECK:      passes and pipelines (-p NAME{option=value ...},...):
+// CHECK-NEXT:   allreduce-in-place            NCCL all-reduces reduce in the buffer their partial sums are computed into
 // CHECK-NEXT:   canonicalize                  {{.+}}
 // CHECK-NEXT:   choose-pipelining             Drop a function's stream pipeline where the cost model says running it whole is faster
 // CHECK-NEXT:                                 options: transport=nccl (str), machine=detect (str), cuda-graph=false (bool)
@@ -29,7 +30,7 @@
 // CHECK-NEXT:                                 options: bounded-intermediates=false (bool)
 // CHECK-NEXT:   verify-collective-order       Refuse host programs whose ranks would wait forever for each other's collectives or transfers
 // CHECK-NEXT:                                 options: world-size=none (int | None)
-// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, schedule-communication, insert-deallocations, order-chunk-compute, verify-collective-order
+// CHECK-NEXT:   hostir-lower                  pipeline: propagate-shardings, decompose-reshardings, choose-pipelining, reorder-sharded-axis, finalize-multidevice-domains, fuse-epilogues, lower-to-host, stream-parallel-type, convert-op-to-communication, split-by-member, allreduce-in-place, schedule-communication, insert-deallocations, order-chunk-compute, verify-collective-order
 // CHECK-NEXT:                                 defaults: transport=auto cuda-graph=true
 
 // Options are spelled with dashes, as in pipelines; -p names the pipelines too.

@@ -3,7 +3,7 @@
 // on stderr says what was compared.
 // RUN: hostir-opt %examples/fusions/allgather.mlir -p hostir-lower --verify-each-pass-numerically -o %t 2>&1 | filecheck %s --check-prefix=KEPT
 // KEPT-NOT: error
-// KEPT: verify-each-pass-numerically: 14 pass(es) keep the outputs of @allgather (seed 0, host programs on 2 ranks)
+// KEPT: verify-each-pass-numerically: 15 pass(es) keep the outputs of @allgather (seed 0, host programs on 2 ranks)
 
 // The program lower-to-host makes still holds the allgather as a resharding set, which
 // the evaluator refuses: it is not run, and the summary says so.
