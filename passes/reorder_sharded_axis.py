@@ -16,7 +16,11 @@ of the same logical axes:
 
 s: y's Stream axis (its loop slices it away), c: the axis the collective scatters, g:
 the one it gathers, rest: the other axes in logical order. A copy is left out where its
-buffer is already laid out so. The copies are sets, which stream-parallel-type computes
+buffer is already laid out so, and where x is a matmul's own result that only the
+collective reads, laid out anew with its rows and columns still innermost: the matmul
+computes in that layout instead (its result typed so; the runtime writes it with one
+strided-batched GEMM per index of its outermost axis): a reduce-scatter of overlap.py's
+layout run whole, `[S, D (K), D (rows), m, k]`, whose row blocks lie inside the S axis. The copies are sets, which stream-parallel-type computes
 one chunk at a time, so with a Stream axis all three run in y's loop, chunk by chunk:
 this is why allocation orders rather than permutes (a permute is not computed per
 chunk). The copy after a reduce drops the reduce's reduction axes from the value's type
@@ -49,7 +53,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from hostir_dialect.diagnostics import HostIRError, located_like, op_error
-from hostir_dialect.fusion import ComputeOp, ReduceOp, ReshapeOp, SetOp
+from hostir_dialect.fusion import ComputeOp, MatmulOp, ReduceOp, ReshapeOp, SetOp
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
 from hostir_dialect.tensor_type import DEVICE_KINDS, Axis, ParallelKind, Piece, TensorType, tensor_type
@@ -134,9 +138,12 @@ def _copy_around(op: SetOp | ReduceOp, layout: Layout, rewriter: PatternRewriter
     identity = {i: i for i in range(target.rank)}
     sent = _streamed_like(target, _value_type(source)).with_(alloc_order=tuple(layout.sent))
     if buffer_order(source, op.axis_map(op.input)) != buffer_order(sent, identity):
-        copy = located_like(SetOp(op.input, sent), op)
-        rewriter.insert(copy, InsertPoint.before(op))
-        op.operands[0] = copy.result
+        if (laid_out := _produced_laid_out(op.input, sent)) is not None:
+            rewriter.replace_value_with_new_type(op.input, laid_out)
+        else:
+            copy = located_like(SetOp(op.input, sent), op)
+            rewriter.insert(copy, InsertPoint.before(op))
+            op.operands[0] = copy.result
     received = target.with_(alloc_order=tuple(layout.received))
     if buffer_order(target, identity) != buffer_order(received, identity):
         communicated = rewriter.replace_value_with_new_type(op.result, received)
@@ -144,6 +151,25 @@ def _copy_around(op: SetOp | ReduceOp, layout: Layout, rewriter: PatternRewriter
         rewriter.insert(copy, InsertPoint.after(op))
         communicated.replace_uses_with_if(copy.result, lambda use: use.operation is not copy)
     rewriter.notify_op_modified(op)
+
+
+def _produced_laid_out(value: SSAValue, sent: TensorType) -> TensorType | None:
+    """`value`'s type laid out as `sent` (the collective's input) where its producer can
+    compute it so, in place of a copy into that layout: a matmul's own result that only
+    the collective reads, whose value `sent` only lays out anew with its last two axes
+    still innermost (the runtime writes it with one GEMM per index of its outermost axis,
+    runtime/torch_ops.py); None otherwise."""
+    producer, t = value.owner, tensor_type(value)
+    if not isinstance(producer, MatmulOp) or producer.out is not None or not value.has_one_use():
+        return None
+    if sent.with_(alloc_order=None) != _value_type(t):
+        return None  # not a layout only (the copy would add a stream axis, say)
+    order = sent.allocation_order()
+    if order[-2:] != (sent.rank - 2, sent.rank - 1):
+        return None
+    positions = t.value_positions()
+    reductions = [a for a in range(t.rank) if t.axes[a].is_reduction]
+    return t.with_(alloc_order=tuple(positions[a] for a in order) + tuple(reductions))
 
 
 def _split_scattered_axis(op: SetOp, exchange: Exchange, rewriter: PatternRewriter) -> None:

@@ -44,6 +44,10 @@ class Kernel(NamedTuple):
     """The shape `fresh` gives for these operands, where it costs nothing to know: a
     destination whose shape is known only at run time is then written in place once
     checked, not through a copy of a fresh result."""
+    writes_laid_out: bool = False
+    """`into` writes a destination laid out in another allocation order in place (a
+    result typed so gets a fresh buffer of its layout, written once, not a copy of a
+    result computed in logical order)."""
 
 
 @dataclass(frozen=True)
@@ -333,7 +337,46 @@ def _matrix_times_broadcast_matrix(kn: tuple[int, ...], extra_axes: int) -> Kern
         torch.mm(a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
         return out
 
-    return Kernel(fresh, _contraction_into(fresh, into_dense), result_shape=result_shape)
+    def into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        outer = _outermost_batch_axis(out) if extra_axes == 0 and a.dim() == out.dim() else None
+        if out.is_contiguous() or outer is None:
+            return _contraction_into(fresh, into_dense)(out, a, b)
+        # Laid out with a batch axis outermost (a reduce-scatter's member axis inside a
+        # stream axis, reorder-sharded-axis): each of its slices is dense rows.
+        for i in range(out.shape[outer]):
+            _rows_times_matrix_into(out.select(outer, i), a.select(outer, i), b.reshape(k, n))
+        return out
+
+    return Kernel(fresh, into, result_shape=result_shape, writes_laid_out=True)
+
+
+def _outermost_batch_axis(out: torch.Tensor) -> int | None:
+    """The batch axis (not one of the last two) `out`'s memory is laid out along
+    outermost, where each of its slices is dense; None otherwise."""
+    if out.dim() < 3 or 0 in out.shape:
+        return None
+    outer = max(range(out.dim()), key=lambda d: (out.stride(d), out.shape[d]))
+    if outer >= out.dim() - 2 or not out.select(outer, 0).is_contiguous():
+        return None
+    return outer
+
+
+def _rows_times_matrix_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """out = a @ b for rows `a` ([..., m, k]) and one matrix `b`, `out` dense: one GEMM
+    where a's rows are one matrix, else one strided-batched GEMM over a's leading axes
+    (b read once: a batch stride of 0), else a's rows copied first."""
+    k, n = b.shape
+    try:
+        torch.mm(a.view(-1, k), b, out=out.view(-1, n))
+        return
+    except RuntimeError:  # a's batch axes are not one run of rows
+        pass
+    try:
+        rows = a.view(-1, a.shape[-2], k)
+    except RuntimeError:
+        torch.mm(a.reshape(-1, k), b, out=out.view(-1, n))
+        return
+    torch.bmm(rows, b.expand(rows.shape[0], k, n), out=out.view(-1, a.shape[-2], n))
 
 
 def _stacked_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:

@@ -192,3 +192,34 @@ fusion.func @local_shard_needs_no_layout(%x: !fusion.tensor<f32[8, 8], mesh=[0, 
   %y = fusion.set %x : !fusion.tensor<f32[8, 8], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
   fusion.return %y : !fusion.tensor<f32[8, 8(4 didx, 2)], mesh=[0, 1, 2, 3]>
 }
+
+// -----
+
+// A matmul + reduce-scatter whose scattered row blocks lie inside a batch axis (overlap.py's
+// layout, [S, D (K), D (row block), m, k], run without a stream loop): the matmul computes in
+// the layout the collective needs (row blocks outermost) instead of a copy into it; the
+// runtime writes it with one GEMM per row block. Where its result is read twice, the copy stays.
+!a = !fusion.tensor<f32[4, 2 didx, 2, 8, 16], mesh=[0, 1]>
+!b = !fusion.tensor<f32[b1, 2 didx, b1, 16, 8], mesh=[0, 1]>
+!p = !fusion.tensor<f32[4, 2 didx, 2, 8, 8, r16], mesh=[0, 1]>
+!c = !fusion.tensor<f32[4, r2, 2 didx, 8, 8], mesh=[0, 1]>
+// CHECK-LABEL: fusion.func @matmul_reduce_scatter_rows_inside(
+// CHECK-NEXT:    %p = fusion.matmul %a, %b : !fusion.tensor<f32[4, 2 didx, 2, 8, 16], mesh=[0, 1]>, !fusion.tensor<f32[b1, 2 didx, b1, 16, 8], mesh=[0, 1]> -> !fusion.tensor<f32[4, 2 didx, 2, 8, 8, r16], mesh=[0, 1], alloc=[2, 0, 1, 3, 4, 5]>
+// CHECK-NEXT:    %c = fusion.reduce sum %p dims [1]
+// CHECK-LABEL: fusion.func @read_twice(
+// CHECK-NEXT:    %p = fusion.matmul %a, %b : {{.+}} -> !fusion.tensor<f32[4, 2 didx, 2, 8, 8, r16], mesh=[0, 1]>
+// CHECK-NEXT:    %{{.+}} = fusion.set %p : {{.+}} -> !fusion.tensor<f32[4, 2 didx, 2, 8, 8], mesh=[0, 1], alloc=[2, 0, 1, 3, 4]>
+// LOWER-LABEL: hir.program @matmul_reduce_scatter_rows_inside(
+// LOWER:         %p = fusion.matmul
+// LOWER-NOT:     fusion.set
+// LOWER:         hir.reduce_scatter %p
+fusion.func @matmul_reduce_scatter_rows_inside(%a: !a, %b: !b) -> !c {
+  %p = fusion.matmul %a, %b : !a, !b -> !p
+  %c = fusion.reduce sum %p dims [1] : !p -> !c
+  fusion.return %c : !c
+}
+fusion.func @read_twice(%a: !a, %b: !b) -> (!c, !p) {
+  %p = fusion.matmul %a, %b : !a, !b -> !p
+  %c = fusion.reduce sum %p dims [1] : !p -> !c
+  fusion.return %c, %p : !c, !p
+}

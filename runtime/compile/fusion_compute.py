@@ -11,10 +11,10 @@ from xdsl.ir import SSAValue
 from hostir_dialect import fusion, hir
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.sharding import communicates
-from hostir_dialect.tensor_type import DYNAMIC, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from ..buffers import BufferUses
-from ..layouts import copied_in_allocation_order, in_allocation_order, logical_shape, whole_dynamic_device_axes
+from ..layouts import copied_in_allocation_order, empty_buffer, in_allocation_order, logical_shape, whole_dynamic_device_axes
 from ..torch_ops import Kernel, UnsupportedOp, build_kernel, copy_into
 from .context import CompiledFunction, FunctionCompiler, Handler, emit_call, emit_call_into, on_current_stream, value_name
 from .unit_backends import CompiledUnit
@@ -51,6 +51,10 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
         emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
         return emit_whole_device_axes_check(c, op.result)
+    if perm is not None and kernel.writes_laid_out and DYNAMIC not in logical_shape(tensor_type(op.result), c.rank):
+        laid_out = c.bind(_empty_buffer_of(tensor_type(op.result), c.rank, c.context.device), "laid_out")
+        c.emit(f"{c.name(op.result)} = {c.bind(kernel.into)}({', '.join([f'{laid_out}()', *map(c.name, args)])})")
+        return emit_whole_device_axes_check(c, op.result)
     if perm is not None and kernel.view is not None:
         # A view laid out anew (a reorder's set): one copy, not a clone and then a permuting copy.
         view = f"{c.bind(kernel.view)}({c.names_of(args)})"
@@ -64,6 +68,11 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     else:
         c.emit(f"{c.name(op.result)} = {c.bind(in_allocation_order, 'laid_out')}({fresh}, {perm!r})")
     emit_whole_device_axes_check(c, op.result)
+
+
+def _empty_buffer_of(t: TensorType, rank: int | None, device: torch.device) -> Callable[[], torch.Tensor]:
+    """A fresh buffer of `t` (of static shape) laid out as its type says, each call."""
+    return lambda: empty_buffer(t, rank, device)
 
 
 def emit_whole_device_axes_check(c: FunctionCompiler, value: SSAValue) -> None:

@@ -107,6 +107,14 @@ K_SHARDED_MATMUL = matmul_fusion("4, 8(2 didx, 4)], mesh=[0, 1", "8(2 didx, 4), 
 MATMUL_REDUCE_SCATTER = matmul_fusion(
     "8, 4(2 didx, 2)], mesh=[0, 1", "4(2 didx, 2), 6], mesh=[0, 1", "8(2 didx, 4), 6, r4], mesh=[0, 1"
 )
+# overlap.py's matmul+RS layout without its stream loop ([S, D (K), D (row block), m, k]):
+# the matmul computes its result with the row blocks outermost, as the collective needs it.
+MATMUL_REDUCE_SCATTER_ROWS_INSIDE = f"""fusion.func @f(%a: {t('3, 2 didx, 2, 4, 5], mesh=[0, 1')}, %b: {t('2 didx, 5, 6], mesh=[0, 1')}) -> {t('3, r2, 2 didx, 4, 6], mesh=[0, 1')} {{
+  %bb = fusion.broadcast %b dims [0, 2] : {t('2 didx, 5, 6], mesh=[0, 1')} -> {t('b1, 2 didx, b1, 5, 6], mesh=[0, 1')}
+  %p = fusion.matmul %a, %bb : {t('3, 2 didx, 2, 4, 5], mesh=[0, 1')}, {t('b1, 2 didx, b1, 5, 6], mesh=[0, 1')} -> {t('3, 2 didx, 2, 4, 6, r5], mesh=[0, 1')}
+  %c = fusion.reduce sum %p dims [1] : {t('3, 2 didx, 2, 4, 6, r5], mesh=[0, 1')} -> {t('3, r2, 2 didx, 4, 6], mesh=[0, 1')}
+  fusion.return %c : {t('3, r2, 2 didx, 4, 6], mesh=[0, 1')}
+}}"""
 LINEAR_K_SHARDED_WEIGHT_4 = f"""fusion.func @f(%x: {t('3, 8], mesh=[0, 1, 2, 3')}, %w: {t('6, 8(4 didx, 2)], mesh=[0, 1, 2, 3')}) -> {t('3, 6, r8], mesh=[0, 1, 2, 3')} {{
   %y = fusion.linear %x, %w : {t('3, 8], mesh=[0, 1, 2, 3')}, {t('6, 8(4 didx, 2)], mesh=[0, 1, 2, 3')} -> {t('3, 6, r8], mesh=[0, 1, 2, 3')}
   fusion.return %y : {t('3, 6, r8], mesh=[0, 1, 2, 3')}
@@ -147,6 +155,7 @@ CASES: dict[str, tuple[str, int]] = {
     "reduce_scatter": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8(2 didx, 4)], mesh=[0, 1"), 2),
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
+    "matmul_reduce_scatter_rows_inside": (MATMUL_REDUCE_SCATTER_ROWS_INSIDE, 2),
     "stream_allgather": (STREAM_ALLGATHER, 2),
     "replicated_plus_sharded": (REPLICATED_PLUS_SHARDED, 2),  # each rank keeps its part of %a
     "sequence_parallel_linear_add": (SEQUENCE_PARALLEL_LINEAR_ADD, 2),
@@ -221,6 +230,7 @@ EXPECTED_COLLECTIVE = {
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
+    "matmul_reduce_scatter_rows_inside": "alloc=[2, 0, 1, 3, 4, 5]> -> !fusion.tensor<f32[3, r2, 2 didx, 4, 6]",
     "k_sharded_a_replicated_b": "hir.local_shard %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
     "linear_k_sharded_weight_4": "hir.local_shard", "k_didx_against_k_didy_4": "hir.allgather %b",
     "relu_exp": "hir.post_on_stream", "stream_allgather": "hir.allgather",

@@ -105,6 +105,27 @@ def test_a_broadcast_matrix_operand_is_one_gemm_on_the_rows(into):
     assert "aten::mm" in ops and not {"aten::bmm", "aten::clone", "aten::expand"} & ops, ops
 
 
+def test_a_product_laid_out_with_a_batch_axis_outermost_is_written_in_place():
+    """a [3, 2, 4, 5] @ b [1, 1, 5, 6] into a result laid out with axis 1 outermost (a
+    reduce-scatter's row blocks inside a batch axis, reorder-sharded-axis): one
+    strided-batched GEMM per index of axis 1 into a buffer of that layout, no copy."""
+    from hostir_dialect.context import parse_module
+
+    a_t, b_t = "!fusion.tensor<f32[3, 2, 4, 5]>", "!fusion.tensor<f32[b1, b1, 5, 6]>"
+    r_t = "!fusion.tensor<f32[3, 2, 4, 6, r5], alloc=[1, 0, 2, 3, 4]>"
+    module = parse_module(f"""hir.program @main(%a: {a_t}, %b: {b_t}) -> {r_t} {{
+  %r = fusion.matmul %a, %b : {a_t}, {b_t} -> {r_t}
+  hir.return %r : {r_t}
+}}""")
+    a, b = torch.randn(3, 2, 4, 5), torch.randn(1, 1, 5, 6)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        (got,) = execute(module, [a, b])
+    torch.testing.assert_close(got, torch.matmul(a, b))
+    assert got.permute(1, 0, 2, 3).is_contiguous()  # laid out as its type says
+    ops = [event.name for event in profile.events()]
+    assert ops.count("aten::bmm") == 2 and not {"aten::copy_", "aten::clone"} & set(ops), ops
+
+
 def _grouped_mm_reference(a, b, ends, grouping):
     starts = [0, *ends[:-1]]
     if grouping == "m":
