@@ -22,12 +22,15 @@ from .unit_backends import CompiledUnit
 
 def compute(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     start = len(c.lines)
-    compute_lines(c, op)
+    viewed = compute_lines(c, op)
     if len(c.lines) > start:
-        c.record_accesses(op, op.tensor_inputs(), [op.result])
+        # A view of an input writes no memory: recorded as a write, it would be one to the
+        # input's (which other streams may read meanwhile).
+        c.record_accesses(op, op.tensor_inputs(), [] if viewed else [op.result])
 
 
-def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
+def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> bool:
+    """Emit the op's lines; True where its result is a view of an input (nothing written)."""
     # Refusals come before the rank's own business: a rank outside the op's mesh that
     # skipped them would wait forever in a collective for the ranks that refused.
     if c.local:
@@ -40,34 +43,35 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> None:
     except UnsupportedOp as error:
         raise op_error(op, str(error)) from None
     if not c.on_rank([*op.operands, op.result]):
-        return
+        return False
     args = op.operands[:-1] if op.out is not None else op.operands  # the destination is last
     dest = c.name(op.out) if op.out is not None else c.destinations.get(op.result)
     if dest is not None:
         shown = value_name(op.out) if op.out is not None else "the post's output"
-        return emit_call_into(c, checked_into(kernel, op, c.rank), op.result, dest, args, shown)
+        emit_call_into(c, checked_into(kernel, op, c.rank), op.result, dest, args, shown)
+        return False
     c.refuse_one_chunk(op, [op.result])
     perm = tensor_type(op.result).value_allocation_order()
-    if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
+    viewed = perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result]))
+    if viewed:
         emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
-        return emit_whole_device_axes_check(c, op.result)
-    if perm is not None and kernel.writes_laid_out and DYNAMIC not in logical_shape(tensor_type(op.result), c.rank):
+    elif perm is not None and kernel.writes_laid_out and DYNAMIC not in logical_shape(tensor_type(op.result), c.rank):
         laid_out = c.bind(_empty_buffer_of(tensor_type(op.result), c.rank, c.context.device), "laid_out")
         c.emit(f"{c.name(op.result)} = {c.bind(kernel.into)}({', '.join([f'{laid_out}()', *map(c.name, args)])})")
-        return emit_whole_device_axes_check(c, op.result)
-    if perm is not None and kernel.view is not None:
+    elif perm is not None and kernel.view is not None:
         # A view laid out anew (a reorder's set): one copy, not a clone and then a permuting copy.
         view = f"{c.bind(kernel.view)}({c.names_of(args)})"
         c.emit(f"{c.name(op.result)} = {c.bind(copied_in_allocation_order, 'copied')}({view}, {perm!r})")
-        return emit_whole_device_axes_check(c, op.result)
-    # torch keeps an input's strides (a permuted input gives a permuted result): a fresh
-    # result is laid out as its type declares, as every buffer is.
-    fresh = f"{c.bind(kernel.fresh)}({c.names_of(args)})"
-    if perm is None:
-        c.emit(f"{c.name(op.result)} = {fresh}.contiguous()")
     else:
-        c.emit(f"{c.name(op.result)} = {c.bind(in_allocation_order, 'laid_out')}({fresh}, {perm!r})")
+        # torch keeps an input's strides (a permuted input gives a permuted result): a fresh
+        # result is laid out as its type declares, as every buffer is.
+        fresh = f"{c.bind(kernel.fresh)}({c.names_of(args)})"
+        if perm is None:
+            c.emit(f"{c.name(op.result)} = {fresh}.contiguous()")
+        else:
+            c.emit(f"{c.name(op.result)} = {c.bind(in_allocation_order, 'laid_out')}({fresh}, {perm!r})")
     emit_whole_device_axes_check(c, op.result)
+    return viewed
 
 
 def _empty_buffer_of(t: TensorType, rank: int | None, device: torch.device) -> Callable[[], torch.Tensor]:

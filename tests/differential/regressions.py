@@ -932,4 +932,19 @@ t0.axis(2).parallelize(ParallelType.DIDx)
 t7.set_device_mesh(mesh)
 t7.axis(0).parallelize(ParallelType.Stream)
 """, "refused", lowering="nccl+bounded"),
+    # Fifteenth session, found on 1 rank (seed 62): a broadcast in a stream loop, a view of
+    # its input, was recorded by the stream hazard check as writing its result, i.e. the
+    # input's memory, which the other chunks' broadcasts read on their own streams: a
+    # false "wrong" (nothing writes the input). A view of an input now records no write.
+    "a_view_of_an_input_writes_nothing_in_a_stream_loop": Regression(1, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([4, 2], dtype='float32')
+    t3 = fd.ops.broadcast_in_dim(t1, shape=[6, 4, 2], broadcast_dims=[1, 2])
+    fd.add_output(t3)
+mesh = DeviceMesh([0])
+t1.set_device_mesh(mesh)
+t3.set_device_mesh(mesh)
+t3.outer_split(0, 2)
+t3.axis(0).parallelize(ParallelType.Stream)
+""", "correct"),
 }
