@@ -7,7 +7,7 @@ seen as the partial's type:
 
     %p = fusion.matmul %a, %b : A, B -> P                 %c = hir.allocate : R
     %c = hir.allocate : R                           ->    %v = hir.alias_as %c : R -> P
-    %w = hir.allreduce %p -> %c team [...] op sum         %p = fusion.matmul %a, %b out %v : A, B, P -> P
+    %w = hir.allreduce %p -> %c team [...] op sum         %p = fusion.matmul %a, %b into %v : A, B -> P
                                                           %w = hir.allreduce %p -> %c team [...] op sum
 
 and the runtime reduces in place (input and output one buffer). The output must be an

@@ -16,7 +16,8 @@ transfer and beside an NCCL all-gather; the
 evaluator's host time per stream-loop iteration (a tiny all-gather + matmul pipeline at 8
 and at 2 chunks, run eagerly, wall-clock); and the GPU time each collective phase of a
 chunk adds (a tiny matmul + all-reduce pipeline at 8 and 2 chunks, replayed from a CUDA
-graph, per phase). Timing: CUDA events (wall-clock for the host),
+graph, per phase); on more than two GPUs, each copy-engine reduction as hostir runs it,
+whole and replayed, at 1 to 64 MiB each rank's. Timing: CUDA events (wall-clock for the host),
 medians of 20 runs after warm-up, the maximum over the ranks. About a minute. The
 constants hold for a team of N (`team`); the cost model scales NCCL's bytes to others.
 """
