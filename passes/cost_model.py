@@ -42,6 +42,13 @@ FALLBACK_MACHINE = "h200x2"
 CALIBRATION_TEAM = 2
 """The members of the collectives behind constants that do not name their `team` (every
 machine file before `hostir-calibrate` measured on all of a host's GPUs)."""
+SLOWDOWN_GEMM = (16384, 8192, 4096)
+"""M, K, N of the bf16 GEMM beside which `hostir-calibrate` measures `matmul_slowdown`, with
+a transfer of SLOWDOWN_TRANSFER_BYTES posted after it."""
+SLOWDOWN_TRANSFER_BYTES = 128 * 2**20
+SLOWDOWN_OF_THE_SHORTER = "the shorter"
+"""A machine file's `matmul_slowdown_per` since the fifteenth session; before, the figures
+were per ms of the GEMM (`Machine.load` converts them)."""
 DETECT = "detect"
 DEFAULT_MACHINE = DETECT
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")
@@ -196,7 +203,7 @@ class Machine:
             known = sorted({p.stem for d in (user_machines(), MACHINES) if d.is_dir() for p in d.glob("*.json")})
             raise ValueError(f"no cost model for machine {name!r}; known: {', '.join([DETECT, *known])}")
         data = json.loads(path.read_text())
-        return Machine(
+        machine = Machine(
             name=data["name"],
             matmul_tflops=data["matmul_tflops"],
             matmul_half_rate_gflop=data["matmul_half_rate_gflop"],
@@ -211,6 +218,22 @@ class Machine:
             copy_engine_collectives={kind: Link(**link) for kind, link in data.get("copy_engine_collectives", {}).items()},
             team=data.get("team", CALIBRATION_TEAM),
         )
+        return machine if data.get("matmul_slowdown_per") == SLOWDOWN_OF_THE_SHORTER else machine.slowdown_of_the_shorter()
+
+    def slowdown_of_the_shorter(self) -> Machine:
+        """The constants with `matmul_slowdown` measured per ms of the GEMM (files written
+        before the fifteenth session) read as the model reads it, per ms of the shorter of
+        the GEMM and the transfer: converted with this machine's own GEMM rate and lines at
+        the sizes `hostir-calibrate` measured it with (a user's cache of an older
+        calibration would otherwise charge NCCL beside a GEMM less than half of what it
+        measured)."""
+        m, k, n = SLOWDOWN_GEMM
+        gemm = self.matmul_ms(2 * m * k * n, "bf16")
+        transfer = {hir.Transport.NCCL: self.nccl["hir.allgather"].ms(SLOWDOWN_TRANSFER_BYTES),
+                    hir.Transport.COPY_ENGINE: self.copy_engine.ms(SLOWDOWN_TRANSFER_BYTES)}
+        shares = {name: round(min(1.0, share * gemm / min(gemm, transfer[hir.Transport(name)])), 3)
+                  for name, share in self.matmul_slowdown.items()}
+        return replace(self, matmul_slowdown=shares)
 
     def replayed(self) -> Machine:
         """The constants as a program replayed from a CUDA graph meets them: a copy-engine

@@ -37,7 +37,13 @@ import torch
 import torch.distributed as dist
 
 from hostir.passes import lower
-from hostir.passes.cost_model import detected_gpus, user_machines
+from hostir.passes.cost_model import (
+    SLOWDOWN_GEMM,
+    SLOWDOWN_OF_THE_SHORTER,
+    SLOWDOWN_TRANSFER_BYTES,
+    detected_gpus,
+    user_machines,
+)
 from hostir_dialect import DeviceMesh, FusionDefinition, ParallelType
 from hostir_dialect.tensor_type import TensorType
 
@@ -197,10 +203,11 @@ def slowdowns(device: torch.device, heap: SymmetricHeap) -> dict[str, float]:
     the rank before it."""
     world = dist.get_world_size()
     peer = push_order(dist.get_rank(), world)[0]
-    a = torch.randn(16384, 8192, dtype=torch.bfloat16, device=device)
-    b = torch.randn(8192, 4096, dtype=torch.bfloat16, device=device)
-    c = torch.empty(16384, 4096, dtype=torch.bfloat16, device=device)
-    n = 128 * 2**20
+    m, k, n_columns = SLOWDOWN_GEMM
+    a = torch.randn(m, k, dtype=torch.bfloat16, device=device)
+    b = torch.randn(k, n_columns, dtype=torch.bfloat16, device=device)
+    c = torch.empty(m, n_columns, dtype=torch.bfloat16, device=device)
+    n = SLOWDOWN_TRANSFER_BYTES
     buffer = heap.allocate(tuple(range(world)), (n,), torch.uint8)
     source = torch.empty(n, dtype=torch.uint8, device=device)
     gathered = torch.empty(world * n, dtype=torch.uint8, device=device)
@@ -355,6 +362,7 @@ def measure(rank: int, world_size: int, name: str) -> dict:
     constants |= transfers(device, heap)
     constants["signal_us"] = round(signal_hop(heap), 1)
     constants["matmul_slowdown"] = slowdowns(device, heap)
+    constants["matmul_slowdown_per"] = SLOWDOWN_OF_THE_SHORTER
     constants["host_us_per_chunk"] = host_us_per_chunk(device)
     constants["gpu_us_per_phase"] = gpu_us_per_phase(device)
     constants["copy_engine_collectives"] = copy_engine_collectives(device)

@@ -96,6 +96,28 @@ def test_a_machine_file_may_hold_measured_copy_engine_reductions(tmp_path, monke
     assert Machine.load("h200x4").copy_engine_collectives == {"hir.allreduce": Link(120.0, 180.0)}
 
 
+def test_a_slowdown_measured_per_ms_of_gemm_is_read_per_ms_of_the_shorter(tmp_path, monkeypatch):
+    """A user's cache from before the fifteenth session holds `matmul_slowdown` per ms of
+    hostir-calibrate's GEMM; it is converted with the machine's own rate and lines: the
+    GEMM's time over the shorter one's (here the 128 MiB transfer's)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    data = json.loads((cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text())
+    assert data.pop("matmul_slowdown_per") == cost_model.SLOWDOWN_OF_THE_SHORTER
+    older = cost_model.user_machines() / "h200x4.json"
+    older.parent.mkdir(parents=True)
+    older.write_text(json.dumps(data | {"name": "h200x4", "matmul_slowdown": {"nccl": 0.355, "copy_engine": 0.037}}))
+    machine = Machine.load("h200x4")
+    m, k, n = cost_model.SLOWDOWN_GEMM
+    gemm = machine.matmul_ms(2 * m * k * n, "bf16")
+    nccl = machine.nccl["hir.allgather"].ms(cost_model.SLOWDOWN_TRANSFER_BYTES)
+    copy = machine.copy_engine.ms(cost_model.SLOWDOWN_TRANSFER_BYTES)
+    assert machine.matmul_slowdown == {"nccl": pytest.approx(0.355 * gemm / nccl, abs=1e-3),
+                                       "copy_engine": pytest.approx(0.037 * gemm / copy, abs=1e-3)}
+    assert 0.7 < machine.matmul_slowdown["nccl"] < 0.9  # about what 2x H200 measures per ms of the shorter
+    # The shipped files are in the model's terms already.
+    assert Machine.load(FALLBACK_MACHINE).matmul_slowdown == data["matmul_slowdown"]
+
+
 def test_a_copy_engine_phase_pushes_to_its_peers_one_after_the_other():
     machine = Machine.load(FALLBACK_MACHINE)
     size = 64 * 2**20

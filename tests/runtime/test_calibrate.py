@@ -93,6 +93,7 @@ def test_it_measures_every_constant_the_cost_model_reads(tmp_path):
     assert constants["team"] == torch.cuda.device_count()  # all of the host's GPUs at once
     assert constants["matmul_tflops"]["bf16"] > 100 and constants["copy_engine"]["gbps"] > 50
     assert set(constants["nccl"]) == {"hir.allgather", "hir.reduce_scatter", "hir.allreduce"}
+    assert constants["matmul_slowdown_per"] == "the shorter"
     # The reductions measured whole on teams of more than two only.
     measured = constants["copy_engine_collectives"]
     assert set(measured) == ({"hir.reduce_scatter", "hir.allreduce"} if constants["team"] > 2 else set())
