@@ -52,9 +52,10 @@ def compute_lines(c: FunctionCompiler, op: fusion.ComputeOp) -> bool:
         return False
     c.refuse_one_chunk(op, [op.result])
     perm = tensor_type(op.result).value_allocation_order()
-    viewed = perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result]))
-    if viewed:
+    viewed = False
+    if perm is None and kernel.view is not None and all(map(c.may_view, [*op.tensor_inputs(), op.result])):
         emit_call(c, kernel.view, op.result, args)  # nothing writes or communicates either buffer
+        viewed = True
     elif perm is not None and kernel.writes_laid_out and DYNAMIC not in logical_shape(tensor_type(op.result), c.rank):
         laid_out = c.bind(_empty_buffer_of(tensor_type(op.result), c.rank, c.context.device), "laid_out")
         c.emit(f"{c.name(op.result)} = {c.bind(kernel.into)}({', '.join([f'{laid_out}()', *map(c.name, args)])})")
