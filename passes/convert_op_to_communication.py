@@ -263,6 +263,9 @@ def choose_transport(op: Operation, steps: list[Step], choice: TransportChoice, 
         assert posts is not None
         beside = posts * _matmuls_ms(loops[0], machine) if loops else 0.0
         kind, size, team_size = plan[0].kind, input_bytes(op, plan[0].team.devices[0]), plan[0].team.size
+        if (unpriced := machine.copy_engines_unpriced(kind, team_size)) is not None:
+            remark(op, ConvertOpToCommunication.name, f"{kind.name} on {hir.Transport.NCCL}: {unpriced}")
+            return hir.Transport.NCCL
         chosen = machine.fastest_transport(kind, size, team_size, posts, beside)
         other = next(t for t in hir.Transport if t != chosen)
         remark(op, ConvertOpToCommunication.name,

@@ -316,13 +316,28 @@ class Machine:
         together = together_ms(communication, matmuls_ms, self.matmul_slowdown[transport])
         return together + posts * phases * self.gpu_us_per_phase / 1e3
 
+    def copy_engines_unpriced(self, kind: type[hir.CollectiveOp], team_size: int) -> str | None:
+        """Why this model does not price `kind` on the copy engines for a team of
+        `team_size` (None where it does). A reduction of more than two members is priced
+        only as measured whole on a team of its size (`copy_engine_collectives`): priced by
+        its pushes, those of four GPUs looked faster than NCCL and ran slower than NCCL
+        run whole (docs/copy_engine.md, "At four GPUs")."""
+        algorithm = copy_engine_algorithm(kind.name)
+        if algorithm is None or not algorithm.reduces or team_size <= CALIBRATION_TEAM:
+            return None
+        if team_size == self.team and kind.name in self.copy_engine_collectives:
+            return None
+        return (f"a copy-engine {kind.name.removeprefix('hir.')} of {team_size} members is priced only as measured "
+                f"on {team_size} GPUs (hostir-calibrate there), which machine {self.name} was not")
+
     def fastest_transport(self, kind: type[hir.CollectiveOp], input_bytes: float, team_size: int,
                           posts: int = 1, matmuls_ms: float = 0.0, copy_engines: bool = True) -> hir.Transport:
         """NCCL, or the copy engines where they can carry the team (`copy_engines`: listed,
-        on one node), `kind` has an algorithm on them and they are faster, for `posts` posts
-        of a loop beside `matmuls_ms` of matmuls (beside_ms: NCCL's kernels slow the
-        matmuls more than the copy engines' transfers do)."""
-        if copy_engine_algorithm(kind.name) is None or not copy_engines:
+        on one node), `kind` has an algorithm on them the model prices for the team
+        (`copy_engines_unpriced`) and they are faster, for `posts` posts of a loop beside
+        `matmuls_ms` of matmuls (beside_ms: NCCL's kernels slow the matmuls more than the
+        copy engines' transfers do)."""
+        if copy_engine_algorithm(kind.name) is None or not copy_engines or self.copy_engines_unpriced(kind, team_size):
             return hir.Transport.NCCL
         return min(hir.Transport, key=lambda t: self.beside_ms(kind, t, input_bytes, team_size, posts, matmuls_ms))
 

@@ -86,6 +86,23 @@ def test_a_copy_engine_reduction_measured_whole_prices_the_team_it_was_measured_
         assert measured.phases_ms(kind, COPY_ENGINE, size, team) == pushes.phases_ms(kind, COPY_ENGINE, size, team)
 
 
+def test_a_copy_engine_reduction_of_more_than_two_is_chosen_only_as_measured_on_its_team():
+    """Priced by their pushes, the copy engines' reductions at four GPUs looked faster than
+    NCCL and ran slower: without a measurement of the team's size, `auto` keeps them on
+    NCCL (an all-gather's pushes matched its pipelines, it stays priced by them)."""
+    pair = replace(Machine.load(FALLBACK_MACHINE), copy_engine_collectives={})
+    size = 128 * 2**20
+    assert pair.fastest_transport(hir.AllreduceOp, size, 2) == COPY_ENGINE
+    assert pair.fastest_transport(hir.AllgatherOp, size, 4) == COPY_ENGINE
+    for kind in (hir.AllreduceOp, hir.ReduceScatterOp):
+        assert pair.fastest_transport(kind, size, 4) == NCCL
+        assert "of 4 members is priced only as measured on 4 GPUs" in (pair.copy_engines_unpriced(kind, 4) or "")
+    measured = replace(pair, team=4, copy_engine_collectives={"hir.allreduce": Link(10.0, 1000.0)})
+    assert measured.fastest_transport(hir.AllreduceOp, size, 4) == COPY_ENGINE
+    assert measured.fastest_transport(hir.ReduceScatterOp, size, 4) == NCCL
+    assert measured.fastest_transport(hir.AllreduceOp, size, 3) == NCCL
+
+
 def test_a_machine_file_may_hold_measured_copy_engine_reductions(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     data = json.loads((cost_model.MACHINES / f"{FALLBACK_MACHINE}.json").read_text())

@@ -398,14 +398,16 @@ SPLIT_BY_MEMBER = {
 matmul_AR's chunks have no axis of team members, and split into D blocks of their rows
 (the 4 rows divide among 2 and 4 devices). The `auto` cases run whole, on the copy
 engines at these sizes: AG_before_Matmul-auto splits, matmul_AR-auto where D divides
-the S chunks' axis, the outermost of its buffer (`splits_by_member`), and
+the S chunks' axis, the outermost of its buffer (`splits_by_member`), on two ranks (the
+cost model of a machine without GPUs is two H200's, which has no copy-engine reduction
+measured on more: on four ranks `auto` keeps it on NCCL), and
 matmul_RS_through_bcast-auto does not (its members' rows sit inside the S chunks of A,
 whose parts would be strided)."""
 
 
 def splits_by_member(name: str, extent: int, world: int) -> bool:
     if name == "matmul_AR-auto":
-        return extent % world == 0
+        return extent % world == 0 and world == 2
     return name in SPLIT_BY_MEMBER
 
 
