@@ -11,8 +11,8 @@ seen as the partial's type:
                                                           %w = hir.allreduce %p -> %c team [...] op sum
 
 and the runtime reduces in place (input and output one buffer). The output must be an
-allocation of static shape in the same block, laid out as the partial (`hir.alias_as`'s
-conditions); copy-engine all-reduces keep their own buffers (`via`, symmetric memory).
+allocation of static shape in the same block that nothing uses before the all-reduce,
+laid out as the partial (`hir.alias_as`'s conditions); copy-engine all-reduces keep their own buffers (`via`, symmetric memory).
 Run after convert-op-to-communication (which picks the transports) and before
 insert-deallocations (the partial then shares the output's buffer and is not freed).
 """
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -45,8 +46,8 @@ class ReduceInTheOutput(RewritePattern):
             return
         if not isinstance(allocation, hir.AllocateOp) or allocation.is_symmetric or allocation.operands:
             return
-        if allocation.parent_block() is not producer.parent_block():
-            return
+        if allocation.parent_block() is not producer.parent_block() or _used_before(op.output, op):
+            return  # (an op writing the output before the all-reduce would overwrite the partial sums)
         if hir.alias_as_problem(tensor_type(op.output), tensor_type(op.input)) is not None:
             return
         allocation.detach()
@@ -54,6 +55,17 @@ class ReduceInTheOutput(RewritePattern):
         view = hir.AliasAsOp(op.output, tensor_type(op.input))
         rewriter.insert(view, InsertPoint.before(producer))
         rewriter.replace(producer, producer.retyped({}, tensor_type(producer.result), out=view.result))
+
+
+def _used_before(value: SSAValue, op: Operation) -> bool:
+    """Does an op before `op` in its block (or nested in one) use `value`?"""
+    block = op.parent_block()
+    assert block is not None  # a collective of a host program
+    for use in value.uses:
+        user = block.find_ancestor_op_in_block(use.operation)
+        if user is not None and user is not op and user.is_before_in_block(op):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

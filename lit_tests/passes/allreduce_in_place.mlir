@@ -75,3 +75,25 @@ hir.program @dynamic(%x: !p) -> !c {
   hir.wait %w
   hir.return %c : !c
 }
+
+// -----
+
+!a = !fusion.tensor<bf16[2 didx, 8, 4], mesh=[0, 1]>
+!b = !fusion.tensor<bf16[2 didx, 4, 16], mesh=[0, 1]>
+!p = !fusion.tensor<bf16[2 didx, 8, 16, r4], mesh=[0, 1]>
+!c = !fusion.tensor<bf16[r2, 8, 16], mesh=[0, 1]>
+
+// Left alone: an output written before the all-reduce (the partial sums would be
+// overwritten there).
+// CHECK-LABEL: hir.program @output_written_first(
+// CHECK-NEXT:    %p = fusion.matmul %a, %b :
+// CHECK-NOT:     hir.alias_as
+hir.program @output_written_first(%a: !a, %b: !b, %q: !p) -> !c {
+  %p = fusion.matmul %a, %b : !a, !b -> !p
+  %c = hir.allocate : !c
+  %w0 = hir.allreduce %q -> %c team [0, 1] op sum : !p -> !c
+  hir.wait %w0
+  %w = hir.allreduce %p -> %c team [0, 1] op sum : !p -> !c
+  hir.wait %w
+  hir.return %c : !c
+}
