@@ -55,6 +55,7 @@ CLI:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -63,7 +64,7 @@ import sys
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -904,18 +905,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.summarize:
         print(summary([r for path in args.summarize for r in load_report(path)]))
         return 0
-    start = time.monotonic()
-    log = lambda message: print(f"[{time.monotonic() - start:6.0f} s] {message}", file=sys.stderr, flush=True)  # noqa: E731
     lowerings = (DEFAULT_LOWERING,) if args.lowerings == "default" else GPU_LOWERINGS if args.device == "cuda" \
         else CPU_LOWERINGS
-    results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every, log,
-                          lowerings, args.pipelines, args.device, args.time_limit)
-    print(summary(results))
-    if args.report:
+    results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every,
+                          progress_log(), lowerings, args.pipelines, args.device, args.time_limit)
+    if args.report:  # before anything is printed: a reader that stops reading loses no result
         with open(args.report, "w") as f:
             json.dump([asdict(r) | {"cause": r.cause} for r in results], f, indent=1)
-    log("done")
+    with contextlib.suppress(BrokenPipeError):
+        print(summary(results), flush=True)
     return 0
+
+
+def progress_log() -> Callable[[str], None]:
+    """Progress lines on stderr with the seconds since the run began; silent from the first
+    line nobody reads (`... | head`), rather than ending the run there and losing its report."""
+    start, reading = time.monotonic(), [True]
+
+    def log(message: str) -> None:
+        if reading[0]:
+            try:
+                print(f"[{time.monotonic() - start:6.0f} s] {message}", file=sys.stderr, flush=True)
+            except BrokenPipeError:
+                reading[0] = False
+
+    return log
 
 
 if __name__ == "__main__":

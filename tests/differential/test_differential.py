@@ -223,3 +223,22 @@ def _declares_whole_shapes_dynamic(source: str) -> bool:
     declared = [ast.literal_eval(shape) for shape in re.findall(r"define_tensor\((\[[-\d, ]*\])", source)]
     extents = [e for shape in declared for e in shape]
     return -1 in extents and set(extents) <= {-1, 1}
+
+
+def test_a_profile_whose_output_nobody_reads_still_writes_its_report(tmp_path, monkeypatch):
+    """`harness ... | head` once ended a GPU profile at the first progress line nobody read,
+    before it wrote its report: the report now comes first, and the lines stop instead."""
+
+    class Closed:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+        def flush(self) -> None:
+            raise BrokenPipeError
+
+    monkeypatch.setattr(harness.sys, "stderr", Closed())
+    monkeypatch.setattr(harness.sys, "stdout", Closed())
+    report = tmp_path / "report.json"
+    assert harness.main(["--programs", "2", "--ranks", "1", "--disable-every", "0", "--report", str(report)]) == 0
+    results = harness.load_report(str(report))
+    assert len(results) == 2 and all(r.outcome in ("correct", "refused") for r in results)
