@@ -337,10 +337,12 @@ def _matrix_times_broadcast_matrix(kn: tuple[int, ...], extra_axes: int) -> Kern
         torch.mm(a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
         return out
 
+    into_logical = _contraction_into(fresh, into_dense)
+
     def into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         outer = _outermost_batch_axis(out) if extra_axes == 0 and a.dim() == out.dim() else None
         if out.is_contiguous() or outer is None:
-            return _contraction_into(fresh, into_dense)(out, a, b)
+            return into_logical(out, a, b)
         # Laid out with a batch axis outermost (a reduce-scatter's member axis inside a
         # stream axis, reorder-sharded-axis): each of its slices is dense rows.
         for i in range(out.shape[outer]):
