@@ -855,13 +855,25 @@ class CollectiveOp(WaitedOp):
             )
         if self.teams.along is not None:
             raise VerifyException("the copy-engine transport needs its team listed (its symmetric buffers span one team)")
-        needs_via = algorithm.via_inputs > 0
+        needs_via = self.via_inputs(algorithm) > 0
         if (self.via is not None) != needs_via:
+            why = "" if needs_via or not algorithm.via_inputs else (
+                " on a team of two with `own` and a symmetric output (the peer's chunks land in the output)")
             raise VerifyException(
-                f"{self.name} with the copy-engine transport {'needs a' if needs_via else 'takes no'} `via` buffer"
+                f"{self.name} with the copy-engine transport {'needs a' if needs_via else 'takes no'} `via` buffer{why}"
             )
         if self.via is not None:
             self.verify_via(algorithm)
+
+    def via_inputs(self, algorithm: CopyEngineAlgorithm) -> int:
+        """Size of the `via` buffer `algorithm` needs, in inputs per member (0: none)."""
+        return algorithm.via_inputs_needed(self.team_size, views_symmetric_buffer(self.output), self.onto_product)
+
+    @property
+    def onto_product(self) -> bool:
+        """Is this member's part a product the collective computes onto the received
+        chunks (`hir.allreduce ... own(...)`)?"""
+        return False
 
     def verify_via(self, algorithm: CopyEngineAlgorithm) -> None:
         assert self.via is not None  # verify_ calls it only with one
@@ -875,7 +887,7 @@ class CollectiveOp(WaitedOp):
         problem = algorithm.input_problem(math.prod(local_in), self.team_size)
         if problem is not None:
             raise VerifyException(f"{self.name} cannot use the copy-engine transport: {problem}")
-        expected = algorithm.via_elements(math.prod(local_in), views_symmetric_buffer(self.output))
+        expected = self.via_inputs(algorithm) * math.prod(local_in)
         if math.prod(local_via) != expected:
             raise VerifyException(
                 f"the via buffer holds {math.prod(local_via)} elements per member but {self.name} needs "
@@ -1003,6 +1015,10 @@ class AllreduceOp(ReducingCollectiveOp):
     ):
         # xDSL orders a subclass's operand definitions before its bases' (own first).
         init_segmented(self, [own, input, output, via], [WorkType()], collective_properties(team, root, reduction, transport))
+
+    @property
+    def onto_product(self) -> bool:
+        return bool(self.own)
 
     def verify_transport(self) -> None:
         super().verify_transport()

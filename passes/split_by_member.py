@@ -73,6 +73,7 @@ from xdsl.utils.exceptions import VerifyException
 from hostir_dialect import fusion, hir
 from hostir_dialect.attributes import INDEX
 from hostir_dialect.building import index_constant
+from hostir_dialect.copy_engine_facts import copy_engine_algorithm
 from hostir_dialect.diagnostics import located_like
 from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
@@ -371,9 +372,10 @@ def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -
     parts = iter(views)
     own = [next(parts).result if v in split.parted else v for v in (matmul.a, matmul.b)]
     assert collective.reduction is not None and collective.via is not None  # a verified copy-engine all-reduce
+    via = collective.via if _via_needed_onto_product(collective) else None
     fused = located_like(hir.AllreduceOp(collective.input, collective.output, collective.teams,
                                          reduction=collective.reduction.data, transport=collective.transport.data,
-                                         via=collective.via, own=own), collective)
+                                         via=via, own=own), collective)
     Rewriter.insert_op(views, InsertPoint.before(collective))
     try:
         fused.verify_own()
@@ -383,8 +385,33 @@ def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -
             Rewriter.erase_op(view)
         return False
     fused.work.name_hint = collective.work.name_hint
+    unused_via = collective.via if via is None else None
     Rewriter.replace_op(collective, fused)
+    if unused_via is not None:
+        _erase_unused_view(unused_via)
     return True
+
+
+def _via_needed_onto_product(collective: hir.AllreduceOp) -> bool:
+    """Does `collective` still need its `via` buffer once its own part is a product
+    computed onto the received chunks? Not on a team of two with a symmetric output, where
+    the one peer pushes its chunk into the output (a symmetric buffer no one else needs,
+    and one handshake fewer with the peer per run)."""
+    algorithm = copy_engine_algorithm(collective.name)
+    assert algorithm is not None  # a copy-engine all-reduce
+    return algorithm.via_inputs_needed(collective.team_size, hir.views_symmetric_buffer(collective.output),
+                                       onto_product=True) > 0
+
+
+def _erase_unused_view(view: SSAValue) -> None:
+    """Erase `view`, a chain of views of a `hir.allocate`, and the allocation, as far up
+    the chain as nothing else uses them."""
+    while not view.uses and isinstance(view.owner, (*hir.VIEW_OPS, hir.AllocateOp)):
+        owner = view.owner
+        Rewriter.erase_op(owner)
+        if isinstance(owner, hir.AllocateOp):
+            return
+        view = owner.input
 
 
 def _whole_in_every_part(split: MemberSplit, operand: SSAValue) -> bool:

@@ -373,7 +373,7 @@ class CopyEngineReduceScatter(CopyEngineCollective):
     ALGORITHM = ALGORITHMS["hir.reduce_scatter"]
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
-                 symmetric_via: SymmetricTensor, kind: ReduceKind, op: hir.CollectiveOp | None = None):
+                 symmetric_via: SymmetricTensor | None, kind: ReduceKind, op: hir.CollectiveOp | None = None):
         super().__init__(flags, first_slot, posts, ordering, op)
         self.symmetric_via = symmetric_via
         self.combine = _COMBINE[kind]
@@ -404,10 +404,12 @@ class CopyEngineReduceScatter(CopyEngineCollective):
     def scatter(self, chunks: list[torch.Tensor], received: list[torch.Tensor], slot: int):
         """Copy input chunk p into slot `me` of member p's `received`, for every other member
         p, then signal `slot`; chunk `me` is not read."""
+        assert self.symmetric_via is not None  # the verifier: a via where chunks are pushed into one
         return self.push_and_signal(self.symmetric_via, lambda peer: self.push_chunk(chunks, received, peer), slot)
 
     def push_chunk(self, chunks: list[torch.Tensor], received: list[torch.Tensor], peer: int) -> torch.Tensor:
         """Input chunk `peer` into slot `me` of member `peer`'s `received`; the chunk read."""
+        assert self.symmetric_via is not None  # the verifier: a via where chunks are pushed into one
         return _copy(peer_view(self.symmetric_via, received[self.position], peer), chunks[peer])
 
 
@@ -418,7 +420,8 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     `symmetric_via`); their reduced chunks arrive in the output itself where it is a view
     of a symmetric buffer (`output()`, the instance of this run: a program result's set
     changes from run to run), else in the second half of `via` (then twice the input),
-    from where they are copied into the output.
+    from where they are copied into the output. With `own` and a symmetric output on a team
+    of two, the one peer is the lead and there is no `via` (None).
 
     Posting sends the other members' chunks of the input (phase 1) and does not read this
     rank's own chunk, as a reduce-scatter's post. Waiting enqueues phase 2 on the
@@ -435,13 +438,13 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
 
     ALGORITHM = ALGORITHMS["hir.allreduce"]
 
-    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering, symmetric_via: SymmetricTensor,
-                 kind: ReduceKind, op: hir.CollectiveOp | None = None,
+    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
+                 symmetric_via: SymmetricTensor | None, kind: ReduceKind, op: hir.CollectiveOp | None = None,
                  output: Callable[[], SymmetricTensor] | None = None):
         super().__init__(flags, first_slot, posts, ordering, symmetric_via, kind, op)
         self.output = output
 
-    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor,
+    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor | None = None,
              own: tuple[torch.Tensor, torch.Tensor] | None = None) -> CopyEngineWork:
         """`own`: the operands of a matmul whose product is this rank's contribution,
         computed on the product stream onto the other members' chunks (input chunk `me` unread)."""
@@ -449,10 +452,13 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         size, me = self.flags.size, self.position
         chunks, outs = _chunks(inp, size), _chunks(out, size)
         if self.output is None:
+            assert via is not None and self.symmetric_via is not None  # the verifier: a via for the reduced chunks
             into = self.symmetric_via
             scattered, gathered = (_chunks(half, size) for half in via.view(2, -1).unbind(0))
         else:
-            into, scattered, gathered = self.output(), _chunks(via, size), outs
+            # No via (a team of two with `own`): the peer's chunk arrives in the output, as
+            # `parts` says below, and nothing is read from or pushed into `scattered`.
+            into, scattered, gathered = self.output(), _chunks(via, size) if via is not None else outs, outs
         parts = self.own_and_received(chunks, scattered)
         if own is not None and self.output is not None:
             parts[self.lead(me)] = outs[me]  # pushed there by the lead: the own GEMM adds onto it in place
@@ -488,7 +494,8 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
                 return _copy(peer_view(output, outs[peer], peer), chunks[peer])
             return self.push_chunk(chunks, scattered, peer)
 
-        return self.push_and_signal((self.symmetric_via, output), push, slot)
+        into = (output,) if self.symmetric_via is None else (self.symmetric_via, output)
+        return self.push_and_signal(into, push, slot)
 
     def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, into: SymmetricTensor,
                           gathered: list[torch.Tensor], slot: int, own: tuple[torch.Tensor, torch.Tensor] | None):
@@ -766,8 +773,9 @@ class CopyEngineProgram:
             collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via),
                                                  _reduction(op), op)
         else:
-            collective = CopyEngineAllreduce(flags, first, slots, self.ordering, self._symmetric(op, op.via),
-                                             _reduction(op), op, self._symmetric_output(op))
+            via = self._symmetric(op, op.via) if op.via is not None else None  # the verifier: none only where unused
+            collective = CopyEngineAllreduce(flags, first, slots, self.ordering, via, _reduction(op), op,
+                                             self._symmetric_output(op))
         self.collectives.append(collective)
         return collective
 

@@ -514,6 +514,25 @@ hir.program @p(%x: !fusion.tensor<f32[4], mesh=[0, 1]>) {
 }
 // -----
 // CHECK: // {{-----}}
+// With `own` too, on a team of two, the peer pushes its chunk into the output: no via buffer.
+hir.program @p(%x: !fusion.tensor<f32[8, 3], mesh=[0, 1]>, %a: !fusion.tensor<f32[4, 2], mesh=[0, 1]>, %b: !fusion.tensor<f32[2, 3], mesh=[0, 1]>) {
+  %out = hir.allocate symmetric : !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+  %via = hir.allocate symmetric : !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce with the copy-engine transport takes no `via` buffer on a team of two with `own` and a symmetric output (the peer's chunks land in the output)
+  %w = hir.allreduce %x -> %out via %via own(%a, %b : !fusion.tensor<f32[4, 2], mesh=[0, 1]>, !fusion.tensor<f32[2, 3], mesh=[0, 1]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3], mesh=[0, 1]> -> !fusion.tensor<f32[8, 3], mesh=[0, 1]>, !fusion.tensor<f32[8, 3], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
+// On a team of four, only the lead's chunk lands in the output; the others' need the via buffer.
+hir.program @p(%x: !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>, %a: !fusion.tensor<f32[2, 2], mesh=[0, 1, 2, 3]>, %b: !fusion.tensor<f32[2, 3], mesh=[0, 1, 2, 3]>) {
+  %out = hir.allocate symmetric : !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce with the copy-engine transport needs a `via` buffer
+  %w = hir.allreduce %x -> %out own(%a, %b : !fusion.tensor<f32[2, 2], mesh=[0, 1, 2, 3]>, !fusion.tensor<f32[2, 3], mesh=[0, 1, 2, 3]>) team [0, 1, 2, 3] op sum transport copy_engine : !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[3]>, %y: !fusion.tensor<f32[6]>) {
   // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op hir.allreduce cannot use the copy-engine transport: its input of 3 elements per member does not split into 2 equal chunks
   %w = hir.allreduce %x -> %x via %y team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[3]> -> !fusion.tensor<f32[3]>, !fusion.tensor<f32[6]>

@@ -203,7 +203,7 @@ hir.program @allgather_matmul(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:    hir.synchronize %user_stream
 // CHECK-NEXT:    %a_i = hir.alias_select %a[%c0] axis 0
 // CHECK:           fusion.matmul %a_i_p, %bb_i_p into %u_i_p
-// CHECK:         %w = hir.allreduce %u_i -> %c_i via %via_i own(%a_i_me, %bb_i_me : !{{.*}}) team [0, 1] op sum transport copy_engine
+// CHECK:         %w = hir.allreduce %u_i -> %c_i own(%a_i_me, %bb_i_me : !{{.*}}) team [0, 1] op sum transport copy_engine
 // CHECK-NEXT:    hir.set_current_stream %user_stream
 // CHECK-NEXT:    hir.synchronize %worker_1
 // CHECK-NEXT:    %second = arith.constant 1 : index
@@ -214,7 +214,7 @@ hir.program @allgather_matmul(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:      hir.set_current_stream %worker_2
 // CHECK-NEXT:      hir.synchronize %user_stream
 // CHECK:             fusion.matmul
-// CHECK:           %w_1 = hir.allreduce %u_i_1 -> %c_i_1 via %via_i_1 own(
+// CHECK:           %w_1 = hir.allreduce %u_i_1 -> %c_i_1 own(
 // CHECK-NEXT:      hir.set_current_stream %user_stream
 // CHECK-NEXT:      hir.synchronize %worker_2
 // CHECK-NEXT:      hir.set_current_stream %worker_2
@@ -241,14 +241,12 @@ hir.program @allgather_matmul(%a: !a, %b: !b) -> !c {
 !t2 = !fusion.tensor<f32[3 stream, r2, 2, 2, 3], mesh=[0, 1]>
 !t3 = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
 !t4 = !fusion.tensor<f32[3 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]>
-!t5 = !fusion.tensor<f32[3, 2 didx, 2, 2, 3], mesh=[0, 1]>
 !t6 = !fusion.tensor<f32[2 didx, 2, 2, 4], mesh=[0, 1]>
 !t7 = !fusion.tensor<f32[2 didx, b1, 4, 3], mesh=[0, 1]>
 !t8 = !fusion.tensor<f32[2 didx, 2, 2, 3, r4], mesh=[0, 1]>
 !t9 = !fusion.tensor<f32[2 didx, 2, 4], mesh=[0, 1]>
 !t10 = !fusion.tensor<f32[2 didx, 2, 3, r4], mesh=[0, 1]>
 !t11 = !fusion.tensor<f32[r2, 2, 2, 3], mesh=[0, 1]>
-!t12 = !fusion.tensor<f32[2 didx, 2, 2, 3], mesh=[0, 1]>
 hir.program @matmul_ar_own(%a: !t0, %b: !t1) -> !t2 {
   %me = hir.team_position team [0, 1]
   %bb = hir.post_on_stream @matmul_ar_unit0(%b) : (!t1) -> !t3
@@ -258,7 +256,6 @@ hir.program @matmul_ar_own(%a: !t0, %b: !t1) -> !t2 {
   %u = hir.allocate : !t4
   %c = hir.allocate symmetric : !t2
   %user_stream = hir.get_current_stream
-  %via = hir.allocate symmetric : !t5
   scf.for %i = %c0 to %extent step %c1 {
     %n = hir.number_of_streams
     %key = arith.remui %i, %n : index
@@ -286,17 +283,15 @@ hir.program @matmul_ar_own(%a: !t0, %b: !t1) -> !t2 {
       %1 = fusion.matmul %a_i_p, %bb_i_p into %u_i_p : !t9, !t1 -> !t10
     }
     %c_i = hir.alias_select %c[%i_1] axis 0 : !t2 -> !t11
-    %via_i = hir.alias_select %via[%i_1] axis 0 : !t5 -> !t12
     %a_i_me = hir.alias_select %a_i[%me] axis 1 : !t6 -> !t9
     %bb_i_me = hir.alias_select %bb_i[%me] axis 1 : !t7 -> !t1
-    %w = hir.allreduce %u_i -> %c_i via %via_i own(%a_i_me, %bb_i_me : !t9, !t1) team [0, 1] op sum transport copy_engine : !t8 -> !t11, !t12
+    %w = hir.allreduce %u_i -> %c_i own(%a_i_me, %bb_i_me : !t9, !t1) team [0, 1] op sum transport copy_engine : !t8 -> !t11
     hir.wait %w
     hir.set_current_stream %user_stream
     hir.synchronize %worker_1
   }
   hir.deallocate %bb : !t3
   hir.deallocate %u : !t4
-  hir.deallocate %via : !t5
   hir.return %c : !t2
 }
 fusion.func @matmul_ar_unit0(%b: !t1) -> !t3 {
