@@ -28,9 +28,7 @@ class CopyEngineAlgorithm:
     gathers_into_symmetric_output: bool = False
     """Its last phase pushes into the peers' outputs where the output is a view of a
     symmetric buffer, and into the last input's worth of `via` (then copied into the
-    output) where it is not. Then, with a product computed onto the received chunks
-    (`hir.allreduce ... own(...)`), each member's lead pushes its chunk straight into that
-    member's output: on a team of two the lead is the only peer, and `via` is not needed."""
+    output) where it is not."""
 
     def share_per_peer(self, input_size: float, team_size: int) -> float:
         """What one phase copies to each peer, of an input of `input_size` (elements or
@@ -49,11 +47,14 @@ class CopyEngineAlgorithm:
         """Size of the `via` buffer, in inputs per member (0: none), on a team of
         `team_size`, for an output that is a view of a symmetric buffer or not, and with the
         own part a product computed onto the received chunks or not."""
-        if not (symmetric_output and self.gathers_into_symmetric_output):
-            return self.via_inputs
-        # The reduced chunks land in the outputs; so does the lead's chunk where the own
-        # product adds onto it, and on a team of two the lead is the only peer.
-        return self.via_inputs - 1 - (onto_product and team_size == 2)
+        inputs = self.via_inputs
+        if symmetric_output and self.gathers_into_symmetric_output:
+            inputs -= 1  # the reduced chunks land in the outputs
+        if symmetric_output and onto_product and team_size == 2:
+            # Each member's lead pushes its chunk straight into that member's output, where
+            # the own product adds onto it; on a team of two the lead is the only peer.
+            inputs -= 1
+        return inputs
 
     def input_problem(self, input_elements: int, team_size: int) -> str | None:
         """Why it cannot take an input of this many elements per member (None if it can)."""

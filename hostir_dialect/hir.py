@@ -982,26 +982,16 @@ class AllgatherOp(CollectiveOp):
         return self.gathered_problem(output_numel, input_numel, "output")
 
 
-@op_definition
-class AllreduceOp(ReducingCollectiveOp):
-    """Every team member gets the reduction of all inputs.
+class OwnProductCollectiveOp(ReducingCollectiveOp):
+    """A reducing collective that may compute this member's contribution itself: `own`
+    holds the two operands of the matmul whose product replaces input chunk `me`, which
+    the collective then does not read; the product is computed onto the other members'
+    chunks (`addmm`, the reduction in the GEMM's epilogue; split-by-member's
+    `reduce-in-producer`)."""
 
-    Copy engine: a reduce-scatter then an all-gather of the reduced chunks. Posting copies
-    input chunk p into member p's `via`, for every other member p, and does not read input
-    chunk `me`. Waiting hands the rest to the communication stream, after the current
-    stream's work so far (which computed chunk `me`): it reduces chunk `me` with the
-    received ones into the output and sends it to every other member; the current stream
-    then waits for theirs. Where the output is a view of a symmetric buffer, the reduced
-    chunks land in the members' outputs and `via` is the input's size; otherwise they land
-    in a second half of `via` (twice the input) and are copied into the output.
-    """
-
-    name = "hir.allreduce"
     own = var_operand_def(TensorType)
     """None, or the two operands of a matmul whose product is this member's contribution in
-    place of input chunk `me` (`own (%a, %b)`), which the collective then does not read:
-    phase 2 computes it onto the reduction of the other members' chunks (`addmm`, the
-    reduction in the GEMM's epilogue; split-by-member's `reduce-in-producer`)."""
+    place of input chunk `me` (`own (%a, %b)`)."""
     assembly_format = (
         "$input `->` $output (`via` $via^)? (`own` `(` $own^ `:` type($own) `)`)? `team` $team (`root` $root^)? "
         "(`op` $reduction^)? "
@@ -1029,7 +1019,8 @@ class AllreduceOp(ReducingCollectiveOp):
         if len(self.own) != 2:
             raise VerifyException(f"`own` takes a matmul's two operands, got {len(self.own)}")
         if not self.uses_copy_engine or self.reduction is None or self.reduction.data != ReduceKind.SUM:
-            raise VerifyException("`own` needs the copy-engine transport and `op sum` (its product is added in phase 2)")
+            raise VerifyException("`own` needs the copy-engine transport and `op sum` (its product is added onto the "
+                                  "other members' chunks)")
         a, b, chunk = (tensor_type(v) for v in (*self.own, self.input))
         if a.element_type != chunk.element_type or b.element_type != chunk.element_type:
             raise VerifyException("the `own` operands and the input have different element types")
@@ -1049,13 +1040,34 @@ class AllreduceOp(ReducingCollectiveOp):
 
 
 @op_definition
-class ReduceScatterOp(ReducingCollectiveOp):
+class AllreduceOp(OwnProductCollectiveOp):
+    """Every team member gets the reduction of all inputs.
+
+    Copy engine: a reduce-scatter then an all-gather of the reduced chunks. Posting copies
+    input chunk p into member p's `via`, for every other member p, and does not read input
+    chunk `me`. Waiting hands the rest to the communication stream, after the current
+    stream's work so far (which computed chunk `me`): it reduces chunk `me` with the
+    received ones into the output and sends it to every other member; the current stream
+    then waits for theirs. Where the output is a view of a symmetric buffer, the reduced
+    chunks land in the members' outputs and `via` is the input's size; otherwise they land
+    in a second half of `via` (twice the input) and are copied into the output. With `own`,
+    phase 2 computes this member's product onto the other members' chunks.
+    """
+
+    name = "hir.allreduce"
+
+
+@op_definition
+class ReduceScatterOp(OwnProductCollectiveOp):
     """Reduce, then member i keeps chunk i (axis 0).
 
     Copy engine: posting copies input chunk p into slot `me` of member p's `via` (the
     input's size), for every other member p, and does not read input chunk `me`; waiting
     reduces input chunk `me` and the received slots into the output. So the own chunk may
-    be computed after the post, while the copies run.
+    be computed after the post, while the copies run. With `own`, waiting computes this
+    member's product onto the received chunks instead; where the output is a view of a
+    symmetric buffer, the member's lead pushes its chunk straight into it (on a team of
+    two, no `via`).
     """
 
     name = "hir.reduce_scatter"

@@ -40,7 +40,7 @@ constant bounds, can run on the copy engines. Its all-gather output buffer then 
 buffer, allocated before the loop with one slice per iteration. With
 `symmetric-allreduce-output` (on by default), an all-reduce's output becomes symmetric too where it is
 allocated once per run (the members push their reduced chunks into each other's outputs;
-`gathers_into_symmetric_output`). A team that spans nodes
+`symmetric_output`). A team that spans nodes
 (option `ranks-per-node`, by default torchrun's LOCAL_WORLD_SIZE; docs/multi_node.md)
 stays on NCCL: copy engines reach one node. `copy-engine` refuses, located, a collective
 that cannot; `auto` takes the copy engines where they can carry the collective and the
@@ -363,20 +363,24 @@ def _gathered_buffer_problem(op: Operation) -> str | None:
     return None
 
 
-def gathers_into_symmetric_output(buffer: SSAValue) -> SSAValue:
-    """The output of a copy-engine all-reduce becomes a view of a symmetric buffer, which
-    its members' reduced chunks are pushed into (no `via` half to copy them from), where
+def symmetric_output(buffer: SSAValue) -> SSAValue:
+    """The output of a copy-engine collective whose peers push into it (an all-reduce's
+    reduced chunks, with no `via` half to copy them from; a lead's chunk that a
+    reduce-scatter's own product adds onto) becomes a view of a symmetric buffer, where
     that buffer is allocated once per run: outside loops (one allocated in a loop, a
     bounded intermediate, keeps its bound). A buffer the program returns is then a result
     its peers write into, whose instance each run is agreed among them
     (runtime/result_sets.py); that needs the buffer returned as itself, not as a view or
     through an op written into it. Returns what now holds `buffer`'s value."""
+    return make_symmetric(buffer) if can_be_symmetric_output(buffer) else buffer
+
+
+def can_be_symmetric_output(buffer: SSAValue) -> bool:
+    """Can `symmetric_output` make `buffer` a view of a symmetric buffer?"""
     root = hir.view_root(buffer)
     allocate = root.owner
-    if (not isinstance(allocate, hir.AllocateOp) or enclosing_loops(allocate) or allocate.extents
-            or any(value is not root for value in _returned_aliases(root))):
-        return buffer
-    return make_symmetric(buffer)
+    return (isinstance(allocate, hir.AllocateOp) and not enclosing_loops(allocate) and not allocate.extents
+            and all(value is root for value in _returned_aliases(root)))
 
 
 def copy_engine_via(op: Operation, kind: type[hir.CollectiveOp], output: SSAValue, rewriter: PatternRewriter) -> SSAValue:
@@ -514,7 +518,7 @@ class ConvertToCollectives(RewritePattern):
                 if c.kind is hir.AllreduceOp and self.symmetric_allreduce_output:
                     rewriter.insert(new_ops, InsertPoint.before(op))
                     new_ops = []
-                    buffer = gathers_into_symmetric_output(buffer)
+                    buffer = symmetric_output(buffer)
                 via = copy_engine_via(op, c.kind, buffer, rewriter)
             collective = located_like(c.kind(
                 op.input, buffer, c.team, root=c.root, reduction=reduction, transport=plan.transport, via=via,
@@ -547,7 +551,7 @@ class ConvertOpToCommunication(ModulePass):
     symmetric_allreduce_output: bool = True
     """A copy-engine all-reduce's output becomes symmetric where it is allocated once per
     run, and its members push their reduced chunks into each other's outputs; a returned
-    one is a result set (`gathers_into_symmetric_output`). On by default: it saves the
+    one is a result set (`symmetric_output`). On by default: it saves the
     copy out of the `via` buffer (docs/copy_engine.md, measured there)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

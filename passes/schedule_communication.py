@@ -238,7 +238,7 @@ def _accesses(op: Operation, roots: dict[SSAValue, frozenset[SSAValue]]) -> tupl
 def _only_read(op: Operation, operand: SSAValue) -> bool:
     """Is `operand` one that `op`, a collective, reads and never writes (an all-reduce's
     `own` matmul operands, read from its post to its wait)?"""
-    return isinstance(op, hir.AllreduceOp) and operand in op.own
+    return isinstance(op, hir.OwnProductCollectiveOp) and operand in op.own
 
 
 def _waits_whole(op: Operation) -> bool:

@@ -79,6 +79,7 @@ from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .chunking import SELECTED, ChunkForm, Narrowed, narrowed_operand_axes, operand_axis
+from .convert_op_to_communication import can_be_symmetric_output, symmetric_output
 from .stream_loops import enclosing_loops, trip_count
 
 
@@ -323,7 +324,7 @@ def _insert_part(split: MemberSplit, position: SSAValue, anchor: Operation, sour
 def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp, reduce_in_producer: bool = False) -> bool:
     """Other members' chunks, the post, then the own chunk (see the module docstring):
     the copy-engine post of a reduce-scatter or all-reduce reads only the other members'
-    chunks of its input. With `reduce_in_producer`, an all-reduce computes the own chunk
+    chunks of its input. With `reduce_in_producer`, the collective computes the own chunk
     of a matmul itself (`own_product`)."""
     wait, partial = _sole_wait(collective), collective.input
     parts = member_parts(tensor_type(partial), collective.team_size, any_blocks=isinstance(collective, hir.AllreduceOp))
@@ -337,14 +338,13 @@ def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp, re
     split = split.allocated()
     member_loop(collective, producer, 1, split.emit)
     me = team_position(collective)
-    if not (reduce_in_producer and isinstance(collective, hir.AllreduceOp) and beside_later_chunks(collective)
-            and own_product(collective, split, me)):
+    if not (reduce_in_producer and beside_later_chunks(collective) and own_product(collective, split, me)):
         _insert_part(split, me, wait)
     _retire(split)
     return True
 
 
-def beside_later_chunks(collective: hir.AllreduceOp) -> bool:
+def beside_later_chunks(collective: hir.OwnProductCollectiveOp) -> bool:
     """Is `collective` in a loop of more than one iteration (a stream pipeline's), whose
     later chunks compute while its own part's GEMM waits for the peers' parts? Where none
     would (a whole run, one chunk), that GEMM would wait with the SMs idle for the peers'
@@ -356,15 +356,23 @@ def beside_later_chunks(collective: hir.AllreduceOp) -> bool:
     return bool(loops) and trip_count(loops[0]) != 1
 
 
-def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -> bool:
-    """Give the all-reduce the operands of its producer's own part, a matmul by one
+def own_product(collective: hir.OwnProductCollectiveOp, split: MemberSplit, me: SSAValue) -> bool:
+    """Give the collective the operands of its producer's own part, a matmul by one
     matrix without epilogue whose part is rows in order (`own (%a_me, %b)`), in place of
-    computing that part: the all-reduce's second phase multiplies them onto the other
-    members' parts (the GEMM adds them, beta = 1), so no add kernel runs and the own part's
-    GEMM runs once the peers' parts are in, while the next chunks' other parts compute."""
+    computing that part: the all-reduce's second phase, or the reduce-scatter's wait,
+    multiplies them onto the other members' parts (the GEMM adds them, beta = 1), so no
+    add kernel runs and the own part's GEMM runs once the peers' parts are in, while the
+    next chunks' other parts compute. A reduce-scatter needs its output made symmetric for
+    it (`symmetric_output`), so that the lead's part lands where the GEMM adds onto it:
+    with the part in `via`, torch would copy it into the output first, which costs most
+    of what the add did."""
     matmul = split.op
     if not isinstance(matmul, fusion.MatmulOp) or matmul.epilogue is not None or matmul.a not in split.parted \
             or not _whole_in_every_part(split, matmul.b) or tensor_type(split.destination).value_allocation_order() is not None:
+        return False
+    scatters = isinstance(collective, hir.ReduceScatterOp)
+    symmetric = hir.views_symmetric_buffer(collective.output) or (scatters and can_be_symmetric_output(collective.output))
+    if scatters and not symmetric:
         return False
     views = [located_like(split.form.view(v, me, split.parted[v]), matmul) for v in (matmul.a, matmul.b) if v in split.parted]
     for view in views:
@@ -372,10 +380,10 @@ def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -
     parts = iter(views)
     own = [next(parts).result if v in split.parted else v for v in (matmul.a, matmul.b)]
     assert collective.reduction is not None and collective.via is not None  # a verified copy-engine all-reduce
-    via = collective.via if _via_needed_onto_product(collective) else None
-    fused = located_like(hir.AllreduceOp(collective.input, collective.output, collective.teams,
-                                         reduction=collective.reduction.data, transport=collective.transport.data,
-                                         via=via, own=own), collective)
+    via = collective.via if _via_needed_onto_product(collective, symmetric) else None
+    fused = located_like(type(collective)(collective.input, collective.output, collective.teams,
+                                          reduction=collective.reduction.data, transport=collective.transport.data,
+                                          via=via, own=own), collective)
     Rewriter.insert_op(views, InsertPoint.before(collective))
     try:
         fused.verify_own()
@@ -384,6 +392,8 @@ def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -
         for view in reversed(views):
             Rewriter.erase_op(view)
         return False
+    if scatters:
+        symmetric_output(collective.output)
     fused.work.name_hint = collective.work.name_hint
     unused_via = collective.via if via is None else None
     Rewriter.replace_op(collective, fused)
@@ -392,15 +402,14 @@ def own_product(collective: hir.AllreduceOp, split: MemberSplit, me: SSAValue) -
     return True
 
 
-def _via_needed_onto_product(collective: hir.AllreduceOp) -> bool:
+def _via_needed_onto_product(collective: hir.OwnProductCollectiveOp, symmetric_output: bool) -> bool:
     """Does `collective` still need its `via` buffer once its own part is a product
-    computed onto the received chunks? Not on a team of two with a symmetric output, where
-    the one peer pushes its chunk into the output (a symmetric buffer no one else needs,
-    and one handshake fewer with the peer per run)."""
+    computed onto the received chunks, into a symmetric output or not? Not on a team of
+    two with a symmetric output, where the one peer pushes its chunk into the output (a
+    symmetric buffer no one else needs, and one handshake fewer with the peer per run)."""
     algorithm = copy_engine_algorithm(collective.name)
-    assert algorithm is not None  # a copy-engine all-reduce
-    return algorithm.via_inputs_needed(collective.team_size, hir.views_symmetric_buffer(collective.output),
-                                       onto_product=True) > 0
+    assert algorithm is not None  # a copy-engine all-reduce or reduce-scatter
+    return algorithm.via_inputs_needed(collective.team_size, symmetric_output, onto_product=True) > 0
 
 
 def _erase_unused_view(view: SSAValue) -> None:
@@ -443,8 +452,9 @@ class SplitByMember(ModulePass):
     name = "split-by-member"
 
     reduce_in_producer: bool = True
-    """A copy-engine all-reduce of a matmul's product computes this member's part itself
-    (`own_product`), onto the others' parts. On by default (measured in docs/copy_engine.md)."""
+    """A copy-engine all-reduce or reduce-scatter of a matmul's product computes this
+    member's part itself (`own_product`), onto the others' parts. On by default (measured
+    in docs/copy_engine.md)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in programs(op):

@@ -368,27 +368,51 @@ class CopyEngineAllgather(CopyEngineCollective):
 
 class CopyEngineReduceScatter(CopyEngineCollective):
     """out = the reduction over the team of every member's input chunk `me`; the other
-    members' chunks arrive in `via` (a view of `symmetric_via`, the input's shape)."""
+    members' chunks arrive in `via` (a view of `symmetric_via`, the input's shape).
+
+    With `own` (a matmul's operands, `hir.reduce_scatter ... own(...)`), the wait computes
+    this rank's part onto the other members' chunks instead of reducing input chunk `me`
+    (unread); with a symmetric output too (`output()`, this run's instance), the member's
+    lead (the member after it, whose push reaches it first) pushes its chunk straight into
+    the output, where the GEMM adds onto it in place: on a team of two nothing lands in
+    `via`, and there is none (None)."""
 
     ALGORITHM = ALGORITHMS["hir.reduce_scatter"]
 
     def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
-                 symmetric_via: SymmetricTensor | None, kind: ReduceKind, op: hir.CollectiveOp | None = None):
+                 symmetric_via: SymmetricTensor | None, kind: ReduceKind, op: hir.CollectiveOp | None = None,
+                 output: Callable[[], SymmetricTensor] | None = None):
         super().__init__(flags, first_slot, posts, ordering, op)
         self.symmetric_via = symmetric_via
         self.combine = _COMBINE[kind]
+        self.output = output
 
-    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor) -> CopyEngineWork:
-        """`inp`, `out`, `via`: the flat buffers (views of dense memory)."""
+    def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor | None = None,
+             own: tuple[torch.Tensor, torch.Tensor] | None = None) -> CopyEngineWork:
+        """`inp`, `out`, `via`: the flat buffers (views of dense memory); `own`: the operands
+        of a matmul whose product is this rank's contribution (input chunk `me` unread)."""
         slot = self.next_slot()
-        chunks, received = _chunks(inp, self.flags.size), _chunks(via, self.flags.size)
-        sent = self.scatter(chunks, received, slot)
+        me = self.position
+        chunks = _chunks(inp, self.flags.size)
+        # No via (a team of two with `own`): the peer's chunk arrives in the output, as
+        # `parts` says below, and nothing is read from or pushed into `received`.
+        received = _chunks(via, self.flags.size) if via is not None else [out] * self.flags.size
+        parts = self.own_and_received(chunks, received)
+        if own is not None and self.output is not None:
+            output = self.output()
+            parts[self.lead(me)] = out  # pushed there by the lead: the own GEMM adds onto it in place
+            sent = self.scatter_onto_outputs(chunks, received, lambda peer: peer_view(output, out, peer), output, slot)
+        else:
+            sent = self.scatter(chunks, received, slot)
 
         def complete() -> None:
             for peer in self.sources:
-                self.receive(peer, slot, received[peer])
+                self.receive(peer, slot, parts[peer])
             self.ordering.join(sent)
-            self.reduce_into(out, self.own_and_received(chunks, received))
+            if own is None:
+                self.reduce_into(out, parts)
+            else:
+                self.reduce_onto_product(out, [parts[p] for p in self.sources], own)
 
         return CopyEngineWork(complete)
 
@@ -412,6 +436,41 @@ class CopyEngineReduceScatter(CopyEngineCollective):
         assert self.symmetric_via is not None  # the verifier: a via where chunks are pushed into one
         return _copy(peer_view(self.symmetric_via, received[self.position], peer), chunks[peer])
 
+    def lead(self, position: int) -> int:
+        """The lead of the member at `position`: the member whose push reaches it first
+        (the first of its `sources`)."""
+        return (position + 1) % self.flags.size
+
+    def scatter_onto_outputs(self, chunks: list[torch.Tensor], received: list[torch.Tensor],
+                             lead_target: Callable[[int], torch.Tensor], output: SymmetricTensor, slot: int):
+        """`scatter`, but chunk p goes into `lead_target(p)`, a view of member p's instance of
+        `output`, where this rank is member p's lead: the part p's own GEMM adds onto in place."""
+        me = self.position
+
+        def push(peer: int) -> torch.Tensor:
+            if self.lead(peer) == me:
+                return _copy(lead_target(peer), chunks[peer])
+            return self.push_chunk(chunks, received, peer)
+
+        into = (output,) if self.symmetric_via is None else (self.symmetric_via, output)
+        return self.push_and_signal(into, push, slot)
+
+    def reduce_onto_product(self, out: torch.Tensor, received: list[torch.Tensor], own: tuple[torch.Tensor, torch.Tensor],
+                            stream=None) -> None:
+        """out = a @ b + the sum of `received`, the first one added by the GEMM itself
+        (beta = 1: the reduction in its epilogue), in place where it is `out` itself (else
+        torch copies it into `out` first). `out` and `received` are flat chunks holding the
+        product's rows in order; b is one K x N matrix."""
+        a, b = own
+        k, n = b.shape[-2:]
+        if received[0] is out:
+            out.view(-1, n).addmm_(a.reshape(-1, k), b.reshape(k, n))
+        else:
+            torch.addmm(received[0].view(-1, n), a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
+        for part in received[1:]:
+            out.add_(part)
+        self.ordering.touch(self.op, reads=[*received, a, b], writes=[out], stream=stream)
+
 
 class CopyEngineAllreduce(CopyEngineReduceScatter):
     """out = the reduction over the team of every member's input, as a reduce-scatter and
@@ -431,18 +490,11 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
     member's output (or `via`); the waiting stream then waits for the other members'
     reduced chunks. With `own` (a matmul's operands, `hir.allreduce ... own(...)`), phase 2
     computes this rank's part instead, onto the other members' chunks, on a stream of its
-    own (`Ordering.fork_product`); with a symmetric output too, each member's lead (the
-    member after it, whose push reaches it first) pushes its chunk straight into that
-    member's output, where the GEMM adds onto it in place (no copy of it into the output
-    first)."""
+    own (`Ordering.fork_product`); with a symmetric output too, each member's lead pushes
+    its chunk straight into that member's output, where the GEMM adds onto it in place (no
+    copy of it into the output first)."""
 
     ALGORITHM = ALGORITHMS["hir.allreduce"]
-
-    def __init__(self, flags: Flags, first_slot: int, posts: int, ordering: Ordering,
-                 symmetric_via: SymmetricTensor | None, kind: ReduceKind, op: hir.CollectiveOp | None = None,
-                 output: Callable[[], SymmetricTensor] | None = None):
-        super().__init__(flags, first_slot, posts, ordering, symmetric_via, kind, op)
-        self.output = output
 
     def post(self, inp: torch.Tensor, out: torch.Tensor, via: torch.Tensor | None = None,
              own: tuple[torch.Tensor, torch.Tensor] | None = None) -> CopyEngineWork:
@@ -462,7 +514,9 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         parts = self.own_and_received(chunks, scattered)
         if own is not None and self.output is not None:
             parts[self.lead(me)] = outs[me]  # pushed there by the lead: the own GEMM adds onto it in place
-            scattered_sent = self.scatter_onto_outputs(chunks, scattered, outs, into, slot)
+            output = into
+            scattered_sent = self.scatter_onto_outputs(chunks, scattered, lambda peer: peer_view(output, outs[peer], peer),
+                                                       output, slot)
         else:
             scattered_sent = self.scatter(chunks, scattered, slot)
 
@@ -477,25 +531,6 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
             self.ordering.join(gathered_sent)
 
         return CopyEngineWork(complete)
-
-    def lead(self, position: int) -> int:
-        """The lead of the member at `position`: the member whose push reaches it first
-        (the first of its `sources`)."""
-        return (position + 1) % self.flags.size
-
-    def scatter_onto_outputs(self, chunks: list[torch.Tensor], scattered: list[torch.Tensor], outs: list[torch.Tensor],
-                             output: SymmetricTensor, slot: int):
-        """`scatter`, but chunk p goes into chunk p of member p's output (a view of `output`)
-        where this rank is member p's lead: the part p's own GEMM adds onto in place."""
-        me = self.position
-
-        def push(peer: int) -> torch.Tensor:
-            if self.lead(peer) == me:
-                return _copy(peer_view(output, outs[peer], peer), chunks[peer])
-            return self.push_chunk(chunks, scattered, peer)
-
-        into = (output,) if self.symmetric_via is None else (self.symmetric_via, output)
-        return self.push_and_signal(into, push, slot)
 
     def reduce_and_gather(self, parts: list[torch.Tensor], reduced: torch.Tensor, into: SymmetricTensor,
                           gathered: list[torch.Tensor], slot: int, own: tuple[torch.Tensor, torch.Tensor] | None):
@@ -526,22 +561,6 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
             self.reduce_onto_product(reduced, [parts[p] for p in self.sources], own, product)
         computed = ordering.mark((self.flags.team, slot, "product"), product)
         return self.push_and_signal(into, push, slot + 1, phase=2, after=computed)
-
-    def reduce_onto_product(self, out: torch.Tensor, received: list[torch.Tensor], own: tuple[torch.Tensor, torch.Tensor],
-                            stream=None) -> None:
-        """out = a @ b + the sum of `received`, the first one added by the GEMM itself
-        (beta = 1: the reduction in its epilogue), in place where it is `out` itself (else
-        torch copies it into `out` first). `out` and `received` are flat chunks holding the
-        product's rows in order; b is one K x N matrix."""
-        a, b = own
-        k, n = b.shape[-2:]
-        if received[0] is out:
-            out.view(-1, n).addmm_(a.reshape(-1, k), b.reshape(k, n))
-        else:
-            torch.addmm(received[0].view(-1, n), a.reshape(-1, k), b.reshape(k, n), out=out.view(-1, n))
-        for part in received[1:]:
-            out.add_(part)
-        self.ordering.touch(self.op, reads=[*received, a, b], writes=[out], stream=stream)
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
@@ -769,13 +788,10 @@ class CopyEngineProgram:
             collective: CopyEngineCollective = CopyEngineAllgather(flags, first, slots, self.ordering,
                                                                    self._symmetric(op, op.output), op,
                                                                    fills_own_slot=op.fills_own_slot)
-        elif isinstance(op, hir.ReduceScatterOp):
-            collective = CopyEngineReduceScatter(flags, first, slots, self.ordering, self._symmetric(op, op.via),
-                                                 _reduction(op), op)
         else:
+            kind = CopyEngineReduceScatter if isinstance(op, hir.ReduceScatterOp) else CopyEngineAllreduce
             via = self._symmetric(op, op.via) if op.via is not None else None  # the verifier: none only where unused
-            collective = CopyEngineAllreduce(flags, first, slots, self.ordering, via, _reduction(op), op,
-                                             self._symmetric_output(op))
+            collective = kind(flags, first, slots, self.ordering, via, _reduction(op), op, self._symmetric_output(op))
         self.collectives.append(collective)
         return collective
 

@@ -524,6 +524,15 @@ hir.program @p(%x: !fusion.tensor<f32[8, 3], mesh=[0, 1]>, %a: !fusion.tensor<f3
 }
 // -----
 // CHECK: // {{-----}}
+// A reduce-scatter's `own` product: a chunk's worth of elements, the copy engines, a sum.
+hir.program @p(%x: !fusion.tensor<f32[8, 3], mesh=[0, 1]>, %a: !fusion.tensor<f32[2, 2], mesh=[0, 1]>, %b: !fusion.tensor<f32[2, 3], mesh=[0, 1]>) {
+  %out = hir.allocate symmetric : !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.reduce_scatter' op `own`'s product has 6 elements per member, but a chunk of the input has 12
+  %w = hir.reduce_scatter %x -> %out own(%a, %b : !fusion.tensor<f32[2, 2], mesh=[0, 1]>, !fusion.tensor<f32[2, 3], mesh=[0, 1]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+  hir.return
+}
+// -----
+// CHECK: // {{-----}}
 // On a team of four, only the lead's chunk lands in the output; the others' need the via buffer.
 hir.program @p(%x: !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>, %a: !fusion.tensor<f32[2, 2], mesh=[0, 1, 2, 3]>, %b: !fusion.tensor<f32[2, 3], mesh=[0, 1, 2, 3]>) {
   %out = hir.allocate symmetric : !fusion.tensor<f32[8, 3], mesh=[0, 1, 2, 3]>
@@ -667,7 +676,7 @@ hir.program @p(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[4, 2]>, %v:
 // -----
 // CHECK: // {{-----}}
 hir.program @p(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.tensor<f32[4, 2]>, %b: !fusion.tensor<f32[2, 3]>) {
-  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own` needs the copy-engine transport and `op sum` (its product is added in phase 2)
+  // CHECK-NEXT: {{.*}}hir_invalid.mlir:[[# @LINE + 1]]:3: error: 'hir.allreduce' op `own` needs the copy-engine transport and `op sum` (its product is added onto the other members' chunks)
   %w = hir.allreduce %x -> %x own(%a, %b : !fusion.tensor<f32[4, 2]>, !fusion.tensor<f32[2, 3]>) team [0, 1] op sum : !fusion.tensor<f32[8, 3]> -> !fusion.tensor<f32[8, 3]>
   hir.return
 }

@@ -280,6 +280,16 @@ hir.program @allreduce_own_product(%x: !fusion.tensor<f32[8, 3]>, %a: !fusion.te
   hir.return
 }
 
+// A copy-engine reduce-scatter computes its own part onto the peer's the same way.
+// CHECK-LABEL: hir.program @reduce_scatter_own_product(
+hir.program @reduce_scatter_own_product(%x: !fusion.tensor<f32[8, 3], mesh=[0, 1]>, %a: !fusion.tensor<f32[4, 2], mesh=[0, 1]>, %b: !fusion.tensor<f32[2, 3], mesh=[0, 1]>) {
+  %out = hir.allocate symmetric : !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+  // CHECK: %w = hir.reduce_scatter %x -> %out own(%a, %b : !fusion.tensor<f32[4, 2], mesh=[0, 1]>, !fusion.tensor<f32[2, 3], mesh=[0, 1]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+  %w = hir.reduce_scatter %x -> %out own(%a, %b : !fusion.tensor<f32[4, 2], mesh=[0, 1]>, !fusion.tensor<f32[2, 3], mesh=[0, 1]>) team [0, 1] op sum transport copy_engine : !fusion.tensor<f32[8, 3], mesh=[0, 1]> -> !fusion.tensor<f32[4, 3], mesh=[0, 1]>
+  hir.wait %w
+  hir.return
+}
+
 // With a symmetric output on a team of two, the peer pushes its chunk into the output,
 // where the own product adds onto it: no via buffer.
 // CHECK-LABEL: hir.program @allreduce_own_product_into_symmetric_output(

@@ -113,3 +113,44 @@ fusion.func @ag_matmul(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:      hir.synchronize %[[WORKER]]
 // CHECK-NEXT:    }
 // CHECK-NEXT:    hir.deallocate %[[G]]
+
+// -----
+
+// matmul+RS: the peer's block first, the post. With reduce-in-producer off (CHECK) the
+// own block is computed while the peer's travels and the wait adds the two (the peer's
+// in `via`). By default (SYM) the reduce-scatter computes the own block itself when it is
+// waited, onto the peer's block, which the peer pushed into the output, made symmetric
+// for it: on a team of two no `via`.
+!a = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
+!b = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
+!bb = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
+!u = !fusion.tensor<f32[2 stream, 2 didx, 2, 2, 3, r4], mesh=[0, 1]>
+!c = !fusion.tensor<f32[2 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+fusion.func @matmul_rs(%a: !a, %b: !b) -> !c {
+  %bb = fusion.broadcast %b dims [0, 2] : !b -> !bb
+  %u = fusion.matmul %a, %bb : !a, !bb -> !u
+  %c = fusion.reduce sum %u dims [1] : !u -> !c
+  fusion.return %c : !c
+}
+// CHECK-LABEL: hir.program @matmul_rs(
+// CHECK:         %c = hir.allocate : !fusion.tensor<f32[2 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+// CHECK:         %via = hir.allocate symmetric : !fusion.tensor<f32[2, 2 didx, 2, 2, 3], mesh=[0, 1]>
+// CHECK:           scf.for %s
+// CHECK:             fusion.matmul %a_i_p, %bb_i_p into %u_i_p
+// CHECK:           %w = hir.reduce_scatter %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine
+// CHECK-NEXT:      %a_i_p_1 = hir.alias_select %a_i[%me] axis 1
+// CHECK-NEXT:      %bb_i_p_1 = hir.alias_select %bb_i[%me] axis 1
+// CHECK-NEXT:      %u_i_p_1 = hir.alias_select %u_i[%me] axis 1
+// CHECK-NEXT:      fusion.matmul %a_i_p_1, %bb_i_p_1 into %u_i_p_1
+// CHECK-NEXT:      hir.wait %w
+// SYM-LABEL: hir.program @matmul_rs(
+// SYM:         %c = hir.allocate symmetric : !fusion.tensor<f32[2 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+// SYM-NOT:     %via
+// SYM:             fusion.matmul %a_i_p, %bb_i_p into %u_i_p
+// SYM-NEXT:      }
+// SYM-NEXT:      %c_i = hir.alias_select %c[%i_1] axis 0
+// SYM-NEXT:      %a_i_me = hir.alias_select %a_i[%me] axis 1
+// SYM-NEXT:      %bb_i_me = hir.alias_select %bb_i[%me] axis 1
+// SYM-NEXT:      %w = hir.reduce_scatter %u_i -> %c_i own(%a_i_me, %bb_i_me : {{.*}}) team [0, 1] op sum transport copy_engine
+// SYM-NEXT:      hir.wait %w
+// SYM:         hir.return %c

@@ -55,7 +55,7 @@ def copy_engine_collective(c: FunctionCompiler, op: hir.CollectiveOp) -> None:
     flat = c.bind(flatten_in_allocation_order, "flat")
     buffers = [f"{flat}({c.name(v)}, {tensor_type(v).value_allocation_order()!r}, {what!r})"
                for v, what in ((op.input, "input"), (op.output, "output"), (op.via, "via")) if v is not None]
-    if isinstance(op, hir.AllreduceOp) and op.own:
+    if isinstance(op, hir.OwnProductCollectiveOp) and op.own:
         buffers.append(f"own=({c.names_of(op.own)})")
     c.emit(f"{c.name(op.work)} = {c.bind(post, 'post')}({', '.join(buffers)})")
 
