@@ -49,12 +49,18 @@ its parts. Anything else is left as it is: the split is an optimization, never n
 a correct result.
 
 With `reduce-in-producer` (on by default), an all-reduce whose producer is a matmul by one
-matrix takes the own part's operands instead of the own part being computed (`own_product`),
-where it is in a loop of more than one iteration, whose later chunks compute meanwhile
-(`beside_later_chunks`):
+matrix takes the own part's operands instead of the own part being computed
+(`own_product`), where it is in a loop of more than one iteration, whose later chunks
+compute meanwhile (`beside_later_chunks`). With `reduce-scatter-in-producer` (off by
+default: measured faster on some pipelines and slower on others, docs/copy_engine.md), a
+reduce-scatter does the same where its output can be made symmetric, so that the lead's
+part lands in it (on a team of two, no `via` is left):
 
       %w = hir.allreduce %ub -> %c via %r own(%a[me], %b) ...
       hir.wait %w                       (phase 2: %c[me] = %a[me] @ %b + the others' parts)
+
+      %w = hir.reduce_scatter %ub -> %c own(%a[me], %b) ...     (%c symmetric)
+      hir.wait %w                       (%c = %a[me] @ %b + the others' parts)
 """
 
 from __future__ import annotations
@@ -321,11 +327,11 @@ def _insert_part(split: MemberSplit, position: SSAValue, anchor: Operation, sour
         Rewriter.insert_op(op, InsertPoint.before(anchor))
 
 
-def split_scatter_producer(collective: hir.ReduceScatterOp | hir.AllreduceOp, reduce_in_producer: bool = False) -> bool:
+def split_scatter_producer(collective: hir.OwnProductCollectiveOp, reduce_in_producer: bool = False) -> bool:
     """Other members' chunks, the post, then the own chunk (see the module docstring):
     the copy-engine post of a reduce-scatter or all-reduce reads only the other members'
     chunks of its input. With `reduce_in_producer`, the collective computes the own chunk
-    of a matmul itself (`own_product`)."""
+    of a matmul itself (`own_product`) where it can."""
     wait, partial = _sole_wait(collective), collective.input
     parts = member_parts(tensor_type(partial), collective.team_size, any_blocks=isinstance(collective, hir.AllreduceOp))
     producer = _writer_before(collective, partial)
@@ -379,7 +385,7 @@ def own_product(collective: hir.OwnProductCollectiveOp, split: MemberSplit, me: 
         view.result.name_hint = f"{view.input.name_hint}_me" if view.input.name_hint else None
     parts = iter(views)
     own = [next(parts).result if v in split.parted else v for v in (matmul.a, matmul.b)]
-    assert collective.reduction is not None and collective.via is not None  # a verified copy-engine all-reduce
+    assert collective.reduction is not None and collective.via is not None  # a verified copy-engine reduction
     via = collective.via if _via_needed_onto_product(collective, symmetric) else None
     fused = located_like(type(collective)(collective.input, collective.output, collective.teams,
                                           reduction=collective.reduction.data, transport=collective.transport.data,
@@ -402,14 +408,14 @@ def own_product(collective: hir.OwnProductCollectiveOp, split: MemberSplit, me: 
     return True
 
 
-def _via_needed_onto_product(collective: hir.OwnProductCollectiveOp, symmetric_output: bool) -> bool:
+def _via_needed_onto_product(collective: hir.OwnProductCollectiveOp, into_symmetric: bool) -> bool:
     """Does `collective` still need its `via` buffer once its own part is a product
     computed onto the received chunks, into a symmetric output or not? Not on a team of
     two with a symmetric output, where the one peer pushes its chunk into the output (a
     symmetric buffer no one else needs, and one handshake fewer with the peer per run)."""
     algorithm = copy_engine_algorithm(collective.name)
     assert algorithm is not None  # a copy-engine all-reduce or reduce-scatter
-    return algorithm.via_inputs_needed(collective.team_size, symmetric_output, onto_product=True) > 0
+    return algorithm.via_inputs_needed(collective.team_size, into_symmetric, onto_product=True) > 0
 
 
 def _erase_unused_view(view: SSAValue) -> None:
@@ -452,9 +458,14 @@ class SplitByMember(ModulePass):
     name = "split-by-member"
 
     reduce_in_producer: bool = True
-    """A copy-engine all-reduce or reduce-scatter of a matmul's product computes this
-    member's part itself (`own_product`), onto the others' parts. On by default (measured
-    in docs/copy_engine.md)."""
+    """A copy-engine all-reduce of a matmul's product computes this member's part itself
+    (`own_product`), onto the others' parts. On by default (measured in docs/copy_engine.md)."""
+
+    reduce_scatter_in_producer: bool = False
+    """The same for a copy-engine reduce-scatter, whose output becomes symmetric for it. Off
+    by default: on 2x H200 it made the attention projections and matmul+RS on the two larger
+    shapes faster, and the small MLP block and matmul+RS on the small shape slower
+    (docs/copy_engine.md, "Next", item 5)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in programs(op):
@@ -462,5 +473,6 @@ class SplitByMember(ModulePass):
                 if isinstance(collective, hir.AllgatherOp):
                     split_allgather_consumer(collective)
                 else:
-                    assert isinstance(collective, (hir.ReduceScatterOp, hir.AllreduceOp))  # verified: no other kind uses copy engines
-                    split_scatter_producer(collective, self.reduce_in_producer)
+                    assert isinstance(collective, hir.OwnProductCollectiveOp)  # verified: no other kind uses copy engines
+                    scatters = isinstance(collective, hir.ReduceScatterOp)
+                    split_scatter_producer(collective, self.reduce_scatter_in_producer if scatters else self.reduce_in_producer)

@@ -1,5 +1,6 @@
 // RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine symmetric-allreduce-output=false reduce-in-producer=false}' | filecheck %s
 // RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine}' | filecheck %s --check-prefix=SYM
+// RUN: hostir-opt %s --split-input-file -p 'hostir-lower{transport=copy-engine reduce-scatter-in-producer=true}' | filecheck %s --check-prefix=RSP
 
 // The stream pipelines on the copy engines, lowered whole (docs/copy_engine.md): what each
 // iteration of the loop computes, posts and waits for, in order.
@@ -116,11 +117,12 @@ fusion.func @ag_matmul(%a: !a, %b: !b) -> !c {
 
 // -----
 
-// matmul+RS: the peer's block first, the post. With reduce-in-producer off (CHECK) the
-// own block is computed while the peer's travels and the wait adds the two (the peer's
-// in `via`). By default (SYM) the reduce-scatter computes the own block itself when it is
-// waited, onto the peer's block, which the peer pushed into the output, made symmetric
-// for it: on a team of two no `via`.
+// matmul+RS: the peer's block first, the post, the own block while the peer's travels,
+// then the wait, which adds the two (the peer's in `via`): with both all-reduce options
+// off (CHECK) and by default (SYM). With `reduce-scatter-in-producer` (RSP, off by default)
+// the reduce-scatter computes the own block itself when it is waited, onto the peer's
+// block, which the peer pushed into the output, made symmetric for it: on a team of two
+// no `via`.
 !a = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
 !b = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
 !bb = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
@@ -144,13 +146,17 @@ fusion.func @matmul_rs(%a: !a, %b: !b) -> !c {
 // CHECK-NEXT:      fusion.matmul %a_i_p_1, %bb_i_p_1 into %u_i_p_1
 // CHECK-NEXT:      hir.wait %w
 // SYM-LABEL: hir.program @matmul_rs(
-// SYM:         %c = hir.allocate symmetric : !fusion.tensor<f32[2 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
-// SYM-NOT:     %via
-// SYM:             fusion.matmul %a_i_p, %bb_i_p into %u_i_p
-// SYM-NEXT:      }
-// SYM-NEXT:      %c_i = hir.alias_select %c[%i_1] axis 0
-// SYM-NEXT:      %a_i_me = hir.alias_select %a_i[%me] axis 1
-// SYM-NEXT:      %bb_i_me = hir.alias_select %bb_i[%me] axis 1
-// SYM-NEXT:      %w = hir.reduce_scatter %u_i -> %c_i own(%a_i_me, %bb_i_me : {{.*}}) team [0, 1] op sum transport copy_engine
-// SYM-NEXT:      hir.wait %w
-// SYM:         hir.return %c
+// SYM:         %c = hir.allocate : !fusion.tensor<f32[2 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+// SYM:           %w = hir.reduce_scatter %u_i -> %c_i via %via_i team [0, 1] op sum transport copy_engine
+// SYM-NEXT:      %a_i_p_1 = hir.alias_select %a_i[%me] axis 1
+// RSP-LABEL: hir.program @matmul_rs(
+// RSP:         %c = hir.allocate symmetric : !fusion.tensor<f32[2 stream, r2, 2 didx, 2, 3], mesh=[0, 1]>
+// RSP-NOT:     %via
+// RSP:             fusion.matmul %a_i_p, %bb_i_p into %u_i_p
+// RSP-NEXT:      }
+// RSP-NEXT:      %c_i = hir.alias_select %c[%i_1] axis 0
+// RSP-NEXT:      %a_i_me = hir.alias_select %a_i[%me] axis 1
+// RSP-NEXT:      %bb_i_me = hir.alias_select %bb_i[%me] axis 1
+// RSP-NEXT:      %w = hir.reduce_scatter %u_i -> %c_i own(%a_i_me, %bb_i_me : {{.*}}) team [0, 1] op sum transport copy_engine
+// RSP-NEXT:      hir.wait %w
+// RSP:         hir.return %c

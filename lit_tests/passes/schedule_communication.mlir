@@ -7,8 +7,7 @@
 // first (its input is there), so it travels beside the output projection's GEMMs, posts
 // the reduce-scatter as soon as the peer's part of O is computed, and waits for each
 // whole collective last (lowered without the pass, the all-gather was posted only after
-// the wait for the reduce-scatter). The reduce-scatter computes the own part of O itself,
-// onto the peer's part pushed into its (symmetric) output, when it is waited (`own`).
+// the wait for the reduce-scatter).
 // CE-LABEL:  hir.program @projections(
 // CE:          scf.for
 // CE:          scf.for
@@ -18,10 +17,9 @@
 // CE:            scf.for
 // CE:              fusion.matmul
 // CE:            }
-// CE:            %[[RS:.+]] = hir.reduce_scatter {{.*}} own({{.*}} transport copy_engine
-// CE-NOT:        scf.for
+// CE:            %[[RS:.+]] = hir.reduce_scatter {{.*}} transport copy_engine
 // CE:            fusion.matmul
-// CE-NOT:        fusion.matmul
+// CE:            fusion.matmul
 // CE:            scf.for
 // CE:              hir.wait %[[AG]] from
 // CE:              fusion.matmul

@@ -136,14 +136,18 @@ class Lowering:
     skew: bool = True
     """order-chunk-compute's `skew` (on by default): a loop of such all-reduces waits for
     each in the next iteration, after that iteration's compute."""
+    reduce_scatter_in_producer: bool = False
+    """`reduce-scatter-in-producer` (off by default): a copy-engine reduce-scatter of a
+    matmul computes the own part onto the lead's, pushed into its symmetric output."""
 
     @property
     def pipeline(self) -> str:
         symmetric = "" if self.symmetric_output else " symmetric-allreduce-output=false"
         producer = "" if self.reduce_in_producer else " reduce-in-producer=false"
         skew = "" if self.skew else " skew=false"
+        scatter = " reduce-scatter-in-producer=true" if self.reduce_scatter_in_producer else ""
         return (f"hostir-lower{{transport={self.transport} bounded-intermediates={str(self.bounded).lower()}"
-                f"{symmetric}{producer}{skew}}}")
+                f"{symmetric}{producer}{skew}{scatter}}}")
 
     def __str__(self) -> str:
         graph = {True: ["graph"], None: ["default-graph"], False: []}[self.cuda_graph]
@@ -151,7 +155,8 @@ class Lowering:
                  *([self.unit_backend] if self.unit_backend else []),
                  *([] if self.symmetric_output else ["no-symmetric-output"]),
                  *([] if self.reduce_in_producer else ["no-reduce-in-producer"]),
-                 *([] if self.skew else ["no-skew"])]
+                 *([] if self.skew else ["no-skew"]),
+                 *(["rs-in-producer"] if self.reduce_scatter_in_producer else [])]
         return "+".join([self.transport, *flags])
 
     @staticmethod
@@ -161,7 +166,7 @@ class Lowering:
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
         graph = True if "graph" in flags else None if "default-graph" in flags else False
         return Lowering(transport, "bounded" in flags, graph, backend, "no-symmetric-output" not in flags,
-                        "no-reduce-in-producer" not in flags, "no-skew" not in flags)
+                        "no-reduce-in-producer" not in flags, "no-skew" not in flags, "rs-in-producer" in flags)
 
 
 DEFAULT_LOWERING = Lowering()
@@ -169,7 +174,7 @@ PLAIN_ALLREDUCE = {"symmetric_output": False, "reduce_in_producer": False}
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True)) + (
     Lowering("copy-engine", **PLAIN_ALLREDUCE), Lowering("copy-engine", True, **PLAIN_ALLREDUCE),
     Lowering("copy-engine", symmetric_output=False), Lowering("copy-engine", reduce_in_producer=False),
-    Lowering("copy-engine", skew=False))
+    Lowering("copy-engine", skew=False), Lowering("copy-engine", reduce_scatter_in_producer=True))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
                                                  Lowering("copy-engine", True, True, "eager"),
@@ -179,12 +184,13 @@ GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto")
                                                    for b in (False, True) for g in (False, True)),
                                                  Lowering("copy-engine", False, True, symmetric_output=False),
                                                  Lowering("copy-engine", False, True, reduce_in_producer=False),
-                                                 Lowering("copy-engine", False, True, skew=False))
+                                                 Lowering("copy-engine", False, True, skew=False),
+                                                 Lowering("copy-engine", False, True, reduce_scatter_in_producer=True))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
 default) and on GPUs (units compiled into fused kernels by default; eagerly too). The
 copy-engine all-reduce options (both on by default) are also covered off, each alone and
-both together, eagerly, replayed and with bounded intermediates, and the skewed loop of
-such all-reduces off."""
+both together, eagerly, replayed and with bounded intermediates, the skewed loop of
+such all-reduces off, and reduce-scatters computing their own part on (off by default)."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
 """Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
 

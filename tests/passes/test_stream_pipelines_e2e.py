@@ -45,8 +45,14 @@ BOUNDED = (
     "stream-parallel-type{bounded-intermediates=true},convert-op-to-communication,insert-deallocations"
 )
 COPY_ENGINE_BOUNDED = "hostir-lower{transport=copy-engine bounded-intermediates=true}"
+COPY_ENGINE_RS_IN_PRODUCER = "hostir-lower{transport=copy-engine reduce-scatter-in-producer=true}"
+"""Reduce-scatters of a matmul computing the own part onto the lead's, pushed into their
+output (made symmetric for it)."""
+COPY_ENGINE_BOUNDED_RS_IN_PRODUCER = (
+    "hostir-lower{transport=copy-engine bounded-intermediates=true reduce-scatter-in-producer=true}")
 WITHOUT_REDUCE_IN_PRODUCER = (COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_PLAIN_ALLREDUCE)
-COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, COPY_ENGINE_REDUCE_IN_PRODUCER, *WITHOUT_REDUCE_IN_PRODUCER)
+COPY_ENGINE_PIPELINES = (COPY_ENGINE, COPY_ENGINE_BOUNDED, COPY_ENGINE_REDUCE_IN_PRODUCER, *WITHOUT_REDUCE_IN_PRODUCER,
+                         COPY_ENGINE_RS_IN_PRODUCER, COPY_ENGINE_BOUNDED_RS_IN_PRODUCER)
 AG_AFTER = (
     "propagate-shardings,decompose-reshardings{insert-after=true},reorder-sharded-axis,finalize-multidevice-domains,"
     "lower-to-host,stream-parallel-type,convert-op-to-communication,insert-deallocations"
@@ -341,9 +347,12 @@ def p2p_ag_matmul(m: int, k: int = 8, n: int = 3, d: int = 2) -> str:
 }}"""
 
 
-REDUCTIONS_OF_A_MATMUL = (matmul_ar, matmul_ar_blocks, matmul_rs, independent_pipelines)
-"""The cases whose all-reduce or reduce-scatter reduces a matmul's product: `reduce-in-producer`
-applies (to a reduce-scatter where its output can be made symmetric: not a bounded one)."""
+ALLREDUCES_OF_A_MATMUL = (matmul_ar, matmul_ar_blocks)
+"""The cases whose all-reduce reduces a matmul's product: `reduce-in-producer` applies."""
+REDUCE_SCATTERS_OF_A_MATMUL = (matmul_rs, independent_pipelines)
+"""The cases whose reduce-scatter reduces a matmul's product: `reduce-scatter-in-producer`
+applies (their outputs are allocated once per run, bounded intermediates or not, and can be
+made symmetric)."""
 MULTI_DEVICE = {
     "Allgather": (allgather, PIPELINE, "hir.allgather"),
     "Allreduce": (allreduce, PIPELINE, "hir.allreduce"),
@@ -363,9 +372,11 @@ MULTI_DEVICE = {
     "AG_before_Matmul-copy_engine": (ag_matmul, COPY_ENGINE, "hir.allgather"),
     "matmul_AR-copy_engine": (matmul_ar, COPY_ENGINE, "hir.allreduce"),
     "matmul_RS_through_bcast-copy_engine": (matmul_rs, COPY_ENGINE, "hir.reduce_scatter"),
-    "matmul_RS_through_bcast-copy_engine-bounded": (matmul_rs, COPY_ENGINE_BOUNDED, "hir.reduce_scatter"),
-    "matmul_RS_through_bcast-symmetric_output-copy_engine": (matmul_rs, COPY_ENGINE_SYMMETRIC_OUTPUT,
-                                                             "hir.reduce_scatter"),
+    "matmul_RS_through_bcast-rs_in_producer-copy_engine": (matmul_rs, COPY_ENGINE_RS_IN_PRODUCER, "hir.reduce_scatter"),
+    "matmul_RS_through_bcast-rs_in_producer-copy_engine-bounded": (matmul_rs, COPY_ENGINE_BOUNDED_RS_IN_PRODUCER,
+                                                                   "hir.reduce_scatter"),
+    "independent_pipelines-rs_in_producer-copy_engine": (independent_pipelines, COPY_ENGINE_RS_IN_PRODUCER,
+                                                         "hir.allgather"),
     "matmul_AR_blocks": (matmul_ar_blocks, PIPELINE, "hir.allreduce"),
     "matmul_AR_blocks-copy_engine": (matmul_ar_blocks, COPY_ENGINE, "hir.allreduce"),
     "matmul_AR_blocks-copy_engine-bounded": (matmul_ar_blocks, COPY_ENGINE_BOUNDED, "hir.allreduce"),
@@ -395,8 +406,8 @@ SPLIT_BY_MEMBER = {
     "matmul_AR_blocks-copy_engine", "matmul_AR_blocks-copy_engine-bounded", "independent_pipelines-copy_engine",
     "matmul_AR-copy_engine", "AG_before_Matmul-auto", "matmul_AR-reduce_in_producer-copy_engine",
     "matmul_AR_blocks-reduce_in_producer-copy_engine", "matmul_AR-plain_allreduce-copy_engine",
-    "matmul_AR_blocks-plain_allreduce-copy_engine", "matmul_RS_through_bcast-copy_engine-bounded",
-    "matmul_RS_through_bcast-symmetric_output-copy_engine",
+    "matmul_AR_blocks-plain_allreduce-copy_engine", "matmul_RS_through_bcast-rs_in_producer-copy_engine",
+    "matmul_RS_through_bcast-rs_in_producer-copy_engine-bounded", "independent_pipelines-rs_in_producer-copy_engine",
 }
 """The cases whose compute split-by-member splits around the copy-engine collective
 (its member loops use `hir.team_position`): the others have no compute next to it.
@@ -445,15 +456,17 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
             program = lowered(text, pipeline)
             in_loop = collective_in_loop(program, collective)
             assert in_loop == (pipeline != AUTO), f"{name}: {collective} and the stream loop"
-            if pipeline != COPY_ENGINE_BOUNDED:  # there the bounded buffers that communicate become symmetric slices
+            if pipeline not in (COPY_ENGINE_BOUNDED, COPY_ENGINE_BOUNDED_RS_IN_PRODUCER):
+                # there the bounded buffers that communicate become symmetric slices
                 assert allocates_in_loop(program) == (pipeline == BOUNDED), name
             if pipeline != AUTO:
                 assert ("transport copy_engine" in str(program)) == (pipeline in COPY_ENGINE_PIPELINES), name
             split = splits_by_member(name, extent, world)
             assert split_by_member(program) == split, (name, extent, world)
-            reduces_in_producer = (split and in_loop and fusion_text in REDUCTIONS_OF_A_MATMUL
-                                   and pipeline not in WITHOUT_REDUCE_IN_PRODUCER
-                                   and not (" reduce_scatter " in str(program) and pipeline == COPY_ENGINE_BOUNDED))
+            reduces_in_producer = split and in_loop and (
+                fusion_text in ALLREDUCES_OF_A_MATMUL and pipeline not in WITHOUT_REDUCE_IN_PRODUCER
+                or fusion_text in REDUCE_SCATTERS_OF_A_MATMUL
+                and pipeline in (COPY_ENGINE_RS_IN_PRODUCER, COPY_ENGINE_BOUNDED_RS_IN_PRODUCER))
             assert (" own(" in str(program)) == reduces_in_producer, name
             # order-chunk-compute skews such a loop: each chunk's all-reduce waited in the next
             # iteration (not with bounded intermediates, whose waits are followed by frees).
@@ -599,7 +612,7 @@ ALLREDUCE_OPTIONS = (COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT, COPY_ENGINE_REDU
 """The all-reduce options on and off: the other cases lower to one program under all of them."""
 GPU_COPY_ENGINE_CASES = [(case, pipeline) for case in GPU_CASES for pipeline in (
     ALLREDUCE_OPTIONS if case.startswith("matmul+AR") else
-    (COPY_ENGINE, COPY_ENGINE_SYMMETRIC_OUTPUT) if case == "matmul+RS" else (COPY_ENGINE,))]
+    (COPY_ENGINE, COPY_ENGINE_RS_IN_PRODUCER) if case == "matmul+RS" else (COPY_ENGINE,))]
 
 
 @pytest.mark.gpu
@@ -619,15 +632,16 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, pi
     other rank's host to start its run (20-125 ms when the profiler started late there).
     With `reduce-in-producer`: the own part's GEMM runs on a stream of its own, after the
     other rank's part arrived; with both options, it adds in place onto the part pushed
-    into the output, as the reduce-scatter's does when it is waited."""
+    into the output, as the reduce-scatter's does when it is waited with
+    `reduce-scatter-in-producer`."""
     text = GPU_CASES[case]
     reference = parse_module(text)
     inputs = random_inputs(reference, seed=0)
     expected = runtime.run_fusion(reference, [x.cuda() for x in inputs])
     program = lowered(text, pipeline)
     assert "transport copy_engine" in str(program)
-    assert (" own(" in str(program)) == (case.startswith(("matmul+AR", "matmul+RS"))
-                                        and pipeline not in WITHOUT_REDUCE_IN_PRODUCER)
+    assert (" own(" in str(program)) == (case.startswith("matmul+AR") and pipeline not in WITHOUT_REDUCE_IN_PRODUCER
+                                        or pipeline == COPY_ENGINE_RS_IN_PRODUCER)
     (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
     arg_types = [arg.type for arg in function.args]
     per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
