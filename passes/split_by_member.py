@@ -85,8 +85,8 @@ from hostir_dialect.symbols import programs
 from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .chunking import SELECTED, ChunkForm, Narrowed, narrowed_operand_axes, operand_axis
-from .convert_op_to_communication import can_be_symmetric_output, symmetric_output
 from .stream_loops import enclosing_loops, trip_count
+from .symmetric_buffers import can_be_symmetric_output, symmetric_output
 
 
 def outermost_axis(t: TensorType) -> int | None:
