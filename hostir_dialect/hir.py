@@ -872,7 +872,7 @@ class CollectiveOp(WaitedOp):
     @property
     def onto_product(self) -> bool:
         """Is this member's part a product the collective computes onto the received
-        chunks (`hir.allreduce ... own(...)`)?"""
+        chunks (`own`: `OwnProductCollectiveOp`)?"""
         return False
 
     def verify_via(self, algorithm: CopyEngineAlgorithm) -> None:
@@ -987,7 +987,7 @@ class OwnProductCollectiveOp(ReducingCollectiveOp):
     holds the two operands of the matmul whose product replaces input chunk `me`, which
     the collective then does not read; the product is computed onto the other members'
     chunks (`addmm`, the reduction in the GEMM's epilogue; split-by-member's
-    `reduce-in-producer`)."""
+    `reduce-in-producer` and `reduce-scatter-in-producer`)."""
 
     own = var_operand_def(TensorType)
     """None, or the two operands of a matmul whose product is this member's contribution in
