@@ -319,10 +319,10 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def add_rounds_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    """`--rounds N` (at least 1, default 1): time `what` in N rounds (`checked_timings`)."""
-    parser.add_argument("--rounds", type=_rounds, default=1,
-                        help=f"time {what} in this many rounds, all built first (measure.py; default 1)")
+def add_rounds_argument(parser: argparse.ArgumentParser, what: str, default: int = 1) -> None:
+    """`--rounds N` (at least 1): time `what` in N rounds (`checked_timings`)."""
+    parser.add_argument("--rounds", type=_rounds, default=default,
+                        help=f"time {what} in this many rounds, all built first (measure.py; default {default})")
 
 
 def _rounds(text: str) -> int:

@@ -53,6 +53,11 @@ from hostir.runtime import Evaluator, shard_tensor
 SHAPES = ("16384x8192x28672", "16384x4096x14336")
 TINY_SHAPES = ("32x8x16",)
 CHUNKS = (1, 2, 4, 8)
+ROUNDS = 3
+"""Rounds by default (measure.py): a drift of the machine during the launch then weighs on
+every variant alike. Timed one variant after another, the small attention block's hostir ran
+at 1.046-1.075x its GEMMs settled in the launches of 2026-11-26/27; in three rounds, at 0.967x
+(2x H200, 2026-11-27 13:10 UTC)."""
 TORCH_VARIANTS = ("eager", "fused", "compile", "compile_async_tp")
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -374,7 +379,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--blocks", nargs="+", choices=("mlp", "attention"), default=["mlp", "attention"])
     parser.add_argument("--repeat", type=int, help="timed runs per variant (default 20; --tiny 2)")
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 5; --tiny 1)")
-    add_rounds_argument(parser, "each block's variants")
+    add_rounds_argument(parser, "each block's variants", default=ROUNDS)
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--tiny", action="store_true", help="toy sizes: a smoke run of the plumbing and the checks")
     args = parser.parse_args(argv)
@@ -405,7 +410,7 @@ def main(argv: list[str] | None = None) -> dict:
             report = {"machine": machine_info(device, "bf16"), "repeat": repeat, "rounds": args.rounds, "layers": records}
             out.write_text(json.dumps(report, indent=1) + "\n")
     leave_world(joined)
-    return {"layers": records}
+    return {"rounds": args.rounds, "layers": records}
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def families_run(case: dict) -> set[str]:
 
 
 def all_tiny(rank: int, world_size: int) -> tuple[dict, dict, dict]:
-    # overlap.py in rounds (every variant built first), the layer benchmark one variant at a time
+    # overlap.py in two rounds (every variant built first), the layer benchmark in its default three
     return (overlap.main(["--tiny", "--rounds", "2"]), gpu_host_overhead.main(["--tiny"]),
             transformer_block.main(["--tiny"]))
 
@@ -140,6 +140,7 @@ def test_gpu_host_overhead_on_one_rank_pipelines_a_matmul_and_skips_the_collecti
 
 def test_the_layer_benchmark_checks_and_times_torch_and_hostir_with_its_defaults(reports):
     _, _, report = reports
+    assert report["rounds"] == transformer_block.ROUNDS == 3
     assert [(layer["block"], layer["shape"]) for layer in report["layers"]] == [
         ("mlp", list(transformer_block.parse_shape(transformer_block.TINY_SHAPES[0]))),
         ("attention", list(transformer_block.parse_shape(transformer_block.TINY_SHAPES[0])))]
