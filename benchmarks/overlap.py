@@ -97,6 +97,9 @@ HOSTIR_VARIANTS: tuple[tuple[str, dict[str, dict[str, object]] | None, bool | No
     # The defaults with each all-reduce waited in its own iteration, not skewed into the next
     # (order-chunk-compute's `skew`, on by default since the fourteenth session).
     ("hostir_unskewed", {**AUTO_GRAPH, "order-chunk-compute": {"skew": False}}, None),
+    # The defaults with reduce-scatters that compute their own part (split-by-member's
+    # `reduce-scatter-in-producer`, off by default; docs/copy_engine.md, "Next", item 5).
+    ("hostir_rs_in_producer", {**AUTO_GRAPH, "split-by-member": {"reduce-scatter-in-producer": True}}, None),
 )
 CHUNK_COUNTS = (2, 4, 8)
 SHAPES = ("16384x8192x4096", "32768x4096x2048", "16384x8192x1024")

@@ -1,7 +1,7 @@
 """`order-chunk-compute`: in a stream loop whose iterations only send, through a
-collective whose later phase follows the chunk's compute (a copy-engine all-reduce), each
-iteration's compute starts after the previous iteration's, and the iterations' waits are
-joined after the loop.
+collective with a later step that follows the chunk's compute (a copy-engine all-reduce,
+or a reduce-scatter that computes its own part), each iteration's compute starts after the
+previous iteration's, and the iterations' waits are joined after the loop.
 
 stream-parallel-type runs iteration i on worker stream i mod numberOfStreams, and each
 worker waits for the user's stream only, so the first kernels of every iteration are ready
@@ -17,11 +17,13 @@ left after the GEMMs (the same loops back to back: 0.93-0.97 ms).
 
 An iteration only sends when nothing that computes or communicates follows its first
 `hir.wait` (after it come its waits, and what views or frees buffers). The pass orders
-such a loop where one of its collectives has a later phase on the copy engines, which
-cannot start before the whole chunk is computed (the all-reduce's second: reduce the own
-part, push it, copy the peers'): there the order of the chunks decides how much of the
-communication is left after the last GEMM. Where every collective is one phase (a
-reduce-scatter, whose split-by-member pushes each part as soon as it is computed), chunks
+such a loop where one of its collectives has a later step on the copy engines, which
+cannot start before the whole chunk is computed and pushed (the all-reduce's second phase:
+reduce the own part, push it, copy the peers'; a reduce-scatter's own part computed onto
+the parts pushed to it, `hir.reduce_scatter ... own(...)`): there the order of the chunks
+decides how much of the communication is left after the last GEMM. Where every collective
+is one phase (a reduce-scatter, whose split-by-member pushes each part as soon as it is
+computed, and computes its own part beside them), chunks
 computed two at a time used the GPU better than in chain, which also adds two stream
 hand-overs per chunk: ordered, matmul+RS ran 5-25% slower back to back and 5-80% slower
 settled (2x H100, two launches whose GEMMs alone differed by 3%; 32768x4096x2048 at S = 8:
@@ -52,16 +54,17 @@ which places the frees after the loop that the join must precede.
 Option `skew` (on by default): where the loop's all-reduces compute this member's part
 themselves (`hir.allreduce ... own(...)`, split-by-member's reduce-in-producer), the own
 part's GEMM is enqueued by the wait, on a product stream of its own, after the waiting
-stream's work so far and the arrival of the other members' parts. Waited in its own
+stream's work so far and the arrival of the other members' parts (a reduce-scatter's,
+`hir.reduce_scatter ... own(...)`, on the waiting stream itself). Waited in its own
 iteration, chunk i's own GEMM runs beside chunk i + 1's peer GEMMs, both end together, and
 the last chunk's own GEMM waits for the last push with the SMs idle. The hand-written
 schedule of issue 27 computes p(0), p(1), m(0), p(2), m(1), ...: each chunk's own GEMM
 after the next chunk's peer GEMMs, which gives each push a GEMM's time to land. So the
 loop is software-pipelined, as MLIR's scf pipelining does it: the first iteration's compute
-and posts are peeled before the loop, iteration i waits for iteration i - 1's all-reduce
+and posts are peeled before the loop, iteration i waits for iteration i - 1's collective
 (its work token carried by the loop) after its own compute and posts, and the last
-iteration's all-reduce is waited after the loop, on the user's stream, before the workers
-are joined:
+iteration's is waited after the loop, on the user's stream, before the workers are
+joined:
 
     (iteration 0 up to its hand-over)
     %last = scf.for %i = %second to %ub step %c1 iter_args(%previous = %w) -> (!hir.work) {
@@ -128,7 +131,7 @@ class SendingIteration:
 
 def sending_iteration(loop: scf.ForOp) -> SendingIteration | None:
     """The parts of `loop`'s body, if it is a stream loop's main body (as stream-parallel-type
-    builds it) that computes and posts a collective with a later phase before it waits,
+    builds it) that computes and posts a collective with a later step before it waits,
     and does nothing else after (a loop that only posts and waits has no compute to
     order)."""
     ops = list(loop.body.block.ops)
@@ -144,7 +147,7 @@ def sending_iteration(loop: scf.ForOp) -> SendingIteration | None:
     if first is None or any(_contains(op, WORK) for op in body[first:]):
         return None
     before = body[:first]
-    if not any(_contains(op, COMPUTE) for op in before) or not any(_has_a_later_phase(op) for op in before):
+    if not any(_contains(op, COMPUTE) for op in before) or not any(_has_a_later_step(op) for op in before):
         return None
     return SendingIteration(enter, body[first], join)
 
@@ -153,12 +156,16 @@ def _contains(op: Operation, kinds: type | tuple[type, ...]) -> bool:
     return any(isinstance(inner, kinds) for inner in op.walk())
 
 
-def _has_a_later_phase(op: Operation) -> bool:
-    """Does `op` post a copy-engine collective of several phases?"""
+def _has_a_later_step(op: Operation) -> bool:
+    """Does `op` post a copy-engine collective with a step that cannot start before the
+    whole chunk is computed and pushed: a second phase (the all-reduce's), or the own
+    part's GEMM onto the received parts (a reduce-scatter's `own`)?"""
     for inner in op.walk():
         if isinstance(inner, hir.CollectiveOp) and inner.uses_copy_engine:
             algorithm = copy_engine_algorithm(inner.name)
             if algorithm is not None and algorithm.phases > 1:
+                return True
+            if isinstance(inner, hir.ReduceScatterOp) and inner.own:
                 return True
     return False
 
@@ -198,9 +205,9 @@ back to back where a block's GEMM fills less than one wave of the SMs (matmul+AR
 
 def skewed_waits(loop: scf.ForOp, iteration: SendingIteration) -> list[hir.WaitOp]:
     """The waits an ordered loop can move into its next iteration (none: leave it as it
-    is): its body ends in waits only, each for an all-reduce of this iteration that computes
-    its own part (`own`), and the loop runs at least SKEWED_ITERATIONS times (its first
-    iteration is peeled)."""
+    is): its body ends in waits only, each for an all-reduce or reduce-scatter of this
+    iteration that computes its own part (`own`), and the loop runs at least
+    SKEWED_ITERATIONS times (its first iteration is peeled)."""
     ops = list(loop.body.block.ops)
     ending = ops[ops.index(iteration.first_wait):-2]  # then the user's stream and the yield
     waits = [op for op in ending if isinstance(op, hir.WaitOp) and _computes_own_part_here(op, loop)]
@@ -214,12 +221,12 @@ def skewed_waits(loop: scf.ForOp, iteration: SendingIteration) -> list[hir.WaitO
 
 def _computes_own_part_here(wait: hir.WaitOp, loop: scf.ForOp) -> bool:
     post = wait.work.owner
-    return (wait.member is None and isinstance(post, hir.AllreduceOp) and bool(post.own)
+    return (wait.member is None and isinstance(post, hir.OwnProductCollectiveOp) and bool(post.own)
             and post.parent_block() is loop.body.block)
 
 
 def skew(loop: scf.ForOp, waits: list[hir.WaitOp]) -> None:
-    """Software-pipeline `loop`: iteration i waits for iteration i - 1's all-reduces after
+    """Software-pipeline `loop`: iteration i waits for iteration i - 1's collectives after
     its own compute and posts, so that the previous chunk's own part (computed when the
     wait is enqueued, after what the current stream did so far) follows this chunk's
     compute; the first iteration's compute and posts run before the loop, the last
@@ -255,14 +262,14 @@ def _until(block: Block, last: Operation) -> list[Operation]:
 
 @dataclass(frozen=True)
 class OrderChunkCompute(ModulePass):
-    """Run in chunk order the compute of stream loops that only send, through a copy-engine all-reduce"""
+    """Run in chunk order the compute of stream loops that only send, through a copy-engine all-reduce or a reduce-scatter computing its own part"""
 
     name = "order-chunk-compute"
 
     skew: bool = True
-    """In loops of at least SKEWED_ITERATIONS chunks, wait for each chunk's all-reduce that
-    computes its own part in the next iteration, after that iteration's compute (see the
-    module docstring); false: in its own iteration."""
+    """In loops of at least SKEWED_ITERATIONS chunks, wait for each chunk's all-reduce or
+    reduce-scatter that computes its own part in the next iteration, after that iteration's
+    compute (see the module docstring); false: in its own iteration."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for program in programs(op):

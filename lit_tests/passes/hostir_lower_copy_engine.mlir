@@ -122,7 +122,9 @@ fusion.func @ag_matmul(%a: !a, %b: !b) -> !c {
 // off (CHECK) and by default (SYM). With `reduce-scatter-in-producer` (RSP, off by default)
 // the reduce-scatter computes the own block itself when it is waited, onto the peer's
 // block, which the peer pushed into the output, made symmetric for it: on a team of two
-// no `via`.
+// no `via`; the wait follows the hand-over of the chunk's compute (order-chunk-compute: the
+// next chunk's GEMMs start after this one's, while its pushes travel; two chunks, too few
+// to skew).
 !a = !fusion.tensor<f32[2, 2 didx, 2, 2, 4], mesh=[0, 1]>
 !b = !fusion.tensor<f32[2 didx, 4, 3], mesh=[0, 1]>
 !bb = !fusion.tensor<f32[b1, 2 didx, b1, 4, 3], mesh=[0, 1]>
@@ -158,5 +160,8 @@ fusion.func @matmul_rs(%a: !a, %b: !b) -> !c {
 // RSP-NEXT:      %a_i_me = hir.alias_select %a_i[%me] axis 1
 // RSP-NEXT:      %bb_i_me = hir.alias_select %bb_i[%me] axis 1
 // RSP-NEXT:      %w = hir.reduce_scatter %u_i -> %c_i own(%a_i_me, %bb_i_me : {{.*}}) team [0, 1] op sum transport copy_engine
+// RSP-NEXT:      hir.set_current_stream %user_stream
+// RSP-NEXT:      hir.synchronize %worker_1
+// RSP-NEXT:      hir.set_current_stream %worker_1
 // RSP-NEXT:      hir.wait %w
 // RSP:         hir.return %c

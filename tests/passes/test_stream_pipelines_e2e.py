@@ -468,9 +468,11 @@ def multi_device_jobs(world: int, names: list[str]) -> tuple[list[Job], list[tup
                 or fusion_text in REDUCE_SCATTERS_OF_A_MATMUL
                 and pipeline in (COPY_ENGINE_RS_IN_PRODUCER, COPY_ENGINE_BOUNDED_RS_IN_PRODUCER))
             assert (" own(" in str(program)) == reduces_in_producer, name
-            # order-chunk-compute skews such a loop: each chunk's all-reduce waited in the next
-            # iteration (not with bounded intermediates, whose waits are followed by frees).
-            skewed = reduces_in_producer and collective == "hir.allreduce" and pipeline != COPY_ENGINE_BOUNDED
+            # order-chunk-compute skews such a loop that only sends: each chunk's all-reduce or
+            # reduce-scatter waited in the next iteration (not with bounded intermediates, whose waits
+            # are followed by frees, nor where the loop also receives, as independent_pipelines' does).
+            skewed = reduces_in_producer and fusion_text is not independent_pipelines and \
+                pipeline not in (COPY_ENGINE_BOUNDED, COPY_ENGINE_BOUNDED_RS_IN_PRODUCER)
             assert ("iter_args(%previous" in str(program)) == skewed, name
             (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
             arg_types = [arg.type for arg in function.args]
