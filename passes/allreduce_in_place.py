@@ -12,7 +12,8 @@ seen as the partial's type:
 
 and the runtime reduces in place (input and output one buffer). The output must be an
 allocation of static shape in the same block that nothing uses before the all-reduce,
-laid out as the partial (`hir.alias_as`'s conditions); copy-engine all-reduces keep their own buffers (`via`, symmetric memory).
+laid out as the partial (`hir.alias_as`'s conditions); copy-engine all-reduces keep their
+own buffers (`via`, symmetric memory).
 Run after convert-op-to-communication (which picks the transports) and before
 insert-deallocations (the partial then shares the output's buffer and is not freed).
 """

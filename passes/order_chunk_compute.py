@@ -163,9 +163,7 @@ def _has_a_later_step(op: Operation) -> bool:
     for inner in op.walk():
         if isinstance(inner, hir.CollectiveOp) and inner.uses_copy_engine:
             algorithm = copy_engine_algorithm(inner.name)
-            if algorithm is not None and algorithm.phases > 1:
-                return True
-            if isinstance(inner, hir.ReduceScatterOp) and inner.own:
+            if algorithm is not None and algorithm.phases > 1 or inner.onto_product:
                 return True
     return False
 
@@ -221,7 +219,7 @@ def skewed_waits(loop: scf.ForOp, iteration: SendingIteration) -> list[hir.WaitO
 
 def _computes_own_part_here(wait: hir.WaitOp, loop: scf.ForOp) -> bool:
     post = wait.work.owner
-    return (wait.member is None and isinstance(post, hir.OwnProductCollectiveOp) and bool(post.own)
+    return (wait.member is None and isinstance(post, hir.CollectiveOp) and post.onto_product
             and post.parent_block() is loop.body.block)
 
 

@@ -23,8 +23,9 @@ strided-batched GEMM per index of its outermost axis): a reduce-scatter of overl
 layout run whole, `[S, D (K), D (rows), m, k]`, whose row blocks lie inside the S axis.
 The copies are sets, which stream-parallel-type computes one chunk at a time, so with a
 Stream axis all three run in y's loop, chunk by chunk: this is why allocation orders
-rather than permutes (a permute is not computed per chunk). The copy after a reduce drops the reduce's reduction axes from the value's type
-(not from its value), as nvFuser's permute back does.
+rather than permutes (a permute is not computed per chunk). The copy after a reduce drops
+the reduce's reduction axes from the value's type (not from its value), as nvFuser's
+permute back does.
 
 An all-to-all whose scattered and gathered axes both keep more than one element per
 device cannot be laid out by an order of the logical axes (a chunk needs c's device

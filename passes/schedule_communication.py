@@ -236,8 +236,8 @@ def _accesses(op: Operation, roots: dict[SSAValue, frozenset[SSAValue]]) -> tupl
 
 
 def _only_read(op: Operation, operand: SSAValue) -> bool:
-    """Is `operand` one that `op`, a collective, reads and never writes (an all-reduce's
-    `own` matmul operands, read from its post to its wait)?"""
+    """Is `operand` one that `op`, a collective, reads and never writes (an all-reduce's or
+    reduce-scatter's `own` matmul operands, read from its post to its wait)?"""
     return isinstance(op, hir.OwnProductCollectiveOp) and operand in op.own
 
 

@@ -514,9 +514,8 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         parts = self.own_and_received(chunks, scattered)
         if own is not None and self.output is not None:
             parts[self.lead(me)] = outs[me]  # pushed there by the lead: the own GEMM adds onto it in place
-            output = into
-            scattered_sent = self.scatter_onto_outputs(chunks, scattered, lambda peer: peer_view(output, outs[peer], peer),
-                                                       output, slot)
+            scattered_sent = self.scatter_onto_outputs(chunks, scattered, lambda peer: peer_view(into, outs[peer], peer),
+                                                       into, slot)
         else:
             scattered_sent = self.scatter(chunks, scattered, slot)
 
