@@ -206,7 +206,7 @@ class Evaluator:
             results = self.graphs.run(inputs)
         else:
             results = sets.run_into_chosen(lambda buffers: self.run_eagerly(inputs, buffers))
-        sets.agree_on_next()  # every run, on every member, while the device works
+        sets.offer_next()  # every run, on every member, while the device works; read as the next begins
         return results
 
     def run_eagerly(self, inputs: Sequence[Any], results: Sequence[Any] | None = None) -> list:

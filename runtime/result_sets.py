@@ -10,14 +10,17 @@ they agree on them, here.
 - A program has RESULT_SETS sets of result buffers handed out in turn, plus one scratch
   set that is never handed out (its results are copied). A set is free on a rank when the
   caller holds none of its results (no tensor of the caller shares their storage).
-- At the end of each run, once its work is enqueued, the members of the team exchange
-  which sets are free on each (`HostAgreement`: a word per member in shared host memory,
-  which the members of a copy-engine team share: the copy engines reach the GPUs of one
-  host) and all take the lowest set free on every member for the next run, else the
-  scratch set. Every member decides from the same words, so every member decides alike.
-  A set free then is still free when the next run starts (only a run hands a set out), so
-  a run starts without waiting for the other members' hosts, and the exchange runs while
-  the device works. Three sets, so that a caller that keeps the previous result while it
+- At the end of each run, once its work is enqueued, each member offers which sets are
+  free on it (`HostAgreement`: a word per member in shared host memory, which the members
+  of a copy-engine team share: the copy engines reach the GPUs of one host); when its next
+  run begins it reads the others' offers and all take the lowest set free on every member,
+  else the scratch set. Every member decides from the same words, so every member decides
+  alike. A set free when a run ends is still free when the next run starts (only a run
+  hands a set out), so the offer can be made at the end and read at the start: a run's
+  call returns without waiting for a slower member's host, and the next run finds the
+  offers made long before (an SPMD program's members end a run within microseconds of each
+  other; waiting at the end instead delayed the return of a member that started first by
+  the others' start). Three sets, so that a caller that keeps the previous result while it
   runs the next (`y = f(x)` in a loop) leaves one free when a run ends.
 - On the device, the program's `hir.allocate symmetric` of the result then releases the
   chosen set to the peers (after the caller's work so far on the current stream, which
@@ -25,7 +28,8 @@ they agree on them, here.
   run wait for that (runtime/copy_engine.py).
 
 It costs one host handshake per run, a few microseconds when the ranks' hosts are in step,
-as an SPMD program's are.
+as an SPMD program's are, and nothing more where a run begins after the others' previous runs
+ended.
 """
 
 from __future__ import annotations
@@ -60,11 +64,12 @@ the host clock gives is tens of microseconds, which would delay every run."""
 
 class HostAgreement:
     """The members of a team on one host agree once per run on a bit mask: each writes its
-    mask into a word of shared host memory and every member reads all of them.
+    mask into a word of shared host memory (`offer`) and later reads everyone's (`agreed`).
 
-    Each member has two words, used by alternate runs: a member that read every word of
-    run n may write its word of run n + 1 before the slowest member read its word of run
-    n, but not its word of run n + 2, which waits for every member's word of run n + 1."""
+    Each member has two words, used by alternate offers: a member that read every word of
+    offer n may write its word of offer n + 1 before the slowest member read its word of
+    offer n, but not its word of offer n + 2, which it makes after reading every member's
+    word of offer n + 1, which each made after reading offer n."""
 
     def __init__(self, heap: SymmetricHeap, team: tuple[int, ...], timeout: float):
         words = heap.allocate_on_host(team, (2,), torch.int64)
@@ -74,16 +79,22 @@ class HostAgreement:
         """Every member's words (numpy views: a read or write is one aligned 64-bit access)."""
         self.timeout = timeout
         self.runs = 0
+        """Offers made."""
+        self._mask = 0
+        """This member's last offer."""
 
-    def agree(self, mask: int) -> int:
-        """The AND of the masks (below 2**32) every member passes in this run."""
+    def offer(self, mask: int) -> None:
+        """This member's mask (below 2**32) of the next agreement, for the others to read."""
         self.runs += 1
-        word = self.runs % 2
-        self._words[self.position][word] = (self.runs << 32) | mask
-        agreed = mask
+        self._mask = mask
+        self._words[self.position][self.runs % 2] = (self.runs << 32) | mask
+
+    def agreed(self) -> int:
+        """The AND of the masks every member offered last (once each has offered it)."""
+        agreed = self._mask
         for position in range(len(self.team)):
             if position != self.position:
-                agreed &= self._mask_of(position, word)
+                agreed &= self._mask_of(position, self.runs % 2)
         return agreed
 
     def _mask_of(self, position: int, word: int) -> int:
@@ -98,7 +109,7 @@ class HostAgreement:
             now = time.monotonic()
             if now > deadline:
                 raise SymmetricMemoryError(
-                    f"timed out after {self.timeout:g} s waiting for rank {self.team[position]} to start run "
+                    f"timed out after {self.timeout:g} s waiting for rank {self.team[position]} to end run "
                     f"{run} of a program whose peers write into its results (every rank runs it as often)")
             if now > spin_until:
                 time.sleep(pause)
@@ -111,7 +122,7 @@ class ResultSets:
     `buffers(k)` makes set k's buffers (None where the results have no static shape: then
     only the scratch set is used, with results computed anew and copied); `use(k)` tells
     the program which set its symmetric results are in. Each run calls `begin_run` before
-    its work, `run_into_chosen` (or `hand_out`) with its results and `agree_on_next` once its
+    its work, `run_into_chosen` (or `hand_out`) with its results and `offer_next` once its
     work is enqueued."""
 
     def __init__(self, buffers: Callable[[int], list | None], use: Callable[[int], None],
@@ -123,6 +134,8 @@ class ResultSets:
         """The set of the current run."""
         self._next = 0
         """The set of the next run, agreed (at first every set is free on every member)."""
+        self._offered: HostAgreement | None = None
+        """The agreement this member offered its free sets to since the last run began."""
         self._sets: dict[int, list | None] = {}
         self._handed: dict[int, list] = {}
         """What each set hands out aliases of: its buffers, each on a storage of its own
@@ -132,16 +145,23 @@ class ResultSets:
         """The storage uses of `_handed` when the caller holds none of them."""
 
     def begin_run(self) -> None:
-        """This run computes its results into the set agreed when the previous run ended."""
+        """This run computes its results into the lowest set free on every member when
+        their previous runs ended (collective: waits for the members' offers)."""
+        if self._offered is not None:
+            self._next = _lowest(self._offered.agreed())
+            self._offered = None
         self.chosen = self._next
         self._use(self.chosen)
 
-    def agree_on_next(self) -> None:
-        """The next run's set: the lowest free on every member now (collective)."""
+    def offer_next(self) -> None:
+        """Offer the sets free on this member now to the next run (the others read the
+        offer when their next run begins)."""
         free = sum(1 << k for k in range(RESULT_SETS) if self._free(k))
-        if self._agreement is not None:
-            free = self._agreement.agree(free)
-        self._next = (free & -free).bit_length() - 1 if free else SCRATCH
+        if self._agreement is None:
+            self._next = _lowest(free)
+        else:
+            self._agreement.offer(free)
+            self._offered = self._agreement
 
     def _free(self, k: int) -> bool:
         if self.buffers(k) is None:
@@ -174,3 +194,8 @@ class ResultSets:
             handed = self._handed[k] = [torch.from_dlpack(x) if isinstance(x, torch.Tensor) else x for x in results]
             self._alone[k] = storage_uses(handed)
         return [x.detach() if isinstance(x, torch.Tensor) else x for x in handed]
+
+
+def _lowest(sets: int) -> int:
+    """The lowest set of a mask, else the scratch set."""
+    return (sets & -sets).bit_length() - 1 if sets else SCRATCH

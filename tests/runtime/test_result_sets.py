@@ -45,7 +45,8 @@ def _agree(rank: int, world_size: int, masks: list[list[int]]) -> list[int]:
     for run, per_rank in enumerate(masks):
         if rank == run % world_size:  # one member late, a different one each run
             time.sleep(0.002)
-        agreed.append(agreement.agree(per_rank[rank]))
+        agreement.offer(per_rank[rank])  # as a run ends
+        agreed.append(agreement.agreed())  # as the next begins
     return agreed
 
 
@@ -62,20 +63,40 @@ def test_the_members_agree_on_the_and_of_their_masks_run_after_run(world_size):
     assert launch(_agree, world_size, (masks,), backend="gloo", timeout=120) == [expected] * world_size
 
 
+def _offer_while_the_peer_sleeps(rank: int, world_size: int) -> tuple[float, int]:
+    heap = SymmetricHeap(rank, torch.device("cpu"), lambda team: dist.group.WORLD, timeout=30)
+    agreement = HostAgreement(heap, tuple(range(world_size)), timeout=30)
+    dist.barrier()
+    if rank == 1:
+        time.sleep(0.5)
+    start = time.monotonic()
+    agreement.offer(1 + rank)
+    offered = time.monotonic() - start
+    return offered, agreement.agreed()
+
+
+def test_an_offer_does_not_wait_for_the_others_and_the_agreement_does():
+    (offered, agreed), (_, agreed_late) = launch(_offer_while_the_peer_sleeps, 2, backend="gloo", timeout=60)
+    assert offered < 0.1
+    assert agreed == agreed_late == 1 & 2
+
+
 def _one_member_runs_once_more(rank: int, world_size: int) -> str:
     heap = SymmetricHeap(rank, torch.device("cpu"), lambda team: dist.group.WORLD, timeout=30)
     agreement = HostAgreement(heap, tuple(range(world_size)), timeout=0.2)
-    agreement.agree(1)
+    agreement.offer(1)
+    agreement.agreed()
     if rank == 0:
+        agreement.offer(1)
         with pytest.raises(SymmetricMemoryError) as error:
-            agreement.agree(1)
+            agreement.agreed()
         return str(error.value)
     return "stopped"
 
 
 def test_a_member_that_runs_more_often_than_its_peers_times_out_naming_the_peer():
     message, stopped = launch(_one_member_runs_once_more, 2, backend="gloo", timeout=60)
-    assert message == ("timed out after 0.2 s waiting for rank 1 to start run 2 of a program whose peers write "
+    assert message == ("timed out after 0.2 s waiting for rank 1 to end run 2 of a program whose peers write "
                        "into its results (every rank runs it as often)")
     assert stopped == "stopped"
 
