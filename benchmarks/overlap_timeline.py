@@ -6,12 +6,15 @@ torch.profiler and prints every rank's device work in start order (kernels, copi
 rank, stream, start and length in µs from the first device event of any rank: the ranks
 leave a host barrier just before the run, and their traces share the host's clock) and a
 summary per rank: wall time of the device work, time busy with GEMMs, with transfers (NCCL
-kernels and peer-to-peer copies) and with both at once. With `--trace DIR` each rank's Chrome trace goes
-to DIR/<case>_<shape>_<variant>_rank<r>.json.
+kernels and peer-to-peer copies) and with both at once. With `--runs N` it profiles N runs
+issued back to back instead, as overlap.py's back-to-back timing issues them, and also
+prints each rank's longest gaps with no device work at all (where a run waits between or
+inside runs). With `--trace DIR` each rank's Chrome trace goes to
+DIR/<case>_<shape>_<variant>_rank<r>.json.
 
     torchrun --nproc-per-node 2 benchmarks/overlap_timeline.py --cases AG+matmul \
         --shapes 16384x8192x1024 --variants naive hostir_ce_graph --chunks 4 [--trace DIR]
-        [--copy-engine-streams N]
+        [--copy-engine-streams N] [--runs N]
 
 Variants: the names overlap.py prints without their _S suffix (naive, torch_fused,
 handwritten_nccl, handwritten_ce, and every hostir label of overlap.py's HOSTIR_VARIANTS);
@@ -48,6 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--trace", type=Path, help="keep each rank's Chrome trace here (default: a temporary folder)")
     parser.add_argument("--events", type=int, default=80, help="device events printed per run (all ranks)")
+    parser.add_argument("--runs", type=int, default=1, help="runs profiled, issued back to back (default 1)")
+    parser.add_argument("--gaps", type=int, default=8, help="longest idle gaps printed per rank with --runs > 1")
     parser.add_argument("--copy-engine-streams", type=int, default=1,
                         help="the hostir variants' communication streams per copy-engine phase (default 1)")
     return parser.parse_args(argv)
@@ -103,23 +108,32 @@ def summary(events: list[dict]) -> dict:
     return {"wall": wall, "gemm": length(gemm), "transfer": length(transfer), "both": both(gemm, transfer)}
 
 
-def profile_once(variant, device: torch.device, warmup: int, trace: Path, host_barrier) -> list[dict]:
+def profile_runs(variant, device: torch.device, warmup: int, trace: Path, host_barrier, runs: int = 1) -> list[dict]:
     for _ in range(warmup):
         variant.run()
     settle(device)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
-        # Started profilers differ by hundreds of µs between ranks: the run starts after a
+        # Started profilers differ by hundreds of µs between ranks: the runs start after a
         # host barrier (gloo, no device work), as overlap.py's timed runs do.
         torch.cuda.synchronize(device)
         dist.barrier(group=host_barrier)
-        variant.run()
+        for _ in range(runs):
+            variant.run()
         torch.cuda.synchronize(device)
     trace.parent.mkdir(parents=True, exist_ok=True)
     profile.export_chrome_trace(str(trace))
     return device_events(trace)
 
 
-def report(label: str, per_rank: list[list[dict]], limit: int) -> None:
+def idle_gaps(events: list[dict]) -> list[tuple[float, float]]:
+    """(start, length) of every stretch between a rank's first and last device event with
+    no device work on any stream, longest first."""
+    busy = union([(e["start"], e["end"]) for e in events])
+    return sorted(((end, following - end) for (_, end), (following, _) in zip(busy, busy[1:])),
+                  key=lambda gap: -gap[1])
+
+
+def report(label: str, per_rank: list[list[dict]], limit: int, runs: int = 1, gaps: int = 0) -> None:
     print(f"\n== {label}")
     everything = [dict(e, rank=rank) for rank, events in enumerate(per_rank) for e in events]
     if not everything:
@@ -129,7 +143,12 @@ def report(label: str, per_rank: list[list[dict]], limit: int) -> None:
     for rank, events in enumerate(per_rank):
         s = summary(events)
         print(f"rank {rank}: device wall {s['wall']:.0f} us, GEMM busy {s['gemm']:.0f}, transfer busy "
-              f"{s['transfer']:.0f}, both at once {s['both']:.0f}")
+              f"{s['transfer']:.0f}, both at once {s['both']:.0f}"
+              + (f" ({runs} runs back to back: {s['wall'] / runs:.0f} us per run)" if runs > 1 else ""))
+        if runs > 1 and gaps:
+            idle = idle_gaps(events)
+            print(f"  idle: {sum(g for _, g in idle):.0f} us in all; longest (us, at): "
+                  + ", ".join(f"{g:.0f} at {start - t0:.0f}" for start, g in idle[:gaps]))
     for e in sorted(everything, key=lambda e: e["start"])[:limit]:
         print(f"  r{e['rank']} s{e['stream']!s:<4} {e['start'] - t0:9.1f} {e['end'] - e['start']:8.1f}  {e['name'][:60]}")
 
@@ -151,11 +170,12 @@ def main(argv: list[str] | None = None) -> None:
                     error = check(variant, Operands(case.p, 1), device)
                     label = f"{case_name} {m}x{k}x{n} {name} (relative error {error:.1e})"
                     stem = f"{re.sub(r'[^A-Za-z0-9]', '_', case_name)}_{m}x{k}x{n}_{name}_rank{rank}"
-                    events = profile_once(variant, device, args.warmup, trace_dir / f"{stem}.json", host_barrier)
+                    events = profile_runs(variant, device, args.warmup, trace_dir / f"{stem}.json", host_barrier,
+                                          args.runs)
                     per_rank: list = [None] * world
                     dist.all_gather_object(per_rank, events)
                     if rank == 0:
-                        report(label, per_rank, args.events)
+                        report(label, per_rank, args.events, args.runs, args.gaps)
                     del variant
     finally:
         leave_world(joined)

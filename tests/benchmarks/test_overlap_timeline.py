@@ -29,6 +29,16 @@ def test_busy_times_are_unions_and_overlap_is_their_intersection():
     assert overlap_timeline.summary(events) == {"wall": 60, "gemm": 20, "transfer": 25, "both": 5}
 
 
+def test_idle_gaps_are_the_stretches_without_work_on_any_stream_longest_first():
+    events = [
+        event("nvjet_sm90_tst_128x128", 0, 10), event("Memcpy PtoP (Device -> Device)", 5, 20),
+        event("nvjet_sm90_tst_128x128", 23, 30),  # 3 idle before it
+        event("Memset (Device)", 40, 45),  # 10 idle before it
+    ]
+    assert overlap_timeline.idle_gaps(events) == [(30, 10), (20, 3)]
+    assert overlap_timeline.idle_gaps(events[:1]) == []
+
+
 def test_no_device_events_sum_to_nothing():
     assert overlap_timeline.summary([]) == {"wall": 0.0, "gemm": 0.0, "transfer": 0.0, "both": 0.0}
 
