@@ -63,22 +63,25 @@ def test_the_members_agree_on_the_and_of_their_masks_run_after_run(world_size):
     assert launch(_agree, world_size, (masks,), backend="gloo", timeout=120) == [expected] * world_size
 
 
-def _offer_while_the_peer_sleeps(rank: int, world_size: int) -> tuple[float, int]:
+def _offer_while_the_peer_sleeps(rank: int, world_size: int) -> tuple[float, float, int]:
     heap = SymmetricHeap(rank, torch.device("cpu"), lambda team: dist.group.WORLD, timeout=30)
     agreement = HostAgreement(heap, tuple(range(world_size)), timeout=30)
     dist.barrier()
     if rank == 1:
         time.sleep(0.5)
     start = time.monotonic()
-    agreement.offer(1 + rank)
-    offered = time.monotonic() - start
-    return offered, agreement.agreed()
+    agreement.offer(0b011 if rank == 0 else 0b101)
+    offered = time.monotonic()
+    agreed = agreement.agreed()
+    return offered - start, time.monotonic() - offered, agreed
 
 
 def test_an_offer_does_not_wait_for_the_others_and_the_agreement_does():
-    (offered, agreed), (_, agreed_late) = launch(_offer_while_the_peer_sleeps, 2, backend="gloo", timeout=60)
+    (offered, waited, agreed), (_, _, agreed_late) = launch(_offer_while_the_peer_sleeps, 2, backend="gloo",
+                                                            timeout=60)
     assert offered < 0.1
-    assert agreed == agreed_late == 1 & 2
+    assert waited > 0.3  # for the peer's offer
+    assert agreed == agreed_late == 0b001
 
 
 def _one_member_runs_once_more(rank: int, world_size: int) -> str:
