@@ -308,17 +308,19 @@ class CudaGraphs:
     def __len__(self) -> int:
         return len(self._graphs) + sum(map(len, self._copying.values())) + sum(map(len, self._bound.values()))
 
-    def run(self, inputs: Sequence[Any]) -> list:
+    def run(self, inputs: Sequence[Any], key: tuple | None = None) -> list:
+        """Run `inputs` (of signature `key`, computed here where not given)."""
+        key = signature(inputs) if key is None else key
         if not self._for_callers:
-            return self._captured(inputs).replay(inputs)
-        if torch.autograd.profiler._is_profiler_enabled and not self._has_graph(signature(inputs)):
+            return self._captured(inputs, key).replay(inputs)
+        if torch.autograd.profiler._is_profiler_enabled and not self._has_graph(key):
             # The default graph mode does not capture while torch's profiler records: a new
             # signature runs eagerly, once, so a profile shows each op once (not a warm-up, a
             # capture and a replay: nvFuser's tests count the kernels of a first run).
             if self._result_sets is not None:
                 return self._result_sets.run_into_chosen(lambda buffers: self._run_eagerly(inputs, buffers))
             return self._run_eagerly(inputs)
-        return self._for_caller(inputs).run(inputs)
+        return self._for_caller(inputs, key).run(inputs)
 
     def _has_graph(self, key: tuple) -> bool:
         return key in self._graphs or key in self._copying or key in self._bound
@@ -328,10 +330,9 @@ class CudaGraphs:
         `cuda_graph=True`, if it is new), holding `inputs`; a run given them copies nothing in."""
         if self._for_callers:
             return self._copying_in(inputs, signature(inputs)).bind(inputs)
-        return self._captured(inputs).bind(inputs)
+        return self._captured(inputs, signature(inputs)).bind(inputs)
 
-    def _captured(self, inputs: Sequence[Any]) -> _Captured:
-        key = signature(inputs)
+    def _captured(self, inputs: Sequence[Any], key: tuple) -> _Captured:
         captured = self._graphs.get(key)
         if captured is None:
             captured = self._graphs[key] = self._capture([_static_copy(x) for x in inputs])
@@ -350,10 +351,9 @@ class CudaGraphs:
             return _BySet(inputs, self._capture, self._result_sets)
         return _InTurns(inputs, self._capture, self._result_buffers)
 
-    def _for_caller(self, inputs: Sequence[Any]) -> _InTurns | _BySet:
+    def _for_caller(self, inputs: Sequence[Any], key: tuple) -> _InTurns | _BySet:
         """The graphs bound to these very tensors, bound now if the caller passes the
         same ones a second time in a row, else the graphs that copy them in."""
-        key = signature(inputs)
         bound = self._bound.get(key)
         if bound is not None and _same_objects(bound.inputs, inputs):
             return bound

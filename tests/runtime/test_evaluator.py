@@ -373,13 +373,21 @@ def test_fresh_buffers_per_run():
 SHARDED = "!fusion.tensor<f32[2 didx, 64], mesh=[0, 1]>"
 
 
-@pytest.mark.parametrize("given, message", [
+BAD_INPUTS = [
     ([torch.zeros(8, 64)], r"takes 2 inputs, got 1"),
     ([torch.zeros(8, 64), torch.zeros(8, 63)], r"argument 1 \(%o\): expected shape \[8, 64\] .* got \[8, 63\]"),
     ([torch.zeros(8, 64, dtype=torch.float64), torch.zeros(8, 64)], r"argument 0 \(%a\): expected dtype torch.float32, got torch.float64"),
     ([torch.zeros(8, 64, device="meta"), torch.zeros(8, 64)], r"argument 0 \(%a\): expected a tensor on cpu, got one on meta"),
     ([None, torch.zeros(8, 64)], r"argument 0 \(%a\): expected a tensor of shape \[8, 64\] .* got None"),
-])
+]
+
+
+def _add_into_output() -> Evaluator:
+    return Evaluator(parse_module(program(f"%c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n hir.return %c : {F}",
+                                          f"%a: {F}, %o: {F}", F)))
+
+
+@pytest.mark.parametrize("given, message", BAD_INPUTS)
 def test_bad_inputs_are_refused_before_anything_runs(given, message):
     m = parse_module(program(f"%c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n hir.return %c : {F}",
                              f"%a: {F}, %o: {F}", F))
@@ -389,6 +397,29 @@ def test_bad_inputs_are_refused_before_anything_runs(given, message):
     for x, y in zip(given, before):
         if y is not None:
             assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize("given, message", BAD_INPUTS)
+def test_bad_inputs_are_refused_after_good_ones(given, message):
+    evaluator = _add_into_output()
+    evaluator.run([torch.ones(8, 64), torch.zeros(8, 64)])
+    with pytest.raises(InputError, match=message):
+        evaluator.run(given)
+    (c,) = evaluator.run([torch.ones(8, 64), torch.zeros(8, 64)])
+    assert torch.equal(c, torch.full((8, 64), 2.0))
+
+
+def test_inputs_of_the_signature_last_checked_are_not_checked_again(monkeypatch):
+    evaluator = _add_into_output()
+    checked = []
+    monkeypatch.setattr(evaluator, "check_inputs",
+                        lambda inputs: (checked.append(inputs), Evaluator.check_inputs(evaluator, inputs)))
+    evaluator.run([torch.ones(8, 64), torch.zeros(8, 64)])
+    evaluator.run([torch.ones(8, 64), torch.zeros(8, 64)])  # other tensors, the same signature
+    assert len(checked) == 1
+    with pytest.raises(InputError):
+        evaluator.run([torch.ones(8, 64, dtype=torch.float64), torch.zeros(8, 64)])
+    assert len(checked) == 2
 
 
 def test_inputs_are_local_shards():
