@@ -86,7 +86,7 @@ from hostir_dialect.tensor_type import DYNAMIC, TensorType, tensor_type
 
 from .chunking import SELECTED, ChunkForm, Narrowed, narrowed_operand_axes, operand_axis
 from .stream_loops import enclosing_loops, trip_count
-from .symmetric_buffers import can_be_symmetric_output, symmetric_output
+from .symmetric_buffers import can_be_symmetric_output, make_symmetric
 
 
 def outermost_axis(t: TensorType) -> int | None:
@@ -368,18 +368,20 @@ def own_product(collective: hir.OwnProductCollectiveOp, split: MemberSplit, me: 
     computing that part: the all-reduce's second phase, or the reduce-scatter's wait,
     multiplies them onto the other members' parts (the GEMM adds them, beta = 1), so no
     add kernel runs and the own part's GEMM runs once the peers' parts are in, while the
-    next chunks' other parts compute. A reduce-scatter needs its output made symmetric for
-    it (`symmetric_output`), so that the lead's part lands where the GEMM adds onto it:
-    with the part in `via`, torch would copy it into the output first, which costs most
-    of what the add did."""
+    next chunks' other parts compute. A reduce-scatter needs its output symmetric for it
+    (made so where it can be, `can_be_symmetric_output`), so that the lead's part lands
+    where the GEMM adds onto it: with the part in `via`, torch would copy it into the
+    output first, which costs most of what the add did."""
     matmul = split.op
     if not isinstance(matmul, fusion.MatmulOp) or matmul.epilogue is not None or matmul.a not in split.parted \
             or not _whole_in_every_part(split, matmul.b) or tensor_type(split.destination).value_allocation_order() is not None:
         return False
     scatters = isinstance(collective, hir.ReduceScatterOp)
-    symmetric = hir.views_symmetric_buffer(collective.output) or (scatters and can_be_symmetric_output(collective.output))
-    if scatters and not symmetric:
+    already_symmetric = hir.views_symmetric_buffer(collective.output)
+    made_symmetric = scatters and not already_symmetric
+    if made_symmetric and not can_be_symmetric_output(collective.output):
         return False
+    symmetric = already_symmetric or made_symmetric
     views = [located_like(split.form.view(v, me, split.parted[v]), matmul) for v in (matmul.a, matmul.b) if v in split.parted]
     for view in views:
         view.result.name_hint = f"{view.input.name_hint}_me" if view.input.name_hint else None
@@ -398,8 +400,8 @@ def own_product(collective: hir.OwnProductCollectiveOp, split: MemberSplit, me: 
         for view in reversed(views):
             Rewriter.erase_op(view)
         return False
-    if scatters:
-        symmetric_output(collective.output)
+    if made_symmetric:
+        make_symmetric(collective.output)
     fused.work.name_hint = collective.work.name_hint
     unused_via = collective.via if via is None else None
     Rewriter.replace_op(collective, fused)
