@@ -190,6 +190,8 @@ class Evaluator:
         if key != self._checked:
             self.check_inputs(inputs)
             self._checked = key
+        else:
+            key = self._checked  # one object run after run: the graphs know it by identity
         if self.trace:
             with torch.profiler.record_function(f"hir.program @{self.name}"):
                 return self._run_checked(inputs, key)

@@ -404,6 +404,40 @@ def test_the_default_graph_mode_binds_tensors_passed_again(monkeypatch):
     assert len(captures) == 3 and captures[2].inputs[0] is not y and captures[1].replays == 3
 
 
+def test_the_last_runs_signature_object_finds_its_graphs_only_for_the_same_tensors(monkeypatch):
+    """The Evaluator passes one signature object while the signature stays, and the graphs
+    find the last run's by its identity, without hashing it: in the default mode only for
+    the very tensors they are bound to; other tensors of that signature get a copying
+    graph (replaying the bound one would compute on the tensors it was captured with)."""
+    captures = []
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture(captures))
+    graphs = CudaGraphs(lambda inputs: [], None, for_callers=True)
+    x, y = torch.zeros(2), torch.full((2,), 3.0)
+    key = signature([x])
+    for _ in range(3):
+        graphs.run([x], key)  # bound at the second run, found by identity at the third
+    assert len(captures) == 2 and captures[1].inputs[0] is x and captures[1].replays == 2
+    graphs.run([y], key)
+    assert len(captures) == 3 and captures[2].inputs[0] is not y and captures[1].replays == 2
+    graphs.run([x], signature([x]))  # an equal signature, another object: found by value
+    assert len(captures) == 3 and captures[1].replays == 3
+
+
+def test_an_explicit_graph_is_found_by_the_last_signature_object_or_by_value(monkeypatch):
+    captures = []
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture(captures))
+    graphs = CudaGraphs(lambda inputs: [], None)
+    x, wide = torch.zeros(2), torch.zeros(2, dtype=torch.float64)
+    key = signature([x])
+    graphs.run([x], key)
+    graphs.run([x], key)
+    graphs.run([x], signature([x]))
+    assert len(captures) == 1 and captures[0].replays == 3
+    graphs.run([wide], signature([wide]))  # another signature: a graph of its own
+    graphs.run([x], key)
+    assert len(captures) == 2 and [c.replays for c in captures] == [4, 1]
+
+
 def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
