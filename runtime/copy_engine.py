@@ -10,7 +10,7 @@ CPU ranks streams are bookkeeping and the same code runs in program order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import cast
 
@@ -47,6 +47,12 @@ PRODUCT_PHASE = -1
 SIDE_PRIORITY = -1
 """The CUDA stream priority of the copy engines' streams (torch's: lower is higher; the
 workers' is 0)."""
+
+LAST_POST_PIECES = 2
+"""Blocks of rows in which the last post of a run of a copy-engine all-reduce that computes
+its own part (`own`) computes that part and pushes the sum: the push of that post's sum is
+the one transfer nothing is computed beside (the last chunk's exchange), and in pieces all
+but the last piece's push run beside the next piece's GEMM."""
 
 
 class Ordering:
@@ -316,18 +322,29 @@ class CopyEngineCollective:
         and the mark `after`: `before` (given the stream), then `pushes(peer)` into every
         other member's instance of `into` (one buffer or several; it returns the tensor it
         read), then its flag `slot`. Returns the mark of the end of this work."""
+        return self.push_pieces_and_signal(into, [(after, pushes)], slot, phase, before)
+
+    def push_pieces_and_signal(self, into: SymmetricTensor | tuple[SymmetricTensor, ...],
+                               pieces: Sequence[tuple[object, Callable[[int], torch.Tensor]]], slot: int, phase: int = 1,
+                               before: Callable[[object], None] | None = None):
+        """`push_and_signal` of a push made in pieces, each `(after, pushes)` pushed once
+        its mark `after` is reached, in turn; the flag follows the last piece."""
         ordering = self.ordering
         side = ordering.fork(phase, self.lane(slot))
-        ordering.join(after, side)
+        ordering.join(pieces[0][0], side)
         with ordering.enqueue_on(side):
             if before is not None:
                 before(side)
             for buffer in into if isinstance(into, tuple) else (into,):
                 ordering.join(ordering.acquisition(buffer), side)
                 ordering.pushed(self.op, buffer.local, side)
-            for peer in self.peers:
-                ordering.touch(self.op, reads=[pushes(peer)], stream=side)
-                self.flags.signal(peer, slot, side)
+            for i, (after, pushes) in enumerate(pieces):
+                if i:
+                    ordering.join(after, side)
+                for peer in self.peers:
+                    ordering.touch(self.op, reads=[pushes(peer)], stream=side)
+                    if i == len(pieces) - 1:
+                        self.flags.signal(peer, slot, side)
         return ordering.mark((self.flags.team, slot, "pushed"), side)
 
     def receive(self, peer: int, slot: int, region: torch.Tensor, stream=None) -> None:
@@ -555,11 +572,36 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
             return self.push_and_signal(into, push, slot + 1, phase=2, before=reduce)
         ordering = self.ordering
         product = ordering.fork_product(self.lane(slot))
+        count = self._product_pieces(own, slot)
+        outs = _chunks(reduced, count)
+        # The lead's part is the output itself (added onto in place): its pieces are the output's.
+        received = [outs if part is reduced else _chunks(part, count) for part in (parts[p] for p in self.sources)]
+        sent = _chunks(gathered[me], count)
+
+        def push_piece(i: int) -> Callable[[int], torch.Tensor]:
+            return lambda peer: _copy(peer_view(into, sent[i], peer), outs[i])
+
+        pieces = []
         with ordering.enqueue_on(product):
             receive(product)
-            self.reduce_onto_product(reduced, [parts[p] for p in self.sources], own, product)
-        computed = ordering.mark((self.flags.team, slot, "product"), product)
-        return self.push_and_signal(into, push, slot + 1, phase=2, after=computed)
+            a, b = own
+            rows = a.reshape(-1, b.shape[-2]).chunk(count)
+        for i in range(count):
+            with ordering.enqueue_on(product):
+                self.reduce_onto_product(outs[i], [part[i] for part in received], (rows[i], b), product)
+            computed = ordering.mark((self.flags.team, slot, "product", i), product)
+            pieces.append((computed, push_piece(i)))
+        return self.push_pieces_and_signal(into, pieces, slot + 1, phase=2)
+
+    def _product_pieces(self, own: tuple[torch.Tensor, torch.Tensor], slot: int) -> int:
+        """In how many blocks of rows the own product of the post whose first flag is `slot`
+        is computed and pushed, each pushed as soon as it is computed: LAST_POST_PIECES for
+        the run's last post (where nothing else is left to compute beside the push, which
+        then overlaps the next block's GEMM), else one."""
+        a, b = own
+        rows = a.numel() // b.shape[-2]
+        last = (slot - self.first_slot) // self.ALGORITHM.phases == self.posts - 1
+        return LAST_POST_PIECES if last and rows % LAST_POST_PIECES == 0 else 1
 
 
 def _copy(target: torch.Tensor, source: torch.Tensor) -> torch.Tensor:

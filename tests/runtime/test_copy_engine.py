@@ -14,6 +14,7 @@ from hostir.passes import lower
 from hostir.runtime import Evaluator, shard_tensor
 from hostir.runtime.compile.context import ExecutionError
 from hostir.runtime.copy_engine import (
+    LAST_POST_PIECES,
     CopyEngineAllgather,
     CopyEngineAllreduce,
     CopyEngineCollective,
@@ -179,6 +180,34 @@ def test_the_hazard_check_catches_an_all_reduce_second_phase_not_ordered_after_t
         assert re.search(r"error: 'hir.wait' op failed: stream hazard: 'hir.allreduce' at matmul_ar.mlir:\d+:\d+ reads "
                          r"memory on a stream that never waited for the own block that 'fusion.matmul' at "
                          r"matmul_ar.mlir:\d+:\d+ writes on stream \d, and nothing orders the two", message), message
+
+
+def _own_products(rank: int, world_size: int, program: str, inputs: list) -> tuple[list[int], torch.Tensor]:
+    """The rows of each own product one run's all-reduces compute, and the run's result."""
+    rows = []
+    original = CopyEngineReduceScatter.reduce_onto_product
+
+    def counted(self, out, received, own, stream=None):
+        rows.append(own[0].reshape(-1, own[1].shape[-2]).shape[0])
+        return original(self, out, received, own, stream)
+
+    CopyEngineReduceScatter.reduce_onto_product = counted  # type: ignore[method-assign]  # this spawned rank only
+    evaluator = Evaluator(parse_module(program), rank=rank, world_size=world_size, check_hazards=True)
+    (result,) = evaluator.run([x[rank] for x in inputs])
+    return rows, result
+
+
+def test_the_last_post_of_a_run_computes_and_pushes_its_own_product_in_pieces():
+    """The last chunk's exchange is what nothing is computed beside: its own product is
+    computed in LAST_POST_PIECES blocks of rows, each pushed while the next is computed
+    (the hazard check follows every piece); the other posts' in one."""
+    program, inputs = _lowered_matmul_ar(" symmetric-allreduce-output=true")
+    a, b = (torch.cat(shards, dim=dim) for shards, dim in zip(inputs, (1, 0)))
+    expected = (a @ b.unsqueeze(1).unsqueeze(0)).sum(dim=1)
+    for rows, result in launch(_own_products, 2, (program, inputs), backend="gloo", timeout=60):
+        whole = rows[0]
+        assert rows == [whole] + [whole // LAST_POST_PIECES] * LAST_POST_PIECES
+        torch.testing.assert_close(result.reshape(expected.shape), expected)
 
 
 def _run_checked(rank: int, world_size: int, program: str, inputs: list) -> str:
