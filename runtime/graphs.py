@@ -253,7 +253,10 @@ class _BySet:
         return _copied_in(self.inputs, inputs)
 
     def run(self, inputs: Sequence[Any]) -> list:
-        return self._sets.run_into_chosen(lambda buffers: self._graph(self._sets.chosen, buffers).replay(inputs))
+        sets = self._sets
+        k = sets.chosen
+        captured = self._graphs.get(k) or self._graph(k, sets.buffers(k))
+        return sets.hand_out(k, captured.replay(inputs))
 
     def _graph(self, k: int, buffers: list | None) -> _Captured:
         """Set k's graph, captured computing into `buffers` where it is new."""
