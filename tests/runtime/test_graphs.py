@@ -28,6 +28,7 @@ from hostir.runtime.graphs import (
     signature,
 )
 from hostir.runtime.launcher import device_for
+from hostir.runtime.result_sets import RESULT_SETS, ResultSets
 from hostir_dialect import hir
 from hostir_dialect.context import parse_module
 from hostir_dialect.diagnostics import HostIRError
@@ -459,6 +460,35 @@ def test_a_caller_that_drops_each_result_by_the_next_run_gets_the_graphs_buffers
         assert _shares_storage(y, captures[k % 2].outputs[0])
     assert len(captures) == 2 and [c.replays for c in captures] == [3, 3]
     assert captures[1].memory_pool is captures[0].memory_pool
+
+
+def _run_with_result_sets(graphs: CudaGraphs, sets: ResultSets, x: torch.Tensor) -> torch.Tensor:
+    """One run as the Evaluator makes it for a program whose peers write into its results."""
+    sets.begin_run()
+    (y,) = graphs.run([x])
+    sets.offer_next()
+    return y
+
+
+def test_result_sets_have_a_graph_each_used_in_turn_and_a_held_result_is_never_overwritten(monkeypatch):
+    """The default mode's graphs of a program whose peers write into its results
+    (`_BySet`): one per result set, computing into that set's buffers, replayed for the set
+    the run was given; `y = f(x)` in a loop takes the sets in turn without copies, and a
+    caller that keeps every result gets copies (the scratch set) once every set is held."""
+    captures = []
+    monkeypatch.setattr(CudaGraphs, "_capture", _fake_capture(captures))
+    sets = ResultSets(lambda k: [torch.empty(2)], lambda k: None, agreement=None)
+    graphs = CudaGraphs(lambda inputs: [], None, for_callers=True, result_sets=sets)
+    y = None
+    for k in range(2 * RESULT_SETS):
+        y = _run_with_result_sets(graphs, sets, torch.full((2,), float(k)))
+        assert torch.equal(y, torch.full((2,), k + 1.0))
+        assert _shares_storage(y, captures[k % RESULT_SETS].outputs[0])
+    assert len(captures) == RESULT_SETS and all(c.replays == 2 for c in captures)
+    kept = [y] + [_run_with_result_sets(graphs, sets, torch.full((2,), 10.0 + k)) for k in range(RESULT_SETS)]
+    assert [v[0].item() for v in kept] == [2.0 * RESULT_SETS] + [11.0 + k for k in range(RESULT_SETS)]
+    assert len(captures) == RESULT_SETS + 1  # the scratch set's graph
+    assert not any(_shares_storage(kept[-1], c.outputs[0]) for c in captures[:RESULT_SETS])  # a copy
 
 
 def test_results_a_caller_holds_are_never_overwritten(monkeypatch):
