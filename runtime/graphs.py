@@ -253,17 +253,14 @@ class _BySet:
         return _copied_in(self.inputs, inputs)
 
     def run(self, inputs: Sequence[Any]) -> list:
-        sets = self._sets
-        k = sets.chosen
-        captured = self._graphs.get(k) or self._graph(k, sets.buffers(k))
-        return sets.hand_out(k, captured.replay(inputs))
+        k = self._sets.chosen
+        captured = self._graphs.get(k) or self._new_graph(k)
+        return self._sets.hand_out(k, captured.replay(inputs))
 
-    def _graph(self, k: int, buffers: list | None) -> _Captured:
-        """Set k's graph, captured computing into `buffers` where it is new."""
-        captured = self._graphs.get(k)
-        if captured is None:
-            captured = self._graphs[k] = self._capture(self.inputs, self._pool, buffers)
-            self._pool = captured.pool()
+    def _new_graph(self, k: int) -> _Captured:
+        """Set k's graph, captured computing into the set's buffers."""
+        captured = self._graphs[k] = self._capture(self.inputs, self._pool, self._sets.buffers(k))
+        self._pool = captured.pool()
         return captured
 
 
