@@ -11,6 +11,7 @@ of it. Tolerance: float32 with small sums, rtol=atol=1e-5.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -576,32 +577,74 @@ def profile_job(rank: int, world_size: int, program: str, per_rank: list, stream
     return {"outputs": [o.cpu() for o in outputs], **intervals}
 
 
+def profile_jobs(rank: int, world_size: int, jobs: list[tuple]) -> list[dict]:
+    """`profile_job` of each job (its arguments after the rank's), one after another in one
+    launch: spawning the ranks, NCCL and the profiler cost seconds a launch, which one
+    launch per job paid over and over (22 copy-engine jobs took 200 s)."""
+    return [profile_job(rank, world_size, *job) for job in jobs]
+
+
 def overlapping(first: list[tuple[float, float]], second: list[tuple[float, float]]) -> bool:
     return any(a0 < b1 and b0 < a1 for a0, a1 in first for b0, b1 in second)
+
+
+@dataclass(frozen=True)
+class GpuRun:
+    """A GPU case lowered, what each rank must compute, and what each rank's profiled run gave."""
+
+    program: str
+    expected: list[torch.Tensor]
+    """Each rank's output, from eager torch on the whole inputs."""
+    ranks: list[dict]
+    """`profile_job`'s result on each rank."""
+
+
+def gpu_runs(jobs: dict[tuple, tuple[str, str, int, int]]) -> dict[tuple, GpuRun]:
+    """Each job, `key: (case, pipeline, numberOfStreams, copy-engine streams)`, lowered and
+    replayed from a CUDA graph under the profiler on 2 GPUs, all in one launch."""
+    prepared = {key: _gpu_program(case, pipeline) for key, (case, pipeline, _, _) in jobs.items()}
+    launched = [(program, per_rank, streams, True, lanes)
+                for (program, per_rank, _), (_, _, streams, lanes) in zip(prepared.values(), jobs.values())]
+    per_rank = launch(profile_jobs, WORLD, (launched,), backend="nccl", timeout=600)
+    return {key: GpuRun(program, expected, [results[index] for results in per_rank])
+            for index, (key, (program, _, expected)) in enumerate(prepared.items())}
+
+
+def _gpu_program(case: str, pipeline: str) -> tuple[str, list, list[torch.Tensor]]:
+    """GPU_CASES[case] lowered by `pipeline`: its text, each rank's inputs and each rank's expected output."""
+    text = GPU_CASES[case]
+    reference = parse_module(text)
+    inputs = random_inputs(reference, seed=0)
+    (expected,) = runtime.run_fusion(reference, [x.cuda() for x in inputs])
+    program = lowered(text, pipeline)
+    (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
+    arg_types = [arg.type for arg in function.args]
+    per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
+    output_type = function.function_type.outputs.data[0]
+    return str(program), per_rank, [runtime.shard_tensor(expected.cpu(), output_type, r) for r in range(WORLD)]
+
+
+NCCL_OVERLAP = ((4, True), (1, False))
+"""numberOfStreams, and whether one chunk's collective overlaps another's matmul."""
+
+
+@pytest.fixture(scope="module")
+def nccl_gpu_runs() -> dict[tuple, GpuRun]:
+    return gpu_runs({(case, streams): (case, PIPELINE, streams, 1) for case in GPU_CASES for streams, _ in NCCL_OVERLAP})
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
 @pytest.mark.parametrize("case", list(GPU_CASES))
-def test_gpu_pipeline_is_correct_and_overlaps(case):
-    text = GPU_CASES[case]
-    reference = parse_module(text)
-    inputs = random_inputs(reference, seed=0)
-    expected = runtime.run_fusion(reference, [x.cuda() for x in inputs])
-    program = lowered(text, PIPELINE)
-    (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
-    arg_types = [arg.type for arg in function.args]
-    per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
-    output_type = function.function_type.outputs.data[0]
-    for streams, overlap_expected in ((4, True), (1, False)):
+def test_gpu_pipeline_is_correct_and_overlaps(nccl_gpu_runs, case):
+    for streams, overlap_expected in NCCL_OVERLAP:
         # A CUDA-graph replay is profiled: eagerly, launches can trail the GPU at these sizes,
         # which then runs each chunk alone, and whether chunks overlap would measure the host,
         # not the schedule (one eager run of this test failed on a freshly started 2x H200
         # and passed on the next machine).
-        ranks = launch(profile_job, WORLD, (str(program), per_rank, streams, True), backend="nccl")
-        for rank, result in enumerate(ranks):
-            torch.testing.assert_close(result["outputs"][0], runtime.shard_tensor(expected[0].cpu(), output_type, rank),
-                                       **GPU_TOLERANCE)
+        run = nccl_gpu_runs[case, streams]
+        for rank, result in enumerate(run.ranks):
+            torch.testing.assert_close(result["outputs"][0], run.expected[rank], **GPU_TOLERANCE)
             assert len(result["collective"]) >= 4 and len(result["matmul"]) >= 4, result
             # The wait orders each chunk's collective and matmul, so any overlap is between
             # different chunks; with one stream everything is serialized.
@@ -617,11 +660,21 @@ GPU_COPY_ENGINE_CASES = [(case, pipeline) for case in GPU_CASES for pipeline in 
     (COPY_ENGINE, COPY_ENGINE_RS_IN_PRODUCER) if case == "matmul+RS" else (COPY_ENGINE,))]
 
 
+COPY_ENGINE_STREAMS = (1, 2)
+
+
+@pytest.fixture(scope="module")
+def copy_engine_gpu_runs() -> dict[tuple, GpuRun]:
+    return gpu_runs({(case, pipeline, lanes): (case, pipeline, 4, lanes)
+                     for case, pipeline in GPU_COPY_ENGINE_CASES for lanes in COPY_ENGINE_STREAMS})
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
-@pytest.mark.parametrize("copy_engine_streams", [1, 2])
+@pytest.mark.parametrize("copy_engine_streams", COPY_ENGINE_STREAMS)
 @pytest.mark.parametrize(("case", "pipeline"), GPU_COPY_ENGINE_CASES)
-def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, pipeline, copy_engine_streams):
+def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(copy_engine_gpu_runs, case, pipeline,
+                                                                       copy_engine_streams):
     """The copy-engine transport on GPUs, with one and two communication streams per
     phase: right results, and, where split-by-member splits the matmul (AG+matmul,
     matmul+RS, matmul+AR with row blocks), peer-to-peer copies that run while a matmul
@@ -636,22 +689,12 @@ def test_gpu_copy_engine_pipeline_is_correct_and_copies_overlap_matmuls(case, pi
     other rank's part arrived; with both options, it adds in place onto the part pushed
     into the output, as the reduce-scatter's does when it is waited with
     `reduce-scatter-in-producer`."""
-    text = GPU_CASES[case]
-    reference = parse_module(text)
-    inputs = random_inputs(reference, seed=0)
-    expected = runtime.run_fusion(reference, [x.cuda() for x in inputs])
-    program = lowered(text, pipeline)
-    assert "transport copy_engine" in str(program)
-    assert (" own(" in str(program)) == (case.startswith("matmul+AR") and pipeline not in WITHOUT_REDUCE_IN_PRODUCER
+    run = copy_engine_gpu_runs[case, pipeline, copy_engine_streams]
+    assert "transport copy_engine" in run.program
+    assert (" own(" in run.program) == (case.startswith("matmul+AR") and pipeline not in WITHOUT_REDUCE_IN_PRODUCER
                                         or pipeline == COPY_ENGINE_RS_IN_PRODUCER)
-    (function,) = [op for op in program.ops if isinstance(op, hir.ProgramOp)]
-    arg_types = [arg.type for arg in function.args]
-    per_rank = [[runtime.shard_tensor(x, ty, r) for x, ty in zip(inputs, arg_types)] for r in range(WORLD)]
-    output_type = function.function_type.outputs.data[0]
-    ranks = launch(profile_job, WORLD, (str(program), per_rank, 4, True, copy_engine_streams), backend="nccl")
-    for rank, result in enumerate(ranks):
-        torch.testing.assert_close(result["outputs"][0], runtime.shard_tensor(expected[0].cpu(), output_type, rank),
-                                   **GPU_TOLERANCE)
+    for rank, result in enumerate(run.ranks):
+        torch.testing.assert_close(result["outputs"][0], run.expected[rank], **GPU_TOLERANCE)
         assert result["collective"] and result["matmul"], result
         if case != "matmul+AR":
             assert overlapping(result["collective"], result["matmul"]), (
