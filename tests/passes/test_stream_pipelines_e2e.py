@@ -600,8 +600,8 @@ class GpuRun:
 
 
 def gpu_runs(jobs: dict[tuple, tuple[str, str, int, int]]) -> dict[tuple, GpuRun]:
-    """Each job, `key: (case, pipeline, numberOfStreams, copy-engine streams)`, lowered and
-    replayed from a CUDA graph under the profiler on 2 GPUs, all in one launch."""
+    """Each job, `(case, pipeline, numberOfStreams, copy-engine streams)` by key, lowered,
+    then replayed from a CUDA graph under the profiler on 2 GPUs, all in one launch."""
     prepared = {key: _gpu_program(case, pipeline) for key, (case, pipeline, _, _) in jobs.items()}
     launched = [(program, per_rank, streams, True, lanes)
                 for (program, per_rank, _), (_, _, streams, lanes) in zip(prepared.values(), jobs.values())]
