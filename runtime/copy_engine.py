@@ -565,11 +565,12 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
             receive(stream)
             self.reduce_into(reduced, parts, stream)
 
-        def push(peer: int) -> torch.Tensor:
-            return _copy(peer_view(into, gathered[me], peer), reduced)
+        def pushes(target: torch.Tensor, source: torch.Tensor) -> Callable[[int], torch.Tensor]:
+            """`source` into every peer's view of `target` (a view of this rank's instance of `into`)."""
+            return lambda peer: _copy(peer_view(into, target, peer), source)
 
         if own is None:
-            return self.push_and_signal(into, push, slot + 1, phase=2, before=reduce)
+            return self.push_and_signal(into, pushes(gathered[me], reduced), slot + 1, phase=2, before=reduce)
         ordering = self.ordering
         product = ordering.fork_product(self.lane(slot))
         count = self._product_pieces(own, slot)
@@ -577,10 +578,6 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         # The lead's part is the output itself (added onto in place): its pieces are the output's.
         received = [outs if part is reduced else _chunks(part, count) for part in (parts[p] for p in self.sources)]
         sent = _chunks(gathered[me], count)
-
-        def push_piece(i: int) -> Callable[[int], torch.Tensor]:
-            return lambda peer: _copy(peer_view(into, sent[i], peer), outs[i])
-
         pieces = []
         with ordering.enqueue_on(product):
             receive(product)
@@ -590,7 +587,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
             with ordering.enqueue_on(product):
                 self.reduce_onto_product(outs[i], [part[i] for part in received], (rows[i], b), product)
             computed = ordering.mark((self.flags.team, slot, "product", i), product)
-            pieces.append((computed, push_piece(i)))
+            pieces.append((computed, pushes(sent[i], outs[i])))
         return self.push_pieces_and_signal(into, pieces, slot + 1, phase=2)
 
     def _product_pieces(self, own: tuple[torch.Tensor, torch.Tensor], slot: int) -> int:

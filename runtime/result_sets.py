@@ -99,24 +99,19 @@ class HostAgreement:
 
     def _mask_of(self, position: int, word: int) -> int:
         words, run = self._words[position], self.runs
-        value = int(words[word])
-        if value >> 32 == run:  # almost always made long before: no clock read (host time before the launch)
-            return value & 0xFFFFFFFF
-        start = time.monotonic()
-        spin_until, deadline = start + SPIN_SECONDS, start + self.timeout
+        start = None  # the clock is read only while the offer is not there (almost always it was made long before)
         pause = 1e-5
-        while True:
-            value = int(words[word])
-            if value >> 32 == run:
-                return value & 0xFFFFFFFF
+        while (value := int(words[word])) >> 32 != run:
             now = time.monotonic()
-            if now > deadline:
+            start = now if start is None else start
+            if now > start + self.timeout:
                 raise SymmetricMemoryError(
                     f"timed out after {self.timeout:g} s waiting for rank {self.team[position]} to end run "
                     f"{run} of a program whose peers write into its results (every rank runs it as often)")
-            if now > spin_until:
+            if now > start + SPIN_SECONDS:
                 time.sleep(pause)
                 pause = min(2 * pause, 1e-3)
+        return value & 0xFFFFFFFF
 
 
 class ResultSets:
