@@ -382,15 +382,18 @@ BAD_INPUTS = [
 ]
 
 
+def _add_into_output_module():
+    return parse_module(program(f"%c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n hir.return %c : {F}",
+                                f"%a: {F}, %o: {F}", F))
+
+
 def _add_into_output() -> Evaluator:
-    return Evaluator(parse_module(program(f"%c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n hir.return %c : {F}",
-                                          f"%a: {F}, %o: {F}", F)))
+    return Evaluator(_add_into_output_module())
 
 
 @pytest.mark.parametrize("given, message", BAD_INPUTS)
 def test_bad_inputs_are_refused_before_anything_runs(given, message):
-    m = parse_module(program(f"%c = fusion.add %a, %a into %o : {F}, {F} -> {F}\n hir.return %c : {F}",
-                             f"%a: {F}, %o: {F}", F))
+    m = _add_into_output_module()
     before = [x.clone() if isinstance(x, torch.Tensor) and x.device.type == "cpu" else None for x in given]
     with pytest.raises(InputError, match=message):
         execute(m, given)
