@@ -13,11 +13,14 @@ Method (every benchmark here):
   launch takes 40-100 us of host time before the first kernel starts); back to back
   they are paid once;
 - with `rounds` > 1 (`checked_timings`), every variant is built and checked first, and the
-  timed runs are then spread over that many rounds, each timing every variant in turn (its
-  share of the settled runs, then `repeat` runs back to back): a drift of the machine during
-  the launch (clocks, temperature, a neighbour) then weighs on every variant alike instead of
-  favouring those timed first or last. The medians are over all rounds; back to back, the
-  median of the rounds'.
+  timed runs are then spread over that many rounds. A round takes its share of the settled
+  runs one at a time, every variant in turn (a, b, c, a, b, c, ...), then `repeat` runs back
+  to back of each variant in turn: a drift of the machine during the launch (clocks,
+  temperature, a neighbour) weighs on every variant alike, and no variant's settled runs
+  follow another one's block of runs back to back (a round of blocks of settled runs, each
+  after the previous variant's back-to-back runs, put AG+matmul 16384x8192x4096 at 1.18x its
+  ideal where one variant at a time put it at 1.01x, in one launch, 2x H200, 2026-11-27
+  18:12 UTC). The medians are over all rounds; back to back, the median of the rounds'.
 """
 
 from __future__ import annotations
@@ -183,19 +186,20 @@ def time_runs(run: Callable[[], object], device: torch.device, repeat: int, warm
 
 def time_in_rounds(runs: dict[str, Callable[[], object]], device: torch.device, repeat: int, warmup: int,
                    rounds: int = 1) -> dict[str, Timing]:
-    """`time_runs` of every run, spread over `rounds` rounds that each time every run in turn
-    (see the module doc): per run at least `repeat` settled runs in all, and per round
-    `repeat` runs back to back. Every rank passes the same names in the same order."""
+    """`time_runs` of every run, spread over `rounds` rounds (see the module doc): per run at
+    least `repeat` settled runs in all, taken one run of each in turn, and per round `repeat`
+    runs back to back. Every rank passes the same names in the same order."""
     for run in runs.values():
         for _ in range(warmup):
             run()
     samples: dict[str, list] = {name: [] for name in runs}
     back_to_back: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
-        for name, run in runs.items():
-            for _ in range(math.ceil(repeat / rounds)):
+        for _ in range(math.ceil(repeat / rounds)):
+            for name, run in runs.items():
                 settle(device)
                 samples[name].append(_one_run(run, device))
+        for name, run in runs.items():
             settle(device)
             back_to_back[name].append(_back_to_back(run, device, repeat))
     return {name: _timing(samples[name], statistics.median(back_to_back[name]), device) for name in runs}

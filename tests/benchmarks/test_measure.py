@@ -67,9 +67,11 @@ def test_one_round_builds_checks_and_times_each_variant_before_the_next_is_built
                      *[("run", "b")] * len(timed)]
 
 
-def test_rounds_build_and_check_every_variant_first_then_time_them_in_turn(one_at_a_time_and_in_rounds):
+def test_rounds_build_and_check_every_variant_first_then_time_their_settled_runs_in_turn(
+        one_at_a_time_and_in_rounds):
     _, calls = one_at_a_time_and_in_rounds[1]
     checks = [("build", "a"), ("run", "a"), ("build", "wrong"), ("run", "wrong"), ("build", "b"), ("run", "b")]
     warmups = [("run", "a")] * WARMUP + [("run", "b")] * WARMUP
-    one_round = [("run", "a")] * (REPEAT // 2 + REPEAT) + [("run", "b")] * (REPEAT // 2 + REPEAT)
+    settled_in_turn = [("run", "a"), ("run", "b")] * (REPEAT // 2)
+    one_round = [*settled_in_turn, *[("run", "a")] * REPEAT, *[("run", "b")] * REPEAT]
     assert calls == [*checks, *warmups, *one_round, *one_round]
