@@ -20,7 +20,7 @@ Method (every benchmark here):
   follow another one's block of runs back to back (a round of blocks of settled runs, each
   after the previous variant's back-to-back runs, put AG+matmul 16384x8192x4096 at 1.18x its
   ideal where one variant at a time put it at 1.01x, in one launch, 2x H200, 2026-11-27
-  18:12 UTC). The medians are over all rounds; back to back, the median of the rounds'.
+  18:10 UTC). The medians are over all rounds; back to back, the median of the rounds'.
 """
 
 from __future__ import annotations
