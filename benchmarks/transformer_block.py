@@ -57,7 +57,8 @@ ROUNDS = 3
 """Rounds by default (measure.py): a drift of the machine during the launch then weighs on
 every variant alike. Timed one variant after another, the small attention block's hostir ran
 at 1.046-1.075x its GEMMs settled in the launches of 2026-11-26/27; in three rounds, at 0.967x
-(2x H200, 2026-11-27 13:10 UTC)."""
+(2x H200, 2026-11-27 13:10 UTC) and, since the rounds take settled runs in turn, 0.998x
+(18:15 UTC)."""
 TORCH_VARIANTS = ("eager", "fused", "compile", "compile_async_tp")
 RESULTS = Path(__file__).resolve().parent / "results"
 
