@@ -582,7 +582,7 @@ class CopyEngineAllreduce(CopyEngineReduceScatter):
         with ordering.enqueue_on(product):
             receive(product)
             a, b = own
-            rows = a.reshape(-1, b.shape[-2]).chunk(count)
+            rows = a.reshape(-1, b.shape[-2]).chunk(count)  # a copy, where reshape makes one, on the product stream
         for i in range(count):
             with ordering.enqueue_on(product):
                 self.reduce_onto_product(outs[i], [part[i] for part in received], (rows[i], b), product)

@@ -603,8 +603,7 @@ def gpu_runs(jobs: dict[tuple, tuple[str, str, int, int]]) -> dict[tuple, GpuRun
     """Each job, `(case, pipeline, numberOfStreams, copy-engine streams)` by key, lowered,
     then replayed from a CUDA graph under the profiler on 2 GPUs, all in one launch."""
     prepared = {key: _gpu_program(case, pipeline) for key, (case, pipeline, _, _) in jobs.items()}
-    launched = [(program, per_rank, streams, True, lanes)
-                for (program, per_rank, _), (_, _, streams, lanes) in zip(prepared.values(), jobs.values())]
+    launched = [(*prepared[key][:2], streams, True, lanes) for key, (_, _, streams, lanes) in jobs.items()]
     per_rank = launch(profile_jobs, WORLD, (launched,), backend="nccl", timeout=600)
     return {key: GpuRun(program, expected, [results[index] for results in per_rank])
             for index, (key, (program, _, expected)) in enumerate(prepared.items())}
