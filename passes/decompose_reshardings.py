@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float64Type, FloatAttr, ModuleOp
+from xdsl.dialects.builtin import Float64Type, FloatAttr, IntegerAttr, ModuleOp, f32, f64, i1, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -48,7 +48,10 @@ from hostir_dialect.fusion import (
     AddOp,
     AxesReduction,
     BroadcastOp,
+    CastOp,
     ComputeOp,
+    DivOp,
+    EqOp,
     FuncOp,
     GroupedMmOp,
     Grouping,
@@ -64,6 +67,7 @@ from hostir_dialect.fusion import (
     SqueezeOp,
     SubOp,
     VarOp,
+    WhereOp,
     by_parallelism,
 )
 from hostir_dialect.sharding import have_different_shardings, is_resharding, reduces_sharded_axis
@@ -345,18 +349,18 @@ class SumsForShardedStatistics(RewritePattern):
     v = var x dims D correction c
     ->  m (as above) ; d = sub x, broadcast m ; v = mul (reduce sum (mul d, d) dims D), 1/(N - c)
     Sums are what the rFactor below splits into a local sum and one communication; the
-    variance takes two passes over x, as torch.var does."""
+    variance takes two passes over x, as torch.var does. Where an axis of D has a dynamic
+    extent, N is counted at run time: a sum of ones over D, communicated like the sum, and
+    the division is done in float32 (float64 for float64), as torch divides a mean."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
         if not isinstance(op, MeanOp | VarOp) or not device_parallel_reduced_axes(op):
             return
         source = tensor_type(op.input)
-        extents = [source.value_axes()[d].extent for d in op.reduced_axes()]
-        if DYNAMIC in extents:
-            raise op_error(op, f"a {op.name} over a device-parallel axis needs static extents to divide by, got {extents}")
-        count = math.prod(extents)
         result = tensor_type(op.result)
-        mean = _scaled(_emit(rewriter, op, ReduceOp(ReduceKind.SUM, op.input, op.reduced_axes(), result)), 1 / count, rewriter, op)
+        count = _reduced_count(op, rewriter)
+        total = _emit(rewriter, op, ReduceOp(ReduceKind.SUM, op.input, op.reduced_axes(), result))
+        mean = _divided(total, count, rewriter, op)
         if isinstance(op, VarOp):
             values = source.value_axes()
             broadcast_axes = [Axis(1, IterKind.BROADCAST) if d in op.reduced_axes() else a for d, a in enumerate(values)]
@@ -364,16 +368,67 @@ class SumsForShardedStatistics(RewritePattern):
             deviation = _emit(rewriter, op, SubOp(op.input, centered, _value_type(source)))
             squares = _emit(rewriter, op, MulOp(deviation, deviation, _value_type(source)))
             total = _emit(rewriter, op, ReduceOp(ReduceKind.SUM, squares, op.reduced_axes(), result))
-            divisor = count - op.correction.value.data
-            mean = _scaled(total, 1 / divisor if divisor else math.inf, rewriter, op)
+            mean = _divided(total, _less(count, op.correction.value.data, rewriter, op), rewriter, op)
         rewriter.replace(op, [], [mean])
+
+
+def _reduced_count(op: MeanOp | VarOp, rewriter: PatternRewriter) -> int | SSAValue:
+    """How many elements `op` reduces into each of its results: the product of the
+    reduced extents where all are static; else an int64 tensor of the result's shape, the
+    sum over the reduced axes of a tensor of ones shaped like the input (`where(x == x, 1,
+    1)`: one also where x is NaN)."""
+    source = tensor_type(op.input)
+    extents = [source.value_axes()[d].extent for d in op.reduced_axes()]
+    if DYNAMIC not in extents:
+        return math.prod(extents)
+    each = _scalar(rewriter, op, IntegerAttr(1, i64))
+    present = _emit(rewriter, op, EqOp(op.input, op.input, _value_type(source).with_(element_type=i1)))
+    ones = _emit(rewriter, op, WhereOp(present, each, each, _value_type(source).with_(element_type=i64)))
+    counted = tensor_type(op.result).with_(element_type=i64)
+    return _emit(rewriter, op, ReduceOp(ReduceKind.SUM, ones, op.reduced_axes(), counted))
+
+
+def _less(count: int | SSAValue, correction: int, rewriter: PatternRewriter, like: Operation) -> int | SSAValue:
+    """count - correction (a variance's divisor)."""
+    if isinstance(count, int):
+        return count - correction
+    if not correction:
+        return count
+    subtrahend = _scalar(rewriter, like, IntegerAttr(correction, i64))
+    return _emit(rewriter, like, SubOp(count, subtrahend, tensor_type(count).value_type()))
+
+
+def _divided(value: SSAValue, count: int | SSAValue, rewriter: PatternRewriter, like: Operation) -> SSAValue:
+    """`value / count`, of `value`'s value type: a static count as a multiplication by its
+    reciprocal; a counted one divided in float32 (float64 for float64)."""
+    if isinstance(count, int):
+        return _scaled(value, 1 / count if count else math.inf, rewriter, like)
+    value_type = tensor_type(value).value_type()
+    working = value_type.with_(element_type=f64 if value_type.element_type == f64 else f32)
+    numerator = _cast(value, working, rewriter, like)
+    denominator = _cast(count, working, rewriter, like)
+    quotient = _emit(rewriter, like, DivOp(numerator, denominator, working))
+    return _cast(quotient, value_type, rewriter, like)
+
+
+def _cast(value: SSAValue, to: TensorType, rewriter: PatternRewriter, like: Operation) -> SSAValue:
+    """`value` as `to` (a tensor of the same axes): itself where it already is."""
+    if tensor_type(value).value_type().element_type == to.element_type:
+        return value
+    return _emit(rewriter, like, CastOp(value, to))
+
+
+def _scalar(rewriter: PatternRewriter, like: Operation, value: IntegerAttr | FloatAttr) -> SSAValue:
+    """An `arith.constant` of `value`, inserted before the op being rewritten."""
+    constant = arith.ConstantOp(value)
+    rewriter.insert(located_like(constant, like))
+    return constant.result
 
 
 def _scaled(value: SSAValue, factor: float, rewriter: PatternRewriter, like: Operation) -> SSAValue:
     """`value * factor`, of `value`'s value type."""
-    constant = arith.ConstantOp(FloatAttr(factor, Float64Type()))
-    rewriter.insert(located_like(constant, like))
-    return _emit(rewriter, like, MulOp(value, constant.result, tensor_type(value).value_type()))
+    factor_value = _scalar(rewriter, like, FloatAttr(factor, Float64Type()))
+    return _emit(rewriter, like, MulOp(value, factor_value, tensor_type(value).value_type()))
 
 
 # --------------------------------------------------------------------------- #

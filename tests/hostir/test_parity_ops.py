@@ -147,6 +147,16 @@ CASES: dict[str, Case] = {
         lambda x, *outs: shard(x, 1),
         [torch.randn(4, 6)],
         lambda x: [x.var(1), x.mean(1), x.var(0, correction=0), x.mean(0)]),
+    "var_mean over a sharded axis of dynamic extent": Case(
+        lambda fd: ((x := fd.define_tensor([-1, -1]),), [*fd.ops.var_mean(x, [1]), *fd.ops.var_mean(x, [0, 1], correction=0)]),
+        lambda x, *outs: shard(x, 1),
+        [torch.randn(4, 6)],
+        lambda x: [x.var(1), x.mean(1), x.var((0, 1), correction=0), x.mean((0, 1))]),
+    "bf16 mean and var over 1,002 sharded elements of dynamic extent": Case(
+        lambda fd: ((x := fd.define_tensor([-1, -1], dtype=DataType.BFloat16),), [fd.ops.mean(x, [1]), fd.ops.var(x, [1])]),
+        lambda x, *outs: shard(x, 1),
+        [(torch.randn(3, 1002) + 3).bfloat16()],
+        lambda x: [x.mean(1), x.var(1)], 2e-2),
     "column-parallel grouped_mm": Case(
         lambda fd: _grouped(fd, False), lambda a, w, o, out: (a.set_device_mesh(MESH), shard(w, 1), o.set_device_mesh(MESH)),
         [torch.randn(12, 16).bfloat16(), torch.randn(3, 8, 16).bfloat16(), torch.tensor([4, 9, 12], dtype=torch.int32)],
