@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float64Type, FloatAttr, IntegerAttr, ModuleOp, f32, f64, i1, i64
+from xdsl.dialects.builtin import Float64Type, FloatAttr, ModuleOp, f32, f64, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -350,8 +350,8 @@ class SumsForShardedStatistics(RewritePattern):
     ->  m (as above) ; d = sub x, broadcast m ; v = mul (reduce sum (mul d, d) dims D), 1/(N - c)
     Sums are what the rFactor below splits into a local sum and one communication; the
     variance takes two passes over x, as torch.var does. Where an axis of D has a dynamic
-    extent, N is counted at run time: a sum of ones over D, communicated like the sum, and
-    the division is done in float32 (float64 for float64), as torch divides a mean."""
+    extent, N is counted at run time: a sum of ones over D, communicated like the sum, in
+    float32 (float64 for float64), the type torch divides a mean in."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
         if not isinstance(op, MeanOp | VarOp) or not device_parallel_reduced_axes(op):
@@ -374,18 +374,25 @@ class SumsForShardedStatistics(RewritePattern):
 
 def _reduced_count(op: MeanOp | VarOp, rewriter: PatternRewriter) -> int | SSAValue:
     """How many elements `op` reduces into each of its results: the product of the
-    reduced extents where all are static; else an int64 tensor of the result's shape, the
-    sum over the reduced axes of a tensor of ones shaped like the input (`where(x == x, 1,
-    1)`: one also where x is NaN)."""
+    reduced extents where all are static; else a tensor of the result's shape in the
+    type divided in (`_working_type`), the sum over the reduced axes of ones shaped like
+    the input (`where(x == x, 1, 1)`: one also where x is NaN). In float32 the count is
+    exact up to 2**24 elements and off by less than float32's own rounding beyond."""
     source = tensor_type(op.input)
     extents = [source.value_axes()[d].extent for d in op.reduced_axes()]
     if DYNAMIC not in extents:
         return math.prod(extents)
-    each = _scalar(rewriter, op, IntegerAttr(1, i64))
+    working = _working_type(tensor_type(op.result).element_type)
+    each = _scalar(rewriter, op, FloatAttr(1.0, Float64Type()))
     present = _emit(rewriter, op, EqOp(op.input, op.input, _value_type(source).with_(element_type=i1)))
-    ones = _emit(rewriter, op, WhereOp(present, each, each, _value_type(source).with_(element_type=i64)))
-    counted = tensor_type(op.result).with_(element_type=i64)
+    ones = _emit(rewriter, op, WhereOp(present, each, each, _value_type(source).with_(element_type=working)))
+    counted = tensor_type(op.result).with_(element_type=working)
     return _emit(rewriter, op, ReduceOp(ReduceKind.SUM, ones, op.reduced_axes(), counted))
+
+
+def _working_type(element_type: Attribute) -> Attribute:
+    """What a counted mean divides in: float64 for float64, else float32, as torch does."""
+    return f64 if element_type == f64 else f32
 
 
 def _less(count: int | SSAValue, correction: int, rewriter: PatternRewriter, like: Operation) -> int | SSAValue:
@@ -394,20 +401,18 @@ def _less(count: int | SSAValue, correction: int, rewriter: PatternRewriter, lik
         return count - correction
     if not correction:
         return count
-    subtrahend = _scalar(rewriter, like, IntegerAttr(correction, i64))
+    subtrahend = _scalar(rewriter, like, FloatAttr(float(correction), Float64Type()))
     return _emit(rewriter, like, SubOp(count, subtrahend, tensor_type(count).value_type()))
 
 
 def _divided(value: SSAValue, count: int | SSAValue, rewriter: PatternRewriter, like: Operation) -> SSAValue:
     """`value / count`, of `value`'s value type: a static count as a multiplication by its
-    reciprocal; a counted one divided in float32 (float64 for float64)."""
+    reciprocal; a counted one divided in its own type (`_working_type`)."""
     if isinstance(count, int):
         return _scaled(value, 1 / count if count else math.inf, rewriter, like)
     value_type = tensor_type(value).value_type()
-    working = value_type.with_(element_type=f64 if value_type.element_type == f64 else f32)
-    numerator = _cast(value, working, rewriter, like)
-    denominator = _cast(count, working, rewriter, like)
-    quotient = _emit(rewriter, like, DivOp(numerator, denominator, working))
+    working = tensor_type(count).value_type()
+    quotient = _emit(rewriter, like, DivOp(_cast(value, working, rewriter, like), count, working))
     return _cast(quotient, value_type, rewriter, like)
 
 
@@ -418,7 +423,7 @@ def _cast(value: SSAValue, to: TensorType, rewriter: PatternRewriter, like: Oper
     return _emit(rewriter, like, CastOp(value, to))
 
 
-def _scalar(rewriter: PatternRewriter, like: Operation, value: IntegerAttr | FloatAttr) -> SSAValue:
+def _scalar(rewriter: PatternRewriter, like: Operation, value: FloatAttr) -> SSAValue:
     """An `arith.constant` of `value`, inserted before the op being rewritten."""
     constant = arith.ConstantOp(value)
     rewriter.insert(located_like(constant, like))

@@ -31,15 +31,14 @@ fusion.func @var(%x: !fusion.tensor<f32[4, 6(2 didx, 3)], mesh=[0, 1]>) -> !fusi
 // -----
 
 // Over an axis of dynamic extent the count is summed as well: ones where x is (NaN too),
-// summed over the devices like x; the mean divides in float32, then casts back.
+// in float32, summed over the devices like x; the mean divides in float32, then casts back.
 // CHECK-LABEL: fusion.func @mean_dynamic
-// CHECK:      %2 = fusion.where %1, %0, %0 : {{.*}} -> !fusion.tensor<i64[?, ?(2 didx, ?)], mesh=[0, 1]>
-// CHECK:      %5 = fusion.reduce sum %4 dims [1] : {{.*}} -> !fusion.tensor<i64[?, r2], mesh=[0, 1]>
+// CHECK:      %2 = fusion.where %1, %0, %0 : {{.*}} -> !fusion.tensor<f32[?, ?(2 didx, ?)], mesh=[0, 1]>
+// CHECK:      %5 = fusion.reduce sum %4 dims [1] : {{.*}} -> !fusion.tensor<f32[?, r2], mesh=[0, 1]>
 // CHECK:      %8 = fusion.reduce sum %7 dims [1] : {{.*}} -> !fusion.tensor<bf16[?, r2], mesh=[0, 1]>
 // CHECK-NEXT: %9 = fusion.cast %8 : {{.*}} -> !fusion.tensor<f32[?], mesh=[0, 1]>
-// CHECK-NEXT: %10 = fusion.cast %5 : {{.*}} -> !fusion.tensor<f32[?], mesh=[0, 1]>
-// CHECK-NEXT: %11 = fusion.div %9, %10
-// CHECK-NEXT: %m = fusion.cast %11 : {{.*}} -> !fusion.tensor<bf16[?], mesh=[0, 1]>
+// CHECK-NEXT: %10 = fusion.div %9, %5
+// CHECK-NEXT: %m = fusion.cast %10 : {{.*}} -> !fusion.tensor<bf16[?], mesh=[0, 1]>
 fusion.func @mean_dynamic(%x: !fusion.tensor<bf16[?, ?(2 didx, ?)], mesh=[0, 1]>) -> !fusion.tensor<bf16[?, r?(2 didx, ?)], mesh=[0, 1]> {
   %m = fusion.mean %x dims [1] : !fusion.tensor<bf16[?, ?(2 didx, ?)], mesh=[0, 1]> -> !fusion.tensor<bf16[?, r?(2 didx, ?)], mesh=[0, 1]>
   fusion.return %m : !fusion.tensor<bf16[?, r?(2 didx, ?)], mesh=[0, 1]>
@@ -48,11 +47,10 @@ fusion.func @mean_dynamic(%x: !fusion.tensor<bf16[?, ?(2 didx, ?)], mesh=[0, 1]>
 
 // A variance over an axis of dynamic extent divides by the count less the correction.
 // CHECK-LABEL: fusion.func @var_dynamic
-// CHECK:      %5 = fusion.reduce sum %4 dims [1] : {{.*}} -> !fusion.tensor<i64[4, r2], mesh=[0, 1]>
-// CHECK:      %17 = arith.constant 1 : i64
-// CHECK-NEXT: %18 = fusion.sub %5, %17
-// CHECK-NEXT: %19 = fusion.cast %18 : {{.*}} -> !fusion.tensor<f32[4], mesh=[0, 1]>
-// CHECK-NEXT: %v = fusion.div %16, %19
+// CHECK:      %5 = fusion.reduce sum %4 dims [1] : {{.*}} -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>
+// CHECK:      %16 = arith.constant 1.000000e+00 : f64
+// CHECK-NEXT: %17 = fusion.sub %5, %16
+// CHECK-NEXT: %v = fusion.div %15, %17
 fusion.func @var_dynamic(%x: !fusion.tensor<f32[4, ?(2 didx, ?)], mesh=[0, 1]>) -> !fusion.tensor<f32[4, r?(2 didx, ?)], mesh=[0, 1]> {
   %v = fusion.var %x dims [1] correction 1 : !fusion.tensor<f32[4, ?(2 didx, ?)], mesh=[0, 1]> -> !fusion.tensor<f32[4, r?(2 didx, ?)], mesh=[0, 1]>
   fusion.return %v : !fusion.tensor<f32[4, r?(2 didx, ?)], mesh=[0, 1]>
