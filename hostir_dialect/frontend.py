@@ -917,15 +917,19 @@ class FusionDefinition:
         return self._random_streams - 1
 
     # -- emission ---------------------------------------------------------------------
-    def to_module(self) -> ModuleOp:
-        """A verified `builtin.module` holding one `fusion.func` with the current schedule."""
-        types = {v: v.type for v in self._inputs + [n.result for n in self._nodes]}  # checks schedules
+    def to_module(self, every_value: bool = False) -> ModuleOp:
+        """A verified `builtin.module` holding one `fusion.func` with the current schedule,
+        of the ops the outputs need (`_live_nodes`); with `every_value`, of every op
+        defined, as a textual program may hold values no output needs (the differential
+        tests lower those, so that the passes stay tested on them)."""
+        nodes = self._nodes if every_value else self._live_nodes()
+        types = {v: v.type for v in self._inputs + [n.result for n in nodes]}  # checks schedules
         func = fusion.FuncOp(self.name, [types[t] for t in self._inputs], [types[t] for t in self._outputs])
         values: dict[_Value, SSAValue] = {}
         for tensor, arg in zip(self._inputs, func.args):
             arg.name_hint = tensor.name
             values[tensor] = arg
-        for node in self._nodes:
+        for node in nodes:
             # A scalar's node builds its constant and ignores the type.
             op = node.build([values[o] for o in node.operands], cast(TensorType, types[node.result]))
             if node.location is not None:
@@ -940,6 +944,19 @@ class FusionDefinition:
         except VerifyException as error:
             raise FusionDefinitionError(f"the emitted fusion does not verify: {error}") from None
         return module
+
+    def _live_nodes(self) -> list[_Node]:
+        """The nodes the outputs depend on, in definition order. As in nvFuser, a value no
+        output needs is not part of the fusion: neither it nor its schedule is lowered
+        (random ops draw apart by the stream numbers they got when defined, so leaving
+        one out changes no other's numbers)."""
+        needed: set[_Value] = set(self._outputs)
+        live = []
+        for node in reversed(self._nodes):
+            if node.result in needed:
+                live.append(node)
+                needed.update(node.operands)
+        return live[::-1]
 
     def __str__(self) -> str:
         return str(self.to_module())

@@ -356,14 +356,14 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     """Build, evaluate the reference, lower and shard; a Result if it ends here."""
     try:
         fd, _ = build(case.program)
-        fusion_module = fd.to_module()
+        fusion_module = fd.to_module(every_value=True)
     except FusionDefinitionError as error:
         return case.result("invalid", "build", str(error))
     except Exception as error:  # noqa: BLE001 -- a frontend bug
         return case.result("crash", "build", *classify(error)[1:])
     inputs = global_inputs(case.program, torch.Generator().manual_seed(seed_value))
     try:  # the definition without its schedule: a schedule must not change values
-        unscheduled = build(dataclasses.replace(case.program, schedule=[]))[0].to_module()
+        unscheduled = build(dataclasses.replace(case.program, schedule=[]))[0].to_module(every_value=True)
         case.expected = runtime.run_fusion(unscheduled, inputs)
     except Exception as error:  # noqa: BLE001 -- the eager semantics itself failed
         return case.result("crash", "reference", *classify(error)[1:])

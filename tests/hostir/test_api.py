@@ -56,6 +56,22 @@ def _all_to_all_and_ring() -> list[FusionDefinition]:
     return [all_to_all, ring]
 
 
+def test_a_schedule_on_a_value_no_output_needs_refuses_nothing():
+    """As in nvFuser, such a value is not lowered, nor its schedule (here one hostir
+    refuses: Stream on the inner piece of a split)."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([8, 8])
+        unused = fd.ops.select(a, 6, 0)
+        fd.add_output(fd.ops.mul(a, 2.0))
+    unused.set_device_mesh(DeviceMesh([0, 1]))
+    unused.outer_split(0, 2)
+    unused.axis(0).parallelize(ParallelType.DIDx)
+    unused.axis(1).parallelize(ParallelType.Stream)
+    x = torch.randn(8, 8)
+    (got,) = fd.execute([x])
+    torch.testing.assert_close(got, x * 2.0)
+
+
 def test_all_to_all_and_p2p_ring_from_the_python_api_match_torch():
     fusions = _all_to_all_and_ring()
     hosts = [fd.lower(pipeline="hostir-lower{transport=nccl}") for fd in fusions]

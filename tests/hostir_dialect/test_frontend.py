@@ -184,7 +184,7 @@ def everything() -> FusionDefinition:
         q = fd.define_tensor([2, 3, 8, 4])
         out, lse, seed, offset = fd.ops.sdpfa_fwd(q, q, q, is_causal=True)
         ops += [out, *fd.ops.sdpfa_bwd(out, q, q, q, out, lse, 0.0, True, seed, offset)]
-        for out in ops[:3]:
+        for out in ops:
             fd.add_output(out)
     ops[0].set_device_mesh(DeviceMesh([0, 1]))
     ops[0].outer_split(0, 2)
@@ -196,6 +196,19 @@ def everything() -> FusionDefinition:
 def test_every_fusion_op_is_reachable_from_fd_ops():
     used = {op.name for op in everything().to_module().walk()}
     assert {op.name for op in fusion.COMPUTE_OPS} <= used
+
+
+def test_a_value_no_output_needs_is_left_out():
+    """As in nvFuser, a value is part of the fusion where an output needs it."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([8, 8])
+        fd.ops.select(a, 6, 0)
+        fd.add_output(fd.ops.mul(a, 2.0))
+    assert "fusion.select" not in str(fd)
+    with FusionDefinition() as used:
+        a = used.define_tensor([8, 8])
+        used.add_output(used.ops.select(a, 6, 0))
+    assert "fusion.select" in str(used)
 
 
 def test_hostir_opt_parses_the_printed_fusion_back_identically(tmp_path):
