@@ -56,20 +56,28 @@ def _all_to_all_and_ring() -> list[FusionDefinition]:
     return [all_to_all, ring]
 
 
-def test_a_schedule_on_a_value_no_output_needs_refuses_nothing():
+@pytest.mark.parametrize("world", [1, 2])
+def test_a_schedule_on_a_value_no_output_needs_refuses_nothing(world):
     """As in nvFuser, such a value is not lowered, nor its schedule (here one hostir
-    refuses: Stream on the inner piece of a split)."""
+    refuses: Stream on the inner piece of a split); the outputs match torch."""
     with FusionDefinition() as fd:
         a = fd.define_tensor([8, 8])
         unused = fd.ops.select(a, 6, 0)
-        fd.add_output(fd.ops.mul(a, 2.0))
-    unused.set_device_mesh(DeviceMesh([0, 1]))
-    unused.outer_split(0, 2)
-    unused.axis(0).parallelize(ParallelType.DIDx)
+        doubled = fd.ops.mul(a, 2.0)
+        fd.add_output(doubled)
+    mesh = DeviceMesh(list(range(world)))
+    for tensor in (a, doubled, unused):
+        tensor.set_device_mesh(mesh)
+        tensor.outer_split(0, world)
+        tensor.axis(0).parallelize(ParallelType.DIDx)
     unused.axis(1).parallelize(ParallelType.Stream)
     x = torch.randn(8, 8)
-    (got,) = fd.execute([x])
-    torch.testing.assert_close(got, x * 2.0)
+    host = fd.lower()
+    (program,) = [op for op in host.ops if isinstance(op, hir.ProgramOp)]
+    (input_type,), (output_type,) = program.function_type.inputs.data, program.function_type.outputs.data
+    job = runtime.Job(str(host), [[runtime.shard_tensor(x, input_type, r)] for r in range(world)])
+    (per_rank,) = runtime.run_spmd_batch([job], world, backend="gloo")
+    torch.testing.assert_close(runtime.unshard([r.outputs[0] for r in per_rank], output_type), x * 2.0)
 
 
 def test_all_to_all_and_p2p_ring_from_the_python_api_match_torch():
