@@ -70,6 +70,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return reorder_sharded_axis.ReorderShardedAxisPass
 
+    def get_specialize_extents():
+        from hostir.passes import specialize_extents
+
+        return specialize_extents.SpecializeExtents
+
     def get_stream_parallel_type():
         from hostir.passes import stream_parallel_type
 
@@ -103,6 +108,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "propagate-shardings": get_propagate_shardings,
         "reorder-sharded-axis": get_reorder_sharded_axis,
         "schedule-communication": get_schedule_communication,
+        "specialize-extents": get_specialize_extents,
         "split-by-member": get_split_by_member,
         "stream-parallel-type": get_stream_parallel_type,
         "verify-collective-order": get_verify_collective_order,

@@ -24,6 +24,8 @@
 // CHECK-NEXT:   propagate-shardings           Give every tensor of a user fusion a mesh and the sharding of the tensors the user annotated
 // CHECK-NEXT:   reorder-sharded-axis          Lay out the buffers of each communication as its collective needs them (local copies around it)
 // CHECK-NEXT:   schedule-communication        Post every collective as early and wait for it as late as its data allow
+// CHECK-NEXT:   specialize-extents            Give the fusion's dynamic extents the values of one run, so later passes decide for them
+// CHECK-NEXT:                                 options: extents=() (tuple[int, ...])
 // CHECK-NEXT:   split-by-member               Split the compute around copy-engine collectives by team member (own part first)
 // CHECK-NEXT:                                 options: reduce-in-producer=true (bool)
 // CHECK-NEXT:   stream-parallel-type          Pipeline stream-parallel host ops and kernel units in loops over stream chunks on rotating streams
