@@ -10,18 +10,28 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes, runtime
+from hostir.passes.specialize_extents import dynamic_extents
 from hostir.profiler import PythonProfiler
+from hostir.runtime.layouts import shard_factor
 from hostir.runtime.trace import traced_run
 from hostir_dialect import FusionDefinition as FusionDefinitionIR
 from hostir_dialect import TensorType, symbols
+from hostir_dialect.tensor_type import DYNAMIC
 
 NO_EFFECT_OPTIONS = frozenset(("host_ir_lowering", "infer_contiguity", "resize_scheduler"))
 """nvFuser options its multi-device tests pass to `execute` that change how nvFuser
 schedules, not what it computes: hostir always lowers to a host program, lays inputs out
 itself and has no resize scheduler."""
+
+SPECIALIZED_SHAPES = 4
+"""For how many sets of input extents a definition of dynamic extents lowers a program of
+their own (`specialize-extents`), as nvFuser's FusionExecutorCache concretizes a fusion for
+the input shapes it meets; any further set runs the program of dynamic extents, which
+needs no lowering (torch.compile likewise stops recompiling for shapes and goes dynamic)."""
 
 
 class FusionDefinition(FusionDefinitionIR):
@@ -31,7 +41,8 @@ class FusionDefinition(FusionDefinitionIR):
     def __init__(self, name: str = "fusion"):
         super().__init__(name)
         self._executors = runtime.ExecutorCache()
-        self._lowered: dict[str, tuple[tuple[int, str], ModuleOp]] = {}
+        self._lowered: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, str], ModuleOp]] = {}
+        self._specialized: tuple[tuple[int, str], set[tuple[int, ...]]] = (self._version(), set())
 
     def lower(self, options: passes.PassManagerOptions | None = None, *, pipeline: str = "hostir-lower") -> ModuleOp:
         """The host program: this fusion through `pipeline` (default `hostir-lower`, which
@@ -56,7 +67,11 @@ class FusionDefinition(FusionDefinitionIR):
         As nvFuser's FusionExecutorCache, the lowered program and its compiled evaluator
         are kept, by the definition's revision (any definition or scheduling call makes a
         new one), the pipeline and the options: calling again with the same ones only
-        runs it."""
+        runs it. A definition of dynamic extents (`define_tensor([-1, ...])`) is lowered
+        for the extents of the run, as nvFuser concretizes it, so that the cost model and
+        the copy engines see the sizes (`specialize-extents`), for up to
+        SPECIALIZED_SHAPES sets of extents; where a rank may not hold an input of dynamic
+        extents, or after those sets, the program of dynamic extents runs."""
         for name in (*_enable_options, *_disable_options):
             if name not in NO_EFFECT_OPTIONS:
                 known = ", ".join(sorted(NO_EFFECT_OPTIONS))
@@ -66,8 +81,9 @@ class FusionDefinition(FusionDefinitionIR):
         options["device"] = runtime.executor_cache.device_of_inputs(inputs, options.get("device"))
         profiler = PythonProfiler.active
         traced = trace is not None or profiler is not None
-        evaluator = self._executors.evaluator((self._version(), pipeline), lambda: self._lowered_program(pipeline),
-                                              trace=traced, **options)
+        extents = self._specialization(inputs, options.get("world_size"))
+        evaluator = self._executors.evaluator((self._version(), pipeline, extents),
+                                              lambda: self._lowered_program(pipeline, extents), trace=traced, **options)
         if profiler is None:
             return runtime.executor_cache.run_and_trace(evaluator, list(inputs), trace)
         outputs, ran = traced_run(evaluator, list(inputs))
@@ -85,9 +101,58 @@ class FusionDefinition(FusionDefinitionIR):
     def _version(self) -> tuple[int, str]:
         return self.revision, self.name
 
-    def _lowered_program(self, pipeline: str) -> ModuleOp:
-        """The program of this version lowered by `pipeline`, once for all option sets."""
-        lowered = self._lowered.get(pipeline)
+    def _lowered_program(self, pipeline: str, extents: tuple[int, ...] = ()) -> ModuleOp:
+        """The program of this version lowered by `pipeline` (after `specialize-extents` to
+        `extents`, where given), once for all option sets."""
+        lowered = self._lowered.get((pipeline, extents))
         if lowered is None or lowered[0] != self._version():
-            lowered = self._lowered[pipeline] = (self._version(), self.lower(pipeline=pipeline))
+            specialized = f"specialize-extents{{extents={','.join(map(str, extents))}}},{pipeline}" if extents else pipeline
+            lowered = self._lowered[(pipeline, extents)] = (self._version(), self.lower(pipeline=specialized))
         return lowered[1]
+
+    def _specialization(self, inputs: Sequence[object], world_size: int | None) -> tuple[int, ...]:
+        """The extents to lower this run's program for (none: the program of dynamic
+        extents). Every rank decides alike: from the types and the world, and from
+        extents every rank sees (each holds a shard of every input of dynamic extents)."""
+        if self._specialized[0] != self._version():
+            self._specialized = (self._version(), set())
+        extents = _run_extents([t.type for t in self._inputs], inputs, _world_size(world_size))
+        seen = self._specialized[1]
+        if extents in seen or len(seen) < SPECIALIZED_SHAPES:
+            seen.add(extents)
+            return extents
+        return ()
+
+
+def _world_size(given: int | None) -> int:
+    if given is not None:
+        return given
+    world = runtime.executor_cache.current_world()
+    return 1 if world is None else torch.distributed.get_world_size()
+
+
+def _run_extents(types: Sequence[object], inputs: Sequence[object], world_size: int) -> tuple[int, ...]:
+    """The global extent of each dynamic axis of the inputs, in order (what
+    `specialize-extents` takes); none where an input of dynamic extents is not held by
+    every rank of the world, whose ranks could then not agree."""
+    extents: list[int] = []
+    for t, value in zip(types, inputs):
+        if not isinstance(t, TensorType) or DYNAMIC not in t.shape:
+            continue
+        if (t.mesh is not None and not set(range(world_size)) <= set(t.mesh.devices)) or not isinstance(value, torch.Tensor):
+            return ()
+        shape = _global_shape(t, value)
+        if shape is None:
+            return ()
+        extents.extend(dynamic_extents(t, shape))
+    return tuple(extents)
+
+
+def _global_shape(t: TensorType, value: torch.Tensor) -> list[int] | None:
+    """The logical shape of which `value` is a rank's shard: each axis's extent times its
+    shards (None: a reduction axis, or shards known only at run time)."""
+    axes = [i for i, a in enumerate(t.axes) if not a.is_reduction]
+    factors = [shard_factor(t, i) for i in axes]
+    if len(axes) != len(t.axes) or value.dim() != len(axes) or None in factors:
+        return None
+    return [extent * factor for extent, factor in zip(value.shape, factors)]  # type: ignore[operator]  # no None left

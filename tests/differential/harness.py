@@ -69,12 +69,14 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import runtime
 from hostir.passes import PIPELINES
 from hostir.passes.pipeline import PassManagerOptions
 from hostir.passes.sharding_policy import is_annotated
+from hostir.passes.specialize_extents import SpecializeExtents, dynamic_extents
 from hostir.runtime.communicator import DONE, Communicator
 from hostir.runtime.evaluator import find_function
 from hostir.runtime.hazards import ENVIRONMENT
@@ -139,6 +141,9 @@ class Lowering:
     reduce_scatter_in_producer: bool = False
     """`reduce-scatter-in-producer` (off by default): a copy-engine reduce-scatter of a
     matmul computes the own part onto the lead's, pushed into its symmetric output."""
+    specialized: bool = False
+    """`specialize-extents` first, to the run's extents (as `FusionDefinition.execute`
+    lowers a fusion of dynamic extents); the same as without it where none is dynamic."""
 
     @property
     def pipeline(self) -> str:
@@ -156,7 +161,8 @@ class Lowering:
                  *([] if self.symmetric_output else ["no-symmetric-output"]),
                  *([] if self.reduce_in_producer else ["no-reduce-in-producer"]),
                  *([] if self.skew else ["no-skew"]),
-                 *(["rs-in-producer"] if self.reduce_scatter_in_producer else [])]
+                 *(["rs-in-producer"] if self.reduce_scatter_in_producer else []),
+                 *(["specialized"] if self.specialized else [])]
         return "+".join([self.transport, *flags])
 
     @staticmethod
@@ -166,7 +172,8 @@ class Lowering:
         backend = next((f for f in flags if f in ("eager", "compiled")), None)
         graph = True if "graph" in flags else None if "default-graph" in flags else False
         return Lowering(transport, "bounded" in flags, graph, backend, "no-symmetric-output" not in flags,
-                        "no-reduce-in-producer" not in flags, "no-skew" not in flags, "rs-in-producer" in flags)
+                        "no-reduce-in-producer" not in flags, "no-skew" not in flags, "rs-in-producer" in flags,
+                        "specialized" in flags)
 
 
 DEFAULT_LOWERING = Lowering()
@@ -174,7 +181,8 @@ PLAIN_ALLREDUCE = {"symmetric_output": False, "reduce_in_producer": False}
 CPU_LOWERINGS = tuple(Lowering(t, b) for t in ("nccl", "copy-engine", "auto") for b in (False, True)) + (
     Lowering("copy-engine", **PLAIN_ALLREDUCE), Lowering("copy-engine", True, **PLAIN_ALLREDUCE),
     Lowering("copy-engine", symmetric_output=False), Lowering("copy-engine", reduce_in_producer=False),
-    Lowering("copy-engine", skew=False), Lowering("copy-engine", reduce_scatter_in_producer=True))
+    Lowering("copy-engine", skew=False), Lowering("copy-engine", reduce_scatter_in_producer=True),
+    Lowering("auto", specialized=True))
 GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto") for b in (False, True)
                       for g in (False, True)) + (Lowering("nccl", unit_backend="eager"),
                                                  Lowering("copy-engine", True, True, "eager"),
@@ -185,12 +193,14 @@ GPU_LOWERINGS = tuple(Lowering(t, b, g) for t in ("nccl", "copy-engine", "auto")
                                                  Lowering("copy-engine", False, True, symmetric_output=False),
                                                  Lowering("copy-engine", False, True, reduce_in_producer=False),
                                                  Lowering("copy-engine", False, True, skew=False),
-                                                 Lowering("copy-engine", False, True, reduce_scatter_in_producer=True))
+                                                 Lowering("copy-engine", False, True, reduce_scatter_in_producer=True),
+                                                 Lowering("auto", False, None, specialized=True))
 """Every option a differential profile covers, on CPU ranks (units run eagerly there by
 default) and on GPUs (units compiled into fused kernels by default; eagerly too). The
 copy-engine all-reduce options (both on by default) are also covered off, each alone and
 both together, eagerly, replayed and with bounded intermediates, the skewed loop of
-such all-reduces off, and reduce-scatters computing their own part on (off by default)."""
+such all-reduces off, reduce-scatters computing their own part on (off by default), and
+the default lowering of a fusion of dynamic extents, specialized to the run's extents."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
 """Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
 
@@ -369,6 +379,12 @@ def prepare(case: Case, seed_value: int) -> Result | None:
         return case.result("crash", "reference", *classify(error)[1:])
     case.rounding = least_precise_dtype(fusion_module)
     case.reference_problem = _scheduled_reference_problem(case, fusion_module, inputs)
+    if case.lowering.specialized:
+        try:
+            fusion_module = specialized(fusion_module, inputs)
+        except Exception as error:  # noqa: BLE001
+            outcome, message, where = classify(error)
+            return case.result(outcome if outcome != "hang" else "crash", "lower", message, where)
     declared = fusion_module.body.block.first_op.function_type
     try:
         case.module = lower_fusion(fusion_module.clone(), frozenset(case.disabled.split("+") if case.disabled else ()),
@@ -392,6 +408,16 @@ def prepare(case: Case, seed_value: int) -> Result | None:
     except Exception as error:  # noqa: BLE001
         return case.result("crash", "shard", *classify(error)[1:])
     return None
+
+
+def specialized(fusion_module: ModuleOp, inputs: list[torch.Tensor]) -> ModuleOp:
+    """The fusion specialized to the extents of `inputs` (`specialize-extents`)."""
+    types = fusion_module.body.block.first_op.function_type.inputs.data
+    extents = [e for t, x in zip(types, inputs) if isinstance(t, TensorType) for e in dynamic_extents(t, list(x.shape))]
+    module = fusion_module.clone()
+    SpecializeExtents(extents=tuple(extents)).apply(Context(), module)
+    module.verify()
+    return module
 
 
 def _scheduled_reference_problem(case: Case, fusion_module: ModuleOp, inputs: list) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hostir import DeviceMesh, FusionDefinition, MemoryType, ParallelType, Tensor, passes, runtime
+from hostir import DeviceMesh, FusionDefinition, MemoryType, ParallelType, Tensor, definition, passes, runtime
 from hostir.runtime import executor_cache
 from hostir_dialect import hir
 
@@ -232,3 +232,65 @@ def test_execute_without_a_device_runs_where_its_inputs_are_and_matches_torch(wo
         return
     for out in runtime.launch(execute_without_a_device, world, (x,), backend="gloo"):
         torch.testing.assert_close(out, expected)
+
+
+def _row_sums(devices: int) -> FusionDefinition:
+    """A sum over the rows of `define_tensor([-1, 4])`, sharded on the rows across `devices`."""
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, 4], dtype="float32")
+        fd.add_output(fd.ops.sum(fd.ops.exp(a), dims=[0]))
+    if devices > 1:
+        a.set_device_mesh(DeviceMesh(list(range(devices))))
+        a.outer_split(0, devices)
+        a.axis(0).parallelize(ParallelType.DIDx)
+    return fd
+
+
+def test_a_fusion_of_dynamic_extents_is_lowered_for_each_run_s_extents(count_calls):
+    """As nvFuser concretizes a fusion per input shapes: one lowering per set of extents."""
+    lowerings = count_calls(passes, "lower")
+    fd = _row_sums(1)
+    for rows in (6, 6, 10):
+        x = torch.randn(rows, 4)
+        (out,) = fd.execute([x])
+        torch.testing.assert_close(out, torch.exp(x).sum(dim=0))
+    assert [pipeline for _, _, pipeline in lowerings] == [
+        "specialize-extents{extents=6},hostir-lower", "specialize-extents{extents=10},hostir-lower"]
+
+
+def test_past_a_few_sets_of_extents_the_program_of_dynamic_extents_runs_them_all(count_calls):
+    lowerings = count_calls(passes, "lower")
+    fd = _row_sums(1)
+    counts = [2 + k for k in range(definition.SPECIALIZED_SHAPES + 3)]
+    for rows in counts + counts[:2]:
+        x = torch.randn(rows, 4)
+        (out,) = fd.execute([x])
+        torch.testing.assert_close(out, torch.exp(x).sum(dim=0))
+    pipelines = [pipeline for _, _, pipeline in lowerings]
+    assert pipelines[:-1] == [f"specialize-extents{{extents={rows}}},hostir-lower"
+                              for rows in counts[:definition.SPECIALIZED_SHAPES]]
+    assert pipelines[-1] == "hostir-lower"
+
+
+def execute_row_sums(rank: int, world_size: int, x: torch.Tensor) -> tuple[torch.Tensor, list]:
+    fd = _row_sums(world_size)
+    rows = x.shape[0] // world_size
+    (out,) = fd.execute([x[rank * rows:(rank + 1) * rows]])
+    return out, sorted(extents for _, extents in fd._lowered)
+
+
+def test_every_rank_lowers_for_the_global_extents_of_its_shards():
+    x = torch.randn(12, 4)
+    for out, extents in runtime.launch(execute_row_sums, 2, (x,), backend="gloo"):
+        torch.testing.assert_close(out, torch.exp(x).sum(dim=0))
+        assert extents == [(12,)]
+
+
+def test_an_input_of_dynamic_extents_some_rank_does_not_hold_is_not_specialized():
+    """That rank could not know the extents: every rank runs the program of dynamic extents."""
+    fd = _row_sums(2)
+    (t,) = [v.type for v in fd._inputs]
+    shard = torch.randn(3, 4)
+    assert definition._run_extents([t], [shard], world_size=2) == (6,)
+    assert definition._run_extents([t], [shard], world_size=3) == ()
+    assert definition._run_extents([t], [None], world_size=2) == ()
