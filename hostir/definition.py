@@ -20,6 +20,7 @@ from hostir.runtime.layouts import shard_factor
 from hostir.runtime.trace import traced_run
 from hostir_dialect import FusionDefinition as FusionDefinitionIR
 from hostir_dialect import TensorType, symbols
+from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import DYNAMIC
 
 NO_EFFECT_OPTIONS = frozenset(("host_ir_lowering", "infer_contiguity", "resize_scheduler"))
@@ -43,6 +44,8 @@ class FusionDefinition(FusionDefinitionIR):
         self._executors = runtime.ExecutorCache()
         self._lowered: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, str], ModuleOp]] = {}
         self._specialized: tuple[tuple[int, str], set[tuple[int, ...]]] = (self._version(), set())
+        self._last_extents: dict[str, tuple[tuple[int, str], tuple[int, ...]]] = {}
+        """By pipeline: the version and extents the last `execute` lowered for."""
 
     def lower(self, options: passes.PassManagerOptions | None = None, *, pipeline: str = "hostir-lower") -> ModuleOp:
         """The host program: this fusion through `pipeline` (default `hostir-lower`, which
@@ -81,7 +84,8 @@ class FusionDefinition(FusionDefinitionIR):
         options["device"] = runtime.executor_cache.device_of_inputs(inputs, options.get("device"))
         profiler = PythonProfiler.active
         traced = trace is not None or profiler is not None
-        extents = self._specialization(inputs, options.get("world_size"))
+        extents = self._specialization(inputs, options.get("world_size"), pipeline)
+        self._last_extents[pipeline] = (self._version(), extents)
         evaluator = self._executors.evaluator((self._version(), pipeline, extents),
                                               lambda: self._lowered_program(pipeline, extents), trace=traced, **options)
         if profiler is None:
@@ -94,8 +98,11 @@ class FusionDefinition(FusionDefinitionIR):
 
     def output_types(self, pipeline: str = "hostir-lower") -> list[TensorType]:
         """The outputs' types as `pipeline` lowers them: the mesh and sharding of what
-        `execute` returns."""
-        (program,) = symbols.programs(self._lowered_program(pipeline))
+        `execute` returns (after a run of a fusion of dynamic extents, of what that run
+        returned: lowered for its extents, a reshape may keep a sharding it did not)."""
+        ran = self._last_extents.get(pipeline)
+        extents = ran[1] if ran is not None and ran[0] == self._version() else ()
+        (program,) = symbols.programs(self._lowered_program(pipeline, extents))
         return [t for t in program.function_type.outputs.data if isinstance(t, TensorType)]  # a program returns tensors
 
     def _version(self) -> tuple[int, str]:
@@ -110,18 +117,41 @@ class FusionDefinition(FusionDefinitionIR):
             lowered = self._lowered[(pipeline, extents)] = (self._version(), self.lower(pipeline=specialized))
         return lowered[1]
 
-    def _specialization(self, inputs: Sequence[object], world_size: int | None) -> tuple[int, ...]:
+    def _specialization(self, inputs: Sequence[object], world_size: int | None, pipeline: str) -> tuple[int, ...]:
         """The extents to lower this run's program for (none: the program of dynamic
         extents). Every rank decides alike: from the types and the world, and from
-        extents every rank sees (each holds a shard of every input of dynamic extents)."""
+        extents every rank sees (each holds a shard of every input of dynamic extents).
+        Only where the specialized program takes and returns what the program of dynamic
+        extents does (meshes and parallel pieces: a reshape of dynamic extents may map
+        no sharding where one of static extents does), so that the sets of extents after
+        SPECIALIZED_SHAPES, which that program runs, see the same layouts."""
         if self._specialized[0] != self._version():
             self._specialized = (self._version(), set())
         extents = _run_extents([t.type for t in self._inputs], inputs, _world_size(world_size))
         seen = self._specialized[1]
-        if extents in seen or len(seen) < SPECIALIZED_SHAPES:
-            seen.add(extents)
+        if extents in seen:
             return extents
-        return ()
+        if not extents or len(seen) >= SPECIALIZED_SHAPES or not self._same_layouts(pipeline, extents):
+            return ()
+        seen.add(extents)
+        return extents
+
+    def _same_layouts(self, pipeline: str, extents: tuple[int, ...]) -> bool:
+        """Does the program lowered for `extents` take and return tensors laid out as the
+        program of dynamic extents does (False too where that one is refused)?"""
+        try:
+            dynamic = self._lowered_program(pipeline)
+        except HostIRError:
+            return False
+        return _signature_layouts(dynamic) == _signature_layouts(self._lowered_program(pipeline, extents))
+
+def _signature_layouts(module: ModuleOp) -> list[tuple]:
+    """Each argument's and result's mesh and, per axis, its kind and its pieces' parallel
+    types: what a caller shards and unshards by, whatever the extents."""
+    (program,) = symbols.programs(module)
+    types = [*program.function_type.inputs.data, *program.function_type.outputs.data]
+    return [(t.mesh, [(a.kind, [p.parallel for p in a.pieces]) for a in t.axes]) if isinstance(t, TensorType) else t
+            for t in types]
 
 
 def _world_size(given: int | None) -> int:

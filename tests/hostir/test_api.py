@@ -12,6 +12,7 @@ import torch
 from hostir import DeviceMesh, FusionDefinition, MemoryType, ParallelType, Tensor, definition, passes, runtime
 from hostir.runtime import executor_cache
 from hostir_dialect import hir
+from hostir_dialect.tensor_type import DYNAMIC
 
 
 def test_lower_gives_a_host_program_and_execute_matches_torch():
@@ -234,11 +235,14 @@ def test_execute_without_a_device_runs_where_its_inputs_are_and_matches_torch(wo
         torch.testing.assert_close(out, expected)
 
 
-def _row_sums(devices: int) -> FusionDefinition:
-    """A sum over the rows of `define_tensor([-1, 4])`, sharded on the rows across `devices`."""
+def _row_sums(devices: int, rows_too: bool = False) -> FusionDefinition:
+    """A sum over the rows of `define_tensor([-1, 4])`, sharded on the rows across
+    `devices` (and the rows themselves with `rows_too`: their type shows the extents)."""
     with FusionDefinition() as fd:
         a = fd.define_tensor([-1, 4], dtype="float32")
         fd.add_output(fd.ops.sum(fd.ops.exp(a), dims=[0]))
+        if rows_too:
+            fd.add_output(a)
     if devices > 1:
         a.set_device_mesh(DeviceMesh(list(range(devices))))
         a.outer_split(0, devices)
@@ -247,7 +251,8 @@ def _row_sums(devices: int) -> FusionDefinition:
 
 
 def test_a_fusion_of_dynamic_extents_is_lowered_for_each_run_s_extents(count_calls):
-    """As nvFuser concretizes a fusion per input shapes: one lowering per set of extents."""
+    """As nvFuser concretizes a fusion per input shapes: one lowering per set of extents,
+    after the program of dynamic extents, whose layouts they must keep."""
     lowerings = count_calls(passes, "lower")
     fd = _row_sums(1)
     for rows in (6, 6, 10):
@@ -255,7 +260,7 @@ def test_a_fusion_of_dynamic_extents_is_lowered_for_each_run_s_extents(count_cal
         (out,) = fd.execute([x])
         torch.testing.assert_close(out, torch.exp(x).sum(dim=0))
     assert [pipeline for _, _, pipeline in lowerings] == [
-        "specialize-extents{extents=6},hostir-lower", "specialize-extents{extents=10},hostir-lower"]
+        "hostir-lower", "specialize-extents{extents=6},hostir-lower", "specialize-extents{extents=10},hostir-lower"]
 
 
 def test_past_a_few_sets_of_extents_the_program_of_dynamic_extents_runs_them_all(count_calls):
@@ -266,24 +271,45 @@ def test_past_a_few_sets_of_extents_the_program_of_dynamic_extents_runs_them_all
         x = torch.randn(rows, 4)
         (out,) = fd.execute([x])
         torch.testing.assert_close(out, torch.exp(x).sum(dim=0))
-    pipelines = [pipeline for _, _, pipeline in lowerings]
-    assert pipelines[:-1] == [f"specialize-extents{{extents={rows}}},hostir-lower"
-                              for rows in counts[:definition.SPECIALIZED_SHAPES]]
-    assert pipelines[-1] == "hostir-lower"
+    assert [pipeline for _, _, pipeline in lowerings] == ["hostir-lower"] + [
+        f"specialize-extents{{extents={rows}}},hostir-lower" for rows in counts[:definition.SPECIALIZED_SHAPES]]
 
 
-def execute_row_sums(rank: int, world_size: int, x: torch.Tensor) -> tuple[torch.Tensor, list]:
-    fd = _row_sums(world_size)
+def execute_row_sums(rank: int, world_size: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple[int, ...]]:
+    fd = _row_sums(world_size, rows_too=True)
     rows = x.shape[0] // world_size
-    (out,) = fd.execute([x[rank * rows:(rank + 1) * rows]])
-    return out, sorted(extents for _, extents in fd._lowered)
+    sums, own = fd.execute([x[rank * rows:(rank + 1) * rows]])
+    return sums, own, fd.output_types()[1].shape
 
 
 def test_every_rank_lowers_for_the_global_extents_of_its_shards():
     x = torch.randn(12, 4)
-    for out, extents in runtime.launch(execute_row_sums, 2, (x,), backend="gloo"):
-        torch.testing.assert_close(out, torch.exp(x).sum(dim=0))
-        assert extents == [(12,)]
+    for rank, (sums, own, shape) in enumerate(runtime.launch(execute_row_sums, 2, (x,), backend="gloo")):
+        torch.testing.assert_close(sums, torch.exp(x).sum(dim=0))
+        torch.testing.assert_close(own, x[rank * 6:(rank + 1) * 6])
+        assert shape == (12, 4)
+
+
+def execute_flattened(rank: int, world_size: int, x: torch.Tensor) -> tuple[torch.Tensor, tuple[int, ...]]:
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, 4], dtype="float32")
+        fd.add_output(fd.ops.reshape(fd.ops.exp(a), [-1]))
+    a.set_device_mesh(DeviceMesh(list(range(world_size))))
+    a.outer_split(0, world_size)
+    a.axis(0).parallelize(ParallelType.DIDx)
+    rows = x.shape[0] // world_size
+    (out,) = fd.execute([x[rank * rows:(rank + 1) * rows]])
+    return out, fd.output_types()[0].shape
+
+
+def test_a_fusion_whose_layouts_its_extents_would_change_is_not_specialized():
+    """Flattening rows of dynamic extent maps no sharding (each rank gets the whole
+    result); of static extents the result would stay sharded. Specialized for a few
+    sets of extents and not for the others, the same call would return other layouts."""
+    x = torch.randn(8, 4)
+    for out, shape in runtime.launch(execute_flattened, 2, (x,), backend="gloo"):
+        torch.testing.assert_close(out, torch.exp(x).reshape(-1))
+        assert shape == (DYNAMIC,)
 
 
 def test_an_input_of_dynamic_extents_some_rank_does_not_hold_is_not_specialized():
