@@ -145,7 +145,7 @@ class FusionDefinition(FusionDefinitionIR):
             return False
         return _signature_layouts(dynamic) == _signature_layouts(self._lowered_program(pipeline, extents))
 
-def _signature_layouts(module: ModuleOp) -> list[tuple]:
+def _signature_layouts(module: ModuleOp) -> list[object]:
     """Each argument's and result's mesh and, per axis, its kind and its pieces' parallel
     types: what a caller shards and unshards by, whatever the extents."""
     (program,) = symbols.programs(module)
