@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes, runtime
-from hostir.passes.specialize_extents import dynamic_extents
 from hostir.profiler import PythonProfiler
 from hostir.runtime.layouts import shard_factor
 from hostir.runtime.trace import traced_run
@@ -43,7 +43,7 @@ class FusionDefinition(FusionDefinitionIR):
         super().__init__(name)
         self._executors = runtime.ExecutorCache()
         self._lowered: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, str], ModuleOp]] = {}
-        self._specialized: tuple[tuple[int, str], set[tuple[int, ...]]] = (self._version(), set())
+        self._specializations: _Specializations | None = None
         self._last_extents: dict[str, tuple[tuple[int, str], tuple[int, ...]]] = {}
         """By pipeline: the version and extents the last `execute` lowered for."""
 
@@ -125,16 +125,24 @@ class FusionDefinition(FusionDefinitionIR):
         extents does (meshes and parallel pieces: a reshape of dynamic extents may map
         no sharding where one of static extents does), so that the sets of extents after
         SPECIALIZED_SHAPES, which that program runs, see the same layouts."""
-        if self._specialized[0] != self._version():
-            self._specialized = (self._version(), set())
-        extents = _run_extents([t.type for t in self._inputs], inputs, _world_size(world_size))
-        seen = self._specialized[1]
-        if extents in seen:
-            return extents
-        if not extents or len(seen) >= SPECIALIZED_SHAPES or not self._same_layouts(pipeline, extents):
+        state = self._specializations_in(_world_size(world_size))
+        if not state.plan:
             return ()
-        seen.add(extents)
+        extents = _run_extents(state.plan, inputs)
+        if extents in state.seen:
+            return extents
+        if not extents or len(state.seen) >= SPECIALIZED_SHAPES or not self._same_layouts(pipeline, extents):
+            return ()
+        state.seen.add(extents)
         return extents
+
+    def _specializations_in(self, world_size: int) -> _Specializations:
+        """This version's specializations in a world of `world_size` ranks (built once:
+        `execute` pays a lookup per call, not a walk of the types)."""
+        key = (self._version(), world_size)
+        if self._specializations is None or self._specializations.key != key:
+            self._specializations = _Specializations(key, _extent_plan([t.type for t in self._inputs], world_size))
+        return self._specializations
 
     def _same_layouts(self, pipeline: str, extents: tuple[int, ...]) -> bool:
         """Does the program lowered for `extents` take and return tensors laid out as the
@@ -161,28 +169,54 @@ def _world_size(given: int | None) -> int:
     return 1 if world is None else torch.distributed.get_world_size()
 
 
-def _run_extents(types: Sequence[object], inputs: Sequence[object], world_size: int) -> tuple[int, ...]:
-    """The global extent of each dynamic axis of the inputs, in order (what
-    `specialize-extents` takes); none where an input of dynamic extents is not held by
-    every rank of the world, whose ranks could then not agree."""
-    extents: list[int] = []
-    for t, value in zip(types, inputs):
+@dataclass(frozen=True)
+class _DynamicInput:
+    """An input of dynamic extents: where its shard's extents are and how many shards
+    make each global extent."""
+
+    index: int
+    rank: int
+    """How many dimensions its shard has."""
+    axes: tuple[tuple[int, int], ...]
+    """Per dynamic axis: its dimension in the shard and its shards."""
+
+
+@dataclass
+class _Specializations:
+    """The sets of extents a definition's version was specialized for in one world."""
+
+    key: tuple[tuple[int, str], int]
+    plan: list[_DynamicInput]
+    """The inputs of dynamic extents (none: nothing to specialize)."""
+    seen: set[tuple[int, ...]] = field(default_factory=set)
+
+
+def _extent_plan(types: Sequence[object], world_size: int) -> list[_DynamicInput]:
+    """Where `execute` reads the global extents of the dynamic axes of the inputs of
+    `types`; none where an input of dynamic extents is not held by every rank of the
+    world (its ranks could then not agree), has a reduction axis, or shards known only
+    at run time."""
+    plan = []
+    for index, t in enumerate(types):
         if not isinstance(t, TensorType) or DYNAMIC not in t.shape:
             continue
-        if (t.mesh is not None and not set(range(world_size)) <= set(t.mesh.devices)) or not isinstance(value, torch.Tensor):
+        factors = [shard_factor(t, i) for i in range(t.rank)]
+        held_everywhere = t.mesh is None or set(range(world_size)) <= set(t.mesh.devices)
+        if not held_everywhere or None in factors or any(a.is_reduction for a in t.axes):
+            return []
+        dynamic = [i for i, a in enumerate(t.axes) if a.extent == DYNAMIC]
+        plan.append(_DynamicInput(index, t.rank, tuple((t.value_position(i), factors[i]) for i in dynamic)))  # type: ignore[misc]  # no None left
+    return plan
+
+
+def _run_extents(plan: Sequence[_DynamicInput], inputs: Sequence[object]) -> tuple[int, ...]:
+    """The global extent of each dynamic axis of the inputs, in order (what
+    `specialize-extents` takes): a shard's extent times its shards. None where an input
+    is not a tensor of the rank its type says (the evaluator refuses it)."""
+    extents: list[int] = []
+    for entry in plan:
+        value = inputs[entry.index] if entry.index < len(inputs) else None
+        if not isinstance(value, torch.Tensor) or value.dim() != entry.rank:
             return ()
-        shape = _global_shape(t, value)
-        if shape is None:
-            return ()
-        extents.extend(dynamic_extents(t, shape))
+        extents.extend(value.shape[position] * shards for position, shards in entry.axes)
     return tuple(extents)
-
-
-def _global_shape(t: TensorType, value: torch.Tensor) -> list[int] | None:
-    """The logical shape of which `value` is a rank's shard: each axis's extent times its
-    shards (None: a reduction axis, or shards known only at run time)."""
-    axes = [i for i, a in enumerate(t.axes) if not a.is_reduction]
-    factors = [shard_factor(t, i) for i in axes]
-    if len(axes) != len(t.axes) or value.dim() != len(axes) or None in factors:
-        return None
-    return [extent * factor for extent, factor in zip(value.shape, factors)]  # type: ignore[operator]  # no None left

@@ -17,7 +17,7 @@ the one its group leaves, as torch infers a -1). A result whose extent its opera
 not fix stays dynamic. Without `extents` the pass changes nothing.
 
 Refused, at the fusion: a count of extents that is not the number of dynamic argument
-axes, and an extent that an argument's split does not divide; at the op: a result extent
+axes, a negative extent, and an extent that an argument's split does not divide; at the op: a result extent
 that the result's own split does not divide.
 """
 
@@ -41,8 +41,8 @@ from .fusion_rewriting import retype
 
 
 def dynamic_extents(t: TensorType, shape: Sequence[int]) -> list[int]:
-    """What `extents` takes for an argument of type `t` given a tensor of global shape
-    `shape` (logical value axes): the extents of its dynamic axes, in order."""
+    """What `extents` takes for an argument of type `t` (no reduction axis) given a tensor
+    of global shape `shape`: the extents of its dynamic axes, in order."""
     return [shape[t.value_position(i)] for i in _dynamic_axes(t)]
 
 
@@ -106,6 +106,8 @@ def _specialize_arguments(func: FuncOp, extents: tuple[int, ...]) -> None:
     if sum(dynamic) != len(extents):
         raise op_error(func, f"specialize-extents: the arguments have {sum(dynamic)} dynamic extent(s), "
                              f"{len(extents)} given")
+    if any(e < 0 for e in extents):
+        raise op_error(func, f"specialize-extents: extents are at least 0, got {list(extents)}")
     given = iter(extents)
     for argument, count in zip(func.args, dynamic):
         values = [next(given) for _ in range(count)]

@@ -1,4 +1,7 @@
 // RUN: hostir-opt %s --split-input-file --verify-diagnostics -p 'specialize-extents{extents=6}' | filecheck %s
+// RUN: hostir-opt %s --split-input-file --verify-diagnostics -p 'specialize-extents{extents=-4}' | filecheck %s --check-prefix=NEGATIVE
+
+// NEGATIVE: specialize_extents_errors.mlir:[[# @LINE + 10]]:1: error: 'fusion.func' op specialize-extents: extents are at least 0, got [-4]
 
 // CHECK: specialize_extents_errors.mlir:[[# @LINE + 1]]:1: error: 'fusion.func' op specialize-extents: the arguments have 0 dynamic extent(s), 1 given
 fusion.func @count(%x: !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]>) -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[0, 1]> {

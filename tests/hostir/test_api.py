@@ -315,8 +315,7 @@ def test_a_fusion_whose_layouts_its_extents_would_change_is_not_specialized():
 def test_an_input_of_dynamic_extents_some_rank_does_not_hold_is_not_specialized():
     """That rank could not know the extents: every rank runs the program of dynamic extents."""
     fd = _row_sums(2)
-    (t,) = [v.type for v in fd._inputs]
-    shard = torch.randn(3, 4)
-    assert definition._run_extents([t], [shard], world_size=2) == (6,)
-    assert definition._run_extents([t], [shard], world_size=3) == ()
-    assert definition._run_extents([t], [None], world_size=2) == ()
+    types, shard = [v.type for v in fd._inputs], torch.randn(3, 4)
+    assert definition._run_extents(definition._extent_plan(types, world_size=2), [shard]) == (6,)
+    assert definition._extent_plan(types, world_size=3) == []
+    assert definition._run_extents(definition._extent_plan(types, world_size=2), [None]) == ()
