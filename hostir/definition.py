@@ -8,6 +8,7 @@ imports neither the passes nor the runtime, and the passes do not import the run
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -28,11 +29,15 @@ NO_EFFECT_OPTIONS = frozenset(("host_ir_lowering", "infer_contiguity", "resize_s
 schedules, not what it computes: hostir always lowers to a host program, lays inputs out
 itself and has no resize scheduler."""
 
+LOWERED_PROGRAMS = 16
+"""How many lowered programs a definition keeps (by version, pipeline and extents)."""
+
 SPECIALIZED_SHAPES = 4
 """For how many sets of input extents a definition of dynamic extents lowers a program of
 their own (`specialize-extents`), as nvFuser's FusionExecutorCache concretizes a fusion for
 the input shapes it meets; any further set runs the program of dynamic extents, which
-needs no lowering (torch.compile likewise stops recompiling for shapes and goes dynamic)."""
+needs no lowering (torch.compile likewise stops recompiling for shapes and goes dynamic),
+unless the pipeline refuses that program: then every set is specialized."""
 
 
 class FusionDefinition(FusionDefinitionIR):
@@ -42,7 +47,7 @@ class FusionDefinition(FusionDefinitionIR):
     def __init__(self, name: str = "fusion"):
         super().__init__(name)
         self._executors = runtime.ExecutorCache()
-        self._lowered: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, str], ModuleOp]] = {}
+        self._lowered: runtime.executor_cache.LruCache[ModuleOp] = runtime.executor_cache.LruCache(LOWERED_PROGRAMS)
         self._specializations: _Specializations | None = None
         self._last_extents: dict[str, tuple[tuple[int, str], tuple[int, ...]]] = {}
         """By pipeline: the version and extents the last `execute` lowered for."""
@@ -110,30 +115,33 @@ class FusionDefinition(FusionDefinitionIR):
 
     def _lowered_program(self, pipeline: str, extents: tuple[int, ...] = ()) -> ModuleOp:
         """The program of this version lowered by `pipeline` (after `specialize-extents` to
-        `extents`, where given), once for all option sets."""
-        lowered = self._lowered.get((pipeline, extents))
-        if lowered is None or lowered[0] != self._version():
-            specialized = f"specialize-extents{{extents={','.join(map(str, extents))}}},{pipeline}" if extents else pipeline
-            lowered = self._lowered[(pipeline, extents)] = (self._version(), self.lower(pipeline=specialized))
-        return lowered[1]
+        `extents`, where given), once for all option sets (the last LOWERED_PROGRAMS kept)."""
+        specialized = f"specialize-extents{{extents={','.join(map(str, extents))}}},{pipeline}" if extents else pipeline
+        return self._lowered.get((self._version(), specialized), lambda: self.lower(pipeline=specialized))
 
     def _specialization(self, inputs: Sequence[object], world_size: int | None, pipeline: str) -> tuple[int, ...]:
         """The extents to lower this run's program for (none: the program of dynamic
         extents). Every rank decides alike: from the types and the world, and from
         extents every rank sees (each holds a shard of every input of dynamic extents).
-        Only where the specialized program takes and returns what the program of dynamic
-        extents does (meshes and parallel pieces: a reshape of dynamic extents may map
-        no sharding where one of static extents does), so that the sets of extents after
-        SPECIALIZED_SHAPES, which that program runs, see the same layouts."""
+        Where the program of dynamic extents runs (it is not refused), only for the first
+        SPECIALIZED_SHAPES sets of extents, and only where the specialized program takes
+        and returns what that program does (meshes and parallel pieces: a reshape of
+        dynamic extents may map no sharding where one of static extents does), so that
+        the sets of extents after them see the same layouts."""
         state = self._specializations_in(_world_size(world_size))
         if not state.plan:
             return ()
         extents = _run_extents(state.plan, inputs)
-        if extents in state.seen:
+        seen = state.seen[pipeline]
+        if not extents or extents in seen:
             return extents
-        if not extents or len(state.seen) >= SPECIALIZED_SHAPES or not self._same_layouts(pipeline, extents):
+        if pipeline not in state.dynamic_layouts:
+            state.dynamic_layouts[pipeline] = self._refused_or_layouts(pipeline)
+        dynamic = state.dynamic_layouts[pipeline]
+        if dynamic is not None and (len(seen) >= SPECIALIZED_SHAPES
+                                    or dynamic != _signature_layouts(self._lowered_program(pipeline, extents))):
             return ()
-        state.seen.add(extents)
+        seen.add(extents)
         return extents
 
     def _specializations_in(self, world_size: int) -> _Specializations:
@@ -144,14 +152,14 @@ class FusionDefinition(FusionDefinitionIR):
             self._specializations = _Specializations(key, _extent_plan([t.type for t in self._inputs], world_size))
         return self._specializations
 
-    def _same_layouts(self, pipeline: str, extents: tuple[int, ...]) -> bool:
-        """Does the program lowered for `extents` take and return tensors laid out as the
-        program of dynamic extents does (False too where that one is refused)?"""
+    def _refused_or_layouts(self, pipeline: str) -> list[object] | None:
+        """The signature layouts of the program of dynamic extents (None: `pipeline`
+        refuses it, as a forced copy-engine transport does)."""
         try:
-            dynamic = self._lowered_program(pipeline)
+            return _signature_layouts(self._lowered_program(pipeline))
         except HostIRError:
-            return False
-        return _signature_layouts(dynamic) == _signature_layouts(self._lowered_program(pipeline, extents))
+            return None
+
 
 def _signature_layouts(module: ModuleOp) -> list[object]:
     """Each argument's and result's mesh and, per axis, its kind and its pieces' parallel
@@ -188,7 +196,11 @@ class _Specializations:
     key: tuple[tuple[int, str], int]
     plan: list[_DynamicInput]
     """The inputs of dynamic extents (none: nothing to specialize)."""
-    seen: set[tuple[int, ...]] = field(default_factory=set)
+    seen: defaultdict[str, set[tuple[int, ...]]] = field(default_factory=lambda: defaultdict(set))
+    """By pipeline: the sets of extents specialized for."""
+    dynamic_layouts: dict[str, list[object] | None] = field(default_factory=dict)
+    """By pipeline: the program of dynamic extents' signature layouts (None: refused)."""
+
 
 
 def _extent_plan(types: Sequence[object], world_size: int) -> list[_DynamicInput]:

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from hostir import runtime
+from hostir.definition import FusionDefinition
 from hostir_dialect import DeviceMesh as MeshIR
 from hostir_dialect.frontend import FusionView, Tensor
 
@@ -97,7 +98,9 @@ class MultiDeviceExecutorParams:
 
 class MultiDeviceExecutor:
     """nvFuser's executor of `fd.fusion` on this rank: lowered by `hostir-lower` with the
-    backend's transport, compiled once, run by `run(inputs)`."""
+    backend's transport, compiled once, run by `run(inputs)`. A `hostir.FusionDefinition`
+    runs through its `execute`, so a fusion of dynamic extents is lowered for the run's
+    extents there too (the copy engines size their buffers when lowering)."""
 
     def __init__(self, fusion: FusionView, params: MultiDeviceExecutorParams | None = None):
         params = params or MultiDeviceExecutorParams()
@@ -106,6 +109,8 @@ class MultiDeviceExecutor:
         self._evaluator: runtime.Evaluator | None = None
 
     def run(self, inputs: Sequence[object]) -> list:
+        if isinstance(self.definition, FusionDefinition):
+            return self.definition.execute(inputs, pipeline=self.pipeline)
         if self._evaluator is None:
             runtime.join_torchrun_world()
             from hostir import passes
