@@ -124,10 +124,10 @@ class FusionDefinition(FusionDefinitionIR):
         extents). Every rank decides alike: from the types and the world, and from
         extents every rank sees (each holds a shard of every input of dynamic extents).
         Where the program of dynamic extents runs (it is not refused), only for the first
-        SPECIALIZED_SHAPES sets of extents, and only where the specialized program takes
-        and returns what that program does (meshes and parallel pieces: a reshape of
-        dynamic extents may map no sharding where one of static extents does), so that
-        the sets of extents after them see the same layouts."""
+        SPECIALIZED_SHAPES sets of extents, and only where the specialized program is not
+        refused and takes and returns what that program does (meshes and parallel pieces:
+        a reshape of dynamic extents may map no sharding where one of static extents
+        does), so that the sets of extents after them see the same layouts."""
         state = self._specializations_in(_world_size(world_size))
         if not state.plan:
             return ()
@@ -138,9 +138,8 @@ class FusionDefinition(FusionDefinitionIR):
         if pipeline not in state.dynamic_layouts:
             state.dynamic_layouts[pipeline] = self._refused_or_layouts(pipeline)
         dynamic = state.dynamic_layouts[pipeline]
-        if dynamic is not None and (len(seen) >= SPECIALIZED_SHAPES
-                                    or dynamic != _signature_layouts(self._lowered_program(pipeline, extents))):
-            return ()
+        if dynamic is not None and (len(seen) >= SPECIALIZED_SHAPES or self._refused_or_layouts(pipeline, extents) != dynamic):
+            return ()  # the program of dynamic extents runs (or refuses) these
         seen.add(extents)
         return extents
 
@@ -152,11 +151,12 @@ class FusionDefinition(FusionDefinitionIR):
             self._specializations = _Specializations(key, _extent_plan([t.type for t in self._inputs], world_size))
         return self._specializations
 
-    def _refused_or_layouts(self, pipeline: str) -> list[object] | None:
-        """The signature layouts of the program of dynamic extents (None: `pipeline`
-        refuses it, as a forced copy-engine transport does)."""
+    def _refused_or_layouts(self, pipeline: str, extents: tuple[int, ...] = ()) -> list[object] | None:
+        """The signature layouts of the program lowered for `extents` (by default the
+        program of dynamic extents; None: `pipeline` refuses it, as a forced copy-engine
+        transport does one of dynamic extents, or a split that the extents do not divide)."""
         try:
-            return _signature_layouts(self._lowered_program(pipeline))
+            return _signature_layouts(self._lowered_program(pipeline, extents))
         except HostIRError:
             return None
 
