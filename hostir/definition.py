@@ -183,7 +183,7 @@ class _DynamicInput:
     make each global extent."""
 
     index: int
-    rank: int
+    dims: int
     """How many dimensions its shard has."""
     axes: tuple[tuple[int, int], ...]
     """Per dynamic axis: its dimension in the shard and its shards."""
@@ -200,7 +200,6 @@ class _Specializations:
     """By pipeline: the sets of extents specialized for."""
     dynamic_layouts: dict[str, list[object] | None] = field(default_factory=dict)
     """By pipeline: the program of dynamic extents' signature layouts (None: refused)."""
-
 
 
 def _extent_plan(types: Sequence[object], world_size: int) -> list[_DynamicInput]:
@@ -223,12 +222,12 @@ def _extent_plan(types: Sequence[object], world_size: int) -> list[_DynamicInput
 
 def _run_extents(plan: Sequence[_DynamicInput], inputs: Sequence[object]) -> tuple[int, ...]:
     """The global extent of each dynamic axis of the inputs, in order (what
-    `specialize-extents` takes): a shard's extent times its shards. None where an input
-    is not a tensor of the rank its type says (the evaluator refuses it)."""
+    `specialize-extents` takes): a shard's extent times its shards; none where an input
+    is not a tensor of as many dimensions as its type has (the evaluator refuses it)."""
     extents: list[int] = []
     for entry in plan:
         value = inputs[entry.index] if entry.index < len(inputs) else None
-        if not isinstance(value, torch.Tensor) or value.dim() != entry.rank:
+        if not isinstance(value, torch.Tensor) or value.dim() != entry.dims:
             return ()
         extents.extend(value.shape[position] * shards for position, shards in entry.axes)
     return tuple(extents)
