@@ -9,7 +9,8 @@ In order:
 2. reductions of a device-parallel axis (`reduce`, `matmul`, `linear`) are rFactored
    into a local partial reduction that keeps the device axis as an iteration axis,
    then a `fusion.reduce` of that axis alone (`RFactorShardedReduce`,
-   `RFactorShardedContraction`);
+   `RFactorShardedContraction`); a `reduce` of several device-parallel axes first
+   becomes one per axis (`ReduceDeviceAxesOneAtATime`);
 3. an op that both computes and reshards gets a `fusion.set` in front of each input
    whose sharding differs from its result's, the set taking the result's DID and
    Stream sharding so that the communication lands in the result's stream loop;
@@ -441,6 +442,37 @@ def _scaled(value: SSAValue, factor: float, rewriter: PatternRewriter, like: Ope
 # --------------------------------------------------------------------------- #
 
 
+class ReduceDeviceAxesOneAtATime(RewritePattern):
+    """c = reduce x dims [.., d1, .., d2, ..]   with x's axes d1 and d2 device-parallel
+    ->  p = reduce x dims [.., d1, ..]           (every reduced axis but d2; d2 stays sharded)
+        c = reduce p dims [d2']
+    one reduction per device-parallel axis, each then rFactored alone (`RFactorShardedReduce`):
+    a sum over both axes of a 2-D mesh is an all-reduce along each. Every kind of
+    `fusion.reduce` is associative. The axis whose device type the result keeps on another
+    axis (a reduce-scatter) is reduced last, where the result's layout is made."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReduceOp, rewriter: PatternRewriter):
+        sharded = device_parallel_reduced_axes(op)
+        if len(sharded) < 2:
+            return
+        last = _reduced_last(op, sharded)
+        first = [i for i in op.reduced_axes() if i != last]
+        source, result = tensor_type(op.input), tensor_type(op.result)
+        axes = [result.axes[i] if i in first else a for i, a in enumerate(source.value_axes())]
+        partial = _emit(rewriter, op, ReduceOp(op.kind.data, op.input, first, _tensor(source, axes)))
+        final = _final_reduce(op.kind.data, partial, last - sum(i < last for i in first), result, rewriter, op)
+        rewriter.replace(op, [], [final.result])
+
+
+def _reduced_last(op: ReduceOp, sharded: list[int]) -> int:
+    """Of the device-parallel reduced axes, the one to reduce last: one whose device type
+    the result keeps on an iteration axis, else the last."""
+    kept = set().union(*(a.parallel_types() for a in tensor_type(op.result).value_axes()))
+    axes = tensor_type(op.input).value_axes()
+    return next((d for d in sharded if axes[d].parallel_types() & kept), sharded[-1])
+
+
 class RFactorShardedReduce(RewritePattern):
     """c = reduce x dims [.., d, ..]   with x's axis d = E(D didx, E/D)
     ->  x2 = reshape x               [.., D didx, E/D, ..]   (a local view)
@@ -454,7 +486,7 @@ class RFactorShardedReduce(RewritePattern):
         if not sharded or communication_problem(op) is None:
             return
         if len(sharded) > 1:
-            raise op_error(op, "reducing more than one device-parallel axis is not supported")
+            return  # ReduceDeviceAxesOneAtATime splits it first
         (d,) = sharded
         source = tensor_type(op.input)
         axes = source.value_axes()
@@ -797,7 +829,8 @@ class DecomposeReshardings(ModulePass):
         stages: list[list[RewritePattern]] = [
             [ShardContractionOperand(), ReduceWholeAxesLocally(), SumsForShardedStatistics(), StackedLinearAsMatmul(),
              SplitShardedLinearBias(),
-             RFactorShardedReduce(), RFactorShardedContraction(), RFactorShardedGroupedMm()],
+             ReduceDeviceAxesOneAtATime(), RFactorShardedReduce(), RFactorShardedContraction(),
+             RFactorShardedGroupedMm()],
             [InsertReshardingSets(self.insert_after), SplitByParallelType()],
         ]
         for func in fusions_to_lower(op):

@@ -40,6 +40,19 @@ fusion.func @rfactor_reduce_scatter(%x: !fusion.tensor<f32[8, 8(2 didx, 4)], mes
 
 // -----
 
+// A reduction over both axes of a 2-D mesh: one reduction per device axis. DIDy first
+// (an all-reduce along each column); DIDx, which the result keeps on another axis, last
+// (a reduce-scatter along each row).
+// CHECK-LABEL: fusion.func @reduce_both_mesh_axes
+// CHECK-NEXT:    %0 = fusion.reduce sum %x dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 2 didx, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %c = fusion.reduce sum %0 dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+fusion.func @reduce_both_mesh_axes(%x: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[r2, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]> {
+  %c = fusion.reduce sum %x dims [0, 1] : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+  fusion.return %c : !fusion.tensor<f32[r2, r2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // Already one communication (reduction of a whole device axis, alone): unchanged.
 // CHECK-LABEL: fusion.func @allreduce_unchanged
 // CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>

@@ -9,14 +9,6 @@ fusion.func @k_with_an_inner_device_piece(%a: !fusion.tensor<f32[4, 8(2 didx, 2 
 
 // -----
 
-// CHECK: error: 'fusion.reduce' op reducing more than one device-parallel axis is not supported
-fusion.func @two_device_axes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[r2, r2], mesh=[[0, 1], [2, 3]]> {
-  %c = fusion.reduce sum %x dims [0, 1] : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[r2, r2], mesh=[[0, 1], [2, 3]]>
-  fusion.return %c : !fusion.tensor<f32[r2, r2], mesh=[[0, 1], [2, 3]]>
-}
-
-// -----
-
 // CHECK: error: 'fusion.reduce' op inner split for device or stream parallelization is not supported
 fusion.func @inner_split(%x: !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]>) -> !fusion.tensor<f32[r8], mesh=[0, 1, 2, 3]> {
   %c = fusion.reduce sum %x dims [0] : !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[r8], mesh=[0, 1, 2, 3]>

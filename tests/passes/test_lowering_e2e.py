@@ -211,6 +211,14 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_didy_same_mesh": (set_fusion(f"2, 2 didx, 8], {MESH_2D}", f"2 didy, 2 didx, 8], {MESH_2D}"), 4),
     "gather_didx_and_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2, 8], {MESH_2D}"), 4),
     "didy_then_didx": (set_fusion(f"2 didy, 2, 4], {MESH_2D}", f"2 didx, 2 didy, 4], {MESH_2D}"), 4),
+    # A reduction over both axes of a 2-D mesh: one reduction per device axis
+    "allreduce_didy_and_didx": (reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8], {MESH_2D}"), 4),
+    "allreduce_then_reduce_scatter_2d": (
+        reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8(2 didx, 4)], {MESH_2D}"), 4
+    ),
+    "max_over_split_axes_2d": (
+        reduce_fusion("max", "0, 2", f"8(2 didy, 4), 3, 6(2 didx, 3)], {MESH_2D}", f"r8, 3, r6], {MESH_2D}"), 4
+    ),
     # 2x4 and 4x2 meshes: one collective on each row (or column), every rank resolving its own
     "matmul_allreduce_2x4": (matmul_allreduce_2d(2, 4), 8),
     "matmul_allreduce_4x2": (matmul_allreduce_2d(4, 2), 8),
@@ -230,6 +238,7 @@ EXPECTED_COLLECTIVE = {
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
+    "allreduce_then_reduce_scatter_2d": "hir.reduce_scatter",
     "matmul_reduce_scatter_rows_inside": "alloc=[2, 0, 1, 3, 4, 5]> -> !fusion.tensor<f32[3, r2, 2 didx, 4, 6]",
     "k_sharded_a_replicated_b": "hir.local_shard %b", "k_sharded_a_n_sharded_b": "hir.all_to_all",
     "linear_k_sharded_weight_4": "hir.local_shard", "k_didx_against_k_didy_4": "hir.allgather %b",
