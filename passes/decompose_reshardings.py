@@ -17,7 +17,9 @@ In order:
    with `insert-after=true` the op computes on its most parallel input's sharding and a
    set after it reshards the result (nvFuser's InsertReshardingAfter)
    (`InsertReshardingSets`); a set that changes DIDx and DIDy becomes two sets, one
-   per type (`SplitByParallelType`);
+   per type (`SplitByParallelType`); a set from a whole tensor to a sharded one on a
+   mesh with no device in common (no root for a scatter) becomes a broadcast, then a
+   local shard (`BroadcastThenShard`);
 4. sets that reshard the same value to the same type (one in front of each of two
    consumers, say) are merged into the first, so that each value is communicated once
    per sharding (`share_reshardings`);
@@ -732,6 +734,27 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
     computed.replace_uses_with_if(resharded.result, lambda use: use.operation is not resharded)
 
 
+class BroadcastThenShard(RewritePattern):
+    """y = set x   with x whole on mesh S and y sharded on mesh R, no device in both
+    ->  t = set x  (R, whole: a broadcast from S's first device) ; y = set t  (the shard
+    each device of R holds already: no communication)
+    A scatter needs its root in both meshes; this moves the whole tensor to every device
+    of R where a scatter would move one part to each."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
+        source, target = tensor_type(op.input), tensor_type(op.result)
+        if source.mesh is None or target.mesh is None or source.is_sharded() or not target.is_sharded():
+            return
+        if set(source.mesh.devices) & set(target.mesh.devices):
+            return
+        whole = target.with_(axes=tuple(a.with_serial(set(DEVICE_KINDS)) for a in target.axes))
+        step = SetOp(op.input, whole)
+        rewriter.insert(located_like(step, op), InsertPoint.before(op))
+        op.operands[0] = step.result
+        rewriter.notify_op_modified(op)
+
+
 class SplitByParallelType(RewritePattern):
     """y = set x   changing several device types within one mesh
     ->  t = set x  (one type changed, the others as in x) ; y = set t  (the others changed)
@@ -831,7 +854,7 @@ class DecomposeReshardings(ModulePass):
              SplitShardedLinearBias(),
              ReduceDeviceAxesOneAtATime(), RFactorShardedReduce(), RFactorShardedContraction(),
              RFactorShardedGroupedMm()],
-            [InsertReshardingSets(self.insert_after), SplitByParallelType()],
+            [InsertReshardingSets(self.insert_after), SplitByParallelType(), BroadcastThenShard()],
         ]
         for func in fusions_to_lower(op):
             for patterns in stages:

@@ -53,6 +53,18 @@ fusion.func @reduce_both_mesh_axes(%x: !fusion.tensor<f32[2 didy, 2 didx, 8], me
 
 // -----
 
+// A whole tensor to shards on a mesh with no device in common: no root for a scatter, so
+// a broadcast to that mesh, whole, then each device keeps its shard.
+// CHECK-LABEL: fusion.func @scatter_from_outside_the_mesh
+// CHECK-NEXT:    %0 = fusion.set %a : {{.*}} -> !fusion.tensor<f32[4, 8], mesh=[2, 3]>
+// CHECK-NEXT:    %b = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[2, 3]>
+fusion.func @scatter_from_outside_the_mesh(%a: !fusion.tensor<f32[4, 8], mesh=[0]>) -> !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[2, 3]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4, 8], mesh=[0]> -> !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[2, 3]>
+  fusion.return %b : !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[2, 3]>
+}
+
+// -----
+
 // Already one communication (reduction of a whole device axis, alone): unchanged.
 // CHECK-LABEL: fusion.func @allreduce_unchanged
 // CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>

@@ -145,6 +145,8 @@ CASES: dict[str, tuple[str, int]] = {
     "gather_to_0": (set_fusion("2 didx, 8], mesh=[0, 1", "2, 8], mesh=[0"), 2),
     "gather_to_1": (set_fusion("2 didx, 8], mesh=[0, 1", "2, 8], mesh=[1"), 2),
     "scatter_from_0": (set_fusion("4, 8], mesh=[0", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
+    # No device in both meshes, so no root for a scatter: a broadcast, then each keeps its shard
+    "scatter_from_outside_the_mesh": (set_fusion("4, 8], mesh=[0", "4(2 didx, 2), 8], mesh=[2, 3"), 4),
     "scatter_from_1": (set_fusion("4, 8], mesh=[1", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
     "send_recv_swap": (set_fusion("2 didx, 8], mesh=[0, 1", "2 didx, 8], mesh=[1, 0"), 2),
     "broadcast": (set_fusion("4, 8], mesh=[0", "4, 8], mesh=[0, 1"), 2),
@@ -235,6 +237,7 @@ CASES: dict[str, tuple[str, int]] = {
 
 EXPECTED_COLLECTIVE = {
     "allgather_add": "hir.allgather", "gather_to_0": "hir.gather", "scatter_from_0": "hir.scatter",
+    "scatter_from_outside_the_mesh": "hir.broadcast",
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
