@@ -147,6 +147,9 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_from_0": (set_fusion("4, 8], mesh=[0", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
     # No device in both meshes, so no root for a scatter: a broadcast, then each keeps its shard
     "scatter_from_outside_the_mesh": (set_fusion("4, 8], mesh=[0", "4(2 didx, 2), 8], mesh=[2, 3"), 4),
+    "scatter_from_outside_the_mesh_didx_of_one": (
+        set_fusion("4(1 didx, 4), 8], mesh=[0", "4(2 didx, 2), 8], mesh=[2, 3"), 4
+    ),  # a device type on a mesh axis of one device splits nothing
     "scatter_from_1": (set_fusion("4, 8], mesh=[1", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
     "send_recv_swap": (set_fusion("2 didx, 8], mesh=[0, 1", "2 didx, 8], mesh=[1, 0"), 2),
     "broadcast": (set_fusion("4, 8], mesh=[0", "4, 8], mesh=[0, 1"), 2),
