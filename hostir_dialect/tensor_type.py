@@ -589,6 +589,12 @@ class TensorType(Data[TensorDesc], TypeAttribute):
         kinds = (parallel,) if parallel else DEVICE_KINDS
         return any(self.axis_with(k, include_reduction=False) is not None for k in kinds)
 
+    def is_spread(self, parallel: ParallelKind | None = None) -> bool:
+        """Sharded (on `parallel` if given) across more than one device: a device type on
+        a mesh axis of one device splits nothing."""
+        kinds = (parallel,) if parallel else DEVICE_KINDS
+        return self.mesh is not None and any(self.is_sharded(k) and self.mesh.axis_size(k) > 1 for k in kinds)
+
     def parallel_count(self) -> int:
         """Stream pieces and device pieces of value axes (nvFuser's "most parallel" measure)."""
         return sum(

@@ -126,8 +126,7 @@ def plan_communication(op: Operation) -> list[Step]:
             raise op_error(op, f"its {role} is stream-allocated (one chunk at a time) outside any stream loop, "
                                "where a collective moves whole buffers; run stream-parallel-type first")
     parallel = communicated_type(op)
-    in_sharded = source.is_sharded(parallel) and sender.axis_size(parallel) > 1
-    out_sharded = target.is_sharded(parallel) and receiver.axis_size(parallel) > 1
+    in_sharded, out_sharded = source.is_spread(parallel), target.is_spread(parallel)
     if isinstance(op, fusion.ReduceOp) and not in_sharded and sender.size > 1:
         raise op_error(op, "the comm input must be sharded in case of reduce. Insert a `set` before the reduction to reshard")
     plan: list[Step]

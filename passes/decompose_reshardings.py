@@ -744,7 +744,7 @@ class BroadcastThenShard(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
         source, target = tensor_type(op.input), tensor_type(op.result)
-        if source.mesh is None or target.mesh is None or _spread(source) or not _spread(target):
+        if source.mesh is None or target.mesh is None or source.is_spread() or not target.is_spread():
             return
         if set(source.mesh.devices) & set(target.mesh.devices):
             return
@@ -753,13 +753,6 @@ class BroadcastThenShard(RewritePattern):
         rewriter.insert(located_like(step, op), InsertPoint.before(op))
         op.operands[0] = step.result
         rewriter.notify_op_modified(op)
-
-
-def _spread(t: TensorType) -> bool:
-    """Is `t` sharded across more than one device (a device type on a mesh axis of one
-    device splits nothing)?"""
-    assert t.mesh is not None
-    return any(t.is_sharded(kind) and t.mesh.axis_size(kind) > 1 for kind in DEVICE_KINDS)
 
 
 class SplitByParallelType(RewritePattern):

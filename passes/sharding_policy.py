@@ -210,7 +210,7 @@ def shards_locally(op: Operation) -> bool:
     if source.mesh is None or source.mesh != target.mesh:
         return False
     parallel = communicated_type(op)
-    return source.mesh.axis_size(parallel) > 1 and not source.is_sharded(parallel) and target.is_sharded(parallel)
+    return not source.is_spread(parallel) and target.is_spread(parallel)
 
 
 @dataclass(frozen=True)

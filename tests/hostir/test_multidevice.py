@@ -1,5 +1,6 @@
 """nvFuser's `nvfuser.multidevice` for hostir (hostir/multidevice.py): the executor."""
 
+import pytest
 import torch
 
 from hostir import FusionDefinition, ParallelType, runtime
@@ -25,9 +26,10 @@ def gather_rows_on_the_copy_engines(rank: int, world_size: int, x: torch.Tensor)
     return out
 
 
-def test_the_copy_engine_backend_runs_a_fusion_of_dynamic_extents_lowered_for_the_run():
+@pytest.mark.parametrize("world", [1, 2])
+def test_the_copy_engine_backend_runs_a_fusion_of_dynamic_extents_lowered_for_the_run(world):
     """Of dynamic extents the copy engines refuse it (symmetric buffers are sized when
     lowering); lowered for the run's extents, as `execute` does, it runs."""
     x = torch.randn(8, 4)
-    for out in runtime.launch(gather_rows_on_the_copy_engines, 2, (x,), backend="gloo"):
+    for out in runtime.launch(gather_rows_on_the_copy_engines, world, (x,), backend="gloo"):
         torch.testing.assert_close(out, torch.exp(x))

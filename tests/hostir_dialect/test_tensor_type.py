@@ -129,6 +129,13 @@ def test_queries() -> None:
     assert d.allocation_order() == (0, 1, 2, 3)
 
 
+def test_a_device_type_on_a_mesh_axis_of_one_device_spreads_nothing() -> None:
+    assert desc("f32[4(2 didx, 2), 8], mesh=[0, 1]").is_spread(DIDX)
+    one = desc("f32[4(1 didx, 4), 8(2 didy, 4)], mesh=[[0], [1]]")
+    assert one.is_sharded(DIDX) and not one.is_spread(DIDX)
+    assert one.is_spread() and one.is_spread(DIDY)
+
+
 def test_a_sharded_reduction_axis_does_not_shard_the_value() -> None:
     d = desc("f32[4, r2 didx], mesh=[0, 1]")
     assert d.axis_with(DIDX) == 1

@@ -147,6 +147,7 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_from_0": (set_fusion("4, 8], mesh=[0", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
     # No device in both meshes, so no root for a scatter: a broadcast, then each keeps its shard
     "scatter_from_outside_the_mesh": (set_fusion("4, 8], mesh=[0", "4(2 didx, 2), 8], mesh=[2, 3"), 4),
+    "scatter_from_outside_the_mesh_3": (set_fusion("6, 8], mesh=[0", "6(2 didx, 3), 8], mesh=[1, 2"), 3),
     "scatter_from_outside_the_mesh_didx_of_one": (
         set_fusion("4(1 didx, 4), 8], mesh=[0", "4(2 didx, 2), 8], mesh=[2, 3"), 4
     ),  # a device type on a mesh axis of one device splits nothing
@@ -220,6 +221,10 @@ CASES: dict[str, tuple[str, int]] = {
     "allreduce_didy_and_didx": (reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8], {MESH_2D}"), 4),
     "allreduce_then_reduce_scatter_2d": (
         reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8(2 didx, 4)], {MESH_2D}"), 4
+    ),
+    "allreduce_didy_and_didx_1x1": (reduce_fusion("sum", "0, 1", "1 didy, 1 didx, 8], mesh=[[0]", "r1, r1, 8], mesh=[[0]"), 1),
+    "allreduce_didy_and_didx_2x1": (
+        reduce_fusion("sum", "0, 1", "2 didy, 4(1 didx, 4), 8], mesh=[[0], [1]", "r2, r4, 8], mesh=[[0], [1]"), 2
     ),
     "max_over_split_axes_2d": (
         reduce_fusion("max", "0, 2", f"8(2 didy, 4), 3, 6(2 didx, 3)], {MESH_2D}", f"r8, 3, r6], {MESH_2D}"), 4
