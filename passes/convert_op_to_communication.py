@@ -187,8 +187,9 @@ def _plan_set(
             Collective(hir.SendRecvOp, hir.Team.of((s,) if s == r else (s, r)), s)
             for s, r in zip(sender.devices, receiver.devices)
         ]
-    _check_1d(op, sender, "Broadcast only supported a 1D mesh")
-    _check_1d(op, receiver, "Broadcast only supported a 1D mesh")
+    # Neither side is parallelized along any device type (a mesh change counts every type
+    # either side is parallelized on as changed), so every device holds all of it and the
+    # team is a list of devices, whatever the meshes' shapes.
     root = sender.devices[0]
     return [Collective(hir.BroadcastOp, _with(receiver.devices, root), root)]
 

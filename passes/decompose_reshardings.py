@@ -17,9 +17,10 @@ In order:
    with `insert-after=true` the op computes on its most parallel input's sharding and a
    set after it reshards the result (nvFuser's InsertReshardingAfter)
    (`InsertReshardingSets`); a set that changes DIDx and DIDy becomes two sets, one
-   per type (`SplitByParallelType`); a set from a whole tensor to a sharded one on a
-   mesh with no device in common (no root for a scatter) becomes a broadcast, then a
-   local shard (`BroadcastThenShard`);
+   per type (`SplitByParallelType`); a set between two meshes that no one collective
+   pairs (a 2-D mesh on a sharded side, meshes of different sizes, no device of both to
+   root a scatter, an all-to-all) is gathered on the first mesh, broadcast whole and
+   sharded locally on the second (`ReshardBetweenMeshesThroughWhole`);
 4. sets that reshard the same value to the same type (one in front of each of two
    consumers, say) are merged into the first, so that each value is communicated once
    per sharding (`share_reshardings`);
@@ -94,6 +95,7 @@ from .sharding_policy import (
     communication_problem,
     device_parallel_reduced_axes,
     forward_axis_map,
+    pairs_meshes_directly,
     propagate_parallel_types,
     same_device_axis,
     sharding_changes,
@@ -734,25 +736,34 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
     computed.replace_uses_with_if(resharded.result, lambda use: use.operation is not resharded)
 
 
-class BroadcastThenShard(RewritePattern):
-    """y = set x   with x whole on mesh S and y sharded on mesh R, no device in both
-    ->  t = set x  (R, whole: a broadcast from S's first device) ; y = set t  (the shard
-    each device of R holds already: no communication)
-    A scatter needs its root in both meshes; this moves the whole tensor to every device
-    of R where a scatter would move one part to each."""
+class ReshardBetweenMeshesThroughWhole(RewritePattern):
+    """y = set x   from mesh S to mesh R, which no one collective pairs
+    (`pairs_meshes_directly`: a 2-D mesh on the sharded side, meshes of different sizes, a
+    scatter whose root would be in neither, an all-to-all between meshes)
+    ->  w = set x  (S, whole: gathered on S where x is sharded) ;
+        t = set w  (R, whole: a broadcast from S's first device) ;
+        y = set t  (the shard each device of R holds already: no communication)
+    Moves the whole tensor to every device of R where a pairing collective would move
+    one part to each: correct where the alternative is a refusal."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
         source, target = tensor_type(op.input), tensor_type(op.result)
-        if source.mesh is None or target.mesh is None or source.is_spread() or not target.is_spread():
+        if source.mesh is None or target.mesh is None or source.mesh == target.mesh or pairs_meshes_directly(op):
             return
-        if set(source.mesh.devices) & set(target.mesh.devices):
-            return
-        whole = target.with_(axes=tuple(a.with_serial(set(DEVICE_KINDS)) for a in target.axes))
-        step = SetOp(op.input, whole)
-        rewriter.insert(located_like(step, op), InsertPoint.before(op))
-        op.operands[0] = step.result
+        value = op.input
+        for side in (source, target):
+            if side.is_spread():
+                step = SetOp(value, _whole(side))
+                rewriter.insert(located_like(step, op), InsertPoint.before(op))
+                value = step.result
+        op.operands[0] = value
         rewriter.notify_op_modified(op)
+
+
+def _whole(t: TensorType) -> TensorType:
+    """`t` on its mesh with no device type: every device holds all of it."""
+    return t.with_(axes=tuple(a.with_serial(set(DEVICE_KINDS)) for a in t.axes))
 
 
 class SplitByParallelType(RewritePattern):
@@ -854,7 +865,7 @@ class DecomposeReshardings(ModulePass):
              SplitShardedLinearBias(),
              ReduceDeviceAxesOneAtATime(), RFactorShardedReduce(), RFactorShardedContraction(),
              RFactorShardedGroupedMm()],
-            [InsertReshardingSets(self.insert_after), SplitByParallelType(), BroadcastThenShard()],
+            [InsertReshardingSets(self.insert_after), SplitByParallelType(), ReshardBetweenMeshesThroughWhole()],
         ]
         for func in fusions_to_lower(op):
             for patterns in stages:

@@ -199,6 +199,27 @@ def communicated_type(op: SetOp | ReduceOp) -> ParallelKind:
     return changed[0] if changed else ParallelKind.DIDX
 
 
+def pairs_meshes_directly(op: SetOp) -> bool:
+    """Does one collective carry `op`, a set between two different meshes, along the one
+    device type that changes (convert-op-to-communication's plans): a broadcast of a whole
+    tensor, a scatter from a device of both meshes onto a 1-D mesh, a gather from a 1-D
+    mesh, or a send/recv per pair of devices of two 1-D meshes of one size."""
+    source, target = tensor_type(op.input), tensor_type(op.result)
+    assert source.mesh is not None and target.mesh is not None
+    if len(sharding_changes(source, target, op.axis_map(op.input))) > 1:
+        return False
+    parallel = communicated_type(op)  # with the meshes changing, no other type is parallelized on either side
+    sharded_in, sharded_out = source.is_spread(parallel), target.is_spread(parallel)
+    if not sharded_in and not sharded_out:
+        return True
+    if not sharded_in:
+        return target.mesh.ndim == 1 and not set(source.mesh.devices).isdisjoint(target.mesh.devices)
+    if not sharded_out:
+        return source.mesh.ndim == 1
+    same_sizes = source.mesh.ndim == target.mesh.ndim == 1 and source.mesh.size == target.mesh.size
+    return same_sizes and Exchange.of(op).scattered is None
+
+
 def shards_locally(op: Operation) -> bool:
     """A set from a tensor replicated along the device type it communicates to one sharded
     along it, within one mesh: every device already holds the shard it gets, so nothing

@@ -93,6 +93,18 @@ hir.program @gather_dynamic_to_other_mesh(%a: !fusion.tensor<f32[?(2 didx, ?)], 
 
 // -----
 
+// A whole tensor onto a 2-D mesh: a broadcast to all its devices; the team is a list of
+// devices, whatever the mesh's shape.
+// CHECK-LABEL: hir.program @broadcast_2d(
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %{{.+}} = hir.broadcast %a -> %b team [0, 1, 2, 3] root 0
+hir.program @broadcast_2d(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // Every rank of the receiving mesh is in the sending one, so each reads the extent from the
 // input it holds before the broadcast from the first device.
 // CHECK-LABEL: hir.program @broadcast_dynamic_to_inner_mesh(

@@ -81,15 +81,6 @@ hir.program @gather_2d(%a: !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]>
 
 // -----
 
-// Broadcast to a 2-D mesh.
-// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Broadcast only supported a 1D mesh, got mesh [[0, 1], [2, 3]]
-hir.program @broadcast_2d(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]> {
-  %b = fusion.set %a : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
-  hir.return %b : !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
-}
-
-// -----
-
 // Reduce from a 2-D mesh to another mesh.
 // CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.reduce' op Reduce only supported a 1D mesh, got mesh [[0, 1], [2, 3]]
 hir.program @reduce_2d(%a: !fusion.tensor<f32[2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[r2, 8], mesh=[4]> {

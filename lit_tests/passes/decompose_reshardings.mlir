@@ -65,6 +65,43 @@ fusion.func @scatter_from_outside_the_mesh(%a: !fusion.tensor<f32[4, 8], mesh=[0
 
 // -----
 
+// Shards to shards on a mesh of another size: send/recv pairs no devices, so gathered on
+// the first mesh, broadcast whole, and each device of the second keeps its shard.
+// CHECK-LABEL: fusion.func @mesh_sizes
+// CHECK-NEXT:    %0 = fusion.set %a : {{.*}} -> !fusion.tensor<f32[4, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[4, 8], mesh=[0, 1, 2, 3]>
+// CHECK-NEXT:    %b = fusion.set %1 : {{.*}} -> !fusion.tensor<f32[4 didx, 8], mesh=[0, 1, 2, 3]>
+fusion.func @mesh_sizes(%a: !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]>) -> !fusion.tensor<f32[4 didx, 8], mesh=[0, 1, 2, 3]> {
+  %b = fusion.set %a : !fusion.tensor<f32[4(2 didx, 2), 8], mesh=[0, 1]> -> !fusion.tensor<f32[4 didx, 8], mesh=[0, 1, 2, 3]>
+  fusion.return %b : !fusion.tensor<f32[4 didx, 8], mesh=[0, 1, 2, 3]>
+}
+
+// -----
+
+// An all-to-all between meshes: the same three steps.
+// CHECK-LABEL: fusion.func @all_to_all_meshes
+// CHECK-NEXT:    %0 = fusion.set %a : {{.*}} -> !fusion.tensor<f32[2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[2, 8], mesh=[2, 3]>
+// CHECK-NEXT:    %b = fusion.set %1 : {{.*}} -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]>
+fusion.func @all_to_all_meshes(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]>
+  fusion.return %b : !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[2, 3]>
+}
+
+// -----
+
+// Onto a 2-D mesh, sharded along both of its axes: a broadcast, then a local shard per type.
+// CHECK-LABEL: fusion.func @scatter_2d
+// CHECK-NEXT:    %0 = fusion.set %a : {{.*}} -> !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[2, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %b = fusion.set %1 : {{.*}} -> !fusion.tensor<f32[2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+fusion.func @scatter_2d(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tensor<f32[2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2, 8], mesh=[0]> -> !fusion.tensor<f32[2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+  fusion.return %b : !fusion.tensor<f32[2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // Already one communication (reduction of a whole device axis, alone): unchanged.
 // CHECK-LABEL: fusion.func @allreduce_unchanged
 // CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>

@@ -103,10 +103,25 @@ fusion.func @p2p_matmul(%a: !fusion.tensor<f32[2 didx, 4, 8], mesh=[0, 1]>, %b: 
 
 // -----
 
-// Errors found late still point at the op the user wrote.
-// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh, got mesh [[0, 1], [2, 3]]
-// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op Gather only supported on a 1D mesh
+// A gather from a 2-D mesh to another mesh, which no one collective pairs: gathered along
+// DIDy on the 2-D mesh, then broadcast whole from its first device.
+// CHECK-LABEL: hir.program @gather_2d(
+// CHECK-NEXT:    %[[G:.+]] = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W:.+]] = hir.allgather %x -> %[[G]] team [[0, 1], [2, 3]] along didy
+// CHECK-NEXT:    hir.wait %[[W]]
+// CHECK-NEXT:    %s = hir.allocate : !fusion.tensor<f32[2, 8], mesh=[4]>
+// CHECK-NEXT:    %[[B:.+]] = hir.broadcast %[[G]] -> %s team [4, 0] root 0
 fusion.func @gather_2d(%x: !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2, 8], mesh=[4]> {
   %s = fusion.set %x : !fusion.tensor<f32[2 didy, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2, 8], mesh=[4]>
   fusion.return %s : !fusion.tensor<f32[2, 8], mesh=[4]>
+}
+
+// -----
+
+// Errors found late still point at the op the user wrote.
+// CHECK: hostir_lower.mlir:[[# @LINE + 3]]:3: error: 'fusion.set' op DIDy on an inner split (axis 0 of {{.*}}) is not lowerable; split the axis outer
+// OPTS:  hostir_lower.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op DIDy on an inner split
+fusion.func @inner_split_didy(%a: !fusion.tensor<f32[8(4, 2 didy)], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[8(4, 2 didy)], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
+  fusion.return %b : !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
 }

@@ -151,6 +151,15 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_from_outside_the_mesh_didx_of_one": (
         set_fusion("4(1 didx, 4), 8], mesh=[0", "4(2 didx, 2), 8], mesh=[2, 3"), 4
     ),  # a device type on a mesh axis of one device splits nothing
+    # Between meshes no one collective pairs: gathered, broadcast whole, each keeps its shard
+    "send_recv_mesh_sizes": (set_fusion("4(2 didx, 2), 8], mesh=[0, 1", "4 didx, 8], mesh=[0, 1, 2, 3"), 4),
+    "send_recv_mesh_sizes_3": (set_fusion("6(3 didx, 2), 4], mesh=[0, 1, 2", "6(2 didx, 3), 4], mesh=[2, 1"), 3),
+    "all_to_all_between_meshes": (set_fusion("2 didx, 8], mesh=[0, 1", "2, 8(2 didx, 4)], mesh=[2, 3"), 4),
+    "scatter_to_2d": (set_fusion("2, 8], mesh=[0", "2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]"), 4),
+    "gather_from_2d": (set_fusion("2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "2, 8], mesh=[1"), 4),
+    "send_recv_2d": (set_fusion("2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "2 didx, 8], mesh=[[3, 2], [1, 0]"), 4),
+    "broadcast_to_2d": (set_fusion("2, 8], mesh=[2", "2, 8], mesh=[[0, 1], [2, 3]"), 4),
+    "broadcast_to_2d_on_one_device": (set_fusion("2, 8], mesh=[0", "2, 8], mesh=[[0]"), 1),
     "scatter_from_1": (set_fusion("4, 8], mesh=[1", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
     "send_recv_swap": (set_fusion("2 didx, 8], mesh=[0, 1", "2 didx, 8], mesh=[1, 0"), 2),
     "broadcast": (set_fusion("4, 8], mesh=[0", "4, 8], mesh=[0, 1"), 2),
@@ -245,7 +254,8 @@ CASES: dict[str, tuple[str, int]] = {
 
 EXPECTED_COLLECTIVE = {
     "allgather_add": "hir.allgather", "gather_to_0": "hir.gather", "scatter_from_0": "hir.scatter",
-    "scatter_from_outside_the_mesh": "hir.broadcast",
+    "scatter_from_outside_the_mesh": "hir.broadcast", "send_recv_mesh_sizes": "hir.broadcast",
+    "gather_from_2d": "hir.broadcast", "broadcast_to_2d": "hir.broadcast",
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
