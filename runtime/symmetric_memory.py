@@ -114,7 +114,6 @@ class SymmetricHeap:
         self.device = device
         self.groups = groups
         self.timeout = timeout
-        self._count = 0
         self._backend = _CudaBackend(device) if device.type == "cuda" else _SharedFileBackend(device)
 
     def allocate(self, team: tuple[int, ...], shape: Sequence[int], dtype: torch.dtype) -> SymmetricTensor:
@@ -131,11 +130,10 @@ class SymmetricHeap:
                   dtype: torch.dtype) -> SymmetricTensor:
         if self.rank not in team:
             raise SymmetricMemoryError(f"rank {self.rank} allocates symmetric memory of team {list(team)} without being in it")
-        self._count += 1
         position = team.index(self.rank)
         if len(team) == 1:
             return SymmetricTensor(team, 0, [torch.zeros(tuple(shape), dtype=dtype, device=device)])
-        instances = backend.allocate(self.groups(team), team, position, tuple(shape), dtype, self._count)
+        instances = backend.allocate(self.groups(team), team, position, tuple(shape), dtype)
         return SymmetricTensor(team, position, instances)
 
     def barrier(self, team: tuple[int, ...]) -> None:
@@ -165,14 +163,16 @@ class _SharedFileBackend:
     def __init__(self, device: torch.device):
         self.device = device
 
-    def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
+    def allocate(self, group, team, position, shape, dtype) -> list[torch.Tensor]:
         # The files hold this run's tensors: nobody else may open them, even for the
         # moment they have a name. They live in a directory only this user may enter,
         # under a random name, and each is created anew (never an existing file or a
         # link someone planted), readable and writable by this user only.
+        # Named by the team's fresh token alone: members may have allocated for other teams
+        # before (a sub-mesh's), so no count of one rank's allocations names it for all.
         token = _agree_on_token(group, team, self.device)
         base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
-        directory = base / f"hostir-{token}-{count}"
+        directory = base / f"hostir-{token}"
         if position == 0:
             os.mkdir(directory, 0o700)
         dist.barrier(group=group)  # the directory exists
@@ -233,7 +233,7 @@ class _CudaBackend:
         self._streams: dict[int, object] = {}
         self._addresses: dict[int, object] = {}
 
-    def allocate(self, group, team, position, shape, dtype, count) -> list[torch.Tensor]:
+    def allocate(self, group, team, position, shape, dtype) -> list[torch.Tensor]:
         local = self.symm_mem.empty(*shape, dtype=dtype, device=self.device)
         handle = self.symm_mem.rendezvous(local, group)
         return [local if member == position else handle.get_buffer(member, shape, dtype)

@@ -89,6 +89,27 @@ def test_a_team_of_one_needs_no_process_group():
     assert tensor.local.shape == (2, 2) and tensor.peer(0) is tensor.local
 
 
+def _sub_team_after_other_teams(rank: int, world_size: int) -> list[float]:
+    """Ranks 1 and 2 share a buffer after rank 2 alone of them allocated for the team
+    (2, 3): the members of a team have allocated different numbers of buffers before."""
+    groups = {team: dist.new_group(list(team)) for team in ((2, 3), (1, 2))}  # every rank, in one order
+    heap = SymmetricHeap(rank, torch.device("cpu"), groups.__getitem__, 20.0)
+    if rank in (2, 3):
+        heap.allocate((2, 3), (2,), torch.float32)
+    if rank not in (1, 2):
+        return []
+    buffer = heap.allocate((1, 2), (2,), torch.float32)
+    buffer.local.fill_(float(rank))
+    dist.barrier(group=groups[(1, 2)])
+    return buffer.peer(2 - rank).tolist()
+
+
+def test_a_team_shares_a_buffer_whatever_its_members_allocated_for_other_teams():
+    # Regression: the shared files were named by each rank's count of its allocations, so a
+    # member that had allocated for another team looked for a directory that did not exist.
+    assert launch(_sub_team_after_other_teams, 4, backend="gloo", timeout=120) == [[], [2.0, 2.0], [1.0, 1.0], []]
+
+
 def _file_modes(rank: int, world_size: int) -> list[tuple[bool, int, int, bool]]:
     """Allocate once, recording for each shared file as the members map it: whether it is
     a regular file, its mode, its directory's mode; after, whether the directory is left."""
