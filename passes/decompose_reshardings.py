@@ -20,7 +20,8 @@ In order:
    per type (`SplitByParallelType`); a set between two meshes that no one collective
    pairs (a 2-D mesh on a sharded side, meshes of different sizes, no device of both to
    root a scatter, an all-to-all) is gathered on the first mesh, broadcast whole and
-   sharded locally on the second (`ReshardBetweenMeshesThroughWhole`);
+   sharded locally on the second (`ReshardBetweenMeshesThroughWhole`), and a reduce between
+   such meshes is reduced on the first, then moved so (`ReduceThenMoveBetweenMeshes`);
 4. sets that reshard the same value to the same type (one in front of each of two
    consumers, say) are merged into the first, so that each value is communicated once
    per sharding (`share_reshardings`);
@@ -761,6 +762,43 @@ class ReshardBetweenMeshesThroughWhole(RewritePattern):
         rewriter.notify_op_modified(op)
 
 
+class ReduceThenMoveBetweenMeshes(RewritePattern):
+    """y = reduce x dims [d]   from mesh S to mesh R, which no one collective carries (a
+    reduce-scatter between meshes, a reduce from a 2-D mesh)
+    ->  t = reduce x dims [d]  (on S, axis d reduced, every other axis as in x: an all-reduce)
+        y = set t              (to R, y's value axes: moved as any set between meshes)
+    A set's result has no reduction axes, so y's consumers see its value axes alone."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReduceOp, rewriter: PatternRewriter):
+        source, result = tensor_type(op.input), tensor_type(op.result)
+        if source.mesh is None or result.mesh is None or source.mesh == result.mesh:
+            return
+        if _reduces_one_whole_device_axis(op) is None or _reduces_to_mesh_directly(op):
+            return
+        (d,) = op.reduced_axes()
+        axes = [_as_reduction(a.with_serial(set(DEVICE_KINDS))) if i == d else a for i, a in enumerate(source.value_axes())]
+        reduced = _emit(rewriter, op, ReduceOp(op.kind.data, op.input, [d], _tensor(source, axes)))
+        value = TensorType.of(result.element_type, result.value_axes(), result.mesh, result.value_allocation_order())
+        moved = _emit(rewriter, op, SetOp(reduced, value))
+        rewriter.replace(op, [], [moved])
+
+
+def _reduces_one_whole_device_axis(op: ReduceOp) -> int | None:
+    """The one axis `op` reduces, if it is a whole device-parallel axis (as RFactorShardedReduce
+    leaves every reduction across devices)."""
+    sharded = device_parallel_reduced_axes(op)
+    if sharded != op.reduced_axes() or len(sharded) != 1 or tensor_type(op.input).value_axes()[sharded[0]].is_split:
+        return None
+    return sharded[0]
+
+
+def _reduces_to_mesh_directly(op: ReduceOp) -> bool:
+    """One reduce per device of the result's mesh, rooted there, from a 1-D mesh: the
+    result whole (convert-op-to-communication's plan)."""
+    return tensor_type(op.input).mesh.ndim == 1 and not tensor_type(op.result).is_spread()  # type: ignore[union-attr]  # matched with a mesh
+
+
 def _whole(t: TensorType) -> TensorType:
     """`t` on its mesh with no device type: every device holds all of it."""
     return t.with_(axes=tuple(a.with_serial(set(DEVICE_KINDS)) for a in t.axes))
@@ -865,7 +903,8 @@ class DecomposeReshardings(ModulePass):
              SplitShardedLinearBias(),
              ReduceDeviceAxesOneAtATime(), RFactorShardedReduce(), RFactorShardedContraction(),
              RFactorShardedGroupedMm()],
-            [InsertReshardingSets(self.insert_after), SplitByParallelType(), ReshardBetweenMeshesThroughWhole()],
+            [InsertReshardingSets(self.insert_after), SplitByParallelType(), ReshardBetweenMeshesThroughWhole(),
+             ReduceThenMoveBetweenMeshes()],
         ]
         for func in fusions_to_lower(op):
             for patterns in stages:

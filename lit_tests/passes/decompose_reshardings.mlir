@@ -102,6 +102,19 @@ fusion.func @scatter_2d(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.tens
 
 // -----
 
+// A reduce-scatter between meshes: reduced on the input's mesh (an all-reduce), then moved
+// as a set between meshes; the result is its value axes.
+// CHECK-LABEL: fusion.func @reduce_scatter_meshes
+// CHECK-SAME:    -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[2, 3]>
+// CHECK-NEXT:    %0 = fusion.reduce sum %a dims [0] : {{.*}} -> !fusion.tensor<f32[r2, 8], mesh=[0, 1]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[8], mesh=[2, 3]>
+// CHECK-NEXT:    %b = fusion.set %1 : {{.*}} -> !fusion.tensor<f32[8(2 didx, 4)], mesh=[2, 3]>
+fusion.func @reduce_scatter_meshes(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]>) -> !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[2, 3]> {
+  %b = fusion.reduce sum %a dims [0] : !fusion.tensor<f32[2 didx, 8], mesh=[0, 1]> -> !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[2, 3]>
+  fusion.return %b : !fusion.tensor<f32[r2, 8(2 didx, 4)], mesh=[2, 3]>
+}
+// -----
+
 // Already one communication (reduction of a whole device axis, alone): unchanged.
 // CHECK-LABEL: fusion.func @allreduce_unchanged
 // CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>

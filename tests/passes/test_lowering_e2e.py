@@ -167,6 +167,14 @@ CASES: dict[str, tuple[str, int]] = {
     "allreduce_sum": (reduce_fusion("sum", "1", "4, 8(2 didx, 4)], mesh=[0, 1", "4, r8], mesh=[0, 1"), 2),
     "allreduce_max": (reduce_fusion("max", "0", "2 didx, 8], mesh=[0, 1", "r2, 8], mesh=[0, 1"), 2),
     "reduce_to_0": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8], mesh=[0"), 2),
+    # Reduced on the input's mesh (an all-reduce), then moved as a set between meshes
+    "reduce_scatter_between_meshes": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8(2 didx, 4)], mesh=[2, 3"), 4),
+    "reduce_scatter_between_meshes_3": (reduce_fusion("sum", "0", "2 didx, 6], mesh=[0, 1", "r2, 6(3 didx, 2)], mesh=[0, 1, 2"), 3),
+    "reduce_from_2d": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[[0, 1], [2, 3]", "r2, 8], mesh=[1"), 4),
+    "reduce_max_from_2d_keeping_didx": (
+        reduce_fusion("max", "0", "2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "r2, 8], mesh=[0"), 4
+    ),
+
     "reduce_scatter": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8(2 didx, 4)], mesh=[0, 1"), 2),
     "k_sharded_matmul_allreduce": (K_SHARDED_MATMUL, 2),
     "matmul_reduce_scatter": (MATMUL_REDUCE_SCATTER, 2),
