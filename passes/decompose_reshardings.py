@@ -774,9 +774,9 @@ class ReduceThenMoveBetweenMeshes(RewritePattern):
         source, result = tensor_type(op.input), tensor_type(op.result)
         if source.mesh is None or result.mesh is None or source.mesh == result.mesh:
             return
-        if _reduces_one_whole_device_axis(op) is None or _reduces_to_mesh_directly(op):
+        d = _reduced_whole_device_axis(op)
+        if d is None or _reduces_to_mesh_directly(op):
             return
-        (d,) = op.reduced_axes()
         axes = [_as_reduction(a.with_serial(set(DEVICE_KINDS))) if i == d else a for i, a in enumerate(source.value_axes())]
         reduced = _emit(rewriter, op, ReduceOp(op.kind.data, op.input, [d], _tensor(source, axes)))
         value = TensorType.of(result.element_type, result.value_axes(), result.mesh, result.value_allocation_order())
@@ -784,7 +784,7 @@ class ReduceThenMoveBetweenMeshes(RewritePattern):
         rewriter.replace(op, [], [moved])
 
 
-def _reduces_one_whole_device_axis(op: ReduceOp) -> int | None:
+def _reduced_whole_device_axis(op: ReduceOp) -> int | None:
     """The one axis `op` reduces, if it is a whole device-parallel axis (as RFactorShardedReduce
     leaves every reduction across devices)."""
     sharded = device_parallel_reduced_axes(op)
