@@ -800,8 +800,9 @@ def _reduces_to_mesh_directly(op: ReduceOp) -> bool:
 
 
 def _whole(t: TensorType) -> TensorType:
-    """`t` on its mesh with no device type: every device holds all of it."""
-    return t.with_(axes=tuple(a.with_serial(set(DEVICE_KINDS)) for a in t.axes))
+    """What a set of `t` produces on its mesh with no device type (every device holds all
+    of it): its value axes, a set's result having no reduction axes."""
+    return _tensor(t, [a.with_serial(set(DEVICE_KINDS)) for a in t.value_axes()])
 
 
 class SplitByParallelType(RewritePattern):

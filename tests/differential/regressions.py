@@ -282,7 +282,8 @@ c.set_allocation_order([2, 0, 1])
 d.set_device_mesh(mesh)
 """, "correct"),
     # Found by the tester while lifting the first: the rFactor's partial product typed on
-    # the input's 1-D mesh with the result's DIDy (an invalid type, a crash); now refused.
+    # the input's 1-D mesh with the result's DIDy (an invalid type, a crash); then refused;
+    # since the partial product moves to the 2-D mesh through the whole tensor, correct.
     "contraction_operands_on_a_1d_and_a_2d_mesh": Regression(4, """
 with FusionDefinition() as fd:
     x = fd.define_tensor([6], dtype='float32')
@@ -296,7 +297,7 @@ w.set_device_mesh(DeviceMesh([[0, 1], [2, 3]]))
 y.set_device_mesh(DeviceMesh([[0, 1], [2, 3]]))
 y.outer_split(0, 2)
 y.axis(0).parallelize(ParallelType.DIDy)
-""", "refused"),
+""", "correct"),
     # The long profile (3,000 programs, seed 1): outputs whose declared layout the
     # lowering dropped, a split-K sum cast up, a mesh given by propagation.
     "K_sharded_linear_with_bias_keeps_its_output_layout": Regression(2, """

@@ -376,16 +376,17 @@ def test_hostir_run_refuses_time_limits_beyond_a_week(capsys, option, value):
 
 def test_the_reference_runs_within_the_timeout(tmp_path, capsys):
     # The program returns its input at once; its reference multiplies 2048 x 2048
-    # matrices 40 times (some 700 GFLOP): stopped at --timeout, not after minutes.
+    # matrices 400 times (some 7 TFLOP, half a minute at two cores' peak; 40 of them, 0.7
+    # TFLOP, once finished within the 3 s): stopped at --timeout, not after minutes.
     t, r = "!fusion.tensor<f32[2048, 2048]>", "!fusion.tensor<f32[2048, 2048, r2048]>"
-    products = "\n".join(f"  %p{k + 1} = fusion.matmul %p{k}, %b : {r if k else t}, {t} -> {r}" for k in range(40))
+    products = "\n".join(f"  %p{k + 1} = fusion.matmul %p{k}, %b : {r if k else t}, {t} -> {r}" for k in range(400))
     path = tmp_path / "slow_reference.mlir"
     path.write_text(f"""hir.program @main(%p0: {t}, %b: {t}) -> {t} {{
   hir.return %p0 : {t}
 }}
 fusion.func @reference(%p0: {t}, %b: {t}) -> {t} {{
 {products}
-  %out = fusion.set %p40 : {r} -> {t}
+  %out = fusion.set %p400 : {r} -> {t}
   fusion.return %out : {t}
 }}
 """)
