@@ -189,8 +189,9 @@ def _plan_set(
         ]
     # Neither side is parallelized along any device type (a mesh change counts every type
     # either side is parallelized on as changed), so every device holds all of it and the
-    # team is a list of devices, whatever the meshes' shapes.
-    root = sender.devices[0]
+    # team is a list of devices, whatever the meshes' shapes. A root among the receivers
+    # moves nothing to itself (a receiving mesh within the sending one: a local copy).
+    root = next((d for d in sender.devices if d in receiver.devices), sender.devices[0])
     return [Collective(hir.BroadcastOp, _with(receiver.devices, root), root)]
 
 

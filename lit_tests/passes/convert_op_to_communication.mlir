@@ -105,6 +105,19 @@ hir.program @broadcast_2d(%a: !fusion.tensor<f32[2, 8], mesh=[0]>) -> !fusion.te
 
 // -----
 
+// The root is a sender that also receives: onto a mesh within the sending one, a team of
+// one (a local copy); onto an overlapping mesh, the devices of the receiving mesh alone.
+// CHECK-LABEL: hir.program @broadcast_within(
+// CHECK:         hir.broadcast %a -> %b team [1] root 1
+// CHECK:         hir.broadcast %a -> %c team [2, 3] root 2
+hir.program @broadcast_within(%a: !fusion.tensor<f32[2, 8], mesh=[0, 1, 2]>) -> (!fusion.tensor<f32[2, 8], mesh=[1]>, !fusion.tensor<f32[2, 8], mesh=[2, 3]>) {
+  %b = fusion.set %a : !fusion.tensor<f32[2, 8], mesh=[0, 1, 2]> -> !fusion.tensor<f32[2, 8], mesh=[1]>
+  %c = fusion.set %a : !fusion.tensor<f32[2, 8], mesh=[0, 1, 2]> -> !fusion.tensor<f32[2, 8], mesh=[2, 3]>
+  hir.return %b, %c : !fusion.tensor<f32[2, 8], mesh=[1]>, !fusion.tensor<f32[2, 8], mesh=[2, 3]>
+}
+
+// -----
+
 // Every rank of the receiving mesh is in the sending one, so each reads the extent from the
 // input it holds before the broadcast from the first device.
 // CHECK-LABEL: hir.program @broadcast_dynamic_to_inner_mesh(

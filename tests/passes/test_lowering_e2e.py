@@ -164,6 +164,10 @@ CASES: dict[str, tuple[str, int]] = {
     "send_recv_swap": (set_fusion("2 didx, 8], mesh=[0, 1", "2 didx, 8], mesh=[1, 0"), 2),
     "broadcast": (set_fusion("4, 8], mesh=[0", "4, 8], mesh=[0, 1"), 2),
     "broadcast_single_devices": (set_fusion("1 didx, 8], mesh=[1", "1 didx, 8], mesh=[0"), 2),
+    # Rooted at a sender that also receives: a local copy; the receiving mesh alone
+    "broadcast_to_a_mesh_within": (set_fusion("4, 8], mesh=[0, 1", "4, 8], mesh=[1"), 2),
+    "broadcast_to_an_overlapping_mesh": (set_fusion("4, 8], mesh=[0, 1, 2", "4, 8], mesh=[2, 3"), 4),
+
     "allreduce_sum": (reduce_fusion("sum", "1", "4, 8(2 didx, 4)], mesh=[0, 1", "4, r8], mesh=[0, 1"), 2),
     "allreduce_max": (reduce_fusion("max", "0", "2 didx, 8], mesh=[0, 1", "r2, 8], mesh=[0, 1"), 2),
     "reduce_to_0": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8], mesh=[0"), 2),
@@ -264,6 +268,7 @@ EXPECTED_COLLECTIVE = {
     "allgather_add": "hir.allgather", "gather_to_0": "hir.gather", "scatter_from_0": "hir.scatter",
     "scatter_from_outside_the_mesh": "hir.broadcast", "send_recv_mesh_sizes": "hir.broadcast",
     "gather_from_2d": "hir.broadcast", "broadcast_to_2d": "hir.broadcast",
+    "broadcast_to_a_mesh_within": "hir.broadcast", "broadcast_to_an_overlapping_mesh": "hir.broadcast",
     "send_recv_swap": "hir.send_recv", "broadcast": "hir.broadcast", "allreduce_sum": "hir.allreduce",
     "reduce_to_0": "hir.reduce ", "reduce_scatter": "hir.reduce_scatter",
     "k_sharded_matmul_allreduce": "hir.allreduce", "matmul_reduce_scatter": "hir.reduce_scatter",
