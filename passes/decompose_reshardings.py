@@ -20,7 +20,8 @@ In order:
    per type (`SplitByParallelType`); a set between two meshes that no one collective
    pairs (a 2-D mesh on a sharded side, meshes of different sizes, no device of both to
    root a scatter, an all-to-all) is gathered on the first mesh, broadcast whole and
-   sharded locally on the second (`ReshardBetweenMeshesThroughWhole`), and a reduce between
+   sharded locally on the second, as is a set within one mesh that trades axes between
+   device types, which no sequence of single-type steps does (`ReshardThroughWhole`); a reduce between
    such meshes is reduced on the first, then moved so (`ReduceThenMoveBetweenMeshes`);
 4. sets that reshard the same value to the same type (one in front of each of two
    consumers, say) are merged into the first, so that each value is communicated once
@@ -737,12 +738,14 @@ def _reshard_after(op: ComputeOp, rewriter: PatternRewriter) -> None:
     computed.replace_uses_with_if(resharded.result, lambda use: use.operation is not resharded)
 
 
-class ReshardBetweenMeshesThroughWhole(RewritePattern):
-    """y = set x   from mesh S to mesh R, which no one collective pairs
-    (`pairs_meshes_directly`: a 2-D mesh on the sharded side, meshes of different sizes, a
-    scatter whose root would be in neither, an all-to-all between meshes)
+class ReshardThroughWhole(RewritePattern):
+    """y = set x   that neither one collective nor one per device type carries: from mesh S
+    to mesh R, which no one collective pairs (`pairs_meshes_directly`: a 2-D mesh on the
+    sharded side, meshes of different sizes, a scatter whose root would be in neither, an
+    all-to-all between meshes), or within one mesh changing several device types with no
+    step that changes one alone (`SplitByParallelType`: axes traded between DIDx and DIDy)
     ->  w = set x  (S, whole: gathered on S where x is sharded) ;
-        t = set w  (R, whole: a broadcast from S's first device) ;
+        t = set w  (R, whole: a broadcast from a device of S; within one mesh, no such step) ;
         y = set t  (the shard each device of R holds already: no communication)
     Moves the whole tensor to every device of R where a pairing collective would move
     one part to each: correct where the alternative is a refusal."""
@@ -750,14 +753,22 @@ class ReshardBetweenMeshesThroughWhole(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
         source, target = tensor_type(op.input), tensor_type(op.result)
-        if source.mesh is None or target.mesh is None or source.mesh == target.mesh or pairs_meshes_directly(op):
+        if source.mesh is None or target.mesh is None:
             return
+        if source.mesh == target.mesh:
+            several = len(sharding_changes(source, target, op.axis_map(op.input))) > 1
+            if not (several and source.is_spread()) or _single_type_step(op) is not None:
+                return  # one communication, a gain of shards, or SplitByParallelType's
+            wholes = [_whole(target)]  # y's Stream sharding, so every set lands in y's stream loop
+        elif pairs_meshes_directly(op):
+            return
+        else:
+            wholes = [_whole(side) for side in (source, target) if side.is_spread()]
         value = op.input
-        for side in (source, target):
-            if side.is_spread():
-                step = SetOp(value, _whole(side))
-                rewriter.insert(located_like(step, op), InsertPoint.before(op))
-                value = step.result
+        for whole in wholes:
+            step = SetOp(value, whole)
+            rewriter.insert(located_like(step, op), InsertPoint.before(op))
+            value = step.result
         op.operands[0] = value
         rewriter.notify_op_modified(op)
 
@@ -814,19 +825,27 @@ class SplitByParallelType(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
-        source, target = tensor_type(op.input), tensor_type(op.result)
-        axis_map = op.axis_map(op.input)
-        changed = sharding_changes(source, target, axis_map)
-        if source.mesh != target.mesh or len(changed) < 2:
-            return
-        for first in changed:
-            middle = _changed_alone(source, target, axis_map, first, [t for t in changed if t != first])
-            if middle is not None:
-                step = SetOp(op.input, middle)
-                rewriter.insert(located_like(step, op), InsertPoint.before(op))
-                op.operands[0] = step.result
-                rewriter.notify_op_modified(op)
-                return
+        middle = _single_type_step(op)
+        if middle is not None:
+            step = SetOp(op.input, middle)
+            rewriter.insert(located_like(step, op), InsertPoint.before(op))
+            op.operands[0] = step.result
+            rewriter.notify_op_modified(op)
+
+
+def _single_type_step(op: SetOp) -> TensorType | None:
+    """For a set changing several device types within one mesh, the type of a first step
+    that changes one of them alone, if there is one (DIDx first)."""
+    source, target = tensor_type(op.input), tensor_type(op.result)
+    axis_map = op.axis_map(op.input)
+    changed = sharding_changes(source, target, axis_map)
+    if source.mesh != target.mesh or len(changed) < 2:
+        return None
+    for first in changed:
+        middle = _changed_alone(source, target, axis_map, first, [t for t in changed if t != first])
+        if middle is not None:
+            return middle
+    return None
 
 
 def _changed_alone(
@@ -904,7 +923,7 @@ class DecomposeReshardings(ModulePass):
              SplitShardedLinearBias(),
              ReduceDeviceAxesOneAtATime(), RFactorShardedReduce(), RFactorShardedContraction(),
              RFactorShardedGroupedMm()],
-            [InsertReshardingSets(self.insert_after), SplitByParallelType(), ReshardBetweenMeshesThroughWhole(),
+            [InsertReshardingSets(self.insert_after), SplitByParallelType(), ReshardThroughWhole(),
              ReduceThenMoveBetweenMeshes()],
         ]
         for func in fusions_to_lower(op):

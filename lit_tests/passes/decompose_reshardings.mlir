@@ -115,6 +115,19 @@ fusion.func @reduce_scatter_meshes(%a: !fusion.tensor<f32[2 didx, 8], mesh=[0, 1
 }
 // -----
 
+// Axes traded between DIDx and DIDy on one mesh: no step changes one type alone, so
+// gathered whole (one type at a time), then each device keeps its shard (one at a time).
+// CHECK-LABEL: fusion.func @trade
+// CHECK-NEXT:    %0 = fusion.set %a : {{.*}} -> !fusion.tensor<f32[2 didy, 2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %1 = fusion.set %0 : {{.*}} -> !fusion.tensor<f32[2, 2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %2 = fusion.set %1 : {{.*}} -> !fusion.tensor<f32[2 didx, 2, 8], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %b = fusion.set %2 : {{.*}} -> !fusion.tensor<f32[2 didx, 2 didy, 8], mesh=[[0, 1], [2, 3]]>
+fusion.func @trade(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didx, 2 didy, 8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didx, 2 didy, 8], mesh=[[0, 1], [2, 3]]>
+  fusion.return %b : !fusion.tensor<f32[2 didx, 2 didy, 8], mesh=[[0, 1], [2, 3]]>
+}
+// -----
+
 // Already one communication (reduction of a whole device axis, alone): unchanged.
 // CHECK-LABEL: fusion.func @allreduce_unchanged
 // CHECK-NEXT:    %c = fusion.reduce sum %x dims [1] : !fusion.tensor<f32[4, 2 didx], mesh=[0, 1]> -> !fusion.tensor<f32[4, r2], mesh=[0, 1]>

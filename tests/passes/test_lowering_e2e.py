@@ -159,6 +159,11 @@ CASES: dict[str, tuple[str, int]] = {
     "gather_from_2d": (set_fusion("2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "2, 8], mesh=[1"), 4),
     "send_recv_2d": (set_fusion("2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "2 didx, 8], mesh=[[3, 2], [1, 0]"), 4),
     "broadcast_to_2d": (set_fusion("2, 8], mesh=[2", "2, 8], mesh=[[0, 1], [2, 3]"), 4),
+    "trade_didx_and_didy": (set_fusion("2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]", "2 didx, 2 didy, 8], mesh=[[0, 1], [2, 3]"), 4),
+    "trade_didx_and_didy_on_split_axes": (
+        set_fusion("4(2 didy, 2), 4(2 didx, 2)], mesh=[[0, 1], [2, 3]", "4(2 didx, 2), 4(2 didy, 2)], mesh=[[0, 1], [2, 3]"), 4
+    ),
+
     "broadcast_to_2d_on_one_device": (set_fusion("2, 8], mesh=[0", "2, 8], mesh=[[0]"), 1),
     "scatter_from_1": (set_fusion("4, 8], mesh=[1", "4(2 didx, 2), 8], mesh=[0, 1"), 2),
     "send_recv_swap": (set_fusion("2 didx, 8], mesh=[0, 1", "2 didx, 8], mesh=[1, 0"), 2),
