@@ -752,25 +752,28 @@ class ReshardThroughWhole(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SetOp, rewriter: PatternRewriter):
-        source, target = tensor_type(op.input), tensor_type(op.result)
-        if source.mesh is None or target.mesh is None:
-            return
-        if source.mesh == target.mesh:
-            several = len(sharding_changes(source, target, op.axis_map(op.input))) > 1
-            if not (several and source.is_spread()) or _single_type_step(op) is not None:
-                return  # one communication, a gain of shards, or SplitByParallelType's
-            wholes = [_whole(target)]  # y's Stream sharding, so every set lands in y's stream loop
-        elif pairs_meshes_directly(op):
-            return
-        else:
-            wholes = [_whole(side) for side in (source, target) if side.is_spread()]
         value = op.input
-        for whole in wholes:
+        for whole in _whole_steps(op):
             step = SetOp(value, whole)
             rewriter.insert(located_like(step, op), InsertPoint.before(op))
             value = step.result
-        op.operands[0] = value
-        rewriter.notify_op_modified(op)
+        if value is not op.input:
+            op.operands[0] = value
+            rewriter.notify_op_modified(op)
+
+
+def _whole_steps(op: SetOp) -> list[TensorType]:
+    """The whole tensors `op` goes through (none where a collective, or one per device
+    type, carries it)."""
+    source, target = tensor_type(op.input), tensor_type(op.result)
+    if source.mesh is None or target.mesh is None:
+        return []
+    if source.mesh != target.mesh:
+        return [] if pairs_meshes_directly(op) else [_whole(side) for side in (source, target) if side.is_spread()]
+    several = len(sharding_changes(source, target, op.axis_map(op.input))) > 1
+    if not (several and source.is_spread()) or _single_type_step(op) is not None:
+        return []  # one communication, a gain of shards, or SplitByParallelType's
+    return [_whole(target)]  # y's Stream sharding, so every set lands in y's stream loop
 
 
 class ReduceThenMoveBetweenMeshes(RewritePattern):

@@ -15,12 +15,3 @@ fusion.func @inner_split(%x: !fusion.tensor<f32[8(2, 4 didx)], mesh=[0, 1, 2, 3]
   fusion.return %c : !fusion.tensor<f32[r8], mesh=[0, 1, 2, 3]>
 }
 
-// -----
-
-// Validation: DIDx and DIDy trade axes; no order of one change at a time gets there
-// in two sets (the other type's axis is taken in between).
-// CHECK: decompose_reshardings_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op resharding op cannot be lowered to one communication: it changes more than one parallel type (didx, didy)
-fusion.func @two_changes(%x: !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[2 didx, 2 didy], mesh=[[0, 1], [2, 3]]> {
-  %c = fusion.set %x : !fusion.tensor<f32[2 didy, 2 didx], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[2 didx, 2 didy], mesh=[[0, 1], [2, 3]]>
-  fusion.return %c : !fusion.tensor<f32[2 didx, 2 didy], mesh=[[0, 1], [2, 3]]>
-}
