@@ -164,7 +164,7 @@ def _plan_set(
         if sender == receiver:
             return [LocalShard(team_along(receiver, parallel))]
         _check_1d(op, receiver, "Scatter only supported on a 1D mesh")
-        root = next((d for d in sender.devices if d in receiver.devices), None)
+        root = _first_in_both(sender, receiver)
         if root is None:
             raise op_error(op, f"No common device found between the sender mesh {sender} and the receiver mesh {receiver}: scatter needs its root in both")
         return [Collective(hir.ScatterOp, hir.Team.of(receiver.devices), root)]
@@ -191,8 +191,14 @@ def _plan_set(
     # either side is parallelized on as changed), so every device holds all of it and the
     # team is a list of devices, whatever the meshes' shapes. A root among the receivers
     # moves nothing to itself (a receiving mesh within the sending one: a local copy).
-    root = next((d for d in sender.devices if d in receiver.devices), sender.devices[0])
+    common = _first_in_both(sender, receiver)
+    root = sender.devices[0] if common is None else common
     return [Collective(hir.BroadcastOp, _with(receiver.devices, root), root)]
+
+
+def _first_in_both(sender: Mesh, receiver: Mesh) -> int | None:
+    """The first sending device that also receives, if any: as a root it sends itself nothing."""
+    return next((d for d in sender.devices if d in receiver.devices), None)
 
 
 def _plan_reduce(

@@ -160,6 +160,10 @@ CASES: dict[str, tuple[str, int]] = {
     "send_recv_2d": (set_fusion("2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "2 didx, 8], mesh=[[3, 2], [1, 0]"), 4),
     "broadcast_to_2d": (set_fusion("2, 8], mesh=[2", "2, 8], mesh=[[0, 1], [2, 3]"), 4),
     "trade_didx_and_didy": (set_fusion("2 didy, 2 didx, 8], mesh=[[0, 1], [2, 3]", "2 didx, 2 didy, 8], mesh=[[0, 1], [2, 3]"), 4),
+    "trade_didx_and_didy_on_a_row_of_two": (
+        set_fusion("2(1 didy, 2), 2 didx, 8], mesh=[[0, 1]", "2 didx, 2(1 didy, 2), 8], mesh=[[0, 1]"), 2
+    ),
+    "trade_didx_and_didy_on_one_device": (set_fusion("1 didy, 1 didx, 8], mesh=[[0]", "1 didx, 1 didy, 8], mesh=[[0]"), 1),
     "trade_didx_and_didy_on_split_axes": (
         set_fusion("4(2 didy, 2), 4(2 didx, 2)], mesh=[[0, 1], [2, 3]", "4(2 didx, 2), 4(2 didy, 2)], mesh=[[0, 1], [2, 3]"), 4
     ),
@@ -180,6 +184,8 @@ CASES: dict[str, tuple[str, int]] = {
     "reduce_scatter_between_meshes": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[0, 1", "r2, 8(2 didx, 4)], mesh=[2, 3"), 4),
     "reduce_scatter_between_meshes_3": (reduce_fusion("sum", "0", "2 didx, 6], mesh=[0, 1", "r2, 6(3 didx, 2)], mesh=[0, 1, 2"), 3),
     "reduce_from_2d": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[[0, 1], [2, 3]", "r2, 8], mesh=[1"), 4),
+    "reduce_scatter_between_meshes_2": (reduce_fusion("sum", "0", "2 didx, 8], mesh=[[0, 1]", "r2, 8(2 didx, 4)], mesh=[1, 0"), 2),
+    "reduce_from_2d_on_one_device": (reduce_fusion("sum", "0", "1 didx, 8], mesh=[[0]", "r1, 8], mesh=[0"), 1),
     "reduce_max_from_2d_keeping_didx": (
         reduce_fusion("max", "0", "2 didy, 8(2 didx, 4)], mesh=[[0, 1], [2, 3]", "r2, 8], mesh=[0"), 4
     ),
