@@ -23,14 +23,14 @@ from typing import BinaryIO, TypeVar
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.parser import Parser
+from xdsl.parser import GenericParser, Parser, ParserState
 from xdsl.traits import IsolatedFromAbove, OpTrait, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span, Token
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from .hir import DeallocateOp
-from .parsing import next_token, previous_token, token_at
+from .parsing import LinearMLIRLexer, next_token, previous_token, token_at
 from .printer import op_text
 from .tensor_type import parse_known_tensor_type
 
@@ -227,7 +227,11 @@ class LocatingParser(Parser):
             except UnicodeDecodeError:
                 source = Input(text.decode(errors="replace"), name)  # type: ignore[union-attr]  # still the bytes: decode raised
                 raise ParseError(Span(0, 0, source), "input is not valid UTF-8") from None
-        super().__init__(ctx, text, name)
+        super().__init__(ctx, "", name)
+        # xDSL's Parser lexes with MLIRLexer, whose first token may already be a string left
+        # open; GenericParser's constructor starts this parser over on the text, lexed by
+        # hostir's LinearMLIRLexer.
+        GenericParser.__init__(self, ParserState(LinearMLIRLexer(Input(text, name))))
         self.line_offset = line_offset
         self.first_uses: dict[str, Span] = {}
         """Where each value name was first used before its definition."""
