@@ -26,13 +26,14 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO, get_type_hints
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.hints import isa
 
 from hostir_dialect.diagnostics import verify_located
 from hostir_dialect.printer import op_text
@@ -203,10 +204,35 @@ def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None
                 raise ValueError(f"pipeline {spec.name} has no pass with option(s) {', '.join(sorted(unused))}")
             expanded.extend(expand_specs(members, available))
         elif spec.name in available:
+            check_options(spec, available[spec.name]())
             expanded.append(spec)
         else:
             raise unknown_pass(spec.name, available)
     return expanded
+
+
+_KINDS_OF_VALUE = {bool: "true or false", int: "an integer", str: "a word", int | None: "an integer",
+                   tuple[int, ...]: "integers"}
+
+
+def check_options(spec: ArgSpec, pass_class: type[ModulePass]) -> None:
+    """Refuse an option that `pass_class` does not declare, or a value of the wrong kind,
+    in words that name the pass and the option (xDSL's own errors name neither)."""
+    declared = {option.name.replace("_", "-"): option.name for option in fields(pass_class) if option.name != "name"}
+    hints = get_type_hints(pass_class)
+    for option, value in spec.parameters.items():
+        field_name = declared.get(option.replace("_", "-"))
+        if field_name is None:
+            raise ValueError(f"pass {spec.name} has no option {option!r}; its options: {', '.join(sorted(declared)) or 'none'}")
+        hint = hints[field_name]
+        if not _takes(hint, value):
+            written = " ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in value) or "nothing"
+            raise ValueError(f"option {option} of pass {spec.name} takes {_KINDS_OF_VALUE.get(hint, hint)}, got {written}")
+
+
+def _takes(hint: Any, value: tuple) -> bool:
+    """Whether xDSL's `from_pass_spec` converts `value` to `hint` (a value or a tuple)."""
+    return (len(value) == 1 and isa(value[0], hint)) or isa(value, hint) or (not value and isa(None, hint))
 
 
 def _pipeline_defaults(name: str) -> dict:

@@ -69,6 +69,8 @@ class VerifyCollectiveOrder(ModulePass):
     """Ranks to check the programs for; default: the largest device they name, plus one."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.world_size is not None and self.world_size < 1:
+            raise ValueError(f"world-size must be at least 1, got {self.world_size}")
         for program in programs(op):
             verify_program(program, self.world_size)
 
@@ -82,8 +84,6 @@ def verify_program(program: hir.ProgramOp, world_size: int | None = None) -> Non
     """Raise a located HostIRError at the first communication the ranks would disagree on."""
     if world_size is None:
         world_size = (largest_device(program) or 0) + 1
-    if world_size < 1:
-        raise op_error(program, f"world-size must be at least 1, got {world_size}")
     if world_size > MAX_VERIFIED_WORLD:
         _, where, op = devices_needed(program)
         raise op_error(op or program, f"a world of {world_size} ranks ({where}) is more than the {MAX_VERIFIED_WORLD} "

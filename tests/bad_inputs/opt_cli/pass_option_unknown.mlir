@@ -1,3 +1,3 @@
-// An option the pass does not have.
+// An option the pass does not have: the error lists the options it has.
 // RUN: hostir-opt %inputs/neg.mlir -p 'decompose-reshardings{no_such_option=1}'
-// EXPECT-ERROR: ^error: .*no_such_option
+// EXPECT-ERROR: ^error: pass decompose-reshardings has no option 'no_such_option'; its options: insert-after$
