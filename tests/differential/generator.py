@@ -37,7 +37,8 @@ INTEGER_UNARY = ("neg", "abs", "relu")  # the dialect keeps an integer type for 
 ARITHMETIC = ("add", "sub", "mul", "maximum", "minimum", "div", "pow")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCTIONS = ("sum", "max", "min", "prod")
-EXTENTS = {1: (2, 4, 8, 3, 6, 1), 2: (2, 4, 8, 4, 2, 8, 6, 3, 1), 3: (3, 6, 3, 6, 2, 4, 1), 4: (4, 8, 4, 8, 2, 6, 1, 3)}
+EXTENTS = {1: (2, 4, 8, 3, 6, 1), 2: (2, 4, 8, 4, 2, 8, 6, 3, 1), 3: (3, 6, 3, 6, 2, 4, 1), 4: (4, 8, 4, 8, 2, 6, 1, 3),
+           5: (5, 10, 20, 5, 2, 4, 1, 3), 6: (6, 12, 6, 12, 2, 3, 1, 4), 8: (8, 16, 8, 4, 2, 1, 6)}
 """Extents by world size, most of them divisible by the devices of the meshes."""
 OP_KINDS = ("unary", "binary", "binary", "reduce", "matmul", "linear", "broadcast", "permute",
             "reshape", "squeeze", "slice", "select", "cast", "set", "compare", "parity", "parity", "parity")
@@ -574,10 +575,18 @@ def _product(values) -> int:
 # Schedules
 # --------------------------------------------------------------------------- #
 
-MAIN_MESHES = {1: ("None", "[0]"), 2: ("[0, 1]",), 3: ("[0, 1, 2]",), 4: ("[0, 1, 2, 3]", "[[0, 1], [2, 3]]")}
+MAIN_MESHES = {1: ("None", "[0]"), 2: ("[0, 1]",), 3: ("[0, 1, 2]",), 4: ("[0, 1, 2, 3]", "[[0, 1], [2, 3]]"),
+               5: ("[0, 1, 2, 3, 4]",), 6: ("[0, 1, 2, 3, 4, 5]", "[[0, 1, 2], [3, 4, 5]]"),
+               8: ("[0, 1, 2, 3, 4, 5, 6, 7]", "[[0, 1, 2, 3], [4, 5, 6, 7]]", "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]")}
 OTHER_MESHES = {1: ("[0]",), 2: ("[1, 0]", "[0]", "[1]"), 3: ("[0, 1]", "[1, 2]", "[2, 0, 1]", "[1]"), 4: ("[0, 1]", "[2, 3]", "[1, 2]", "[0]", "[[0, 1], [2, 3]]",
                                                              "[[[0, 1]], [[2, 3]]]",
-                                                             "[0, 1, 2, 3]")}
+                                                             "[0, 1, 2, 3]"),
+                5: ("[0, 1]", "[1, 2, 3, 4]", "[4, 0, 1, 2, 3]", "[2]", "[[0, 1], [2, 3]]"),
+                6: ("[0, 1, 2]", "[3, 4, 5]", "[[0, 1], [2, 3], [4, 5]]", "[1]", "[0, 1, 2, 3, 4, 5]"),
+                8: ("[0, 1, 2, 3]", "[4, 5, 6, 7]", "[[0, 1], [2, 3]]", "[0]", "[[0, 1, 2, 3], [4, 5, 6, 7]]",
+                    "[7, 6, 5, 4, 3, 2, 1, 0]")}
+"""The meshes a program of each world size is drawn on (WORLD_SIZES: those there are)."""
+WORLD_SIZES = tuple(MAIN_MESHES)
 
 
 def _mesh_axes(mesh: str) -> list[tuple[str, int]]:

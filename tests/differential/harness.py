@@ -85,7 +85,7 @@ from hostir_dialect import FusionDefinitionError, hir
 from hostir_dialect.diagnostics import HostIRError
 from hostir_dialect.tensor_type import DYNAMIC, ParallelKind, TensorType
 
-from .generator import Program, build, pipelines, program_from_source, programs
+from .generator import WORLD_SIZES, Program, build, pipelines, program_from_source, programs
 
 PASSES = PIPELINES["hostir-lower"]
 DISABLED_VARIANTS = (*PASSES, "lower-to-host+convert-op-to-communication")
@@ -912,7 +912,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--programs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--ranks", default="1,2,4", help="world sizes, comma-separated")
+    parser.add_argument("--ranks", default="1,2,4", type=world_sizes,
+                        help=f"world sizes, comma-separated, among {', '.join(map(str, WORLD_SIZES))}")
     parser.add_argument("--disable-every", type=int, default=5,
                         help="also run every N-th program with each pass disabled in turn (0: never)")
     parser.add_argument("--report", help="write every result as JSON here")
@@ -931,7 +932,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds after which no launch starts; its programs are reported as not run (0: none)")
     args = parser.parse_args(argv)
     if args.replay:
-        return replay(args.replay, int(args.ranks.split(",")[0]), args.seed)
+        return replay(args.replay, args.ranks[0], args.seed)
     if args.shrink:
         return shrink_report(args.shrink, args.seed)
     if args.summarize:
@@ -939,7 +940,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     lowerings = (DEFAULT_LOWERING,) if args.lowerings == "default" else GPU_LOWERINGS if args.device == "cuda" \
         else CPU_LOWERINGS
-    results = run_profile(args.programs, args.seed, [int(r) for r in args.ranks.split(",")], args.disable_every,
+    results = run_profile(args.programs, args.seed, args.ranks, args.disable_every,
                           progress_log(), lowerings, args.pipelines, args.device, args.time_limit)
     if args.report:  # before anything is printed: a reader that stops reading loses no result
         with open(args.report, "w") as f:
@@ -947,6 +948,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(BrokenPipeError):
         print(summary(results), flush=True)
     return 0
+
+
+def world_sizes(text: str) -> list[int]:
+    """`--ranks`: world sizes the generator has meshes for."""
+    try:
+        sizes = [int(size) for size in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not comma-separated integers: {text!r}") from None
+    unknown = [size for size in sizes if size not in WORLD_SIZES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no meshes drawn for {unknown}; world sizes: {', '.join(map(str, WORLD_SIZES))}")
+    return sizes
 
 
 def progress_log() -> Callable[[str], None]:
