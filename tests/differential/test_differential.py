@@ -80,6 +80,16 @@ def test_pipelines_are_right_on_an_odd_team_of_three_cpu_ranks():
     assert {"hir.allgather", "hir.allreduce"} <= on_copy_engines, harness.summary(results)
 
 
+def test_programs_are_right_on_worlds_of_five_six_and_eight_cpu_ranks():
+    """Worlds beyond the CI profile's: a prime one, 2x3 and 2x4 meshes, a 2x2x2 one, meshes
+    in reverse device order; each world size communicates in at least one right program."""
+    results = harness.run_profile(30, 12, (5, 6, 8), 0)
+    assert not _failures(results), harness.summary(results)
+    assert sum(r.outcome == "correct" for r in results) >= 0.6 * len(results), harness.summary(results)
+    assert {r.world_size for r in results if r.outcome == "correct" and r.communicated} == {5, 6, 8}, \
+        harness.summary(results)
+
+
 def test_pipelines_with_compiled_units_are_right_on_cpu_ranks():
     """The compiled-unit backend (torch.compile, Inductor's C++ kernels on CPUs) computes
     what eager torch computes, hoisted weight layouts and loop-local buffers included."""
