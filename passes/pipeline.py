@@ -202,6 +202,8 @@ def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None
             unused = set(spec.parameters) - {option for member in members for option in member.parameters}
             if unused:
                 raise ValueError(f"pipeline {spec.name} has no pass with option(s) {', '.join(sorted(unused))}")
+            for member in members:
+                check_options(member, available[member.name](), f"pipeline {spec.name}")
             expanded.extend(expand_specs(members, available))
         elif spec.name in available:
             check_options(spec, available[spec.name]())
@@ -215,9 +217,11 @@ _KINDS_OF_VALUE = {bool: "true or false", int: "an integer", str: "a word", int 
                    tuple[int, ...]: "integers"}
 
 
-def check_options(spec: ArgSpec, pass_class: type[ModulePass]) -> None:
+def check_options(spec: ArgSpec, pass_class: type[ModulePass], given_to: str = "") -> None:
     """Refuse an option that `pass_class` does not declare, or a value of the wrong kind,
-    in words that name the pass and the option (xDSL's own errors name neither)."""
+    in words that name the option and what it was given to (`given_to`, by default the
+    pass; xDSL's own errors name neither)."""
+    given_to = given_to or f"pass {spec.name}"
     declared = {option.name.replace("_", "-"): option.name for option in fields(pass_class) if option.name != "name"}
     hints = get_type_hints(pass_class)
     for option, value in spec.parameters.items():
@@ -227,7 +231,7 @@ def check_options(spec: ArgSpec, pass_class: type[ModulePass]) -> None:
         hint = hints[field_name]
         if not _takes(hint, value):
             written = " ".join(str(v).lower() if isinstance(v, bool) else str(v) for v in value) or "nothing"
-            raise ValueError(f"option {option} of pass {spec.name} takes {_KINDS_OF_VALUE.get(hint, hint)}, got {written}")
+            raise ValueError(f"option {option} of {given_to} takes {_KINDS_OF_VALUE.get(hint, hint)}, got {written}")
 
 
 def _takes(hint: Any, value: tuple) -> bool:

@@ -1,5 +1,5 @@
-# fd.lower(pipeline=...) with a boolean option spelt as a word: the error names the option and the pass.
-# EXPECT-RAISES: ValueError: ^option bounded-intermediates of pass stream-parallel-type takes true or false, got yes$
+# fd.lower(pipeline=...) with a boolean option spelt as a word: the error names the option and the pipeline.
+# EXPECT-RAISES: ValueError: ^option bounded-intermediates of pipeline hostir-lower takes true or false, got yes$
 from hostir import FusionDefinition
 with FusionDefinition() as fd:
     a = fd.define_tensor([4, 8])
