@@ -913,7 +913,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--programs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ranks", default="1,2,4", type=world_sizes,
-                        help=f"world sizes, comma-separated, among {', '.join(map(str, WORLD_SIZES))}")
+                        help=f"world sizes, comma-separated, among {', '.join(map(str, WORLD_SIZES))} (any with --replay)")
     parser.add_argument("--disable-every", type=int, default=5,
                         help="also run every N-th program with each pass disabled in turn (0: never)")
     parser.add_argument("--report", help="write every result as JSON here")
@@ -931,6 +931,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=0.0,
                         help="seconds after which no launch starts; its programs are reported as not run (0: none)")
     args = parser.parse_args(argv)
+    if not args.replay and (undrawn := [size for size in args.ranks if size not in WORLD_SIZES]):
+        parser.error(f"--ranks: no meshes drawn for {undrawn}; world sizes: {', '.join(map(str, WORLD_SIZES))}")
     if args.replay:
         return replay(args.replay, args.ranks[0], args.seed)
     if args.shrink:
@@ -951,14 +953,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def world_sizes(text: str) -> list[int]:
-    """`--ranks`: world sizes the generator has meshes for."""
+    """`--ranks`: positive world sizes."""
     try:
         sizes = [int(size) for size in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"not comma-separated integers: {text!r}") from None
-    unknown = [size for size in sizes if size not in WORLD_SIZES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"no meshes drawn for {unknown}; world sizes: {', '.join(map(str, WORLD_SIZES))}")
+    if min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"a world has at least one rank: {text!r}")
     return sizes
 
 
