@@ -252,3 +252,12 @@ def test_a_profile_whose_output_nobody_reads_still_writes_its_report(tmp_path, m
     assert harness.main(["--programs", "2", "--ranks", "1", "--disable-every", "0", "--report", str(report)]) == 0
     results = harness.load_report(str(report))
     assert len(results) == 2 and all(r.outcome in ("correct", "refused") for r in results)
+
+
+@pytest.mark.parametrize(("ranks", "message"), [("7", "no meshes drawn for \\[7\\]"), ("0", "at least one rank"),
+                                                ("2,x", "not comma-separated integers")])
+def test_a_world_size_the_generator_cannot_draw_is_refused_in_one_line(ranks, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        harness.main(["--programs", "1", "--ranks", ranks])
+    assert exit_.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
