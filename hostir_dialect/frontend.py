@@ -1283,7 +1283,9 @@ class Ops:
             index = Scalar(self._fd, index, DataType.Int)
         else:
             raise FusionDefinitionError(f"{what}: index must be an int or an integer Scalar, got {index!r}")
-        if isinstance(dim, int) and -t.ndim <= dim < t.ndim:
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise FusionDefinitionError(f"{what}: dim must be an int, got {dim!r}")
+        if -t.ndim <= dim < t.ndim:
             extent = t.shape[dim]
             if value < 0 or (extent != DYNAMIC and value >= extent):
                 raise FusionDefinitionError(f"{what}: index {value} is out of range for axis {dim} of extent {extent}")
@@ -1685,21 +1687,31 @@ def _add_elementwise_ops() -> None:
     for function in fusion.UNARY_OPS:
         promotion = (_Promotion.FLOAT if function in _FLOAT_FUNCTIONS
                      else _Promotion.NONE if function in _KEPT_TYPE_FUNCTIONS else _Promotion.DEFAULT)
-
-        def unary(self: Ops, t: object, function=function, promotion=promotion) -> _Value:
-            return self._elementwise(function, [t], promotion)
-
-        unary.__name__ = unary.__qualname__ = function
-        unary.__doc__ = f"Elementwise {function} (fusion.{function}); of a Scalar, a Scalar."
-        setattr(Ops, function, unary)
+        setattr(Ops, function, _unary_op(function, promotion))
     for function in fusion.BINARY_OPS:
+        setattr(Ops, function, _binary_op(function))
 
-        def binary(self: Ops, lhs: object, rhs: object, function=function) -> _Value:
-            return self._elementwise(function, [lhs, rhs], _Promotion.DEFAULT)
 
-        binary.__name__ = binary.__qualname__ = function
-        binary.__doc__ = f"Elementwise {function} (fusion.{function}); numbers and Scalars allowed."
-        setattr(Ops, function, binary)
+def _unary_op(function: str, promotion: _Promotion) -> Callable[[Ops, object], _Value]:
+    """fd.ops.<function>(t): its own closure, so that its only parameter is the operand."""
+
+    def unary(self: Ops, t: object) -> _Value:
+        return self._elementwise(function, [t], promotion)
+
+    unary.__name__ = unary.__qualname__ = function
+    unary.__doc__ = f"Elementwise {function} (fusion.{function}); of a Scalar, a Scalar."
+    return unary
+
+
+def _binary_op(function: str) -> Callable[[Ops, object, object], _Value]:
+    """fd.ops.<function>(lhs, rhs): its own closure, so that its only parameters are the operands."""
+
+    def binary(self: Ops, lhs: object, rhs: object) -> _Value:
+        return self._elementwise(function, [lhs, rhs], _Promotion.DEFAULT)
+
+    binary.__name__ = binary.__qualname__ = function
+    binary.__doc__ = f"Elementwise {function} (fusion.{function}); numbers and Scalars allowed."
+    return binary
 
 
 _add_elementwise_ops()
