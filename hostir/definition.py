@@ -16,6 +16,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes, runtime
+from hostir.passes.specialize_extents import specialize
 from hostir.profiler import PythonProfiler
 from hostir.runtime.layouts import shard_factor
 from hostir.runtime.trace import traced_run
@@ -132,6 +133,11 @@ class FusionDefinition(FusionDefinitionIR):
         if not state.plan:
             return ()
         extents = _run_extents(state.plan, inputs)
+        if extents and extents not in state.fitting:
+            if state.fusion is None:
+                state.fusion = self.to_module()
+            _refuse_unfitting(state.fusion, extents, self.name)
+            state.fitting.add(extents)
         seen = state.seen[pipeline]
         if not extents or extents in seen:
             return extents
@@ -200,6 +206,23 @@ class _Specializations:
     """By pipeline: the sets of extents specialized for."""
     dynamic_layouts: dict[str, list[object] | None] = field(default_factory=dict)
     """By pipeline: the program of dynamic extents' signature layouts (None: refused)."""
+    fitting: set[tuple[int, ...]] = field(default_factory=set)
+    """The sets of extents the fusion's ops take together (`_refuse_unfitting`)."""
+    fusion: ModuleOp | None = None
+    """The version's fusion, which `_refuse_unfitting` specializes copies of (built once)."""
+
+
+def _refuse_unfitting(fusion: ModuleOp, extents: tuple[int, ...], name: str) -> None:
+    """Refuse, before anything runs, inputs whose dynamic extents the fusion's ops cannot
+    take together (an add of extents 3 and 2), which the program of dynamic extents would
+    fail on inside a run: the fusion specialized for them, alone (a copy of it, a fraction
+    of a millisecond; lowering it would take several)."""
+    specialized = fusion.clone()
+    try:
+        for func in symbols.fusions_to_lower(specialized):
+            specialize(func, extents)
+    except HostIRError as error:
+        raise runtime.InputError(f"@{name}: inputs of dynamic extents {list(extents)} do not fit the fusion: {error}") from None
 
 
 def _extent_plan(types: Sequence[object], world_size: int) -> list[_DynamicInput]:

@@ -18,7 +18,8 @@ not fix stays dynamic. Without `extents` the pass changes nothing.
 
 Refused, at the fusion: a count of extents that is not the number of dynamic argument
 axes, a negative extent, and an extent that an argument's split does not divide; at the op: a result extent
-that the result's own split does not divide.
+that the result's own split does not divide, and operand extents the op cannot take together
+(an add of extents 3 and 2, or of 2 where its result has 4).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
 
 from hostir_dialect.diagnostics import op_error
 from hostir_dialect.fusion import AxisShape, ComputeOp, FuncOp, ReshapeOp
@@ -126,12 +128,25 @@ def _retype_or_refuse(at: Operation, value: SSAValue, extents: list[int], what: 
 def specialize(func: FuncOp, extents: tuple[int, ...]) -> None:
     _specialize_arguments(func, extents)
     for op in list(func.body.block.ops):
-        if not isinstance(op, ComputeOp) or not _dynamic_axes(tensor_type(op.result)):
+        if not isinstance(op, ComputeOp):
+            continue
+        _check_operands_fit(op, extents)
+        if not _dynamic_axes(tensor_type(op.result)):
             continue
         implied = _implied_extents(op)
         if any(e != DYNAMIC for e in implied):
             _retype_or_refuse(op, op.result, implied, "its result")
     func.update_function_type()
+
+
+def _check_operands_fit(op: ComputeOp, extents: tuple[int, ...]) -> None:
+    """Refuse, at `op`, extents its specialized operands cannot take together (an add of
+    extents 3 and 2) or that contradict its static result: extents of one run that the
+    fusion's dynamic extents allowed but no run can have."""
+    try:
+        op.verify_shape()
+    except VerifyException as error:
+        raise op_error(op, f"specialize-extents: at extents {list(extents)}, {error}") from None
 
 
 @dataclass(frozen=True)

@@ -22,3 +22,12 @@ fusion.func @result_split(%x: !fusion.tensor<f32[?], mesh=[0, 1, 2, 3]>) -> !fus
   %y = fusion.set %x : !fusion.tensor<f32[?], mesh=[0, 1, 2, 3]> -> !fusion.tensor<f32[?(4 didx, ?)], mesh=[0, 1, 2, 3]>
   fusion.return %y : !fusion.tensor<f32[?(4 didx, ?)], mesh=[0, 1, 2, 3]>
 }
+
+// -----
+
+// Extents the dynamic types allowed that no run can have: an add of 6 and 4 elements.
+fusion.func @operands_disagree(%x: !fusion.tensor<f32[?]>, %y: !fusion.tensor<f32[4]>) -> !fusion.tensor<f32[4]> {
+  // CHECK: specialize_extents_errors.mlir:[[# @LINE + 1]]:3: error: 'fusion.add' op specialize-extents: at extents [6], fusion.add axis 0: extents 6 and 4 are not broadcast-compatible
+  %z = fusion.add %x, %y : !fusion.tensor<f32[?]>, !fusion.tensor<f32[4]> -> !fusion.tensor<f32[4]>
+  fusion.return %z : !fusion.tensor<f32[4]>
+}
