@@ -16,7 +16,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from hostir import passes, runtime
-from hostir.passes.specialize_extents import specialize
+from hostir.passes.specialize_extents import check_fit
 from hostir.profiler import PythonProfiler
 from hostir.runtime.layouts import shard_factor
 from hostir.runtime.trace import traced_run
@@ -213,16 +213,11 @@ class _Specializations:
 
 
 def _refuse_unfitting(fusion: ModuleOp, extents: tuple[int, ...], name: str) -> None:
-    """Refuse, before anything runs, inputs whose dynamic extents the fusion's ops cannot
-    take together (an add of extents 3 and 2), which the program of dynamic extents would
-    fail on inside a run: the fusion specialized for them, alone (a copy of it, a fraction
-    of a millisecond; lowering it would take several)."""
-    specialized = fusion.clone()
-    try:
-        for func in symbols.fusions_to_lower(specialized):
-            specialize(func, extents)
-    except HostIRError as error:
-        raise runtime.InputError(f"@{name}: inputs of dynamic extents {list(extents)} do not fit the fusion: {error}") from None
+    for func in symbols.fusions_to_lower(fusion):
+        try:
+            check_fit(func, extents, name)
+        except HostIRError as error:
+            raise runtime.InputError(str(error)) from None
 
 
 def _extent_plan(types: Sequence[object], world_size: int) -> list[_DynamicInput]:

@@ -32,15 +32,16 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from hostir.passes.pipeline import check_seconds
+from hostir.passes.specialize_extents import check_fit, dynamic_extents
 from hostir_dialect import fusion, hir
 from hostir_dialect.context import parse_module
-from hostir_dialect.diagnostics import allow_deep_nesting, located_text, op_error, parse_error, read_source
+from hostir_dialect.diagnostics import HostIRError, allow_deep_nesting, located_text, op_error, parse_error, read_source
 from hostir_dialect.symbols import devices_needed, programs, reference_of
 from hostir_dialect.tensor_type import DYNAMIC, TensorType
 
 from .compile import DEFAULT_NUMBER_OF_STREAMS, MAX_NUMBER_OF_STREAMS
 from .compile.unit_backends import UNIT_BACKENDS
-from .evaluator import Evaluator, ExecutionError, find_function
+from .evaluator import Evaluator, ExecutionError, InputError, find_function
 from .graphs import EAGER
 from .launcher import (
     DEFAULT_MAX_WORLD,
@@ -224,7 +225,23 @@ def checked_reference(module: ModuleOp, function: fusion.FuncOp | None, inputs: 
     if function is None:
         return None
     Evaluator(module, name=function.sym_name.data).check_inputs(inputs)
+    check_extents_fit(function, inputs)
     return Reference(located_text(module), function.sym_name.data, inputs)
+
+
+def check_extents_fit(function: fusion.FuncOp, inputs: Sequence[torch.Tensor]) -> None:
+    """Refuse, before any rank starts, inputs whose dynamic extents the fusion's ops
+    cannot take together (where every dynamic extent is one an input shows: not that of a
+    reduction axis)."""
+    types = [argument.type for argument in function.args]
+    if any(isinstance(t, TensorType) and any(a.is_reduction and a.extent == DYNAMIC for a in t.axes) for t in types):
+        return
+    extents = tuple(e for t, x in zip(types, inputs) if isinstance(t, TensorType) for e in dynamic_extents(t, x.shape))
+    if extents:
+        try:
+            check_fit(function, extents, function.sym_name.data)
+        except HostIRError as error:
+            raise InputError(str(error)) from None
 
 
 def input_tensor_types(program: hir.ProgramOp) -> list[TensorType]:
