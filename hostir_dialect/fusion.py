@@ -832,7 +832,20 @@ def _static_group_ends(source: list[int], target: list[int], i: int, j: int) -> 
             end_j += 1
         else:
             return None
-    return end_i, end_j
+    return _past_unpaired_ones(source, target, end_i, end_j)
+
+
+def _past_unpaired_ones(source: list[int], target: list[int], end_i: int, end_j: int) -> tuple[int, int]:
+    """The ends of a group, moved past the extent-1 axes that follow it on one side only:
+    they join the group before them, as `_paired_segments` has it, so that no group starts
+    with one it could do without (`[4, 16]` to `[4, 1, 16]`: 16 becomes 16, not 1; an
+    extent-1 axis on both sides is a group of its own)."""
+    while True:
+        one_i = end_i < len(source) and source[end_i] == 1
+        one_j = end_j < len(target) and target[end_j] == 1
+        if one_i == one_j:
+            return end_i, end_j
+        end_i, end_j = end_i + one_i, end_j + one_j
 
 
 def _segments(t: TensorType) -> tuple[list[int], list[int]]:

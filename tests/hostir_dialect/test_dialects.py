@@ -230,7 +230,13 @@ def test_constructed_compute_ops_are_verified() -> None:
 
 @pytest.mark.parametrize("source, target, groups", [
     ((2, 3, 4), (6, 4), [([0, 1], [0]), ([2], [1])]),
-    ((4, 1), (4,), [([0], [0]), ([1], [0])]),  # a trailing size-1 axis joins the last result axis
+    ((4, 1), (4,), [([0, 1], [0])]),  # a trailing size-1 axis joins the group before it
+    # A size-1 axis on one side joins the group before it, so that 16 becomes 16, not 1 (a
+    # device split of 16 could not be replayed on the 1); on both sides, ones pair.
+    ((4, 16), (4, 1, 16), [([0], [0, 1]), ([1], [2])]),
+    ((4, 1, 16), (4, 16), [([0, 1], [0]), ([2], [1])]),
+    ((4, 1, 16), (4, 1, 16), [([0], [0]), ([1], [1]), ([2], [2])]),
+    ((16,), (1, 16), [([0], [0, 1])]),
     # A dynamic extent ends matching from either side; what lies between is one group.
     ((8, 8, -1), (8, -1, 4, 3), [([0], [0]), ([1, 2], [1, 2, 3])]),
     ((-1, 2, 3), (-1, 6), [([0], [0]), ([1, 2], [1])]),

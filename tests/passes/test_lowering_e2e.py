@@ -258,6 +258,11 @@ CASES: dict[str, tuple[str, int]] = {
     "allreduce_didy_and_didx_2x1": (
         reduce_fusion("sum", "0, 1", "2 didy, 4(1 didx, 4), 8], mesh=[[0], [1]", "r2, r4, 8], mesh=[[0], [1]"), 2
     ),
+    # A device split with a local piece of 1 (2(2 didx, 1)): its rFactor's reshape gives the
+    # extent-1 axis to the group before it, not to the DIDy axis after it
+    "sum_over_a_split_with_a_local_one_2d": (
+        reduce_fusion("sum", "0, 1", f"2(2 didx, 1), 8(2 didy, 4)], {MESH_2D}", f"r2, r8], {MESH_2D}"), 4
+    ),
     "max_over_split_axes_2d": (
         reduce_fusion("max", "0, 2", f"8(2 didy, 4), 3, 6(2 didx, 3)], {MESH_2D}", f"r8, 3, r6], {MESH_2D}"), 4
     ),
