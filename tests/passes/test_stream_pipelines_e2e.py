@@ -10,6 +10,7 @@ of it. Tolerance: float32 with small sums, rtol=atol=1e-5.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -567,6 +568,11 @@ def profile_job(rank: int, world_size: int, program: str, per_rank: list, stream
     evaluator.run(inputs)
     torch.cuda.synchronize(device)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        # The profiler starts on each rank in its own time (up to hundreds of microseconds
+        # apart); a rank that launches first waits for its peer's flags, and its GEMMs then
+        # run before any copy: the skew, not the schedule (a matmul+RS copy-engine run on
+        # 2x H200 lost all overlap so). A barrier on the host (gloo: no kernel to profile).
+        dist.barrier(group=_host_group())
         outputs = evaluator.run(inputs)
         torch.cuda.synchronize(device)
     kernels = [e for e in profile.events() if e.device_type == torch.autograd.DeviceType.CUDA]
@@ -575,6 +581,11 @@ def profile_job(rank: int, world_size: int, program: str, per_rank: list, stream
         for kind, match in (("collective", TRANSFER.search), ("matmul", GEMM_KERNEL.search))
     }
     return {"outputs": [o.cpu() for o in outputs], **intervals}
+
+
+@functools.cache
+def _host_group() -> dist.ProcessGroup:
+    return dist.new_group(backend="gloo")
 
 
 def profile_jobs(rank: int, world_size: int, jobs: list[tuple]) -> list[dict]:
