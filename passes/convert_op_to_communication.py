@@ -227,16 +227,28 @@ _SPELLED = {ParallelKind.DIDX: "DIDx", ParallelKind.DIDY: "DIDy", ParallelKind.D
 
 
 def _check_parallelization(op: fusion.SetOp | fusion.ReduceOp, source: TensorType, target: TensorType) -> None:
-    """Device types only on outer splits, and one type changing at a time (nvFuser
-    rejects the rest too)."""
-    for t in (source, target):
+    """Device types only on outer splits, but for a set within one mesh behind device
+    pieces both sides share, and one type changing at a time (nvFuser rejects the rest too)."""
+    within_mesh = isinstance(op, fusion.SetOp) and source.mesh == target.mesh
+    for t, other in ((source, target), (target, source)):
         for index, axis in enumerate(t.axes):
             for parallel in DEVICE_KINDS:
-                if is_inner_split(axis, parallel):
+                if is_inner_split(axis, parallel) and not (
+                        within_mesh and _behind_shared_device_pieces(axis, other.axes[index], parallel)):
                     raise op_error(op, f"{_SPELLED[parallel]} on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
     changed = sharding_changes(source, target, op.axis_map(op.input))
     if len(changed) > 1:
         raise op_error(op, f"changes more than one parallel type ({', '.join(changed)}), which is more than one communication; run decompose-reshardings first")
+
+
+def _behind_shared_device_pieces(axis: Axis, other: Axis, parallel: ParallelKind) -> bool:
+    """Is `parallel`'s piece of `axis` behind device pieces only, which `other` (the same
+    axis on the set's other side) has in front too (`E(2 didx, 2 didy, 2)` and `E(2 didx, 4)`)?
+    Then each device's part is a block of the shared pieces' block, the same on both sides,
+    and `parallel`'s team moves the parts within it as if the axis were that block alone."""
+    position = next(i for i, piece in enumerate(axis.pieces) if piece.parallel == parallel)
+    shared = axis.pieces[:position]
+    return all(p.parallel.is_device for p in shared) and other.pieces[:position] == shared
 
 
 def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:

@@ -771,9 +771,12 @@ def _whole_steps(op: SetOp) -> list[TensorType]:
     if source.mesh != target.mesh:
         return [] if pairs_meshes_directly(op) else [_whole(side) for side in (source, target) if side.is_spread()]
     several = len(sharding_changes(source, target, op.axis_map(op.input))) > 1
-    if not (several and source.is_spread()) or _single_type_step(op) is not None:
-        return []  # one communication, a gain of shards, or SplitByParallelType's
-    return [_whole(target)]  # y's Stream sharding, so every set lands in y's stream loop
+    whole = _whole(target)  # y's Stream sharding, so every set lands in y's stream loop
+    if not (several and source.is_spread()) or whole == target or _single_type_step(op) is not None:
+        # One communication, a gain of shards, SplitByParallelType's, or a gather to y
+        # itself: a step to y would be `op` again (the pattern matched it without end).
+        return []
+    return [whole]
 
 
 class ReduceThenMoveBetweenMeshes(RewritePattern):
@@ -848,7 +851,46 @@ def _single_type_step(op: SetOp) -> TensorType | None:
         middle = _changed_alone(source, target, axis_map, first, [t for t in changed if t != first])
         if middle is not None:
             return middle
+    return _innermost_device_piece_step(source, target)
+
+
+def _innermost_device_piece_step(source: TensorType, target: TensorType) -> TensorType | None:
+    """For an axis split into several device pieces (`?(2 didx, 2 didy, 2 didz, ?)`,
+    nvFuser's `outer_split` repeated), which `_changed_alone` cannot replay one type at a
+    time: the side with more device pieces in front than the other shares, with its
+    innermost one merged into the local rest. Gathered (or sharded) innermost first, each
+    step moves one type behind device pieces both sides share: one communication."""
+    if source.rank != target.rank:
+        return None
+    for index, (a, b) in enumerate(zip(source.axes, target.axes)):
+        shared = _shared_device_pieces(a, b)
+        if _device_run(a) > shared:
+            return source.with_(axes=_replaced(source.axes, index, _without_innermost_device_piece(a)))
+        if _device_run(b) > shared:
+            return target.with_(axes=_replaced(target.axes, index, _without_innermost_device_piece(b)))
     return None
+
+
+def _device_run(axis: Axis) -> int:
+    """How many pieces in front of `axis` are device-parallel (0 for a whole device axis:
+    its one piece has nothing behind it to merge into)."""
+    if not axis.is_split:
+        return 0
+    return next((i for i, p in enumerate(axis.pieces) if not p.parallel.is_device), len(axis.pieces))
+
+
+def _shared_device_pieces(a: Axis, b: Axis) -> int:
+    run = min(_device_run(a), _device_run(b))
+    return next((i for i in range(run) if a.pieces[i] != b.pieces[i]), run)
+
+
+def _without_innermost_device_piece(axis: Axis) -> Axis:
+    """`axis` with its innermost device piece made serial (merged with a serial piece behind it)."""
+    return axis.with_serial({axis.pieces[_device_run(axis) - 1].parallel})
+
+
+def _replaced(axes: Sequence[Axis], index: int, axis: Axis) -> tuple[Axis, ...]:
+    return tuple(axis if i == index else a for i, a in enumerate(axes))
 
 
 def _changed_alone(

@@ -174,6 +174,21 @@ hir.program @reduce_didy(%a: !fusion.tensor<f32[2 didy, 2 didx, 8], mesh=[[0, 1]
 
 // -----
 
+// DIDy on the piece behind a DIDx piece that both sides share: each device's part is a block
+// of its DIDx block, the same on both sides, so the column gathers within that block as if
+// the axis were the block alone (nvFuser's 2-D sharded axis, `outer_split` twice).
+// CHECK-LABEL: hir.program @allgather_didy_behind_didx(
+// CHECK-NEXT:    %b = hir.allocate : !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    %[[W:.+]] = hir.allgather %a -> %b team [[0, 1], [2, 3]] along didy : !fusion.tensor<f32[8(2 didx, 2 didy, 2), 3], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[[0, 1], [2, 3]]>
+// CHECK-NEXT:    hir.wait %[[W]]
+// CHECK-NEXT:    hir.return %b
+hir.program @allgather_didy_behind_didx(%a: !fusion.tensor<f32[8(2 didx, 2 didy, 2), 3], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[8(2 didx, 2 didy, 2), 3], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[8(2 didx, 4), 3], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // Sharding a replicated tensor within one 2-D mesh: each device keeps its part of its own
 // copy, one local shard for every column; nothing moves, nothing is waited (nvFuser scatters).
 // CHECK-LABEL: hir.program @scatter_didy_same_mesh(

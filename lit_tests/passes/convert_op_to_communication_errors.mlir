@@ -181,6 +181,16 @@ hir.program @inner_split_didy(%a: !fusion.tensor<f32[8(4, 2 didy)], mesh=[[0, 1]
 
 // -----
 
+// DIDy behind a DIDx piece that the result does not keep (the whole axis gathered: two
+// types at once; decompose-reshardings gathers one type at a time).
+// CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op DIDy on an inner split (axis 0 of !fusion.tensor<f32[8(2 didx, 2 didy, 2)], mesh=[[0, 1], [2, 3]]>) is not lowerable; split the axis outer
+hir.program @inner_split_didy_unshared(%a: !fusion.tensor<f32[8(2 didx, 2 didy, 2)], mesh=[[0, 1], [2, 3]]>) -> !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]> {
+  %b = fusion.set %a : !fusion.tensor<f32[8(2 didx, 2 didy, 2)], mesh=[[0, 1], [2, 3]]> -> !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
+  hir.return %b : !fusion.tensor<f32[8], mesh=[[0, 1], [2, 3]]>
+}
+
+// -----
+
 // DIDx on the inner piece of a split.
 // CHECK: convert_op_to_communication_errors.mlir:[[# @LINE + 2]]:3: error: 'fusion.set' op DIDx on an inner split (axis 0 of !fusion.tensor<f32[8(4, 2 didx)], mesh=[0, 1]>) is not lowerable; split the axis outer
 hir.program @inner_split(%a: !fusion.tensor<f32[8(4, 2 didx)], mesh=[0, 1]>) -> !fusion.tensor<f32[8], mesh=[0, 1]> {

@@ -948,4 +948,59 @@ t3.set_device_mesh(mesh)
 t3.outer_split(0, 2)
 t3.axis(0).parallelize(ParallelType.Stream)
 """, "correct"),
+    # Twenty-fifth session, found on 8 ranks (seed 112): a gather of an axis split into
+    # DIDx, DIDy and DIDz pieces had no step changing one type (each inner piece stopped
+    # the replay), and went "through the whole": a step to its own result, which the
+    # pattern matched again, without end (the profile never reported). It is now gathered
+    # innermost piece first, each step behind the device pieces both sides share.
+    "a_gather_of_three_device_pieces_of_one_axis_ends": Regression(8, """
+with FusionDefinition() as fd:
+    t0 = fd.define_tensor([1, -1], dtype='float32')  # concrete: [1, 8]
+    t2 = fd.ops.reshape(t0, [-1])
+    t4 = fd.ops.reshape(t2, [1, 8])
+    fd.add_output(t4)
+mesh = DeviceMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]])
+t0.set_device_mesh(mesh)
+t0.outer_split(1, 2)
+t0.axis(1).parallelize(ParallelType.DIDx)
+t0.outer_split(2, 2)
+t0.axis(2).parallelize(ParallelType.DIDy)
+t0.outer_split(3, 2)
+t0.axis(3).parallelize(ParallelType.DIDz)
+""", "correct"),
+    "a_reshard_between_stacked_device_pieces_ends": Regression(8, """
+with FusionDefinition() as fd:
+    t1 = fd.define_tensor([8], dtype='float32')
+    t2 = fd.ops.add(t1, 0.5)
+    fd.add_output(t2)
+mesh = DeviceMesh([[[0, 1], [2, 3]], [[4, 5], [6, 7]]])
+t1.set_device_mesh(mesh)
+t1.outer_split(0, 2)
+t1.axis(0).parallelize(ParallelType.DIDx)
+t1.outer_split(1, 2)
+t1.axis(1).parallelize(ParallelType.DIDy)
+t1.axis(2).parallelize(ParallelType.DIDz)
+t2.set_device_mesh(mesh)
+t2.outer_split(0, 2)
+t2.axis(0).parallelize(ParallelType.DIDy)
+""", "correct"),
+    # Found on 8 ranks (seeds 108 and 110): a max over an axis split 4(4 didx, 1) and one
+    # split 16(2 didy, 8): the rFactor's reshape [4, 16] -> [4 didx, 1, 16] grouped the 1
+    # with 16 and replayed DIDy's split on it ("'fusion.reshape' op split factor 2 does not
+    # divide extent 1", an internal op named in a refusal of a right program).
+    "an_extent_one_axis_joins_the_group_before_it": Regression(8, """
+with FusionDefinition() as fd:
+    t8 = fd.define_tensor([4, 4, 16], dtype='float32')
+    t9 = fd.ops.max(t8, dims=[-3, -2, -1])
+    fd.add_output(t9)
+mesh = DeviceMesh([[0, 1, 2, 3], [4, 5, 6, 7]])
+t8.set_device_mesh(mesh)
+t8.outer_split(1, 4)
+t8.axis(1).parallelize(ParallelType.DIDx)
+t8.outer_split(3, 2)
+t8.axis(3).parallelize(ParallelType.DIDy)
+t9.set_device_mesh(mesh)
+t9.outer_split(2, 4)
+t9.axis(2).parallelize(ParallelType.DIDx)
+""", "correct"),
 }

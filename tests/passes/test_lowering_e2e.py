@@ -249,6 +249,11 @@ CASES: dict[str, tuple[str, int]] = {
     "scatter_didy_same_mesh": (set_fusion(f"2, 2 didx, 8], {MESH_2D}", f"2 didy, 2 didx, 8], {MESH_2D}"), 4),
     "gather_didx_and_didy": (set_fusion(f"2 didy, 2 didx, 8], {MESH_2D}", f"2, 2, 8], {MESH_2D}"), 4),
     "didy_then_didx": (set_fusion(f"2 didy, 2, 4], {MESH_2D}", f"2 didx, 2 didy, 4], {MESH_2D}"), 4),
+    # DIDy behind a DIDx piece of the same axis (nvFuser's outer_split twice): within each
+    # DIDx block, as if the axis were the block alone
+    "allgather_didy_behind_didx": (set_fusion(f"8(2 didx, 2 didy, 2), 3], {MESH_2D}", f"8(2 didx, 4), 3], {MESH_2D}"), 4),
+    "scatter_didy_behind_didx": (set_fusion(f"8(2 didx, 4), 3], {MESH_2D}", f"8(2 didx, 2 didy, 2), 3], {MESH_2D}"), 4),
+    "gather_didy_behind_didx_then_didx": (set_fusion(f"8(2 didx, 2 didy, 2), 3], {MESH_2D}", f"8, 3], {MESH_2D}"), 4),
     # A reduction over both axes of a 2-D mesh: one reduction per device axis
     "allreduce_didy_and_didx": (reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8], {MESH_2D}"), 4),
     "allreduce_then_reduce_scatter_2d": (
