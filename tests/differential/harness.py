@@ -60,7 +60,9 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -203,6 +205,37 @@ such all-reduces off, reduce-scatters computing their own part on (off by defaul
 the default lowering of a fusion of dynamic extents, specialized to the run's extents."""
 COMPILED_UNIT_LOWERINGS = (Lowering("nccl", unit_backend="compiled"), Lowering("copy-engine", True, False, "compiled"))
 """Compiled units on CPU ranks (Inductor's C++ kernels: seconds per unit, so a few)."""
+
+
+LOWERING_SECONDS = 120
+"""The longest one lowering may take in the harness's own process (the slowest of a
+profile's take seconds): a pass that does not end is then a crash of that program, where
+it once kept a whole profile from reporting (decompose-reshardings inserted sets without
+end on 8 ranks, seed 112)."""
+
+
+class LoweringDidNotEnd(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _lowering_time_bound():
+    """Interrupt what runs inside after LOWERING_SECONDS (on the main thread, where
+    signals arrive; elsewhere unbounded)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(*_):
+        raise LoweringDidNotEnd(f"lowering ran past {LOWERING_SECONDS} s (a pass that does not end)")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(LOWERING_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def lower_fusion(module: ModuleOp, disabled: frozenset[str] = frozenset(),
@@ -387,8 +420,9 @@ def prepare(case: Case, seed_value: int) -> Result | None:
             return case.result(outcome if outcome != "hang" else "crash", "lower", message, where)
     declared = fusion_module.body.block.first_op.function_type
     try:
-        case.module = lower_fusion(fusion_module.clone(), frozenset(case.disabled.split("+") if case.disabled else ()),
-                                   case.lowering)
+        with _lowering_time_bound():
+            case.module = lower_fusion(fusion_module.clone(),
+                                       frozenset(case.disabled.split("+") if case.disabled else ()), case.lowering)
         case.text = str(case.module)
     except Exception as error:  # noqa: BLE001
         outcome, message, where = classify(error)

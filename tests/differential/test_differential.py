@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import time
 
 import pytest
 
@@ -151,6 +152,18 @@ def test_no_launch_starts_after_the_time_limit_and_its_programs_are_reported_not
     header, by_world = harness.summary(results).splitlines()[1:3]
     assert header.endswith("invalid  not run")
     assert by_world.split() == ["2", "2", "2", "0", "0", "0", "0", "0", "1"]  # 2 programs, 2 correct, 1 not run
+
+
+def test_a_lowering_that_does_not_end_is_a_crash_of_its_program(monkeypatch):
+    """A pass that loops is reported for its program, and the profile goes on."""
+    monkeypatch.setattr(harness, "LOWERING_SECONDS", 1)
+    monkeypatch.setattr(harness, "lower_fusion", lambda *_: time.sleep(30))
+    program = program_from_source(REGRESSIONS["a_view_of_an_input_writes_nothing_in_a_stream_loop"].source, 1)
+    started = time.monotonic()
+    (result,) = harness.run_cases([harness.Case(program, 0, None)], 0)
+    assert (result.outcome, result.phase) == ("crash", "lower")
+    assert "lowering ran past 1 s" in result.message
+    assert time.monotonic() - started < 20
 
 
 def test_launches_are_shorter_under_a_time_limit(monkeypatch):
