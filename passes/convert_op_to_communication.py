@@ -67,7 +67,7 @@ from hostir_dialect.diagnostics import located_like, op_error
 from hostir_dialect.remarks import remark
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import programs
-from hostir_dialect.tensor_type import DEVICE_KINDS, DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
+from hostir_dialect.tensor_type import DYNAMIC, Axis, Mesh, ParallelKind, TensorType, tensor_type
 
 from .cost_model import DEFAULT_MACHINE, Machine, Topology, TransportChoice, matmul_flops
 from .sharding_policy import (
@@ -75,11 +75,11 @@ from .sharding_policy import (
     buffer_order,
     communicated_type,
     device_parallel_reduced_axes,
-    is_inner_split,
     layout_problem,
     sharding_changes,
     shards_locally,
     team_along,
+    unlowerable_inner_split,
 )
 from .stream_loops import enclosing_loops, trip_count
 from .symmetric_buffers import make_symmetric, returned_aliases, symmetric_output, symmetric_slice_per_iteration
@@ -227,28 +227,15 @@ _SPELLED = {ParallelKind.DIDX: "DIDx", ParallelKind.DIDY: "DIDy", ParallelKind.D
 
 
 def _check_parallelization(op: fusion.SetOp | fusion.ReduceOp, source: TensorType, target: TensorType) -> None:
-    """Device types only on outer splits, but for a set within one mesh behind device
-    pieces both sides share, and one type changing at a time (nvFuser rejects the rest too)."""
-    within_mesh = isinstance(op, fusion.SetOp) and source.mesh == target.mesh
-    for t, other in ((source, target), (target, source)):
-        for index, axis in enumerate(t.axes):
-            for parallel in DEVICE_KINDS:
-                if is_inner_split(axis, parallel) and not (
-                        within_mesh and _behind_shared_device_pieces(axis, other.axes[index], parallel)):
-                    raise op_error(op, f"{_SPELLED[parallel]} on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
+    """Device types only on outer splits (or behind device pieces both sides of a set
+    share), and one type changing at a time (nvFuser rejects the rest too)."""
+    unlowerable = unlowerable_inner_split(op)
+    if unlowerable is not None:
+        index, parallel, t = unlowerable
+        raise op_error(op, f"{_SPELLED[parallel]} on an inner split (axis {index} of {t}) is not lowerable; split the axis outer")
     changed = sharding_changes(source, target, op.axis_map(op.input))
     if len(changed) > 1:
         raise op_error(op, f"changes more than one parallel type ({', '.join(changed)}), which is more than one communication; run decompose-reshardings first")
-
-
-def _behind_shared_device_pieces(axis: Axis, other: Axis, parallel: ParallelKind) -> bool:
-    """Is `parallel`'s piece of `axis` behind device pieces only, which `other` (the same
-    axis on the set's other side) has in front too (`E(2 didx, 2 didy, 2)` and `E(2 didx, 4)`)?
-    Then each device's part is a block of the shared pieces' block, the same on both sides,
-    and `parallel`'s team moves the parts within it as if the axis were that block alone."""
-    position = next(i for i, piece in enumerate(axis.pieces) if piece.parallel == parallel)
-    shared = axis.pieces[:position]
-    return all(p.parallel.is_device for p in shared) and other.pieces[:position] == shared
 
 
 def _check_reduces_only_device_axis(op: fusion.ReduceOp) -> None:

@@ -57,17 +57,17 @@ from hostir_dialect.diagnostics import HostIRError, located_like, op_error
 from hostir_dialect.fusion import ComputeOp, MatmulOp, ReduceOp, ReshapeOp, SetOp
 from hostir_dialect.sharding import communicates
 from hostir_dialect.symbols import fusions_to_lower
-from hostir_dialect.tensor_type import DEVICE_KINDS, Axis, ParallelKind, Piece, TensorType, tensor_type
+from hostir_dialect.tensor_type import Axis, ParallelKind, Piece, TensorType, tensor_type
 
 from .sharding_policy import (
     INNER_SPLIT,
     Exchange,
     ShardingError,
     buffer_order,
-    is_inner_split,
     layout_problem,
     propagate_parallel_types,
     sharding_changes,
+    unlowerable_inner_split,
 )
 
 
@@ -119,7 +119,7 @@ def _is_one_communication(op: SetOp | ReduceOp) -> bool:
     source, target = tensor_type(op.input), tensor_type(op.result)
     if not communicates(op) or source.mesh is None or target.mesh is None:
         return False
-    if any(is_inner_split(axis, parallel) for t in (source, target) for axis in t.axes for parallel in DEVICE_KINDS):
+    if unlowerable_inner_split(op) is not None:
         return False
     return len(sharding_changes(source, target, op.axis_map(op.input))) <= 1
 

@@ -24,6 +24,31 @@ def is_inner_split(axis: Axis, parallel: ParallelKind) -> bool:
     return any(p.parallel == parallel for p in axis.pieces[1:])
 
 
+def unlowerable_inner_split(op: SetOp | ReduceOp) -> tuple[int, ParallelKind, TensorType] | None:
+    """The first (axis, device type, tensor) of `op`'s input or result with the type on an
+    inner piece that no collective carries: every one but those of a set within one mesh
+    behind device pieces both sides share (`_behind_shared_device_pieces`)."""
+    source, target = tensor_type(op.input), tensor_type(op.result)
+    within_mesh = isinstance(op, SetOp) and source.mesh == target.mesh
+    for t, other in ((source, target), (target, source)):
+        for index, axis in enumerate(t.axes):
+            for parallel in DEVICE_KINDS:
+                if is_inner_split(axis, parallel) and not (
+                        within_mesh and _behind_shared_device_pieces(axis, other.axes[index], parallel)):
+                    return index, parallel, t
+    return None
+
+
+def _behind_shared_device_pieces(axis: Axis, other: Axis, parallel: ParallelKind) -> bool:
+    """Is `parallel`'s piece of `axis` behind device pieces only, which `other` (the same
+    axis on the set's other side) has in front too (`E(2 didx, 2 didy, 2)` and `E(2 didx, 4)`)?
+    Then each device's part is a block of the shared pieces' block, the same on both sides,
+    and `parallel`'s team moves the parts within it as if the axis were that block alone."""
+    position = next(i for i, piece in enumerate(axis.pieces) if piece.parallel == parallel)
+    shared = axis.pieces[:position]
+    return all(p.parallel.is_device for p in shared) and other.pieces[:position] == shared
+
+
 # --------------------------------------------------------------------------- #
 # Propagation (propagate-shardings, decompose-reshardings)
 # --------------------------------------------------------------------------- #

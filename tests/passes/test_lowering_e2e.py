@@ -253,6 +253,9 @@ CASES: dict[str, tuple[str, int]] = {
     # DIDx block, as if the axis were the block alone
     "allgather_didy_behind_didx": (set_fusion(f"8(2 didx, 2 didy, 2), 3], {MESH_2D}", f"8(2 didx, 4), 3], {MESH_2D}"), 4),
     "scatter_didy_behind_didx": (set_fusion(f"8(2 didx, 4), 3], {MESH_2D}", f"8(2 didx, 2 didy, 2), 3], {MESH_2D}"), 4),
+    "allgather_didy_behind_didx_on_an_inner_axis": (  # reorder-sharded-axis lays the axis out first
+        set_fusion(f"4, 3, 4(2 didx, 2 didy)], {MESH_2D}", f"4, 3, 4(2 didx, 2)], {MESH_2D}"), 4
+    ),
     "gather_didy_behind_didx_then_didx": (set_fusion(f"8(2 didx, 2 didy, 2), 3], {MESH_2D}", f"8, 3], {MESH_2D}"), 4),
     # A reduction over both axes of a 2-D mesh: one reduction per device axis
     "allreduce_didy_and_didx": (reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8], {MESH_2D}"), 4),
