@@ -132,6 +132,10 @@ def _outer_split(source: Axis, factor: int, axis: Axis, index: int, parallel: Pa
     may differ (a reshape merging axes), so a device type splits the target by it."""
     if not source.is_split and source.extent == axis.extent and (axis.extent != DYNAMIC or not parallel.is_device):
         return (Piece(axis.extent, parallel),)
+    if not source.is_split and source.extent == DYNAMIC and not parallel.is_device:
+        # A whole Stream axis of the run's extent: the mapped axis has that extent at run
+        # time, so it is streamed whole too (a chunk per element).
+        return (Piece(axis.extent, parallel),)
     if axis.extent != DYNAMIC and (factor == DYNAMIC or axis.extent % factor):
         shown = "?" if factor == DYNAMIC else factor
         raise ShardingError(f"split factor {shown} does not divide extent {axis.extent} of axis {index}")

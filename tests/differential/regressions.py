@@ -1003,4 +1003,21 @@ t9.set_device_mesh(mesh)
 t9.outer_split(2, 4)
 t9.axis(2).parallelize(ParallelType.DIDx)
 """, "correct"),
+    # Found on 8 ranks (seed 115): a whole Stream axis of a dynamic extent (a linear's N,
+    # from a weight of dynamic rows) propagated to its bias of static extent 2 was refused
+    # ("split factor ? does not divide extent 2"): the bias is streamed whole too.
+    "a_whole_stream_axis_of_a_dynamic_extent_reaches_a_static_one": Regression(4, """
+with FusionDefinition() as fd:
+    t4 = fd.define_tensor([1, 1], dtype='float32')
+    t5 = fd.define_tensor([-1, 1], dtype='float32')  # concrete: [2, 1]
+    t6 = fd.define_tensor([2], dtype='float32')
+    t7 = fd.ops.linear(t4, t5, bias=t6)
+    fd.add_output(t7)
+mesh = DeviceMesh([[0, 1], [2, 3]])
+t4.set_device_mesh(mesh)
+t5.set_device_mesh(mesh)
+t6.set_device_mesh(mesh)
+t6.axis(0).parallelize(ParallelType.DIDy)
+t7.axis(1).parallelize(ParallelType.Stream)
+""", "correct"),
 }
