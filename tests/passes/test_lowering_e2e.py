@@ -256,6 +256,8 @@ CASES: dict[str, tuple[str, int]] = {
     "allgather_didy_behind_didx_on_an_inner_axis": (  # reorder-sharded-axis lays the axis out first
         set_fusion(f"4, 3, 4(2 didx, 2 didy)], {MESH_2D}", f"4, 3, 4(2 didx, 2)], {MESH_2D}"), 4
     ),
+    "allgather_didy_behind_didx_1x1": (set_fusion("8(1 didx, 1 didy, 8), 3], mesh=[[0]", "8(1 didx, 8), 3], mesh=[[0]"), 1),
+    "allgather_didy_behind_didx_2x1": (set_fusion("8(1 didx, 2 didy, 4), 3], mesh=[[0], [1]", "8(1 didx, 8), 3], mesh=[[0], [1]"), 2),
     "gather_didy_behind_didx_then_didx": (set_fusion(f"8(2 didx, 2 didy, 2), 3], {MESH_2D}", f"8, 3], {MESH_2D}"), 4),
     # A reduction over both axes of a 2-D mesh: one reduction per device axis
     "allreduce_didy_and_didx": (reduce_fusion("sum", "0, 1", f"2 didy, 2 didx, 8], {MESH_2D}", f"r2, r2, 8], {MESH_2D}"), 4),
@@ -270,6 +272,12 @@ CASES: dict[str, tuple[str, int]] = {
     # extent-1 axis to the group before it, not to the DIDy axis after it
     "sum_over_a_split_with_a_local_one_2d": (
         reduce_fusion("sum", "0, 1", f"2(2 didx, 1), 8(2 didy, 4)], {MESH_2D}", f"r2, r8], {MESH_2D}"), 4
+    ),
+    "sum_over_a_split_with_a_local_one_2x1": (
+        reduce_fusion("sum", "0, 1", "1(1 didx, 1), 8(2 didy, 4)], mesh=[[0], [1]", "r1, r8], mesh=[[0], [1]"), 2
+    ),
+    "sum_over_a_split_with_a_local_one_1x1": (
+        reduce_fusion("sum", "0, 1", "1(1 didx, 1), 8(1 didy, 8)], mesh=[[0]", "r1, r8], mesh=[[0]"), 1
     ),
     "max_over_split_axes_2d": (
         reduce_fusion("max", "0, 2", f"8(2 didy, 4), 3, 6(2 didx, 3)], {MESH_2D}", f"r8, 3, r6], {MESH_2D}"), 4
