@@ -96,11 +96,13 @@ from .sharding_policy import (
     backward_axis_map,
     communication_problem,
     device_parallel_reduced_axes,
+    device_piece_run,
     forward_axis_map,
     pairs_meshes_directly,
     propagate_parallel_types,
     same_device_axis,
     sharding_changes,
+    shared_device_pieces,
 )
 
 # --------------------------------------------------------------------------- #
@@ -863,30 +865,17 @@ def _innermost_device_piece_step(source: TensorType, target: TensorType) -> Tens
     if source.rank != target.rank:
         return None
     for index, (a, b) in enumerate(zip(source.axes, target.axes)):
-        shared = _shared_device_pieces(a, b)
-        if _device_run(a) > shared:
+        shared = shared_device_pieces(a, b)
+        if device_piece_run(a) > shared:
             return source.with_(axes=_replaced(source.axes, index, _without_innermost_device_piece(a)))
-        if _device_run(b) > shared:
+        if device_piece_run(b) > shared:
             return target.with_(axes=_replaced(target.axes, index, _without_innermost_device_piece(b)))
     return None
 
 
-def _device_run(axis: Axis) -> int:
-    """How many pieces in front of `axis` are device-parallel (0 for a whole device axis:
-    its one piece has nothing behind it to merge into)."""
-    if not axis.is_split:
-        return 0
-    return next((i for i, p in enumerate(axis.pieces) if not p.parallel.is_device), len(axis.pieces))
-
-
-def _shared_device_pieces(a: Axis, b: Axis) -> int:
-    run = min(_device_run(a), _device_run(b))
-    return next((i for i in range(run) if a.pieces[i] != b.pieces[i]), run)
-
-
 def _without_innermost_device_piece(axis: Axis) -> Axis:
     """`axis` with its innermost device piece made serial (merged with a serial piece behind it)."""
-    return axis.with_serial({axis.pieces[_device_run(axis) - 1].parallel})
+    return axis.with_serial({axis.pieces[device_piece_run(axis) - 1].parallel})
 
 
 def _replaced(axes: Sequence[Axis], index: int, axis: Axis) -> tuple[Axis, ...]:

@@ -190,8 +190,9 @@ def parse_specs(pipeline: str) -> list[ArgSpec]:
         raise ValueError(f"invalid pass pipeline {pipeline!r}: {reason.strip().lower()} at column {column}") from None
 
 
-def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None) -> list[ArgSpec]:
-    """Replace each pipeline name by its member passes; refuse unknown names. A pipeline's
+def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None, given_to: str = "") -> list[ArgSpec]:
+    """Replace each pipeline name by its member passes; refuse unknown names and options
+    (`given_to`: the pipeline the specs are members of, for the message). A pipeline's
     options go to the members that declare them (`hostir-lower{transport=auto}`)."""
     available = get_all_passes() if available is None else available
     expanded: list[ArgSpec] = []
@@ -202,11 +203,9 @@ def expand_specs(specs: Iterable[ArgSpec], available: PassRegistry | None = None
             unused = set(spec.parameters) - {option for member in members for option in member.parameters}
             if unused:
                 raise ValueError(f"pipeline {spec.name} has no pass with option(s) {', '.join(sorted(unused))}")
-            for member in members:
-                check_options(member, available[member.name](), f"pipeline {spec.name}")
-            expanded.extend(expand_specs(members, available))
+            expanded.extend(expand_specs(members, available, f"pipeline {spec.name}"))
         elif spec.name in available:
-            check_options(spec, available[spec.name]())
+            check_options(spec, available[spec.name](), given_to)
             expanded.append(spec)
         else:
             raise unknown_pass(spec.name, available)

@@ -45,8 +45,21 @@ def _behind_shared_device_pieces(axis: Axis, other: Axis, parallel: ParallelKind
     Then each device's part is a block of the shared pieces' block, the same on both sides,
     and `parallel`'s team moves the parts within it as if the axis were that block alone."""
     position = next(i for i, piece in enumerate(axis.pieces) if piece.parallel == parallel)
-    shared = axis.pieces[:position]
-    return all(p.parallel.is_device for p in shared) and other.pieces[:position] == shared
+    return position <= shared_device_pieces(axis, other)
+
+
+def device_piece_run(axis: Axis) -> int:
+    """How many pieces in front of `axis` are device-parallel (0 for a whole device axis:
+    its one piece has nothing behind it)."""
+    if not axis.is_split:
+        return 0
+    return next((i for i, p in enumerate(axis.pieces) if not p.parallel.is_device), len(axis.pieces))
+
+
+def shared_device_pieces(a: Axis, b: Axis) -> int:
+    """How many device pieces in front `a` and `b` have alike."""
+    run = min(device_piece_run(a), device_piece_run(b))
+    return next((i for i in range(run) if a.pieces[i] != b.pieces[i]), run)
 
 
 # --------------------------------------------------------------------------- #
